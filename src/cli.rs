@@ -1,0 +1,41 @@
+//! Command-line arguments (clap derive). Every option can also come from a
+//! `TINGSHU_*` environment variable.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "tingshu",
+    version,
+    about = "听书 — turn Chinese web novels into audiobooks"
+)]
+pub struct Cli {
+    /// More log output (-v info, -vv debug); RUST_LOG overrides.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Render a whole book (TXT) into one WAV file per chapter.
+    Build(BuildArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BuildArgs {
+    /// The book: a TXT file in UTF-8, GB18030/GBK, Big5 or UTF-16.
+    pub book: PathBuf,
+    /// Output directory; the book goes to DIR/<book file stem>/.
+    #[arg(long, short, default_value = "output", env = "TINGSHU_OUT")]
+    pub out: PathBuf,
+    /// Voices file (TOML); the built-in espeak-ng voices when absent.
+    #[arg(long, env = "TINGSHU_VOICES")]
+    pub voices: Option<PathBuf>,
+    /// Chapters to render, by 1-based position: 3-7, 5, 3-, 1,4,6-8.
+    #[arg(long)]
+    pub chapters: Option<String>,
+}

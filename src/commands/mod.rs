@@ -1,0 +1,59 @@
+//! The CLI commands. Each returns the process exit status or a fatal error.
+
+pub mod build;
+pub mod select;
+
+/// Exit status: everything done.
+pub const EXIT_OK: u8 = 0;
+/// Exit status: the run finished but some chapters or segments failed.
+pub const EXIT_PARTIAL: u8 = 1;
+/// Exit status: bad input or a fatal error; nothing was written.
+pub const EXIT_FATAL: u8 = 2;
+
+/// Turns a title into a safe file-name part: no path separators, control
+/// or reserved characters, no leading dots, at most 60 characters.
+pub fn sanitize_file_name(title: &str) -> String {
+    let mut out = String::new();
+    for c in title.chars() {
+        let c = if c.is_control()
+            || matches!(c, '/' | '\\' | '<' | '>' | ':' | '"' | '|' | '?' | '*')
+        {
+            '_'
+        } else if c.is_whitespace() {
+            ' '
+        } else {
+            c
+        };
+        if c == ' ' && (out.is_empty() || out.ends_with(' ')) {
+            continue;
+        }
+        out.push(c);
+    }
+    let trimmed: String = out
+        .trim_start_matches(['.', ' '])
+        .trim_end_matches(['.', ' '])
+        .chars()
+        .take(60)
+        .collect();
+    let trimmed = trimmed.trim_end_matches(['.', ' ']).replace(' ', "_");
+    if trimmed.is_empty() {
+        "untitled".to_owned()
+    } else {
+        trimmed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hostile_titles_become_safe_names() {
+        assert_eq!(sanitize_file_name("第一章 风起"), "第一章_风起");
+        assert_eq!(sanitize_file_name("../../etc/passwd"), "_.._etc_passwd");
+        assert_eq!(sanitize_file_name("..."), "untitled");
+        assert_eq!(sanitize_file_name("a\u{0}b\tc"), "a_b_c");
+        assert_eq!(sanitize_file_name(&"长".repeat(100)).chars().count(), 60);
+        assert!(!sanitize_file_name(".hidden").starts_with('.'));
+    }
+}

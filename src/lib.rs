@@ -1,0 +1,21 @@
+//! tingshu (听书): Chinese web novels → audiobooks.
+//!
+//! The pipeline, one module per stage:
+//! 1. [`text`] — decode, split chapters, mark narration and dialogue;
+//! 2. [`frontend`] — normalize for reading aloud and convert to pinyin;
+//! 3. [`synth`] — render chunks through a backend (embedded espeak-ng, …);
+//! 4. [`audio`] — pause, stitch and write chapter files.
+//!
+//! [`pipeline`] runs the stages; [`commands`] holds the CLI commands.
+
+pub mod audio;
+pub mod book;
+pub mod cli;
+pub mod commands;
+pub mod config;
+pub mod frontend;
+pub mod manifest;
+pub mod pipeline;
+pub mod progress;
+pub mod synth;
+pub mod text;

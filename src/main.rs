@@ -1,0 +1,47 @@
+use std::process::ExitCode;
+
+use clap::Parser;
+use tingshu::cli::{Cli, Command};
+use tingshu::commands::{self, EXIT_FATAL};
+use tingshu::synth::espeak;
+use tracing_subscriber::EnvFilter;
+
+fn main() -> ExitCode {
+    if std::env::args().nth(1).as_deref() == Some(espeak::WORKER_ARG) {
+        let stdin = std::io::stdin().lock();
+        let stdout = std::io::BufWriter::new(std::io::stdout().lock());
+        return match espeak::run_worker(stdin, stdout) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(_) => ExitCode::from(EXIT_FATAL),
+        };
+    }
+    let cli = Cli::parse();
+    let default_level = match cli.verbose {
+        0 => "warn",
+        1 => "info",
+        _ => "debug",
+    };
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_level)),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    match run(cli) {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("tingshu: error: {e:#}");
+            ExitCode::from(EXIT_FATAL)
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<u8> {
+    let runtime = tokio::runtime::Runtime::new()?;
+    let worker_program = std::env::current_exe().ok();
+    runtime.block_on(async {
+        match &cli.command {
+            Command::Build(args) => commands::build::run(args, worker_program).await,
+        }
+    })
+}
