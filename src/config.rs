@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
-use crate::audio::Pauses;
+use crate::audio::MixConfig;
 use crate::synth::espeak::{Espeak, EspeakConfig};
 use crate::synth::{Synthesizer, VoiceSettings};
 use crate::text::SegmentKind;
@@ -71,23 +71,6 @@ pub struct CastingConfig {
     pub dialogue: Option<String>,
     #[serde(default)]
     pub characters: BTreeMap<String, String>,
-}
-
-/// `[mix]`: output rate and pauses.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct MixConfig {
-    pub sample_rate: u32,
-    pub pauses: Pauses,
-}
-
-impl Default for MixConfig {
-    fn default() -> MixConfig {
-        MixConfig {
-            sample_rate: 22050,
-            pauses: Pauses::default(),
-        }
-    }
 }
 
 /// A whole voices file.

@@ -6,6 +6,23 @@ use serde::Deserialize;
 use super::{AudioClip, resample::resample};
 use crate::text::chunk::Boundary;
 
+/// `[mix]`: output rate and pauses.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MixConfig {
+    pub sample_rate: u32,
+    pub pauses: Pauses,
+}
+
+impl Default for MixConfig {
+    fn default() -> MixConfig {
+        MixConfig {
+            sample_rate: 22050,
+            pauses: Pauses::default(),
+        }
+    }
+}
+
 /// Pause lengths in milliseconds.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]

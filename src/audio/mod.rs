@@ -6,4 +6,4 @@ pub mod resample;
 pub mod wav;
 
 pub use clip::AudioClip;
-pub use mix::{ChapterMix, Pauses};
+pub use mix::{ChapterMix, MixConfig, Pauses};
