@@ -11,13 +11,13 @@ pub enum BookError {
     Missing { path: PathBuf },
     #[error("{path}: is a directory, not a text file")]
     Directory { path: PathBuf },
-    #[error("{path}: cannot read: {source}")]
+    #[error("{path}: cannot read")]
     Io {
         path: PathBuf,
         #[source]
         source: std::io::Error,
     },
-    #[error("{path}: {source}")]
+    #[error("{path}")]
     Decode {
         path: PathBuf,
         #[source]

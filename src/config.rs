@@ -19,7 +19,7 @@ pub const DEFAULT_VOICES: &str = include_str!("../voices/default.toml");
 /// A problem in a voices file, naming the file and the key.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    #[error("cannot read voices file {path}: {source}")]
+    #[error("cannot read voices file {path}")]
     Read {
         path: PathBuf,
         #[source]

@@ -33,7 +33,7 @@ pub struct ChapterJob {
 /// Why a chapter could not be rendered.
 #[derive(Debug, thiserror::Error)]
 pub enum ChapterError {
-    #[error("segment {segment} (\"{excerpt}\"): {source}")]
+    #[error("segment {segment} (\"{excerpt}\")")]
     Synth {
         segment: usize,
         excerpt: String,

@@ -11,7 +11,7 @@ use super::AudioClip;
 pub enum WavError {
     #[error("cannot write WAV data: {0}")]
     Encode(#[from] hound::Error),
-    #[error("cannot write {path}: {source}")]
+    #[error("cannot write {path}")]
     Io {
         path: PathBuf,
         #[source]

@@ -53,7 +53,7 @@ pub struct SynthRequest {
 pub enum SynthError {
     #[error("backend {backend}: {message}")]
     Engine { backend: String, message: String },
-    #[error("backend {backend}: worker process failed: {source}")]
+    #[error("backend {backend}: worker process failed")]
     Worker {
         backend: String,
         #[source]
