@@ -153,8 +153,8 @@ fn demo_book_renders_every_chapter() {
 
 #[test]
 fn narration_and_dialogue_voices_sound_different() {
-    // The default dialogue voice is pitched higher: compare zero-crossing
-    // rates of the same sentence rendered in both voices.
+    // The default dialogue voice is pitched higher: compare the pitch of the
+    // same sentence rendered in both voices.
     let out = tempfile::tempdir().unwrap();
     let book = out.path().join("voices.txt");
     std::fs::write(
@@ -170,22 +170,36 @@ fn narration_and_dialogue_voices_sound_different() {
     let mut reader = hound::WavReader::open(dir.join(ch["file"].as_str().unwrap())).unwrap();
     let rate = f64::from(reader.spec().sample_rate);
     let samples: Vec<i16> = reader.samples::<i16>().map(Result::unwrap).collect();
-    let zcr = |seg: &Value| {
+    let pitch = |seg: &Value| {
         let a = (seg["start_s"].as_f64().unwrap() * rate) as usize;
         let b = (seg["end_s"].as_f64().unwrap() * rate) as usize;
-        let part = &samples[a..b];
-        let crossings = part
-            .windows(2)
-            .filter(|w| (w[0] >= 0) != (w[1] >= 0))
-            .count();
-        crossings as f64 / part.len() as f64
+        median_f0(&samples[a..b], rate)
     };
-    let narration = zcr(&ch["segments"][0]);
-    let dialogue = zcr(&ch["segments"][1]);
-    assert!(
-        dialogue > narration * 1.1,
-        "narration {narration:.4} dialogue {dialogue:.4}"
-    );
+    let narration = pitch(&ch["segments"][0]);
+    let dialogue = pitch(&ch["segments"][1]);
+    assert!(dialogue > narration * 1.15, "F0 narration {narration:.1} Hz, dialogue {dialogue:.1} Hz");
+}
+
+/// Median fundamental frequency of the voiced 40 ms frames (autocorrelation).
+fn median_f0(samples: &[i16], rate: f64) -> f64 {
+    let frame = (0.04 * rate) as usize;
+    let (min_lag, max_lag) = ((rate / 400.0) as usize, (rate / 60.0) as usize);
+    let mut f0s: Vec<f64> = samples
+        .chunks_exact(frame)
+        .filter(|f| f.iter().any(|s| s.unsigned_abs() > 2000))
+        .filter_map(|f| {
+            (min_lag..max_lag)
+                .map(|lag| {
+                    let r: f64 = (0..frame - lag).map(|j| f64::from(f[j]) * f64::from(f[j + lag])).sum();
+                    (r, lag)
+                })
+                .max_by(|x, y| x.0.total_cmp(&y.0))
+                .map(|(_, lag)| rate / lag as f64)
+        })
+        .collect();
+    assert!(!f0s.is_empty(), "no voiced frames");
+    f0s.sort_by(f64::total_cmp);
+    f0s[f0s.len() / 2]
 }
 
 #[test]
