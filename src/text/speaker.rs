@@ -897,8 +897,12 @@ fn has_speech_verb(s: &str) -> bool {
         }
         prev = Some(c);
     }
-    SPEECH_WORDS.iter().any(|w| s.contains(w))
+    SPEECH_MATCHER.is_match(s)
 }
+
+static SPEECH_MATCHER: std::sync::LazyLock<AhoCorasick> = std::sync::LazyLock::new(|| {
+    AhoCorasick::new(SPEECH_WORDS).expect("speech words are plain strings")
+});
 
 fn starts_with_speech_verb(s: &str) -> bool {
     let mut it = s.chars();
@@ -1193,6 +1197,15 @@ fn select_names(counts: &HashMap<&str, usize>) -> Vec<Discovered> {
             && !CROWDS.contains(&s)
     };
     let mut chosen: HashMap<String, usize> = HashMap::new();
+    // Longer strings by the string one character shorter that they extend.
+    let mut longer: HashMap<&str, Vec<(&str, usize)>> = HashMap::new();
+    for (k, n) in counts {
+        if let Some((last, _)) = k.char_indices().last()
+            && last > 0
+        {
+            longer.entry(&k[..last]).or_default().push((k, *n));
+        }
+    }
     let mut twos: Vec<(&str, usize)> = counts
         .iter()
         .filter(|(k, n)| k.chars().count() == 2 && **n >= MIN_COUNT)
@@ -1206,11 +1219,10 @@ fn select_names(counts: &HashMap<&str, usize>) -> Vec<Discovered> {
         // Grow the name while nearly every occurrence continues the same way.
         let mut name = two;
         let mut n = n2;
-        for (len, ratio) in [(3usize, 0.6), (4, 0.8)] {
-            let best = counts
-                .iter()
-                .filter(|(k, _)| k.starts_with(name) && k.chars().count() == len)
-                .max_by_key(|(k, c)| (**c, std::cmp::Reverse(**k)));
+        for ratio in [0.6, 0.8] {
+            let best = longer
+                .get(name)
+                .and_then(|v| v.iter().max_by_key(|(k, c)| (*c, std::cmp::Reverse(*k))));
             match best {
                 Some((k, c)) if (*c as f64) >= ratio * n as f64 && plausible(k) => {
                     name = k;
