@@ -155,6 +155,9 @@ const SPEECH_WORDS: &[&str] = &[
     "讲", "講", "哭道", "叹道", "嘆道",
 ];
 
+/// How far back a quote looks for a character mentioned in the narration.
+const RECENT_PARAGRAPHS: usize = 10;
+
 /// How sure a rule is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Strength {
@@ -286,6 +289,8 @@ impl Attributor {
         // Index of the previous paragraph that takes part (not skipped).
         let mut previous: Option<usize> = None;
         let mut continued: Option<Who> = None;
+        // The previous paragraph is a turn, or the tag (`她问。`) of the turn before it.
+        let mut adjacent = false;
         for (i, p) in paragraphs.iter().enumerate() {
             if p.skipped {
                 continue;
@@ -297,12 +302,12 @@ impl Attributor {
             };
             let has_dialogue = p.spans.iter().any(|s| s.kind == SegmentKind::Dialogue);
             if !has_dialogue {
+                adjacent = adjacent && ctx.is_tag(i);
                 previous = Some(i);
                 continued = None;
                 continue;
             }
-            let prev_is_turn =
-                previous.is_some_and(|j| turns.last().is_some_and(|t| t.paragraph == j));
+            let prev_is_turn = adjacent;
             let opens_continued = p.spans.first().is_some_and(|s| {
                 s.kind == SegmentKind::Dialogue
                     && previous.is_some_and(|j| continues_speech(&paragraphs[j], s))
@@ -333,7 +338,6 @@ impl Attributor {
                 _ => None,
             };
             turns.push(Turn {
-                paragraph: i,
                 speaker,
                 addressee,
                 vocative: p
@@ -343,6 +347,7 @@ impl Attributor {
                     .and_then(|s| self.vocative(s.text(p.text))),
             });
             previous = Some(i);
+            adjacent = true;
         }
         out
     }
@@ -456,7 +461,6 @@ fn gender_slot(g: Gender) -> Option<usize> {
 /// A paragraph with dialogue, as one turn of a conversation.
 #[derive(Debug, Clone, Copy)]
 struct Turn {
-    paragraph: usize,
     speaker: Option<Who>,
     addressee: Option<Who>,
     vocative: Option<Who>,
@@ -538,13 +542,15 @@ impl Context<'_, '_> {
                 return (Some(c.who), c.addressee, own);
             }
         }
-        let turn = turn_taking(turns, vocative);
+        let last_speaker = turns.last().and_then(|t| t.speaker);
+        let recent = self.recent_mention(i, last_speaker.filter(|_| !turns.is_empty()));
+        let turn = turn_taking(turns, vocative, recent);
         if prev_is_turn && let Some(who) = turn {
-            return (Some(who), turns.last().and_then(|t| t.speaker), own);
+            return (Some(who), last_speaker, own);
         }
         let beat = best.or_else(|| {
             previous
-                .filter(|_| opens_with_quote)
+                .filter(|_| opens_with_quote && !prev_is_turn)
                 .and_then(|j| self.action_beat(j))
         });
         if let Some(c) = beat.filter(|c| accept(*c)) {
@@ -554,6 +560,30 @@ impl Context<'_, '_> {
             return (Some(who), turns.last().and_then(|t| t.speaker), own);
         }
         (None, None, own)
+    }
+
+    /// True when narration paragraph `i` opens with a speech tag (`她问。`)
+    /// for the quote before it.
+    fn is_tag(&self, i: usize) -> bool {
+        let p = &self.paragraphs[i];
+        p.spans.first().is_some_and(|n| {
+            n.kind == SegmentKind::Narration
+                && self
+                    .after_quote(i, n)
+                    .is_some_and(|c| c.strength == Strength::Strong)
+        })
+    }
+
+    /// The character mentioned last in the narration of the few paragraphs
+    /// before `i`, other than `exclude`.
+    fn recent_mention(&self, i: usize, exclude: Option<Who>) -> Option<Who> {
+        (i.saturating_sub(RECENT_PARAGRAPHS)..i).rev().find_map(|j| {
+            self.mentions[j]
+                .iter()
+                .rev()
+                .filter_map(|m| m.who)
+                .find(|w| matches!(w, Who::Character(_)) && Some(*w) != exclude)
+        })
     }
 
     fn mentions_in(&self, i: usize, start: usize, end: usize) -> &[Mention] {
@@ -713,8 +743,10 @@ impl Context<'_, '_> {
 
 /// The speaker of the next turn from the turns so far: the one addressed by
 /// name in the last turn, else its addressee, else the speaker before it.
-fn turn_taking(turns: &[Turn], vocative: Option<Who>) -> Option<Who> {
-    let last = turns.last()?;
+fn turn_taking(turns: &[Turn], vocative: Option<Who>, recent: Option<Who>) -> Option<Who> {
+    let Some(last) = turns.last() else {
+        return recent.filter(|r| Some(*r) != vocative);
+    };
     let candidates = [
         last.vocative.filter(|v| Some(*v) != last.speaker),
         last.addressee,
@@ -724,6 +756,7 @@ fn turn_taking(turns: &[Turn], vocative: Option<Who>) -> Option<Who> {
             .skip(1)
             .take(3)
             .find_map(|t| t.speaker.filter(|s| Some(*s) != last.speaker)),
+        recent,
     ];
     candidates
         .into_iter()
