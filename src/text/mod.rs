@@ -193,7 +193,7 @@ fn script_chapter(scanned: &Scanned, attributor: &Attributor) -> ScriptChapter {
             }
             segments.push(Segment {
                 kind: span.kind,
-                speaker: who.map(|w| attributor.name(w).to_owned()),
+                speaker: who.and_then(|w| attributor.name(w)).map(str::to_owned),
                 paragraph: i + 1,
                 text: text.to_owned(),
             });

@@ -23,6 +23,8 @@ use super::quote::{SegmentKind, SpanRange};
 pub enum Who {
     Character(usize),
     Crowd(usize),
+    /// 他 (0) or 她 (1) that names nobody in the cast: someone, unnamed.
+    Someone(usize),
 }
 
 /// Groups that may speak as one.
@@ -269,11 +271,12 @@ impl Attributor {
         }
     }
 
-    /// The name a speaker goes by in the script.
-    pub fn name(&self, who: Who) -> &str {
+    /// The name a speaker goes by in the script (none for someone unnamed).
+    pub fn name(&self, who: Who) -> Option<&str> {
         match who {
-            Who::Character(i) => &self.names[i],
-            Who::Crowd(i) => CROWDS[i],
+            Who::Character(i) => Some(&self.names[i]),
+            Who::Crowd(i) => Some(CROWDS[i]),
+            Who::Someone(_) => None,
         }
     }
 
@@ -302,7 +305,8 @@ impl Attributor {
             };
             let has_dialogue = p.spans.iter().any(|s| s.kind == SegmentKind::Dialogue);
             if !has_dialogue {
-                adjacent = adjacent && ctx.is_tag(i);
+                let last_speaker = turns.last().and_then(|t| t.speaker);
+                adjacent = adjacent && (ctx.is_tag(i) || ctx.is_beat_of(i, last_speaker));
                 previous = Some(i);
                 continued = None;
                 continue;
@@ -382,7 +386,7 @@ impl Attributor {
                         }
                         (None, Some(g)) => {
                             if let Some(slot) = gender_slot(g) {
-                                m.who = next[slot].map(Who::Character);
+                                m.who = Some(next[slot].map_or(Who::Someone(slot), Who::Character));
                             }
                         }
                         _ => {}
@@ -574,16 +578,33 @@ impl Context<'_, '_> {
         })
     }
 
+    /// True when narration paragraph `i` opens with `who` acting (少平愣住了。).
+    fn is_beat_of(&self, i: usize, who: Option<Who>) -> bool {
+        let p = &self.paragraphs[i];
+        let Some(n) = p.spans.first() else {
+            return false;
+        };
+        let end = sentence_end(p.text, n.start, n.end);
+        who.is_some()
+            && self
+                .mentions_in(i, n.start, end)
+                .iter()
+                .find(|m| m.who.is_some() && is_subject(p.text, m, n.start))
+                .is_some_and(|m| m.who == who)
+    }
+
     /// The character mentioned last in the narration of the few paragraphs
     /// before `i`, other than `exclude`.
     fn recent_mention(&self, i: usize, exclude: Option<Who>) -> Option<Who> {
-        (i.saturating_sub(RECENT_PARAGRAPHS)..i).rev().find_map(|j| {
-            self.mentions[j]
-                .iter()
-                .rev()
-                .filter_map(|m| m.who)
-                .find(|w| matches!(w, Who::Character(_)) && Some(*w) != exclude)
-        })
+        (i.saturating_sub(RECENT_PARAGRAPHS)..i)
+            .rev()
+            .find_map(|j| {
+                self.mentions[j]
+                    .iter()
+                    .rev()
+                    .filter_map(|m| m.who)
+                    .find(|w| matches!(w, Who::Character(_)) && Some(*w) != exclude)
+            })
     }
 
     fn mentions_in(&self, i: usize, start: usize, end: usize) -> &[Mention] {
@@ -1510,7 +1531,7 @@ mod tests {
         for (p, who) in views.iter().zip(result) {
             for (s, w) in p.spans.iter().zip(who) {
                 if s.kind == SegmentKind::Dialogue {
-                    out.push(w.map(|w| a.name(w).to_owned()));
+                    out.push(w.and_then(|w| a.name(w)).map(str::to_owned));
                 }
             }
         }
