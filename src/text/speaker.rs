@@ -360,14 +360,14 @@ impl Attributor {
     /// resolved to the latest character of that gender (or, with none
     /// before, the next one after).
     fn chapter_mentions(&self, paragraphs: &[ParagraphView<'_>]) -> Vec<Vec<Mention>> {
-        let mut last: [Option<usize>; 2] = [None, None];
+        let mut last = Recency::default();
         let mut all: Vec<Vec<Mention>> = Vec::with_capacity(paragraphs.len());
         let mut unresolved = false;
-        for p in paragraphs {
+        for (i, p) in paragraphs.iter().enumerate() {
             let mut mentions = Vec::new();
             if !p.skipped {
                 for s in p.spans.iter().filter(|s| s.kind == SegmentKind::Narration) {
-                    self.find_mentions(p.text, s, &mut last, &mut mentions);
+                    self.find_mentions(i, p.text, s, &mut last, &mut mentions);
                 }
             }
             unresolved |= mentions.iter().any(|m| m.pronoun.is_some());
@@ -399,9 +399,10 @@ impl Attributor {
 
     fn find_mentions(
         &self,
+        paragraph: usize,
         text: &str,
         span: &SpanRange,
-        last: &mut [Option<usize>; 2],
+        last: &mut Recency,
         out: &mut Vec<Mention>,
     ) {
         let narration = &text[span.start..span.end];
@@ -416,16 +417,18 @@ impl Attributor {
                     (Some(Who::Character(c)), None)
                 }
                 Pattern::Crowd(c) => (Some(Who::Crowd(c)), None),
-                Pattern::Pronoun(g) => match gender_slot(g).and_then(|s| last[s]) {
-                    Some(c) => (Some(Who::Character(c)), None),
-                    None => (None, Some(g)),
-                },
+                Pattern::Pronoun(g) => {
+                    match gender_slot(g).and_then(|s| last.resolve(s, paragraph, text, start)) {
+                        Some(c) => (Some(Who::Character(c)), None),
+                        None => (None, Some(g)),
+                    }
+                }
                 Pattern::Ignore => continue,
             };
             if let Some(Who::Character(c)) = who
                 && let Some(slot) = gender_slot(self.genders[c])
             {
-                last[slot] = Some(c);
+                last.note(slot, c, paragraph, end);
             }
             out.push(Mention {
                 start,
@@ -451,6 +454,43 @@ impl Attributor {
             .next()
             .filter(|c| matches!(c, '，' | ',' | '！' | '!' | '、' | '…' | '？' | '?' | '。'))
             .map(|_| Who::Character(c))
+    }
+}
+
+/// The latest characters of each gender, for 他/她.
+#[derive(Debug, Default)]
+struct Recency {
+    /// Per gender: the latest mention (character, paragraph, end offset) and
+    /// the latest other character before it.
+    slots: [(Option<(usize, usize, usize)>, Option<usize>); 2],
+}
+
+impl Recency {
+    fn note(&mut self, slot: usize, c: usize, paragraph: usize, end: usize) {
+        let (latest, previous) = &mut self.slots[slot];
+        if let Some((old, _, _)) = *latest
+            && old != c
+        {
+            *previous = Some(old);
+        }
+        *latest = Some((c, paragraph, end));
+    }
+
+    /// The character a pronoun at `text[at..]` stands for: the latest of its
+    /// gender, unless that one is the subject of the same clause (晓晨问他:
+    /// 他 is someone else), then the one before.
+    fn resolve(&self, slot: usize, paragraph: usize, text: &str, at: usize) -> Option<usize> {
+        let (latest, previous) = self.slots[slot];
+        let (c, p, end) = latest?;
+        let same_clause = p == paragraph
+            && end <= at
+            && !text[end..at]
+                .chars()
+                .any(|ch| is_punct(ch) || ch == '”' || ch == '“');
+        match (same_clause, previous) {
+            (true, Some(other)) => Some(other),
+            _ => Some(c),
+        }
     }
 }
 
@@ -552,7 +592,7 @@ impl Context<'_, '_> {
         if prev_is_turn && let Some(who) = turn {
             return (Some(who), last_speaker, own);
         }
-        let beat = best.or_else(|| {
+        let beat = best.or_else(|| self.next_paragraph_subject(i)).or_else(|| {
             previous
                 .filter(|_| opens_with_quote && !prev_is_turn)
                 .and_then(|j| self.action_beat(j))
@@ -706,7 +746,32 @@ impl Context<'_, '_> {
             return None;
         }
         let c = self.after_quote(j, n)?;
-        (c.strength == Strength::Strong).then_some(c)
+        (c.strength == Strength::Strong
+            || (c.strength == Strength::Medium && has_speech_verb(sentence)))
+        .then_some(c)
+    }
+
+    /// The next paragraph opens with a character acting (晓晨指了指门。).
+    fn next_paragraph_subject(&self, i: usize) -> Option<Candidate> {
+        let j = (i + 1..self.paragraphs.len()).find(|&j| !self.paragraphs[j].skipped)?;
+        let p = &self.paragraphs[j];
+        let n = p
+            .spans
+            .first()
+            .filter(|s| s.kind == SegmentKind::Narration)?;
+        let end = sentence_end(p.text, n.start, n.end);
+        if p.text[n.start..end].trim_end().ends_with(['：', ':']) {
+            return None;
+        }
+        let m = self
+            .mentions_in(j, n.start, end)
+            .iter()
+            .find(|m| m.who.is_some() && is_subject(p.text, m, n.start))?;
+        Some(Candidate {
+            who: m.who?,
+            strength: Strength::Weak,
+            addressee: None,
+        })
     }
 
     /// The character acting in the last sentence of paragraph `j`.
