@@ -428,7 +428,17 @@ impl Attributor {
             if let Some(Who::Character(c)) = who
                 && let Some(slot) = gender_slot(self.genders[c])
             {
-                last.note(slot, c, paragraph, end);
+                let subject = is_subject(
+                    text,
+                    &Mention {
+                        start,
+                        end,
+                        who,
+                        pronoun,
+                    },
+                    span.start,
+                );
+                last.note(slot, c, paragraph, end, subject);
             }
             out.push(Mention {
                 start,
@@ -460,36 +470,51 @@ impl Attributor {
 /// The latest characters of each gender, for 他/她.
 #[derive(Debug, Default)]
 struct Recency {
-    /// Per gender: the latest mention (character, paragraph, end offset) and
-    /// the latest other character before it.
-    slots: [(Option<(usize, usize, usize)>, Option<usize>); 2],
+    /// Per gender: the latest mention (character, paragraph, end offset),
+    /// the latest subject mention, and the latest other character.
+    slots: [Slot; 2],
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct Slot {
+    latest: Option<(usize, usize, usize)>,
+    subject: Option<(usize, usize, usize)>,
+    previous: Option<usize>,
 }
 
 impl Recency {
-    fn note(&mut self, slot: usize, c: usize, paragraph: usize, end: usize) {
-        let (latest, previous) = &mut self.slots[slot];
-        if let Some((old, _, _)) = *latest
+    fn note(&mut self, slot: usize, c: usize, paragraph: usize, end: usize, subject: bool) {
+        let s = &mut self.slots[slot];
+        if let Some((old, _, _)) = s.latest
             && old != c
         {
-            *previous = Some(old);
+            s.previous = Some(old);
         }
-        *latest = Some((c, paragraph, end));
+        s.latest = Some((c, paragraph, end));
+        if subject {
+            s.subject = Some((c, paragraph, end));
+        }
     }
 
-    /// The character a pronoun at `text[at..]` stands for: the latest of its
-    /// gender, unless that one is the subject of the same clause (晓晨问他:
-    /// 他 is someone else), then the one before.
+    /// The character a pronoun at `text[at..]` stands for: the latest subject
+    /// of its gender (else the latest mention), unless that one is the
+    /// subject of the same clause (晓晨问他: 他 is someone else).
     fn resolve(&self, slot: usize, paragraph: usize, text: &str, at: usize) -> Option<usize> {
-        let (latest, previous) = self.slots[slot];
-        let (c, p, end) = latest?;
-        let same_clause = p == paragraph
-            && end <= at
-            && !text[end..at]
-                .chars()
-                .any(|ch| is_punct(ch) || ch == '”' || ch == '“');
-        match (same_clause, previous) {
-            (true, Some(other)) => Some(other),
-            _ => Some(c),
+        let s = self.slots[slot];
+        let same_clause = |(_, p, end): (usize, usize, usize)| {
+            p == paragraph
+                && end <= at
+                && !text[end..at]
+                    .chars()
+                    .any(|ch| is_punct(ch) || ch == '”' || ch == '“')
+        };
+        let first = s.subject.or(s.latest)?;
+        if !same_clause(first) {
+            return Some(first.0);
+        }
+        match s.latest {
+            Some(l) if l.0 != first.0 && !same_clause(l) => Some(l.0),
+            _ => s.previous.filter(|p| *p != first.0).or(Some(first.0)),
         }
     }
 }
