@@ -595,9 +595,6 @@ impl Context<'_, '_> {
             }
         }
         let accept = |c: Candidate| Some(c.who) != vocative || c.strength == Strength::Strong;
-        if let Some(c) = best.filter(|c| c.strength >= Strength::Medium && accept(*c)) {
-            return (Some(c.who), c.addressee, own);
-        }
         let opens_with_quote = p
             .spans
             .first()
@@ -605,8 +602,10 @@ impl Context<'_, '_> {
         let prev_colon = previous
             .filter(|_| opens_with_quote)
             .and_then(|j| self.colon_before(j));
-        let next = self.next_paragraph_verb(i);
-        for c in [prev_colon, next].into_iter().flatten() {
+        let strong = best.filter(|c| c.strength == Strength::Strong);
+        let medium = best.filter(|c| c.strength == Strength::Medium);
+        let next = || self.next_paragraph_verb(i);
+        for c in [strong, prev_colon, medium, next()].into_iter().flatten() {
             if accept(c) {
                 return (Some(c.who), c.addressee, own);
             }
@@ -845,7 +844,13 @@ impl Context<'_, '_> {
             }
         }
         let m = match subject {
-            Some((_, m)) => m,
+            // 他旁边的安锁子: the possessed one is the subject.
+            Some((cs, m)) => mentions
+                .iter()
+                .filter(|o| o.start > m.start && o.who.is_some())
+                .take_while(|o| clause_start(text, o.start, start) == cs)
+                .find(|o| text[..o.start].ends_with('的'))
+                .unwrap_or(m),
             None => mentions.iter().find(|m| m.who.is_some())?,
         };
         Some((m.who?, other_mention(mentions, m.who)))
