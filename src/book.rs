@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::text::{DecodeError, Script, decode};
+use crate::text::{Cast, DecodeError, Script, decode};
 
 /// Why a book file cannot be read.
 #[derive(Debug, thiserror::Error)]
@@ -36,6 +36,22 @@ pub struct Book {
 
 /// Reads, decodes and splits the book at `path`.
 pub fn read_book(path: &Path) -> Result<Book, BookError> {
+    read_book_with_cast(path, None)
+}
+
+/// Reads, decodes and splits the book at `path`, naming speakers from `cast`.
+pub fn read_book_with_cast(path: &Path, cast: Option<&Cast>) -> Result<Book, BookError> {
+    let (stem, decoded) = read_text(path)?;
+    let script = Script::from_text_with_cast(&decoded.text, &stem, cast);
+    Ok(Book {
+        stem,
+        encoding: decoded.encoding,
+        script,
+    })
+}
+
+/// Reads and decodes the book at `path`: its file stem and decoded text.
+pub fn read_text(path: &Path) -> Result<(String, crate::text::Decoded), BookError> {
     let path_buf = || path.to_owned();
     if path.is_dir() {
         return Err(BookError::Directory { path: path_buf() });
@@ -56,10 +72,5 @@ pub fn read_book(path: &Path) -> Result<Book, BookError> {
         .map(|s| s.to_string_lossy().into_owned())
         .filter(|s| !s.is_empty())
         .unwrap_or_else(|| "book".to_owned());
-    let script = Script::from_text(&decoded.text, &stem);
-    Ok(Book {
-        stem,
-        encoding: decoded.encoding,
-        script,
-    })
+    Ok((stem, decoded))
 }

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -23,6 +23,8 @@ pub struct Cli {
 pub enum Command {
     /// Render a whole book (TXT) into one WAV file per chapter.
     Build(BuildArgs),
+    /// Print the reading script of a book: chapters, narration and dialogue, speakers.
+    Split(SplitArgs),
 }
 
 #[derive(Debug, Args)]
@@ -38,4 +40,29 @@ pub struct BuildArgs {
     /// Chapters to render, by 1-based position: 3-7, 5, 3-, 1,4,6-8.
     #[arg(long)]
     pub chapters: Option<String>,
+    /// Cast file (TOML): characters, aliases and genders, for speakers.
+    #[arg(long, env = "TINGSHU_CAST")]
+    pub cast: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct SplitArgs {
+    /// The book: a TXT file in UTF-8, GB18030/GBK, Big5 or UTF-16.
+    pub book: PathBuf,
+    /// Cast file (TOML): characters, aliases and genders, for speakers.
+    #[arg(long, env = "TINGSHU_CAST")]
+    pub cast: Option<PathBuf>,
+    /// Output format: `text` for people, `jsonl` one JSON object per segment.
+    #[arg(long, value_enum, default_value_t = SplitFormat::Text)]
+    pub format: SplitFormat,
+    /// Print a cast file of the characters found in the book instead.
+    #[arg(long, conflicts_with_all = ["cast", "format"])]
+    pub suggest_cast: bool,
+}
+
+/// Output format of `split`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SplitFormat {
+    Text,
+    Jsonl,
 }

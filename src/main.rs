@@ -42,6 +42,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
     runtime.block_on(async {
         match &cli.command {
             Command::Build(args) => commands::build::run(args, worker_program).await,
+            Command::Split(args) => commands::split::run(args),
         }
     })
 }

@@ -7,16 +7,18 @@ use anyhow::Context;
 
 use super::select::ChapterSelection;
 use super::{EXIT_OK, EXIT_PARTIAL, sanitize_file_name};
-use crate::book::read_book;
+use crate::book::read_book_with_cast;
 use crate::cli::BuildArgs;
 use crate::config::VoicesConfig;
 use crate::manifest::Manifest;
 use crate::pipeline::{ChapterJob, Renderer};
 use crate::progress::Progress;
+use crate::text::Cast;
 
 /// Runs `build`. Bad input is an `Err` (exit 2) before anything is written.
 pub async fn run(args: &BuildArgs, worker_program: Option<PathBuf>) -> anyhow::Result<u8> {
-    let book = read_book(&args.book)?;
+    let cast = args.cast.as_deref().map(Cast::load).transpose()?;
+    let book = read_book_with_cast(&args.book, cast.as_ref())?;
     let config = VoicesConfig::load(args.voices.as_deref())?;
     let count = book.script.chapters.len();
     let selected = match &args.chapters {

@@ -2,6 +2,7 @@
 
 pub mod build;
 pub mod select;
+pub mod split;
 
 /// Exit status: everything done.
 pub const EXIT_OK: u8 = 0;

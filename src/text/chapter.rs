@@ -1,5 +1,7 @@
-//! Text → chapters: heading lines (第N章, 第一百二十回, 楔子, 番外 …) start a
-//! chapter; text before the first heading is front matter.
+//! Text → chapters: heading lines (第N章, 第一百二十回, 楔子, Chapter 12 …) start
+//! a chapter; text before the first heading is front matter. Volume headings
+//! (第一卷, 卷一) name the chapters that follow instead of making chapters of
+//! their own. Site adverts and URLs are kept aside as skipped lines.
 
 use std::sync::LazyLock;
 
@@ -11,31 +13,234 @@ pub struct Chapter {
     /// Chapter number in reading order: 0 for front matter, then 1, 2, …
     pub number: usize,
     pub title: String,
+    /// The volume heading this chapter belongs to, if any.
+    pub volume: Option<String>,
+    /// Every non-empty line after the heading, skipped ones included, so that
+    /// paragraph numbers follow the source.
     pub paragraphs: Vec<String>,
+    /// 0-based indices into `paragraphs` of lines that are not read (adverts, URLs).
+    pub skipped: Vec<usize>,
+}
+
+impl Chapter {
+    fn new(number: usize, title: &str, volume: Option<String>) -> Chapter {
+        Chapter {
+            number,
+            title: title.to_owned(),
+            volume,
+            paragraphs: Vec::new(),
+            skipped: Vec::new(),
+        }
+    }
+
+    /// True when the chapter has at least one line that is read.
+    fn has_content(&self) -> bool {
+        self.paragraphs.len() > self.skipped.len()
+    }
+}
+
+/// What a heading line opens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HeadingKind {
+    Chapter,
+    /// 第N卷, 卷N: always a volume.
+    Volume,
+    /// 第N部/集/篇: a volume when a chapter heading follows right away.
+    Part,
+}
+
+/// A recognised heading line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Heading<'a> {
+    pub kind: HeadingKind,
+    pub text: &'a str,
+    /// (unit, number) for numbered headings, to spot duplicates written differently.
+    pub key: Option<(char, u32)>,
 }
 
 const NUMERALS: &str = "0-9０-９零〇一二两兩三四五六七八九十百千万萬壹贰貳叁參肆伍陆陸柒捌玖拾佰仟";
+const SEPARATORS: &str = r" \t　:：、.．·—\-";
 
 static NUMBERED: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(&format!(
-        r"^第[{NUMERALS}]{{1,9}}[章回节節卷部集篇幕](?:[ \t　:：、.．·—-]+(?P<title>\S.{{0,40}}))?$"
+        r"^(?:正文[ 　]*)?第(?P<num>[{NUMERALS}]{{1,9}})(?P<unit>[章回节節卷部集篇幕])(?:[{SEPARATORS}]+(?P<title>\S.{{0,40}}))?$"
+    ))
+    .expect("valid heading regex")
+});
+
+static VOLUME: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(&format!(
+        r"^卷(?P<num>[{NUMERALS}]{{1,6}})(?:[{SEPARATORS}]+(?P<title>\S.{{0,40}}))?$"
     ))
     .expect("valid heading regex")
 });
 
 static NAMED: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(&format!(
-        r"^(?:楔子|序章|序言|序|引子|前言|尾声|尾聲|后记|後記|终章|終章|番外(?:篇)?[{NUMERALS}]*|完本感言)(?:[ \t　:：、.．·—-]+(?P<title>\S.{{0,40}}))?$"
+        r"^(?:楔子|序章|序言|序|引子|前言|尾声|尾聲|后记|後記|终章|終章|番外(?:篇)?[{NUMERALS}]*|完本感言)(?:[{SEPARATORS}]+(?P<title>\S.{{0,40}}))?$"
     ))
     .expect("valid heading regex")
 });
 
-/// Returns the heading text if `line` (already trimmed) is a chapter heading.
-pub fn heading(line: &str) -> Option<&str> {
-    if line.chars().count() > 48 || line.ends_with(['。', '，', '！', '？', '；']) {
+static ENGLISH: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(?i:chapter)[ \t]*(?P<num>[0-9]{1,5})(?:[ \t:：.\-—]+(?P<title>\S.{0,40}))?$")
+        .expect("valid heading regex")
+});
+
+/// `001 标题`: a heading only where the book numbers its chapters this way throughout.
+static NUMBERED_LINE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(?P<num>[0-9０-９]{1,4})(?:[ \t　、.．:：]+(?P<title>\S.{0,30}))?$")
+        .expect("valid heading regex")
+});
+
+/// Longest heading line, in bytes (48 characters of CJK).
+const MAX_HEADING_BYTES: usize = 48 * 3;
+
+/// Returns the heading if `line` (already trimmed) is a chapter or volume heading.
+pub fn heading(line: &str) -> Option<Heading<'_>> {
+    if line.len() > MAX_HEADING_BYTES || line.ends_with(['。', '，', '！', '？', '；', '”', '」'])
+    {
         return None;
     }
-    (NUMBERED.is_match(line) || NAMED.is_match(line)).then_some(line)
+    let first = line.chars().next()?;
+    let numbered = |caps: regex::Captures<'_>, kind: HeadingKind, unit: char| {
+        let key = parse_number(caps.name("num").map_or("", |m| m.as_str())).map(|n| (unit, n));
+        Some(Heading {
+            kind,
+            text: line,
+            key,
+        })
+    };
+    match first {
+        '第' | '正' => {
+            let caps = NUMBERED.captures(line)?;
+            let unit = caps.name("unit")?.as_str().chars().next()?;
+            let kind = match unit {
+                '卷' => HeadingKind::Volume,
+                '部' | '集' | '篇' => HeadingKind::Part,
+                _ => HeadingKind::Chapter,
+            };
+            numbered(
+                caps,
+                kind,
+                if kind == HeadingKind::Volume {
+                    '卷'
+                } else {
+                    unit
+                },
+            )
+        }
+        '卷' => {
+            let caps = VOLUME.captures(line)?;
+            numbered(caps, HeadingKind::Volume, '卷')
+        }
+        'C' | 'c' => {
+            let caps = ENGLISH.captures(line)?;
+            numbered(caps, HeadingKind::Chapter, 'C')
+        }
+        '楔' | '序' | '引' | '前' | '尾' | '后' | '後' | '终' | '終' | '番' | '完' => {
+            NAMED.is_match(line).then_some(Heading {
+                kind: HeadingKind::Chapter,
+                text: line,
+                key: None,
+            })
+        }
+        _ => None,
+    }
+}
+
+/// Parses Arabic, full-width or Chinese numerals (一百二十三, 两千零五, 十二).
+pub fn parse_number(s: &str) -> Option<u32> {
+    if s.is_empty() {
+        return None;
+    }
+    if s.chars()
+        .all(|c| c.is_ascii_digit() || ('０'..='９').contains(&c))
+    {
+        let mut n: u32 = 0;
+        for c in s.chars() {
+            let d = if c.is_ascii_digit() {
+                c as u32 - '0' as u32
+            } else {
+                c as u32 - '０' as u32
+            };
+            n = n.checked_mul(10)?.checked_add(d)?;
+        }
+        return Some(n);
+    }
+    let mut total: u32 = 0;
+    let mut section: u32 = 0;
+    let mut digit: Option<u32> = None;
+    for c in s.chars() {
+        let d = match c {
+            '零' | '〇' => Some(0),
+            '一' | '壹' => Some(1),
+            '二' | '两' | '兩' | '贰' | '貳' => Some(2),
+            '三' | '叁' | '參' => Some(3),
+            '四' | '肆' => Some(4),
+            '五' | '伍' => Some(5),
+            '六' | '陆' | '陸' => Some(6),
+            '七' | '柒' => Some(7),
+            '八' | '捌' => Some(8),
+            '九' | '玖' => Some(9),
+            _ => None,
+        };
+        if let Some(d) = d {
+            // Digit strings like 一〇五 read positionally.
+            digit = Some(match digit {
+                Some(prev) if prev != 0 || d != 0 => prev.checked_mul(10)?.checked_add(d)?,
+                _ => d,
+            });
+            continue;
+        }
+        let unit = match c {
+            '十' | '拾' => 10,
+            '百' | '佰' => 100,
+            '千' | '仟' => 1000,
+            '万' | '萬' => 10_000,
+            _ => return None,
+        };
+        if unit == 10_000 {
+            section = section.checked_add(digit.take().unwrap_or(0))?;
+            total = total.checked_add(section.checked_mul(unit)?)?;
+            section = 0;
+        } else {
+            section = section.checked_add(digit.take().unwrap_or(1).checked_mul(unit)?)?;
+        }
+    }
+    total.checked_add(section)?.checked_add(digit.unwrap_or(0))
+}
+
+/// True for lines that are site adverts, URLs or pleas for votes: they are
+/// not read aloud.
+pub fn is_advert(line: &str) -> bool {
+    const URL_MARKS: [&str; 5] = ["http://", "https://", "www.", ".com", ".net"];
+    const PLEAS: [&str; 16] = [
+        "本章完",
+        "求月票",
+        "求推荐",
+        "求推薦",
+        "求收藏",
+        "求订阅",
+        "求訂閱",
+        "求打赏",
+        "求票",
+        "月票",
+        "推荐票",
+        "未完待续",
+        "未完待續",
+        "最新章节",
+        "手机阅读",
+        "记住本站",
+    ];
+    if line.is_ascii() {
+        let lower = line.to_ascii_lowercase();
+        return URL_MARKS.iter().any(|m| lower.contains(m));
+    }
+    if URL_MARKS.iter().any(|m| line.contains(m)) {
+        return true;
+    }
+    line.len() <= 40 * 3 && PLEAS.iter().any(|p| line.contains(p))
 }
 
 /// Trims ASCII and full-width spaces around a line.
@@ -46,37 +251,64 @@ pub fn trim_line(line: &str) -> &str {
 /// Splits decoded text into chapters. A book without any heading becomes one
 /// chapter titled `fallback_title` (the file stem).
 pub fn split_chapters(text: &str, fallback_title: &str) -> Vec<Chapter> {
-    let mut chapters: Vec<Chapter> = Vec::new();
-    let mut current = Chapter {
-        number: 0,
-        title: fallback_title.to_owned(),
-        paragraphs: Vec::new(),
+    let lines: Vec<&str> = text
+        .lines()
+        .map(trim_line)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let numbered_lines = consistent_numbered_lines(&lines);
+    let heading_at = |i: usize| -> Option<Heading<'_>> {
+        let line = lines[i];
+        heading(line).or_else(|| {
+            numbered_lines.binary_search(&i).ok().map(|_| Heading {
+                kind: HeadingKind::Chapter,
+                text: line,
+                key: None,
+            })
+        })
     };
+
+    let mut chapters: Vec<Chapter> = Vec::new();
+    let mut current = Chapter::new(0, fallback_title, None);
+    let mut current_key: Option<(char, u32)> = None;
+    let mut volume: Option<String> = None;
     let mut seen_heading = false;
-    for raw in text.lines() {
-        let line = trim_line(raw);
-        if line.is_empty() {
+    for i in 0..lines.len() {
+        let line = lines[i];
+        let Some(head) = heading_at(i) else {
+            if is_advert(line) {
+                current.skipped.push(current.paragraphs.len());
+            }
+            current.paragraphs.push(line.to_owned());
+            continue;
+        };
+        // A heading repeated before any text (web pages do this) is not a new chapter.
+        let duplicate = seen_heading
+            && !current.has_content()
+            && (current.title == head.text || (head.key.is_some() && head.key == current_key));
+        if duplicate {
             continue;
         }
-        if let Some(title) = heading(line) {
-            // A heading repeated right after itself (web pages do this) is not a new chapter.
-            if seen_heading && current.paragraphs.is_empty() && current.title == title {
-                continue;
-            }
-            if !current.paragraphs.is_empty() {
-                chapters.push(current);
-            }
-            seen_heading = true;
-            current = Chapter {
-                number: 1,
-                title: title.to_owned(),
-                paragraphs: Vec::new(),
-            };
-            continue;
+        let next_is_heading = lines
+            .get(i + 1)
+            .is_some_and(|_| heading_at(i + 1).is_some_and(|h| h.text != head.text));
+        let is_volume = match head.kind {
+            HeadingKind::Volume => true,
+            HeadingKind::Part => next_is_heading,
+            HeadingKind::Chapter => false,
+        };
+        if current.has_content() || (!seen_heading && !current.paragraphs.is_empty()) {
+            chapters.push(current);
         }
-        current.paragraphs.push(line.to_owned());
+        seen_heading = true;
+        if is_volume {
+            volume = Some(head.text.to_owned());
+        }
+        // Text right under a volume heading is read as a chapter titled by the volume.
+        current = Chapter::new(1, head.text, volume.clone());
+        current_key = head.key;
     }
-    if !current.paragraphs.is_empty() {
+    if current.has_content() || (!seen_heading && !current.paragraphs.is_empty()) {
         chapters.push(current);
     }
     if let (false, Some(only)) = (seen_heading, chapters.first_mut()) {
@@ -84,6 +316,37 @@ pub fn split_chapters(text: &str, fallback_title: &str) -> Vec<Chapter> {
     }
     renumber(&mut chapters);
     chapters
+}
+
+/// Indices of `001 标题` lines when they number the book's chapters in order
+/// (at least three, nearly all one more than the previous); empty otherwise.
+fn consistent_numbered_lines(lines: &[&str]) -> Vec<usize> {
+    let mut found: Vec<(usize, u32)> = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let starts_with_digit = line
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_digit() || ('０'..='９').contains(&c));
+        if !starts_with_digit
+            || line.len() > MAX_HEADING_BYTES
+            || line.ends_with(['。', '，', '！', '？', '；', '”', '」'])
+        {
+            continue;
+        }
+        if let Some(caps) = NUMBERED_LINE.captures(line)
+            && let Some(n) = caps.name("num").and_then(|m| parse_number(m.as_str()))
+        {
+            found.push((i, n));
+        }
+    }
+    if found.len() < 3 {
+        return Vec::new();
+    }
+    let steps = found.windows(2).filter(|w| w[1].1 == w[0].1 + 1).count();
+    if steps * 10 < (found.len() - 1) * 9 {
+        return Vec::new();
+    }
+    found.into_iter().map(|(i, _)| i).collect()
 }
 
 fn renumber(chapters: &mut [Chapter]) {
@@ -100,6 +363,13 @@ fn renumber(chapters: &mut [Chapter]) {
 mod tests {
     use super::*;
 
+    fn titles(chapters: &[Chapter]) -> Vec<(usize, &str, Option<&str>)> {
+        chapters
+            .iter()
+            .map(|c| (c.number, c.title.as_str(), c.volume.as_deref()))
+            .collect()
+    }
+
     #[test]
     fn recognizes_headings() {
         for h in [
@@ -109,26 +379,102 @@ mod tests {
             "楔子",
             "序章",
             "番外",
+            "番外三 旧事",
             "第３章：夜行",
             "第十卷",
+            "卷三 天下",
+            "Chapter 12",
+            "CHAPTER 3: Home",
+            "完本感言",
+            "正文 第五章 雨夜",
+            "第一百回 径回东土 五圣成真",
         ] {
             assert!(heading(h).is_some(), "{h}");
         }
-        for p in ["他翻到第三章，看了很久。", "第一章的故事", "序幕拉开了"] {
+        for p in [
+            "他翻到第三章，看了很久。",
+            "第一章的故事",
+            "序幕拉开了",
+            "第三章说得好。",
+            "Chapters are long",
+        ] {
             assert!(heading(p).is_none(), "{p}");
         }
+    }
+
+    #[test]
+    fn parses_numbers() {
+        assert_eq!(parse_number("一百二十三"), Some(123));
+        assert_eq!(parse_number("十二"), Some(12));
+        assert_eq!(parse_number("两千零五"), Some(2005));
+        assert_eq!(parse_number("一〇五"), Some(105));
+        assert_eq!(parse_number("１２"), Some(12));
+        assert_eq!(parse_number("一百"), Some(100));
+        assert_eq!(parse_number("三万"), Some(30000));
+        assert_eq!(parse_number("abc"), None);
     }
 
     #[test]
     fn splits_front_matter_and_chapters() {
         let text = "作者的话\n\n第一章 开端\n第一章 开端\n　　他来了。\n第二章\n她走了。\n第三章\n";
         let chapters = split_chapters(text, "书");
-        let titles: Vec<_> = chapters
-            .iter()
-            .map(|c| (c.number, c.title.as_str()))
-            .collect();
-        assert_eq!(titles, [(0, "书"), (1, "第一章 开端"), (2, "第二章")]);
+        assert_eq!(
+            titles(&chapters),
+            [
+                (0, "书", None),
+                (1, "第一章 开端", None),
+                (2, "第二章", None)
+            ]
+        );
         assert_eq!(chapters[1].paragraphs, ["他来了。"]);
+    }
+
+    #[test]
+    fn duplicate_heading_written_differently_is_one_chapter() {
+        let text = "第1章 开端\n第一章 开端\n他来了。\n";
+        let chapters = split_chapters(text, "书");
+        assert_eq!(titles(&chapters), [(1, "第1章 开端", None)]);
+    }
+
+    #[test]
+    fn volumes_name_the_chapters_that_follow() {
+        let text = "第一卷 潜龙\n第一章 开端\n他来了。\n第二章 相遇\n她来了。\n卷二 飞龙\n第三章 远行\n走了。\n";
+        let chapters = split_chapters(text, "书");
+        assert_eq!(
+            titles(&chapters),
+            [
+                (1, "第一章 开端", Some("第一卷 潜龙")),
+                (2, "第二章 相遇", Some("第一卷 潜龙")),
+                (3, "第三章 远行", Some("卷二 飞龙"))
+            ]
+        );
+    }
+
+    #[test]
+    fn part_with_text_is_a_chapter() {
+        let text = "第一部\n他来了。\n第二部\n第一章 开端\n她来了。\n";
+        let chapters = split_chapters(text, "书");
+        assert_eq!(
+            titles(&chapters),
+            [(1, "第一部", None), (2, "第一章 开端", Some("第二部"))]
+        );
+    }
+
+    #[test]
+    fn adverts_are_skipped_but_counted() {
+        let text = "第一章\n他来了。\nwww.example.com\n（本章完）\n求月票！\n";
+        let chapters = split_chapters(text, "书");
+        assert_eq!(chapters[0].paragraphs.len(), 4);
+        assert_eq!(chapters[0].skipped, [1, 2, 3]);
+        assert!(!is_advert("他说月光很美。"));
+    }
+
+    #[test]
+    fn numbered_lines_only_when_consistent() {
+        let text = "001 开端\n他来了。\n002 相遇\n她来了。\n003 分别\n走了。\n";
+        assert_eq!(split_chapters(text, "书").len(), 3);
+        let text = "他数了数。\n3 个人\n100 米\n";
+        assert_eq!(split_chapters(text, "书").len(), 1);
     }
 
     #[test]

@@ -1,26 +1,41 @@
-//! Stage 1 — text: decode a book, split it into chapters, and mark each span
-//! as narration or dialogue. The result is the reading script.
+//! Stage 1 — text: decode a book, split it into chapters, mark each span as
+//! narration or dialogue and find who speaks. The result is the reading script.
 
+pub mod cast;
 pub mod chapter;
 pub mod chunk;
 pub mod decode;
 pub mod quote;
+pub mod speaker;
 
 use serde::Serialize;
 
+pub use cast::{Cast, CastError, Character, Gender};
 pub use chapter::Chapter;
 pub use decode::{DecodeError, Decoded, decode, is_han};
 pub use quote::SegmentKind;
+
+use quote::SpanRange;
+use speaker::{Attributor, ParagraphView};
 
 /// One unit of the reading script: a quoted span or one maximal run of
 /// narration within a paragraph.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Segment {
     pub kind: SegmentKind,
+    /// Canonical name of the speaker of a dialogue segment, when known.
     pub speaker: Option<String>,
     /// 1-based index of the paragraph within its chapter (heading excluded).
     pub paragraph: usize,
     /// Original text, original script.
+    pub text: String,
+}
+
+/// A line of the book that is not read (site advert, URL, plea for votes).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SkippedLine {
+    /// 1-based index of the line among the chapter's paragraphs.
+    pub paragraph: usize,
     pub text: String,
 }
 
@@ -30,7 +45,11 @@ pub struct ScriptChapter {
     /// 0 for front matter, then 1, 2, … in reading order.
     pub number: usize,
     pub title: String,
+    /// The volume (第一卷 …) the chapter belongs to.
+    pub volume: Option<String>,
     pub segments: Vec<Segment>,
+    /// Lines dropped from speech.
+    pub skipped: Vec<SkippedLine>,
 }
 
 /// The whole reading script of a book.
@@ -40,17 +59,105 @@ pub struct Script {
     pub chapters: Vec<ScriptChapter>,
 }
 
+/// A chapter with its paragraphs scanned into spans.
+struct Scanned {
+    chapter: Chapter,
+    /// Spans of all paragraphs, back to back; `bounds[i]..bounds[i + 1]` are paragraph i's.
+    spans: Vec<SpanRange>,
+    bounds: Vec<usize>,
+}
+
+impl Scanned {
+    fn new(chapter: Chapter) -> Scanned {
+        let mut spans = Vec::new();
+        let mut bounds = Vec::with_capacity(chapter.paragraphs.len() + 1);
+        bounds.push(0);
+        let mut skipped = chapter.skipped.iter().peekable();
+        for (i, p) in chapter.paragraphs.iter().enumerate() {
+            if skipped.peek() == Some(&&i) {
+                skipped.next();
+            } else {
+                quote::scan_paragraph(p, &mut spans);
+            }
+            bounds.push(spans.len());
+        }
+        Scanned {
+            chapter,
+            spans,
+            bounds,
+        }
+    }
+
+    fn views(&self) -> Vec<ParagraphView<'_>> {
+        let mut skipped = self.chapter.skipped.iter().peekable();
+        self.chapter
+            .paragraphs
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let is_skipped = skipped.peek() == Some(&&i);
+                if is_skipped {
+                    skipped.next();
+                }
+                ParagraphView {
+                    text: p,
+                    spans: &self.spans[self.bounds[i]..self.bounds[i + 1]],
+                    skipped: is_skipped,
+                }
+            })
+            .collect()
+    }
+}
+
+/// Splits and scans the chapters of `text`.
+fn scan(text: &str, book: &str) -> Vec<Scanned> {
+    chapter::split_chapters(text, book)
+        .into_iter()
+        .map(Scanned::new)
+        .collect()
+}
+
+/// Finds the characters of a book without a cast file (see [`speaker::discover`]).
+pub fn discover_cast(text: &str, book: &str) -> Vec<speaker::Discovered> {
+    discover_in(&scan(text, book))
+}
+
+fn discover_in(scanned: &[Scanned]) -> Vec<speaker::Discovered> {
+    let views: Vec<Vec<ParagraphView<'_>>> = scanned.iter().map(Scanned::views).collect();
+    let mut found = speaker::discover(&views);
+    speaker::guess_genders(&mut found, &views);
+    found
+}
+
 impl Script {
     /// Builds the reading script of decoded text; `book` is the title used
-    /// for a book without headings (normally the file stem).
+    /// for a book without headings (normally the file stem). Speakers come
+    /// from the characters discovered in the book.
     pub fn from_text(text: &str, book: &str) -> Script {
-        let chapters = chapter::split_chapters(text, book)
-            .into_iter()
-            .map(|ch| ScriptChapter {
-                number: ch.number,
-                title: ch.title,
-                segments: segments_of(&ch.paragraphs),
-            })
+        Script::from_text_with_cast(text, book, None)
+    }
+
+    /// Like [`Script::from_text`], with the speakers' names taken from `cast`
+    /// when given.
+    pub fn from_text_with_cast(text: &str, book: &str, cast: Option<&Cast>) -> Script {
+        let scanned = scan(text, book);
+        let discovered;
+        let cast = match cast {
+            Some(cast) => cast,
+            None => {
+                discovered = Cast {
+                    characters: discover_in(&scanned)
+                        .into_iter()
+                        .map(|d| d.character)
+                        .collect(),
+                };
+                &discovered
+            }
+        };
+        let attributor = Attributor::new(cast);
+        let chapters = scanned
+            .iter()
+            .map(|s| script_chapter(s, &attributor))
             .filter(|ch| !ch.segments.is_empty())
             .collect();
         Script {
@@ -74,22 +181,39 @@ impl ScriptChapter {
     }
 }
 
-fn segments_of(paragraphs: &[String]) -> Vec<Segment> {
+fn script_chapter(scanned: &Scanned, attributor: &Attributor) -> ScriptChapter {
+    let views = scanned.views();
+    let speakers = attributor.attribute(&views);
     let mut segments = Vec::new();
-    for (i, paragraph) in paragraphs.iter().enumerate() {
-        for span in quote::split_paragraph(paragraph) {
-            if !quote::is_speakable(&span.text) {
+    for (i, (view, who)) in views.iter().zip(&speakers).enumerate() {
+        for (span, who) in view.spans.iter().zip(who) {
+            let text = span.text(view.text);
+            if !quote::is_speakable(text) {
                 continue;
             }
             segments.push(Segment {
                 kind: span.kind,
-                speaker: None,
+                speaker: who.and_then(|w| attributor.name(w)).map(str::to_owned),
                 paragraph: i + 1,
-                text: span.text,
+                text: text.to_owned(),
             });
         }
     }
-    segments
+    let chapter = &scanned.chapter;
+    ScriptChapter {
+        number: chapter.number,
+        title: chapter.title.clone(),
+        volume: chapter.volume.clone(),
+        segments,
+        skipped: chapter
+            .skipped
+            .iter()
+            .map(|&i| SkippedLine {
+                paragraph: i + 1,
+                text: chapter.paragraphs[i].clone(),
+            })
+            .collect(),
+    }
 }
 
 #[cfg(test)]
@@ -111,5 +235,36 @@ mod tests {
             ]
         );
         assert_eq!(script.han_count(), 6);
+    }
+
+    #[test]
+    fn skipped_lines_keep_their_place() {
+        let script = Script::from_text("第一章\n他来了。\nwww.example.com\n她走了。\n", "书");
+        let ch = &script.chapters[0];
+        assert_eq!(
+            ch.skipped,
+            [SkippedLine {
+                paragraph: 2,
+                text: "www.example.com".into()
+            }]
+        );
+        assert_eq!(ch.segments[1].paragraph, 3);
+    }
+
+    #[test]
+    fn cast_names_speakers() {
+        let cast = Cast {
+            characters: vec![Character {
+                name: "孙少安".into(),
+                aliases: vec!["少安".into()],
+                gender: Gender::Male,
+                voice: None,
+            }],
+        };
+        let script = Script::from_text_with_cast("少安说：“走。”\n", "书", Some(&cast));
+        assert_eq!(
+            script.chapters[0].segments[1].speaker.as_deref(),
+            Some("孙少安")
+        );
     }
 }

@@ -1,9 +1,14 @@
 //! Paragraph → spans of narration and quoted dialogue.
 //!
-//! Dialogue marks are paired in order inside one paragraph; a quote that is
-//! never closed ends with its paragraph. Short quoted terms in the middle of a
-//! narration sentence (学会了什么叫做“枪打出头鸟”) are scare quotes and stay
-//! narration.
+//! Dialogue marks (「」 『』 “” ‘’ ＂＂ and ASCII `"`) are paired in order inside
+//! one paragraph; marks of another kind inside a quote are nested and stay in
+//! the outer speech. A quote that is never closed ends with its paragraph.
+//! Short quoted terms in the middle of a narration sentence
+//! (学会了什么叫做“枪打出头鸟”) are scare quotes and stay narration, and so
+//! does everything inside a 《book title》.
+//!
+//! The scanner works on byte offsets of the paragraph and allocates nothing
+//! but the span list.
 
 use serde::{Deserialize, Serialize};
 
@@ -23,105 +28,182 @@ pub struct Span {
     pub text: String,
 }
 
-/// Outer quote pairs that mark speech, as (open, close).
-const PAIRS: &[(char, char)] = &[
-    ('「', '」'),
-    ('『', '』'),
-    ('“', '”'),
-    ('‘', '’'),
-    ('＂', '＂'),
-    ('"', '"'),
-];
+/// A span as byte offsets into its paragraph.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SpanRange {
+    pub kind: SegmentKind,
+    pub start: usize,
+    pub end: usize,
+    /// The opening mark of a dialogue span.
+    pub open: Option<char>,
+    /// False for a dialogue span whose quote was still open at the paragraph end.
+    pub closed: bool,
+}
+
+impl SpanRange {
+    /// The span's text within `paragraph`.
+    pub fn text<'a>(&self, paragraph: &'a str) -> &'a str {
+        &paragraph[self.start..self.end]
+    }
+}
 
 /// Longest quoted term (in characters) that may still be a scare quote.
 const SCARE_MAX_CHARS: usize = 12;
 
-fn closer_of(open: char) -> Option<char> {
-    PAIRS.iter().find(|(o, _)| *o == open).map(|(_, c)| *c)
+/// The closing mark of a dialogue opening mark.
+pub fn closer_of(open: char) -> Option<char> {
+    Some(match open {
+        '「' => '」',
+        '『' => '』',
+        '“' => '”',
+        '‘' => '’',
+        '＂' => '＂',
+        '"' => '"',
+        _ => return None,
+    })
 }
 
-/// Splits a paragraph into narration and dialogue spans. Adjacent narration
-/// (including scare quotes) is merged into one span; runs of bare punctuation
-/// between two quotes are attached to the span before them.
+/// Splits a paragraph into narration and dialogue spans (owned text).
 pub fn split_paragraph(paragraph: &str) -> Vec<Span> {
-    let chars: Vec<char> = paragraph.chars().collect();
-    let mut spans: Vec<Span> = Vec::new();
-    let mut narration = String::new();
+    let mut ranges = Vec::new();
+    scan_paragraph(paragraph, &mut ranges);
+    ranges
+        .into_iter()
+        .map(|r| Span {
+            kind: r.kind,
+            text: r.text(paragraph).to_owned(),
+        })
+        .collect()
+}
+
+/// Splits a paragraph into narration and dialogue spans, appended to `out`.
+/// Adjacent narration (including scare quotes) is one span; a run of bare
+/// punctuation between two quotes joins the span before it. Leading and
+/// trailing whitespace of narration is left out.
+pub fn scan_paragraph(paragraph: &str, out: &mut Vec<SpanRange>) {
+    let first = out.len();
+    let bytes = paragraph.as_bytes();
+    let mut narration_start = 0;
     let mut i = 0;
-    while i < chars.len() {
-        let c = chars[i];
+    while i < bytes.len() {
+        let Some(c) = paragraph[i..].chars().next() else {
+            break;
+        };
+        let width = c.len_utf8();
+        if c == '《' {
+            // A title is opaque: quote marks inside it are part of the title.
+            if let Some(rel) = paragraph[i + width..].find('》') {
+                i += width + rel + '》'.len_utf8();
+                continue;
+            }
+        }
         let Some(close) = closer_of(c) else {
-            narration.push(c);
-            i += 1;
+            i += width;
             continue;
         };
-        let end = find_close(&chars, i, c, close);
-        let quote: String = chars[i..end].iter().collect();
-        let inner_end = if end > i + 1 && chars[end - 1] == close {
-            end - 1
-        } else {
-            end
-        };
-        let inner = &chars[i + 1..inner_end];
-        let before = chars[..i]
-            .iter()
+        let (inner_end, end, closed) = find_close(paragraph, i + width, c, close);
+        let inner = &paragraph[i + width..inner_end];
+        let before = paragraph[narration_start..i]
+            .chars()
             .rev()
-            .find(|c| !c.is_whitespace())
-            .copied();
-        if is_scare_quote(before, inner) {
-            narration.push_str(&quote);
-        } else {
-            flush_narration(&mut spans, &mut narration);
-            spans.push(Span {
-                kind: SegmentKind::Dialogue,
-                text: quote,
-            });
+            .find(|c| !c.is_whitespace());
+        let before = before.or_else(|| last_visible(paragraph, out, first, narration_start));
+        let after = paragraph[end..].chars().next();
+        if closed && is_scare_quote(before, inner, after) {
+            i = end;
+            continue;
         }
+        push_narration(paragraph, out, first, narration_start, i);
+        out.push(SpanRange {
+            kind: SegmentKind::Dialogue,
+            start: i,
+            end,
+            open: Some(c),
+            closed,
+        });
         i = end;
+        narration_start = end;
     }
-    flush_narration(&mut spans, &mut narration);
-    spans
+    push_narration(paragraph, out, first, narration_start, bytes.len());
 }
 
-/// Index one past the closing mark matching the opener at `start` (nesting of
-/// the same pair counted), or the paragraph end when the quote is unclosed.
-fn find_close(chars: &[char], start: usize, open: char, close: char) -> usize {
+/// The last non-space character before `at` when the narration run before a
+/// quote is empty (two quotes in a row).
+fn last_visible(paragraph: &str, out: &[SpanRange], first: usize, at: usize) -> Option<char> {
+    if out.len() == first {
+        return None;
+    }
+    paragraph[..at].chars().rev().find(|c| !c.is_whitespace())
+}
+
+/// Returns (end of the quoted text, end of the quote including its closing
+/// mark, closed?). Marks of the same pair nest; other marks are content.
+fn find_close(paragraph: &str, from: usize, open: char, close: char) -> (usize, usize, bool) {
     let mut depth = 0usize;
-    for (j, &c) in chars.iter().enumerate().skip(start + 1) {
+    for (j, c) in paragraph[from..].char_indices() {
         if c == close {
             if depth == 0 {
-                return j + 1;
+                let at = from + j;
+                return (at, at + c.len_utf8(), true);
             }
             depth -= 1;
         } else if c == open && open != close {
             depth += 1;
         }
     }
-    chars.len()
+    (paragraph.len(), paragraph.len(), false)
 }
 
-fn is_scare_quote(before: Option<char>, inner: &[char]) -> bool {
-    let Some(before) = before else {
-        return false; // a quote that opens the paragraph is speech
-    };
-    if inner.is_empty() {
+fn is_scare_quote(before: Option<char>, inner: &str, after: Option<char>) -> bool {
+    if inner.trim().is_empty() {
         return true;
     }
-    if inner.len() > SCARE_MAX_CHARS || inner.iter().any(|c| is_clause_punct(*c)) {
+    if inner.chars().any(is_clause_punct) || inner.chars().nth(SCARE_MAX_CHARS).is_some() {
         return false;
     }
-    // After a colon, a sentence end or a speech verb the quote is speech.
-    !(is_clause_punct(before)
-        || matches!(
-            before,
-            '说' | '說' | '道' | '问' | '問' | '喊' | '叫' | '答'
-        ))
+    // A term that the sentence goes on with: “放风筝”是…, “老黄牛”的…
+    let continues = after.is_some_and(|a| matches!(a, '的' | '是' | '地' | '了' | '般' | '式'));
+    match before {
+        // A quote that opens the paragraph is speech unless the sentence runs on.
+        None => continues,
+        Some(b) if is_speech_tail(b) => false,
+        Some('：' | ':' | '。' | '！' | '？' | '!' | '?' | '…' | '—') => false,
+        // After a comma: a term only when the sentence runs on through it.
+        Some('，' | ',' | '；' | ';') => continues || after.is_some_and(is_han_char),
+        Some(_) => true,
+    }
 }
 
-fn is_clause_punct(c: char) -> bool {
+/// Characters that end a speech verb right before a quote (他说“好”).
+fn is_speech_tail(c: char) -> bool {
     matches!(
         c,
-        '，' | '。' | '！' | '？' | '；' | '：' | '…' | '—' | ',' | '!' | '?' | ';' | ':' | '、'
+        '说' | '說' | '道' | '问' | '問' | '喊' | '答' | '嚷' | '吼' | '骂' | '罵'
+    )
+}
+
+fn is_han_char(c: char) -> bool {
+    super::decode::is_han(c)
+}
+
+/// Clause punctuation: a quote containing it is a sentence, not a term.
+pub fn is_clause_punct(c: char) -> bool {
+    matches!(
+        c,
+        '，' | '。'
+            | '！'
+            | '？'
+            | '；'
+            | '：'
+            | '…'
+            | '—'
+            | ','
+            | '!'
+            | '?'
+            | ';'
+            | ':'
+            | '、'
+            | '.'
     )
 }
 
@@ -130,19 +212,36 @@ pub fn is_speakable(text: &str) -> bool {
     text.chars().any(|c| c.is_alphanumeric())
 }
 
-fn flush_narration(spans: &mut Vec<Span>, narration: &mut String) {
-    let text = narration.trim().to_owned();
-    narration.clear();
-    if text.is_empty() {
+/// Adds the narration `paragraph[start..end]` (trimmed); bare punctuation
+/// joins the previous span of this paragraph instead.
+fn push_narration(
+    paragraph: &str,
+    out: &mut Vec<SpanRange>,
+    first: usize,
+    start: usize,
+    end: usize,
+) {
+    let raw = &paragraph[start..end];
+    let trimmed = raw.trim_start();
+    let start = start + (raw.len() - trimmed.len());
+    let trimmed = trimmed.trim_end();
+    let end = start + trimmed.len();
+    if trimmed.is_empty() {
         return;
     }
-    match spans.last_mut() {
-        Some(last) if !is_speakable(&text) => last.text.push_str(&text),
-        _ => spans.push(Span {
-            kind: SegmentKind::Narration,
-            text,
-        }),
+    if out.len() > first && !is_speakable(trimmed) {
+        if let Some(last) = out.last_mut() {
+            last.end = end;
+        }
+        return;
     }
+    out.push(SpanRange {
+        kind: SegmentKind::Narration,
+        start,
+        end,
+        open: None,
+        closed: true,
+    });
 }
 
 #[cfg(test)]
@@ -181,7 +280,19 @@ mod tests {
     fn scare_quotes_stay_narration() {
         assert_eq!(kinds("他学会了什么叫做“枪打出头鸟”。").len(), 1);
         assert_eq!(kinds("被对手的火炮“放风筝”了。")[0].0, Narration);
+        assert_eq!(kinds("“放风筝”是一种打法。").len(), 1);
         assert_eq!(kinds("他说“好”。")[1].0, Dialogue);
+        assert_eq!(kinds("他停了停，“走！”")[1].0, Dialogue);
+    }
+
+    #[test]
+    fn titles_are_opaque() {
+        assert_eq!(
+            kinds("她读完了《“我”的故事》，哭了。"),
+            [(Narration, "她读完了《“我”的故事》，哭了。".into())]
+        );
+        // An unclosed 《 is an ordinary character.
+        assert_eq!(kinds("《半本：“走吧。”")[1].0, Dialogue);
     }
 
     #[test]
@@ -191,12 +302,32 @@ mod tests {
             [(Dialogue, "「他說『走』，我就走。」".into())]
         );
         assert_eq!(
-            kinds("她喊道：“快跑，别回头"),
+            kinds("“他问我‘你去吗’，我没回答。”她说。"),
             [
-                (Narration, "她喊道：".into()),
-                (Dialogue, "“快跑，别回头".into())
+                (Dialogue, "“他问我‘你去吗’，我没回答。”".into()),
+                (Narration, "她说。".into())
             ]
         );
+        let mut ranges = Vec::new();
+        scan_paragraph("她喊道：“快跑，别回头", &mut ranges);
+        assert_eq!(ranges.len(), 2);
+        assert!(!ranges[1].closed);
+        assert_eq!(ranges[1].open, Some('“'));
+    }
+
+    #[test]
+    fn ascii_and_fullwidth_quotes_pair_in_order() {
+        assert_eq!(
+            kinds("他说: \"走吧。\" 然后\"好的，\"她答。"),
+            [
+                (Narration, "他说:".into()),
+                (Dialogue, "\"走吧。\"".into()),
+                (Narration, "然后".into()),
+                (Dialogue, "\"好的，\"".into()),
+                (Narration, "她答。".into())
+            ]
+        );
+        assert_eq!(kinds("＂来了！＂")[0].0, Dialogue);
     }
 
     #[test]
