@@ -42,6 +42,8 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
     runtime.block_on(async {
         match &cli.command {
             Command::Build(args) => commands::build::run(args, worker_program).await,
+            Command::Preview(args) => commands::preview::run(args, worker_program).await,
+            Command::Voices(args) => commands::voices::run(args, worker_program).await,
         }
     })
 }

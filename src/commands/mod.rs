@@ -1,7 +1,9 @@
 //! The CLI commands. Each returns the process exit status or a fatal error.
 
 pub mod build;
+pub mod preview;
 pub mod select;
+pub mod voices;
 
 /// Exit status: everything done.
 pub const EXIT_OK: u8 = 0;
