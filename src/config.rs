@@ -150,6 +150,10 @@ pub struct VoiceConfig {
     /// Role (Azure `express-as`).
     #[serde(default)]
     pub role: Option<String>,
+    /// Convert Traditional text to Simplified before sending it (for voices
+    /// that only read Simplified); otherwise text goes as written.
+    #[serde(default)]
+    pub simplified: bool,
 }
 
 fn one() -> f32 {

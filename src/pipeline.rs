@@ -108,6 +108,7 @@ impl Renderer {
             .config
             .voice_for(segment.kind, segment.speaker.as_deref());
         let voice = self.config.voice_settings(voice_name);
+        let simplified = self.config.voices[voice_name].simplified;
         let backend = Arc::clone(&self.backends[&self.config.voices[voice_name].backend]);
         let max_chars = backend.limits().max_chars;
         chunk::chunk(&segment.text, max_chars)
@@ -115,7 +116,11 @@ impl Renderer {
             .map(|c| {
                 let spoken = frontend::prepare(&c.text);
                 let request = SynthRequest {
-                    text: spoken.text,
+                    text: if simplified {
+                        crate::synth::to_simplified(&spoken.text)
+                    } else {
+                        spoken.text
+                    },
                     pinyin: spoken.pinyin,
                     voice: voice.clone(),
                 };

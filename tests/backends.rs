@@ -811,3 +811,42 @@ async fn one_failed_segment_fails_only_its_chapter() {
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(server.count(), 13);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn traditional_text_goes_as_written_unless_the_voice_asks_for_simplified() {
+    let server = Server::start(vec![], Reply::Audio, Format::StreamedWav, Duration::ZERO).await;
+    let dir = tempfile::tempdir().unwrap();
+    let voices = format!(
+        "[backends.server]\n{}\n[voices.tw]\nbackend = \"server\"\nvoice = \"a\"\n[voices.cn]\nbackend = \"server\"\nvoice = \"b\"\nsimplified = true\n[casting]\nnarrator = \"tw\"\ndialogue = \"cn\"\n",
+        openai_backend(&server, "")
+    );
+    std::fs::write(dir.path().join("voices.toml"), voices).unwrap();
+    let run = tingshu(
+        dir.path(),
+        &[
+            "preview",
+            "他們說：「這些傢伙還聰明！」",
+            "--voices",
+            "voices.toml",
+            "-o",
+            "p.wav",
+        ],
+    )
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let inputs: Vec<String> = server
+        .bodies()
+        .iter()
+        .map(|b| {
+            serde_json::from_str::<serde_json::Value>(b).unwrap()["input"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert!(inputs.iter().any(|t| t.starts_with("他們說")), "{inputs:?}");
+    assert!(
+        inputs.iter().any(|t| t.contains("这些家伙还聪明")),
+        "{inputs:?}"
+    );
+}

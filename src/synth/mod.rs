@@ -137,6 +137,23 @@ impl SynthError {
     }
 }
 
+/// Traditional → Simplified Chinese (OpenCC t2s dictionaries, embedded);
+/// the text unchanged if the converter cannot load.
+pub fn to_simplified(text: &str) -> String {
+    static T2S: std::sync::OnceLock<Option<ferrous_opencc::OpenCC>> = std::sync::OnceLock::new();
+    let converter = T2S.get_or_init(|| {
+        ferrous_opencc::OpenCC::from_config(ferrous_opencc::config::BuiltinConfig::T2s)
+            .map_err(
+                |e| tracing::warn!(error = %e, "cannot load the Traditional→Simplified converter"),
+            )
+            .ok()
+    });
+    match converter {
+        Some(c) => c.convert(text),
+        None => text.to_owned(),
+    }
+}
+
 /// Units a listener hears: Han characters plus runs of Latin letters or digits.
 pub fn spoken_units(text: &str) -> usize {
     let mut units = 0;
@@ -226,6 +243,12 @@ mod tests {
                 ..Default::default()
             },
         }
+    }
+
+    #[test]
+    fn converts_traditional_to_simplified() {
+        assert_eq!(to_simplified("這些傢伙還聰明！"), "这些家伙还聪明！");
+        assert_eq!(to_simplified("简体不变"), "简体不变");
     }
 
     #[test]
