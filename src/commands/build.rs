@@ -13,6 +13,7 @@ use crate::config::VoicesConfig;
 use crate::manifest::Manifest;
 use crate::pipeline::{ChapterJob, Renderer};
 use crate::progress::Progress;
+use crate::synth::cache::Cache;
 use crate::text::Cast;
 
 /// Runs `build`. Bad input is an `Err` (exit 2) before anything is written.
@@ -48,7 +49,11 @@ pub async fn run(args: &BuildArgs, worker_program: Option<PathBuf>) -> anyhow::R
         })
         .collect();
 
-    let renderer = Renderer::new(config, worker_program);
+    let cache_dir = args
+        .cache
+        .clone()
+        .unwrap_or_else(|| args.out.join(".cache"));
+    let renderer = Renderer::with_cache(config, worker_program, Some(Cache::new(&cache_dir)));
     let mut progress = Progress::new(jobs.len());
     let mut written = Vec::new();
     let mut failures = Vec::new();
@@ -61,8 +66,10 @@ pub async fn run(args: &BuildArgs, worker_program: Option<PathBuf>) -> anyhow::R
             Err(e) => {
                 progress.chapter_done(&outcome.title, None);
                 failures.push(format!(
-                    "chapter {} ({}): {e}",
-                    outcome.index, outcome.title
+                    "chapter {} ({}): {}",
+                    outcome.index,
+                    outcome.title,
+                    super::error_chain(&e)
                 ));
             }
         })
@@ -87,6 +94,13 @@ pub async fn run(args: &BuildArgs, worker_program: Option<PathBuf>) -> anyhow::R
         selected.len(),
         book_dir.display(),
         crate::progress::format_duration(audio_s)
+    );
+    let stats = &renderer.client.stats;
+    eprintln!(
+        "{} requests sent, {} chunks from the cache in {}",
+        stats.requests.load(std::sync::atomic::Ordering::Relaxed),
+        stats.cache_hits.load(std::sync::atomic::Ordering::Relaxed),
+        cache_dir.display()
     );
     for failure in &failures {
         eprintln!("failed: {failure}");
