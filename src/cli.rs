@@ -23,6 +23,9 @@ pub struct Cli {
 pub enum Command {
     /// Render a whole book (TXT) into one WAV file per chapter.
     Build(BuildArgs),
+    /// Keep a library of books up to date: render new or changed chapters of
+    /// every job in a jobs file, once or on cron schedules.
+    Batch(BatchArgs),
 }
 
 #[derive(Debug, Args)]
@@ -38,4 +41,29 @@ pub struct BuildArgs {
     /// Chapters to render, by 1-based position: 3-7, 5, 3-, 1,4,6-8.
     #[arg(long)]
     pub chapters: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct BatchArgs {
+    #[command(subcommand)]
+    pub command: BatchCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BatchCommand {
+    /// Render every job once, incrementally (only new or changed chapters).
+    Run(BatchJobsArgs),
+    /// Stay running and run each job on its `schedule`; SIGTERM/SIGINT stop it.
+    Daemon(BatchJobsArgs),
+    /// Show each job's last run, next run, pending chapters and failures.
+    Status(BatchJobsArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BatchJobsArgs {
+    /// The jobs file (TOML, `[[job]]` tables).
+    pub jobs: PathBuf,
+    /// Only the job with this name.
+    #[arg(long)]
+    pub job: Option<String>,
 }

@@ -42,6 +42,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
     runtime.block_on(async {
         match &cli.command {
             Command::Build(args) => commands::build::run(args, worker_program).await,
+            Command::Batch(args) => commands::batch::run(args, worker_program).await,
         }
     })
 }
