@@ -101,6 +101,14 @@ pub struct Job {
     pub schedule: Option<Schedule>,
 }
 
+impl Job {
+    /// Where the job's book goes: `OUT/<source stem>/`, as `tingshu build`
+    /// would write it.
+    pub fn book_dir(&self) -> PathBuf {
+        crate::commands::build::book_dir(&self.out, &super::source::source_stem(&self.source))
+    }
+}
+
 /// A whole jobs file.
 #[derive(Debug, Clone)]
 pub struct JobsFile {
@@ -163,6 +171,18 @@ impl JobsFile {
                     job: format!("\"{}\"", job.name),
                     key: "name".to_owned(),
                     message: "another job has the same name".to_owned(),
+                });
+            }
+            if let Some(other) = jobs.iter().find(|j| j.book_dir() == job.book_dir()) {
+                return Err(JobsError::Job {
+                    file: file.to_owned(),
+                    job: format!("\"{}\"", job.name),
+                    key: "source".to_owned(),
+                    message: format!(
+                        "writes to {}, as job \"{}\" does (give one another out)",
+                        job.book_dir().display(),
+                        other.name
+                    ),
                 });
             }
             jobs.push(job);
@@ -390,6 +410,10 @@ mod tests {
             (
                 "[[job]]\nname = \"a\"\nsource = \"x\"\n[[job]]\nname = \"a\"\nsource = \"y\"\n",
                 "jobs.toml: job \"a\": key \"name\": another job has the same name",
+            ),
+            (
+                "[[job]]\nname = \"a\"\nsource = \"x.txt\"\n[[job]]\nname = \"b\"\nsource = \"other/x.txt\"\n",
+                "jobs.toml: job \"b\": key \"source\": writes to /lib/output/x, as job \"a\" does",
             ),
             ("jobs = 1\n", "jobs.toml: key \"jobs\": unknown key"),
             ("", "jobs.toml: no [[job]] table"),

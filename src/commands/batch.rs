@@ -9,11 +9,11 @@ use anyhow::Context;
 use chrono::Utc;
 use tokio::sync::watch;
 
-use super::build::{book_dir, chapter_file_name, chapter_job, write_manifest};
+use super::build::{chapter_file_name, chapter_job, write_manifest};
 use super::{EXIT_FATAL, EXIT_OK, EXIT_PARTIAL};
 use crate::batch::lock::{JobLock, LockError};
 use crate::batch::schedule::{Clock, SystemClock, Timetable};
-use crate::batch::source::{read_source, source_stem};
+use crate::batch::source::read_source;
 use crate::batch::state::{BookState, ChapterState, LastRun, RunOutcome, STATE_DIR, file_stamp};
 use crate::batch::{Job, JobsFile, Plan, format_indices, lock_path, render_fingerprint};
 use crate::cli::{BatchArgs, BatchCommand, BatchJobsArgs};
@@ -141,7 +141,7 @@ fn status(args: &BatchJobsArgs) -> anyhow::Result<u8> {
     let now = Utc::now();
     let mut out = String::new();
     for job in &jobs {
-        let dir = book_dir(&job.out, &source_stem(&job.source));
+        let dir = job.book_dir();
         out.push_str(&format!("job \"{}\" → {}\n", job.name, dir.display()));
         let last = LastRun::read(&dir);
         let last_line = match &last {
@@ -305,7 +305,7 @@ pub async fn run_job(
     shutdown: &mut Shutdown,
 ) -> JobReport {
     let started = Utc::now();
-    let dir = book_dir(&job.out, &source_stem(&job.source));
+    let dir = job.book_dir();
     let mut report = JobReport {
         job: job.name.clone(),
         book_dir: dir.clone(),
