@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use super::schedule::{Schedule, ScheduleError};
+use crate::config::VoicesConfig;
 
 /// Output formats a job may ask for (as in `tingshu build`).
 pub const FORMATS: &[&str] = &["wav"];
@@ -317,11 +318,20 @@ fn check_job(t: &toml::Table, position: usize, file: &str, base: &Path) -> Resul
             base.join(p)
         }
     };
+    let voices = config.voices.as_deref().map(resolve);
+    if let Some(path) = &voices {
+        // The voices file is configuration: check it now, not at 3 am.
+        VoicesConfig::load(Some(path)).map_err(|e| err("voices", e.to_string()))?;
+    }
+    let cast = config.cast.as_deref().map(resolve);
+    if let Some(path) = cast.as_ref().filter(|p| !p.is_file()) {
+        return Err(err("cast", format!("{}: no such file", path.display())));
+    }
     Ok(Job {
         name: config.name.clone(),
         source: resolve(&config.source),
-        voices: config.voices.as_deref().map(resolve),
-        cast: config.cast.as_deref().map(resolve),
+        voices,
+        cast,
         out: resolve(&config.out),
         formats: config.formats,
         schedule,
@@ -350,12 +360,15 @@ mod tests {
 
     #[test]
     fn reads_a_full_job_and_resolves_paths() {
+        let dir = tempfile::tempdir().unwrap();
+        let voices = dir.path().join("voices.toml");
+        std::fs::write(&voices, crate::config::DEFAULT_VOICES).unwrap();
         let jobs = parse(
-            r#"
+            &r#"
             [[job]]
             name = "lighthouse"
             source = "books/novel.txt"
-            voices = "/etc/tingshu/voices.toml"
+            voices = "VOICES"
             out = "audio"
             formats = ["wav"]
             schedule = "0 3 * * *"
@@ -364,15 +377,13 @@ mod tests {
             [[job]]
             name = "second"
             source = "chapters"
-            "#,
+            "#
+            .replace("VOICES", &voices.display().to_string()),
         )
         .unwrap();
         assert_eq!(jobs.len(), 2);
         assert_eq!(jobs[0].source, Path::new("/lib/books/novel.txt"));
-        assert_eq!(
-            jobs[0].voices.as_deref(),
-            Some(Path::new("/etc/tingshu/voices.toml"))
-        );
+        assert_eq!(jobs[0].voices.as_deref(), Some(voices.as_path()));
         assert_eq!(jobs[0].out, Path::new("/lib/audio"));
         assert!(jobs[0].schedule.is_some());
         assert_eq!(jobs[1].out, Path::new("/lib/output"));
@@ -414,6 +425,14 @@ mod tests {
             (
                 "[[job]]\nname = \"a\"\nsource = \"x.txt\"\n[[job]]\nname = \"b\"\nsource = \"other/x.txt\"\n",
                 "jobs.toml: job \"b\": key \"source\": writes to /lib/output/x, as job \"a\" does",
+            ),
+            (
+                "[[job]]\nname = \"a\"\nsource = \"x.txt\"\nvoices = \"nowhere.toml\"\n",
+                "jobs.toml: job \"a\": key \"voices\": cannot read voices file /lib/nowhere.toml",
+            ),
+            (
+                "[[job]]\nname = \"a\"\nsource = \"x.txt\"\ncast = \"nowhere.toml\"\n",
+                "jobs.toml: job \"a\": key \"cast\": /lib/nowhere.toml: no such file",
             ),
             ("jobs = 1\n", "jobs.toml: key \"jobs\": unknown key"),
             ("", "jobs.toml: no [[job]] table"),
