@@ -499,3 +499,28 @@ fn a_missing_source_fails_the_job_without_writing() {
     );
     assert!(!lib.book_dir().exists());
 }
+
+#[test]
+fn renamed_chapters_replace_their_old_file_and_damaged_files_are_rendered_again() {
+    let lib = Library::new(&novel(3, 1), "");
+    lib.run_ok();
+    // Chapter 2 gets a new title; chapter 3's file is overwritten by hand.
+    let text = std::fs::read_to_string(lib.source()).unwrap();
+    std::fs::write(lib.source(), text.replacen("第2章 潮声", "第2章 回港", 1)).unwrap();
+    std::fs::write(lib.book_dir().join("0003-第3章_潮声.wav"), b"not audio").unwrap();
+
+    let stderr = lib.run_ok();
+    assert!(stderr.contains("2 of 3 chapters rendered"), "{stderr}");
+    assert_eq!(
+        lib.wavs(),
+        [
+            "0001-第1章_潮声.wav",
+            "0002-第2章_回港.wav",
+            "0003-第3章_潮声.wav"
+        ]
+    );
+    wav_duration_s(&lib.book_dir().join("0003-第3章_潮声.wav"));
+    let manifest = std::fs::read_to_string(lib.book_dir().join("manifest.json")).unwrap();
+    assert!(manifest.contains("0002-第2章_回港.wav"));
+    assert!(!manifest.contains("0002-第2章_潮声.wav"));
+}
