@@ -29,6 +29,9 @@ pub enum Command {
     Preview(PreviewArgs),
     /// List backends and voices; `--check NAME` tries one voice.
     Voices(VoicesArgs),
+    /// Keep a library of books up to date: render new or changed chapters of
+    /// every job in a jobs file, once or on cron schedules.
+    Batch(BatchArgs),
 }
 
 #[derive(Debug, Args)]
@@ -109,4 +112,29 @@ pub struct VoicesArgs {
     /// Synthesize a test phrase with this voice and report latency and duration.
     #[arg(long, value_name = "NAME")]
     pub check: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct BatchArgs {
+    #[command(subcommand)]
+    pub command: BatchCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BatchCommand {
+    /// Render every job once, incrementally (only new or changed chapters).
+    Run(BatchJobsArgs),
+    /// Stay running and run each job on its `schedule`; SIGTERM/SIGINT stop it.
+    Daemon(BatchJobsArgs),
+    /// Show each job's last run, next run, pending chapters and failures.
+    Status(BatchJobsArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BatchJobsArgs {
+    /// The jobs file (TOML, `[[job]]` tables).
+    pub jobs: PathBuf,
+    /// Only the job with this name.
+    #[arg(long)]
+    pub job: Option<String>,
 }

@@ -1,5 +1,6 @@
 //! The CLI commands. Each returns the process exit status or a fatal error.
 
+pub mod batch;
 pub mod build;
 pub mod preview;
 pub mod select;
