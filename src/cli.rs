@@ -23,6 +23,37 @@ pub struct Cli {
 pub enum Command {
     /// Render a whole book (TXT) into one WAV file per chapter.
     Build(BuildArgs),
+    /// Print the spoken form of each stdin line (numbers, units, dates → words).
+    Normalize(FrontendArgs),
+    /// Print the lexical tone-numbered pinyin of each stdin line.
+    Pinyin(PinyinArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct FrontendArgs {
+    /// Per-book pronunciation lexicon (TOML): "毛仲" = "mao2 zhong4",
+    /// "靼子" = { say = "鞑子" }.
+    #[arg(long, env = "TINGSHU_LEXICON")]
+    pub lexicon: Option<PathBuf>,
+}
+
+impl FrontendArgs {
+    /// The lexicon named by `--lexicon`, or an empty one.
+    pub fn lexicon(&self) -> Result<crate::frontend::Lexicon, crate::frontend::LexiconError> {
+        match &self.lexicon {
+            Some(path) => crate::frontend::Lexicon::load(path),
+            None => Ok(crate::frontend::Lexicon::new()),
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct PinyinArgs {
+    #[command(flatten)]
+    pub frontend: FrontendArgs,
+    /// One JSON array per line: a syllable or null per Unicode scalar value.
+    #[arg(long)]
+    pub jsonl: bool,
 }
 
 #[derive(Debug, Args)]

@@ -1,23 +1,57 @@
 //! Text → tone-numbered pinyin, one syllable per Han character
-//! (lowercase, `v` for ü, tone 5 for neutral).
-
-use pinyin::ToPinyin;
+//! (lowercase, `v` for ü, tone 5 for neutral), read in context.
+//!
+//! Each run of Han characters is segmented into the fewest dictionary
+//! phrases (per-book lexicon words first); a polyphonic character then takes
+//! the reading the [`polyphone`](super::polyphone) model chooses from its
+//! phrase reading and neighbours. Lookups use Simplified characters, so
+//! Traditional text reads the same.
 
 use crate::text::is_han;
+
+use super::dictionary::Dictionary;
+use super::lexicon::Lexicon;
+use super::polyphone::{Features, Model, word_hash};
 
 /// The pinyin of each character of `text`: `Some(syllable)` for a Han
 /// character with a known reading, `None` for anything else.
 pub fn syllables(text: &str) -> Vec<Option<String>> {
-    text.chars().map(syllable).collect()
+    syllables_with(text, &Lexicon::new())
 }
 
-/// Dictionary reading of one character.
+/// Like [`syllables`], with a per-book lexicon's readings taking precedence.
+pub fn syllables_with(text: &str, lexicon: &Lexicon) -> Vec<Option<String>> {
+    let analysis = Analysis::new(text, lexicon);
+    let model = Model::embedded();
+    (0..analysis.len())
+        .map(|i| analysis.reading(i, model))
+        .collect()
+}
+
+/// The lexical pinyin of each character of `text` as `tingshu pinyin`
+/// prints it: lexicon readings first, and `say` replacements that keep the
+/// word's length read in place of the word.
+pub fn lexical(text: &str, lexicon: &Lexicon) -> Vec<Option<String>> {
+    if lexicon.entries().iter().any(|e| e.say.is_some()) {
+        let replaced = super::normalize::replace_words(text, lexicon, true);
+        let mut readings = syllables_with(&replaced, lexicon);
+        // Keep non-Han characters of the original as non-Han.
+        for (r, c) in readings.iter_mut().zip(text.chars()) {
+            if !is_han(c) {
+                *r = None;
+            }
+        }
+        return readings;
+    }
+    syllables_with(text, lexicon)
+}
+
+/// Dictionary reading of one character, without context.
 pub fn syllable(c: char) -> Option<String> {
     if !is_han(c) {
         return None;
     }
-    let p = c.to_pinyin()?;
-    Some(tone_numbered(p.with_tone_num_end()))
+    Dictionary::get().default_reading(c).map(str::to_owned)
 }
 
 /// Normalizes a tone-numbered syllable: `ü` → `v`, a missing tone → 5.
@@ -30,6 +64,195 @@ pub fn tone_numbered(raw: &str) -> String {
         s.push('5');
     }
     s
+}
+
+/// Where a segmented word's reading comes from.
+#[derive(Debug, Clone, Copy)]
+enum Source<'l> {
+    Single,
+    Phrase(&'static str),
+    Lexicon(&'l [String]),
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Word<'l> {
+    start: usize,
+    len: usize,
+    source: Source<'l>,
+}
+
+/// A line split into characters and words, ready for reading.
+pub struct Analysis<'l> {
+    original: Vec<char>,
+    simplified: Vec<char>,
+    simplified_text: String,
+    /// Byte offset of each character in `simplified_text` (+ the end).
+    offsets: Vec<usize>,
+    /// For each character, the index of its word in `words` (Han only).
+    word_of: Vec<Option<usize>>,
+    words: Vec<Word<'l>>,
+}
+
+impl<'l> Analysis<'l> {
+    pub fn new(text: &str, lexicon: &'l Lexicon) -> Analysis<'l> {
+        let dict = Dictionary::get();
+        let original: Vec<char> = text.chars().collect();
+        let simplified: Vec<char> = original.iter().map(|&c| dict.simplified(c)).collect();
+        let simplified_text: String = simplified.iter().collect();
+        let mut offsets = Vec::with_capacity(simplified.len() + 1);
+        let mut at = 0;
+        for c in &simplified {
+            offsets.push(at);
+            at += c.len_utf8();
+        }
+        offsets.push(at);
+        let mut analysis = Analysis {
+            word_of: vec![None; original.len()],
+            original,
+            simplified,
+            simplified_text,
+            offsets,
+            words: Vec::new(),
+        };
+        let mut i = 0;
+        while i < analysis.original.len() {
+            if !is_han(analysis.original[i]) {
+                i += 1;
+                continue;
+            }
+            let start = i;
+            while i < analysis.original.len() && is_han(analysis.original[i]) {
+                i += 1;
+            }
+            analysis.segment(start, i, lexicon);
+        }
+        analysis
+    }
+
+    pub fn len(&self) -> usize {
+        self.original.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.original.is_empty()
+    }
+
+    fn slice(&self, start: usize, end: usize) -> &str {
+        &self.simplified_text[self.offsets[start]..self.offsets[end]]
+    }
+
+    /// Fewest-words segmentation of the Han run `start..end` (lexicon words
+    /// count half, so they win ties); among equals the longer first word.
+    fn segment(&mut self, start: usize, end: usize, lexicon: &'l Lexicon) {
+        let dict = Dictionary::get();
+        let max_len = dict.max_phrase_chars().max(lexicon.max_chars());
+        let n = end - start;
+        // best[i] = (cost of start+i..end, first word)
+        let mut best: Vec<(u32, Word<'l>)> = vec![
+            (
+                0,
+                Word {
+                    start: end,
+                    len: 0,
+                    source: Source::Single,
+                }
+            );
+            n + 1
+        ];
+        for i in (0..n).rev() {
+            let at = start + i;
+            let mut choice = (
+                best[i + 1].0 + 2,
+                Word {
+                    start: at,
+                    len: 1,
+                    source: Source::Single,
+                },
+            );
+            for len in 1..=max_len.min(n - i) {
+                let word = self.slice(at, at + len);
+                let found = match lexicon
+                    .lookup_simplified(word)
+                    .and_then(|e| e.pinyin.as_deref())
+                {
+                    Some(p) => Some((1, Source::Lexicon(p))),
+                    None if len >= 2 => dict.phrase(word).map(|p| (2, Source::Phrase(p))),
+                    None => None,
+                };
+                if let Some((cost, source)) = found {
+                    let total = best[i + len].0 + cost;
+                    if total < choice.0 || (total == choice.0 && len > choice.1.len) {
+                        choice = (
+                            total,
+                            Word {
+                                start: at,
+                                len,
+                                source,
+                            },
+                        );
+                    }
+                }
+            }
+            best[i] = choice;
+        }
+        let mut i = 0;
+        while i < n {
+            let word = best[i].1;
+            for k in word.start..word.start + word.len {
+                self.word_of[k] = Some(self.words.len());
+            }
+            self.words.push(word);
+            i += word.len;
+        }
+    }
+
+    /// The model's view of character `i`, with its word's text; `None` for
+    /// a character outside any word (not Han).
+    pub fn features(&self, i: usize) -> Option<(Features, &str)> {
+        let word = self.words[self.word_of[i]?];
+        let dict = Dictionary::get();
+        let c = self.simplified[i];
+        let mut candidates: Vec<&'static str> = dict.readings(self.original[i]).to_vec();
+        let phrase_reading = match word.source {
+            Source::Phrase(p) => p.split(' ').nth(i - word.start),
+            _ => None,
+        };
+        if let Some(p) = phrase_reading
+            && !candidates.contains(&p)
+        {
+            candidates.push(p);
+        }
+        let text = self.slice(word.start, word.start + word.len);
+        let features = Features {
+            c,
+            prev: if i == 0 {
+                '\u{2}'
+            } else {
+                self.simplified[i - 1]
+            },
+            next: self.simplified.get(i + 1).copied().unwrap_or('\u{3}'),
+            prev2: if i < 2 {
+                '\u{2}'
+            } else {
+                self.simplified[i - 2]
+            },
+            single: word.len == 1,
+            word: word_hash(text),
+            dict: phrase_reading,
+            candidates,
+        };
+        Some((features, text))
+    }
+
+    /// The reading of character `i`.
+    pub fn reading(&self, i: usize, model: &Model) -> Option<String> {
+        let word = self.words[self.word_of[i]?];
+        if let Source::Lexicon(p) = word.source {
+            return p.get(i - word.start).cloned();
+        }
+        let (features, _) = self.features(i)?;
+        model.choose(&features).map(str::to_owned)
+    }
 }
 
 /// Renders text for espeak-ng's `cmn-latn-pinyin` voice: Han characters as
@@ -46,7 +269,11 @@ pub fn speakable(text: &str, readings: &[Option<String>]) -> String {
             None => {
                 if let Some(mark) = ascii_mark(c) {
                     trim_end_spaces(&mut out);
-                    out.push_str(mark);
+                    if !out.ends_with(mark.trim_end()) {
+                        out.push_str(mark);
+                    } else {
+                        out.push(' ');
+                    }
                 } else if c.is_ascii_alphanumeric() {
                     out.push(c);
                 } else if !out.ends_with(' ') {
@@ -66,8 +293,10 @@ fn trim_end_spaces(s: &mut String) {
 
 fn ascii_mark(c: char) -> Option<&'static str> {
     Some(match c {
-        '，' | '、' | ',' | '；' | ';' | '：' | ':' | '—' | '…' => ", ",
-        '。' | '.' => ". ",
+        '，' | '、' | ',' | '；' | ';' | '：' | ':' | '—' | '…' | '～' | '~' | '－' => {
+            ", "
+        }
+        '。' | '.' | '｡' => ". ",
         '！' | '!' => "! ",
         '？' | '?' => "? ",
         _ => return None,
@@ -78,12 +307,48 @@ fn ascii_mark(c: char) -> Option<&'static str> {
 mod tests {
     use super::*;
 
+    fn plain(text: &str) -> String {
+        syllables(text)
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
     #[test]
     fn tone_numbers_with_v_and_neutral_tone() {
         assert_eq!(syllable('好').as_deref(), Some("hao3"));
         assert_eq!(syllable('绿').as_deref(), Some("lv4"));
         assert_eq!(syllable('們').as_deref(), Some("men5"));
         assert_eq!(syllable('a'), None);
+    }
+
+    #[test]
+    fn phrases_choose_polyphone_readings() {
+        assert_eq!(plain("银行"), "yin2 hang2");
+        assert_eq!(plain("睡觉"), "shui4 jiao4");
+        assert_eq!(plain("重新"), "chong2 xin1");
+        assert_eq!(plain("音乐"), "yin1 yue4");
+        assert_eq!(plain("長大"), "zhang3 da4");
+    }
+
+    #[test]
+    fn one_reading_per_scalar() {
+        let r = syllables("我a，你");
+        assert_eq!(r.len(), 4);
+        assert_eq!(r[1], None);
+        assert_eq!(r[2], None);
+    }
+
+    #[test]
+    fn lexicon_overrides_dictionary() {
+        let lex =
+            Lexicon::parse("\"银行\" = \"yin2 xing2\"", std::path::Path::new("l.toml")).unwrap();
+        let r: Vec<String> = syllables_with("去银行", &lex)
+            .into_iter()
+            .flatten()
+            .collect();
+        assert_eq!(r, ["qu4", "yin2", "xing2"]);
     }
 
     #[test]

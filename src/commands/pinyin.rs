@@ -1,0 +1,38 @@
+//! `tingshu pinyin [--jsonl]`: stdin lines → lexical tone-numbered pinyin
+//! (no tone sandhi). Plain: the syllables of each line, space-separated.
+//! `--jsonl`: one JSON array per line, one element per Unicode scalar
+//! value (the syllable, or null for a non-Han character).
+
+use std::io::{BufWriter, Write};
+
+use anyhow::Context;
+
+use super::EXIT_OK;
+use crate::cli::PinyinArgs;
+use crate::frontend::pinyin;
+
+/// Runs `pinyin`. Unreadable input or lexicon is an `Err` (exit 2).
+pub fn run(args: &PinyinArgs) -> anyhow::Result<u8> {
+    let lexicon = args.frontend.lexicon()?;
+    let stdout = std::io::stdout().lock();
+    let mut out = BufWriter::new(stdout);
+    super::for_each_stdin_line(|line| {
+        let readings = pinyin::lexical(line, &lexicon);
+        if args.jsonl {
+            serde_json::to_writer(&mut out, &readings).map_err(std::io::Error::other)?;
+            writeln!(out)
+        } else {
+            let mut first = true;
+            for s in readings.iter().flatten() {
+                if !first {
+                    out.write_all(b" ")?;
+                }
+                out.write_all(s.as_bytes())?;
+                first = false;
+            }
+            writeln!(out)
+        }
+    })?;
+    out.flush().context("cannot write to stdout")?;
+    Ok(EXIT_OK)
+}

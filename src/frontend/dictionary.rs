@@ -1,0 +1,108 @@
+//! The built-in pronunciation data, embedded in the binary and parsed once
+//! on first use: character readings, phrase readings and the Traditional →
+//! Simplified character map (see `data/README.md` for sources and licences).
+
+use std::collections::HashMap;
+use std::sync::LazyLock;
+
+use rustc_hash::FxHashMap;
+
+const CHARS: &str = include_str!("data/chars.tsv");
+const PHRASES: &str = include_str!("data/phrases.tsv");
+const T2S: &str = include_str!("data/t2s.tsv");
+
+/// Character and phrase readings (tone numbers, `v` for ü, 5 for neutral).
+pub struct Dictionary {
+    chars: FxHashMap<char, Vec<&'static str>>,
+    phrases: HashMap<&'static str, &'static str, rustc_hash::FxBuildHasher>,
+    t2s: FxHashMap<char, char>,
+    max_phrase_chars: usize,
+}
+
+static DICTIONARY: LazyLock<Dictionary> = LazyLock::new(Dictionary::load);
+
+impl Dictionary {
+    /// The embedded dictionary (parsed on first call, a few milliseconds).
+    pub fn get() -> &'static Dictionary {
+        &DICTIONARY
+    }
+
+    fn load() -> Dictionary {
+        let mut chars = FxHashMap::default();
+        chars.reserve(42_000);
+        for line in CHARS.lines() {
+            let Some((c, readings)) = line.split_once('\t') else {
+                continue;
+            };
+            let Some(c) = c.chars().next() else { continue };
+            chars.insert(c, readings.split(',').collect());
+        }
+        let mut phrases = HashMap::with_capacity_and_hasher(48_000, Default::default());
+        let mut max_phrase_chars = 1;
+        for line in PHRASES.lines() {
+            if let Some((word, readings)) = line.split_once('\t') {
+                max_phrase_chars = max_phrase_chars.max(word.chars().count());
+                phrases.insert(word, readings);
+            }
+        }
+        let t2s = T2S
+            .lines()
+            .filter_map(|line| {
+                let mut it = line.chars();
+                let t = it.next()?;
+                let s = it.nth(1)?;
+                Some((t, s))
+            })
+            .collect();
+        Dictionary {
+            chars,
+            phrases,
+            t2s,
+            max_phrase_chars,
+        }
+    }
+
+    /// All readings of a character, the most common first.
+    pub fn readings(&self, c: char) -> &[&'static str] {
+        self.chars
+            .get(&c)
+            .or_else(|| self.chars.get(&self.simplified(c)))
+            .map_or(&[], Vec::as_slice)
+    }
+
+    /// The most common reading of a character.
+    pub fn default_reading(&self, c: char) -> Option<&'static str> {
+        self.readings(c).first().copied()
+    }
+
+    /// Space-separated readings of a phrase (in Simplified characters).
+    pub fn phrase(&self, word: &str) -> Option<&'static str> {
+        self.phrases.get(word).copied()
+    }
+
+    /// Length in characters of the longest phrase.
+    pub fn max_phrase_chars(&self) -> usize {
+        self.max_phrase_chars
+    }
+
+    /// The Simplified form of a Traditional character (itself otherwise).
+    pub fn simplified(&self, c: char) -> char {
+        self.t2s.get(&c).copied().unwrap_or(c)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn embedded_data_parses() {
+        let d = Dictionary::get();
+        assert_eq!(d.default_reading('好'), Some("hao3"));
+        assert_eq!(d.readings('了'), ["le5", "liao3", "liao4"]);
+        assert_eq!(d.phrase("银行"), Some("yin2 hang2"));
+        assert_eq!(d.simplified('銀'), '银');
+        assert_eq!(d.simplified('银'), '银');
+        assert!(d.max_phrase_chars() >= 4);
+    }
+}
