@@ -420,6 +420,7 @@ fn speak_number(text: &str, caps: &Captures) -> String {
             && !ordinal
             && caps.name("frac").is_none()
             && next.is_some_and(|c| LIANG_MEASURES.contains(c))
+            && !text[whole.end()..].starts_with("分之")
         {
             out.push('两');
         } else {
@@ -582,6 +583,7 @@ mod tests {
             ("零下-3度", "零下负三度"),
             ("电话010", "电话零一零"),
             ("3/4的人", "四分之三的人"),
+            ("5又2分之1", "五又二分之一"),
             ("2024-08-08出发", "二零二四年八月八日出发"),
             ("8:30起床", "八点三十分起床"),
             ("¥25", "二十五元"),
