@@ -41,6 +41,16 @@ pub fn for_each_stdin_line(mut f: impl FnMut(&str) -> std::io::Result<()>) -> an
     }
 }
 
+/// Flushes standard output; a reader that went away (broken pipe) is fine.
+pub fn finish(mut out: impl std::io::Write) -> anyhow::Result<()> {
+    match out.flush() {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(anyhow::Error::new(e).context("cannot write to stdout"))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Turns a title into a safe file-name part: no path separators, control
 /// or reserved characters, no leading dots, at most 60 characters.
 pub fn sanitize_file_name(title: &str) -> String {

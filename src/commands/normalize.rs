@@ -3,8 +3,6 @@
 
 use std::io::{BufWriter, Write};
 
-use anyhow::Context;
-
 use super::EXIT_OK;
 use crate::cli::FrontendArgs;
 use crate::frontend::normalize;
@@ -17,6 +15,6 @@ pub fn run(args: &FrontendArgs) -> anyhow::Result<u8> {
     super::for_each_stdin_line(|line| {
         writeln!(out, "{}", normalize::normalize_with(line, &lexicon))
     })?;
-    out.flush().context("cannot write to stdout")?;
+    super::finish(out)?;
     Ok(EXIT_OK)
 }

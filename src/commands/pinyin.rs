@@ -5,8 +5,6 @@
 
 use std::io::{BufWriter, Write};
 
-use anyhow::Context;
-
 use super::EXIT_OK;
 use crate::cli::PinyinArgs;
 use crate::frontend::pinyin;
@@ -33,6 +31,6 @@ pub fn run(args: &PinyinArgs) -> anyhow::Result<u8> {
             writeln!(out)
         }
     })?;
-    out.flush().context("cannot write to stdout")?;
+    super::finish(out)?;
     Ok(EXIT_OK)
 }

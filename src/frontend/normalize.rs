@@ -81,9 +81,50 @@ pub fn normalize_with(text: &str, lexicon: &Lexicon) -> String {
         text = LETTERS.replace_all(&text, acronym).into_owned();
     }
     if text.bytes().any(|b| b.is_ascii_digit()) {
-        text = numbers(&text);
+        let spoken = numbers(&text);
+        text = if is_traditional(&text) {
+            traditional_words(&text, &spoken)
+        } else {
+            spoken
+        };
     }
     symbols(&text)
+}
+
+/// Whether a line is written in Traditional characters (has any character
+/// that has a different Simplified form).
+fn is_traditional(text: &str) -> bool {
+    let dict = Dictionary::get();
+    text.chars().any(|c| dict.simplified(c) != c)
+}
+
+/// The number words this module writes, in Traditional form.
+const TRADITIONAL: [(char, char); 13] = [
+    ('万', '萬'),
+    ('两', '兩'),
+    ('点', '點'),
+    ('亿', '億'),
+    ('负', '負'),
+    ('摄', '攝'),
+    ('欧', '歐'),
+    ('镑', '鎊'),
+    ('韩', '韓'),
+    ('钟', '鐘'),
+    ('华', '華'),
+    ('时', '時'),
+    ('币', '幣'),
+];
+
+/// Rewrites the words that normalization added to a Traditional line in
+/// Traditional characters; characters of the original line stay as written.
+fn traditional_words(original: &str, spoken: &str) -> String {
+    spoken
+        .chars()
+        .map(|c| match TRADITIONAL.iter().find(|(s, _)| *s == c) {
+            Some(&(s, t)) if !original.contains(s) => t,
+            _ => c,
+        })
+        .collect()
 }
 
 /// Full-width ASCII (digits, letters, ％, ．, －, ／) → half-width.
@@ -597,6 +638,8 @@ mod tests {
             ("1,000,000人", "一百万人"),
             ("2015年08月08号", "二零一五年八月八号"),
             ("过了50年", "过了五十年"),
+            ("兩個人走了2.5萬里", "兩個人走了二點五萬里"),
+            ("價格$12000", "價格一萬兩千美元"),
             ("公元前202年", "公元前二零二年"),
             ("1823年3月bc", "公元前一八二三年三月"),
         ];
