@@ -38,9 +38,13 @@ pub fn prepare(text: &str) -> Spoken {
 /// Prepares a chunk of original text for synthesis with a per-book lexicon.
 pub fn prepare_with(text: &str, lexicon: &Lexicon) -> Spoken {
     let normalized = normalize::normalize_with(text, lexicon);
-    let mut readings = pinyin::syllables_with(&normalized, lexicon);
+    let analysis = pinyin::Analysis::new(&normalized, lexicon);
+    let model = polyphone::Model::embedded();
+    let mut readings: Vec<Option<String>> = (0..analysis.len())
+        .map(|i| analysis.reading(i, model))
+        .collect();
     let chars: Vec<char> = normalized.chars().collect();
-    sandhi::apply(&chars, &mut readings);
+    sandhi::apply_in_words(&chars, &mut readings, analysis.word_ids());
     Spoken {
         pinyin: pinyin::speakable(&normalized, &readings),
         text: normalized,

@@ -133,6 +133,12 @@ impl<'l> Analysis<'l> {
         self.original.len()
     }
 
+    /// For each character, the index of the segmented word that holds it
+    /// (`None` outside Han runs).
+    pub fn word_ids(&self) -> &[Option<usize>] {
+        &self.word_of
+    }
+
     pub fn is_empty(&self) -> bool {
         self.original.is_empty()
     }
