@@ -127,16 +127,28 @@ fn traditional_words(original: &str, spoken: &str) -> String {
         .collect()
 }
 
-/// Full-width ASCII (digits, letters, ％, ．, －, ／) → half-width.
+/// Full-width digits, letters, ％ and ＄ → half-width; ．－／： only
+/// between digits (elsewhere they are punctuation and stay as written).
 fn fold_width(text: &str) -> String {
-    text.chars()
-        .map(|c| match c {
-            '０'..='９' | 'Ａ'..='Ｚ' | 'ａ'..='ｚ' | '％' | '．' | '－' | '／' | '＄' => {
-                char::from_u32(c as u32 - 0xFEE0).unwrap_or(c)
+    let half = |c: char| char::from_u32(c as u32 - 0xFEE0).unwrap_or(c);
+    let is_digit =
+        |c: Option<&char>| c.is_some_and(|c| c.is_ascii_digit() || ('０'..='９').contains(c));
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len());
+    for (i, &c) in chars.iter().enumerate() {
+        let folded = match c {
+            '０'..='９' | 'Ａ'..='Ｚ' | 'ａ'..='ｚ' | '％' | '＄' => half(c),
+            '．' | '－' | '／' | '：'
+                if is_digit(chars.get(i + 1))
+                    && (c == '－' || is_digit(i.checked_sub(1).and_then(|p| chars.get(p)))) =>
+            {
+                half(c)
             }
             _ => c,
-        })
-        .collect()
+        };
+        out.push(folded);
+    }
+    out
 }
 
 /// Replaces lexicon words that have a `say` entry, longest match first,
@@ -638,6 +650,8 @@ mod tests {
             ("1,000,000人", "一百万人"),
             ("2015年08月08号", "二零一五年八月八号"),
             ("过了50年", "过了五十年"),
+            ("仙境．婆罗", "仙境．婆罗"),
+            ("３．５公斤，－５度", "三点五公斤，负五度"),
             ("兩個人走了2.5萬里", "兩個人走了二點五萬里"),
             ("價格$12000", "價格一萬兩千美元"),
             ("公元前202年", "公元前二零二年"),
