@@ -86,7 +86,7 @@ fn polyphones_read_in_context() {
         plain,
         [
             "wo3 men5 qu4 yin2 hang2 qu3 qian2",
-            "ta1 shui4 jiao4 de5 shi2 hou4 zhang3 da4 le5",
+            "ta1 shui4 jiao4 de5 shi2 hou5 zhang3 da4 le5",
             "chong2 xin1 kai1 shi3",
         ]
     );

@@ -59,7 +59,7 @@ mod tests {
     fn prepare_normalizes_reads_and_applies_sandhi() {
         let s = prepare("他有2个好朋友。");
         assert_eq!(s.text, "他有两个好朋友。");
-        assert_eq!(s.pinyin, "ta1 you2 liang3 ge4 hao3 peng2 you3.");
+        assert_eq!(s.pinyin, "ta1 you2 liang3 ge4 hao3 peng2 you5.");
     }
 
     #[test]
