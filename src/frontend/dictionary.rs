@@ -9,14 +9,25 @@ use rustc_hash::FxHashMap;
 
 const CHARS: &str = include_str!("data/chars.tsv");
 const PHRASES: &str = include_str!("data/phrases.tsv");
+const EXTRA_PHRASES: &str = include_str!("data/phrases-extra.tsv");
 const T2S: &str = include_str!("data/t2s.tsv");
 
 /// Character and phrase readings (tone numbers, `v` for ü, 5 for neutral).
 pub struct Dictionary {
     chars: FxHashMap<char, Vec<&'static str>>,
-    phrases: HashMap<&'static str, &'static str, rustc_hash::FxBuildHasher>,
+    phrases: HashMap<&'static str, Phrase, rustc_hash::FxBuildHasher>,
     t2s: FxHashMap<char, char>,
     max_phrase_chars: usize,
+}
+
+/// A dictionary phrase: its readings and whether it is a common word.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Phrase {
+    /// Space-separated syllables, one per character.
+    pub readings: &'static str,
+    /// From the main phrase list (common words) rather than the extra,
+    /// rarer one; segmentation prefers common words.
+    pub common: bool,
 }
 
 static DICTIONARY: LazyLock<Dictionary> = LazyLock::new(Dictionary::load);
@@ -37,12 +48,14 @@ impl Dictionary {
             let Some(c) = c.chars().next() else { continue };
             chars.insert(c, readings.split(',').collect());
         }
-        let mut phrases = HashMap::with_capacity_and_hasher(48_000, Default::default());
+        let mut phrases = HashMap::with_capacity_and_hasher(75_000, Default::default());
         let mut max_phrase_chars = 1;
-        for line in PHRASES.lines() {
-            if let Some((word, readings)) = line.split_once('\t') {
-                max_phrase_chars = max_phrase_chars.max(word.chars().count());
-                phrases.insert(word, readings);
+        for (data, common) in [(PHRASES, true), (EXTRA_PHRASES, false)] {
+            for line in data.lines() {
+                if let Some((word, readings)) = line.split_once('\t') {
+                    max_phrase_chars = max_phrase_chars.max(word.chars().count());
+                    phrases.entry(word).or_insert(Phrase { readings, common });
+                }
             }
         }
         let t2s = T2S
@@ -75,8 +88,8 @@ impl Dictionary {
         self.readings(c).first().copied()
     }
 
-    /// Space-separated readings of a phrase (in Simplified characters).
-    pub fn phrase(&self, word: &str) -> Option<&'static str> {
+    /// A phrase (in Simplified characters).
+    pub fn phrase(&self, word: &str) -> Option<Phrase> {
         self.phrases.get(word).copied()
     }
 
@@ -100,7 +113,8 @@ mod tests {
         let d = Dictionary::get();
         assert_eq!(d.default_reading('好'), Some("hao3"));
         assert_eq!(d.readings('了'), ["le5", "liao3", "liao4"]);
-        assert_eq!(d.phrase("银行"), Some("yin2 hang2"));
+        assert_eq!(d.phrase("银行").map(|p| p.readings), Some("yin2 hang2"));
+        assert!(d.phrase("银行").is_some_and(|p| p.common));
         assert_eq!(d.simplified('銀'), '银');
         assert_eq!(d.simplified('银'), '银');
         assert!(d.max_phrase_chars() >= 4);

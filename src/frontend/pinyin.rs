@@ -147,8 +147,11 @@ impl<'l> Analysis<'l> {
         &self.simplified_text[self.offsets[start]..self.offsets[end]]
     }
 
-    /// Fewest-words segmentation of the Han run `start..end` (lexicon words
-    /// count half, so they win ties); among equals the longer first word.
+    /// Cheapest segmentation of the Han run `start..end`: a single character
+    /// or a common phrase costs 2, a rarer (extra) phrase 3 and a lexicon
+    /// word 1, so the fewest words win, lexicon words first and common words
+    /// over rare ones (让|儿子, not 让儿|子); among equals the longer first
+    /// word.
     fn segment(&mut self, start: usize, end: usize, lexicon: &'l Lexicon) {
         let dict = Dictionary::get();
         let max_len = dict.max_phrase_chars().max(lexicon.max_chars());
@@ -182,7 +185,9 @@ impl<'l> Analysis<'l> {
                     .and_then(|e| e.pinyin.as_deref())
                 {
                     Some(p) => Some((1, Source::Lexicon(p))),
-                    None if len >= 2 => dict.phrase(word).map(|p| (2, Source::Phrase(p))),
+                    None if len >= 2 => dict
+                        .phrase(word)
+                        .map(|p| (if p.common { 2 } else { 3 }, Source::Phrase(p.readings))),
                     None => None,
                 };
                 if let Some((cost, source)) = found {
@@ -336,6 +341,15 @@ mod tests {
         assert_eq!(plain("重新"), "chong2 xin1");
         assert_eq!(plain("音乐"), "yin1 yue4");
         assert_eq!(plain("長大"), "zhang3 da4");
+    }
+
+    #[test]
+    fn particles_and_erhua_in_narrative() {
+        assert_eq!(plain("他跑得快"), "ta1 pao3 de5 kuai4");
+        assert_eq!(plain("我得走了"), "wo3 dei3 zou3 le5");
+        assert_eq!(plain("慢慢地走"), "man4 man4 de5 zou3");
+        assert_eq!(plain("那只小猴儿，"), "na4 zhi1 xiao3 hou2 er5");
+        assert_eq!(plain("他让儿子去"), "ta1 rang4 er2 zi5 qu4");
     }
 
     #[test]

@@ -228,9 +228,10 @@ const DE_BEFORE_DI: &str =
 /// Characters after which a lone 得 is the modal dei3 (我得走, 还得, 就得).
 const DEI_AFTER: &str = "我你他她它们就还也都总只必又可便才却谁咱俺";
 
-/// Readings of the structural particles 得 and 地 when they stand alone
-/// (no phrase): the CPP data comes from encyclopaedic text where 地 is
-/// mostly di4 and 得 de2, while narrative prose uses them as particles.
+/// Readings of the structural particles 得 and 地 and of the erhua 儿 when
+/// they stand alone (no phrase): the CPP data comes from encyclopaedic text
+/// where 地 is mostly di4 and 得 de2, while narrative prose uses them as
+/// particles.
 fn particle_rule(f: &Features) -> Option<&'static str> {
     if !f.single {
         return None;
@@ -244,6 +245,15 @@ fn particle_rule(f: &Features) -> Option<&'static str> {
         }
         '得' if !han(f.prev) || DEI_AFTER.contains(f.prev) => han(f.next).then_some("dei3"),
         '得' => Some("de5"),
+        // Measure word after a demonstrative or numeral (那只猫, 两只手);
+        // 只是, 只有… are phrases.
+        '只' if "这那哪一两二三四五六七八九十几每半某".contains(f.prev) && han(f.next) => {
+            Some("zhi1")
+        }
+        // Erhua suffix at a word's end (小猴儿，): neutral; 儿子, 女儿… are phrases.
+        '儿' if han(f.prev) && (!han(f.next) || "的了呢啊吧呀么".contains(f.next)) => {
+            Some("er5")
+        }
         _ => None,
     }
 }
