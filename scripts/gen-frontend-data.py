@@ -38,6 +38,12 @@ def tone3(syllable: str) -> str:
     return "".join(out).lower() + str(tone)
 
 
+# Two-character entries whose rare reading shadows a far more common
+# sequence in narrative text: 打的 da3 di1 (taxi) vs 打的是; 的当 di2 dang4 vs
+# 上了他的当; 都会 du1 hui4 (metropolis) vs 他们都会来; 和了 hu2 le5 (mahjong);
+# 一了 yi1 liao3.
+EXCLUDE = {"打的", "的当", "都会", "和了", "一了"}
+
 SUSPECT = set("了的地着得与只把都相长数化为和要还行给看")
 
 
@@ -82,12 +88,12 @@ def main(src: Path, opencc: Path, dst: Path, extra: Path | None = None) -> None:
     phrases = json.loads((src / "pypinyin" / "phrases_dict.json").read_text("utf-8"))
     table = {}
     for word, readings in phrases.items():
-        if len(word) >= 2 and len(word) == len(readings):
+        if len(word) >= 2 and len(word) == len(readings) and word not in EXCLUDE:
             table[word] = lexical(word, [tone3(r[0]) for r in readings])
     base = set(table)
     if extra is not None:
         for word, readings in large_phrases(extra).items():
-            if word in table or len(word) < 2 or len(word) != len(readings):
+            if word in table or word in EXCLUDE or len(word) < 2 or len(word) != len(readings):
                 continue
             if any(c not in defaults for c in word):
                 continue
