@@ -45,6 +45,9 @@ static ERA: LazyLock<Regex> = LazyLock::new(|| {
 });
 static DATE: LazyLock<Regex> =
     LazyLock::new(|| re(r"(\d{4}|\d{2})([-/.·])(\d{1,2})([-/.·])(\d{1,2})"));
+static VERSION_NUMBER: LazyLock<Regex> = LazyLock::new(|| re(r"\d+(?:\.\d+){2,}"));
+static PER_UNIT: LazyLock<Regex> =
+    LazyLock::new(|| re(r"(元|角|块|米|克|斤|升|吨|度|秒|钟|时|里)/(\p{Han})"));
 static TIME: LazyLock<Regex> = LazyLock::new(|| re(r"(\d{1,2})[:：](\d{2})(?:[:：](\d{2}))?"));
 static RATIO: LazyLock<Regex> = LazyLock::new(|| re(r"(\d+)[:：](\d+)"));
 static MONEY: LazyLock<Regex> =
@@ -246,6 +249,15 @@ fn numbers(text: &str) -> String {
             cardinal(day)
         ))
     });
+    let text = rewrite(&text, &VERSION_NUMBER, |t, c| {
+        let m = c.get(0)?;
+        let (before, after) = around(t, m.start(), m.end());
+        if is_digit(before) || is_digit(after) {
+            return None;
+        }
+        let parts: Vec<String> = m.as_str().split('.').map(number_words).collect();
+        Some(parts.join("点"))
+    });
     let text = rewrite(&text, &TIME, |t, c| {
         let m = c.get(0)?;
         let (before, after) = around(t, m.start(), m.end());
@@ -305,7 +317,7 @@ fn numbers(text: &str) -> String {
     let text = rewrite(&text, &MEASURE, |t, c| {
         let m = c.get(0)?;
         let (before, after) = around(t, m.start(), m.end());
-        if is_digit(before) || after.is_some_and(|a| a.is_ascii_alphanumeric()) {
+        if is_digit(before) || after.is_some_and(|a| a.is_ascii_alphabetic()) {
             return None;
         }
         let unit = match &c[3] {
@@ -394,7 +406,8 @@ fn numbers(text: &str) -> String {
         }
         Some(format!("{}到{}", decimal_words(a), decimal_words(b)))
     });
-    rewrite(&text, &NUMBER, |t, c| Some(speak_number(t, c)))
+    let text = rewrite(&text, &NUMBER, |t, c| Some(speak_number(t, c)));
+    PER_UNIT.replace_all(&text, "${1}每$2").into_owned()
 }
 
 /// "3月" → "三月", "08日" → "八日" (number + the unit kept).
@@ -651,6 +664,9 @@ mod tests {
             ("2015年08月08号", "二零一五年八月八号"),
             ("过了50年", "过了五十年"),
             ("仙境．婆罗", "仙境．婆罗"),
+            ("V2.5.1版", "V二点五点一版"),
+            ("用了3min20s", "用了三分钟二十秒"),
+            ("$3.5/斤", "三点五美元每斤"),
             ("３．５公斤，－５度", "三点五公斤，负五度"),
             ("兩個人走了2.5萬里", "兩個人走了二點五萬里"),
             ("價格$12000", "價格一萬兩千美元"),
