@@ -148,50 +148,44 @@ impl<'l> Analysis<'l> {
     }
 
     /// Cheapest segmentation of the Han run `start..end`: a single character
-    /// or a common phrase costs 2, a rarer (extra) phrase 3 and a lexicon
-    /// word 1, so the fewest words win, lexicon words first and common words
-    /// over rare ones (让|儿子, not 让儿|子); among equals the longer first
-    /// word.
+    /// or a phrase costs 2 and a lexicon word 1, so the fewest words win,
+    /// lexicon words first; among equals the longer last word (backward
+    /// maximum matching: 让|儿子, not 让儿|子).
     fn segment(&mut self, start: usize, end: usize, lexicon: &'l Lexicon) {
         let dict = Dictionary::get();
         let max_len = dict.max_phrase_chars().max(lexicon.max_chars());
         let n = end - start;
-        // best[i] = (cost of start+i..end, first word)
-        let mut best: Vec<(u32, Word<'l>)> = vec![
-            (
-                0,
-                Word {
-                    start: end,
-                    len: 0,
-                    source: Source::Single,
-                }
-            );
-            n + 1
-        ];
-        for i in (0..n).rev() {
-            let at = start + i;
+        // best[j] = (cost of start..start+j, last word); among equal costs
+        // the longer last word wins (backward maximum matching: 眯着|眼睛).
+        let empty = Word {
+            start,
+            len: 0,
+            source: Source::Single,
+        };
+        let mut best: Vec<(u32, Word<'l>)> = vec![(0, empty); n + 1];
+        for j in 1..=n {
+            let last = start + j - 1;
             let mut choice = (
-                best[i + 1].0 + 2,
+                best[j - 1].0 + 2,
                 Word {
-                    start: at,
+                    start: last,
                     len: 1,
                     source: Source::Single,
                 },
             );
-            for len in 1..=max_len.min(n - i) {
-                let word = self.slice(at, at + len);
+            for len in 1..=max_len.min(j) {
+                let at = start + j - len;
+                let word = self.slice(at, start + j);
                 let found = match lexicon
                     .lookup_simplified(word)
                     .and_then(|e| e.pinyin.as_deref())
                 {
                     Some(p) => Some((1, Source::Lexicon(p))),
-                    None if len >= 2 => dict
-                        .phrase(word)
-                        .map(|p| (if p.common { 2 } else { 3 }, Source::Phrase(p.readings))),
+                    None if len >= 2 => dict.phrase(word).map(|p| (2, Source::Phrase(p.readings))),
                     None => None,
                 };
                 if let Some((cost, source)) = found {
-                    let total = best[i + len].0 + cost;
+                    let total = best[j - len].0 + cost;
                     if total < choice.0 || (total == choice.0 && len > choice.1.len) {
                         choice = (
                             total,
@@ -204,16 +198,20 @@ impl<'l> Analysis<'l> {
                     }
                 }
             }
-            best[i] = choice;
+            best[j] = choice;
         }
-        let mut i = 0;
-        while i < n {
-            let word = best[i].1;
+        let mut words = Vec::new();
+        let mut j = n;
+        while j > 0 {
+            let word = best[j].1;
+            words.push(word);
+            j -= word.len;
+        }
+        for word in words.into_iter().rev() {
             for k in word.start..word.start + word.len {
                 self.word_of[k] = Some(self.words.len());
             }
             self.words.push(word);
-            i += word.len;
         }
     }
 
@@ -350,6 +348,8 @@ mod tests {
         assert_eq!(plain("慢慢地走"), "man4 man4 de5 zou3");
         assert_eq!(plain("那只小猴儿，"), "na4 zhi1 xiao3 hou2 er5");
         assert_eq!(plain("他让儿子去"), "ta1 rang4 er2 zi5 qu4");
+        assert_eq!(plain("头也不抬地说"), "tou2 ye3 bu4 tai2 de5 shuo1");
+        assert_eq!(plain("眯着眼睛"), "mi1 zhe5 yan3 jing5");
     }
 
     #[test]

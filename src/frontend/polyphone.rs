@@ -225,10 +225,15 @@ impl Model {
 const DE_BEFORE_DI: &str =
     "然般样意心声断续觉静悄慢狠轻紧冷热柔细默怔愣呆缓急猛力勉淡低渐真认仔连迅速快重深暗独乎";
 
+/// Verbs of speech and motion that a lone 地 introduces as an adverbial
+/// (头也不抬地说, 轻轻地走).
+const VERB_AFTER_DE: &str = "说道问答笑叫喊哭走跑看望想回点摇叹喝吼骂应嚷嘀嘟念";
+
 /// Characters after which a lone 得 is the modal dei3 (我得走, 还得, 就得).
 const DEI_AFTER: &str = "我你他她它们就还也都总只必又可便才却谁咱俺";
 
-/// Readings of the structural particles 得 and 地 and of the erhua 儿 when
+/// Readings of the particles 得, 地 and 着, of the erhua 儿 and the measure
+/// word 只 when
 /// they stand alone (no phrase): the CPP data comes from encyclopaedic text
 /// where 地 is mostly di4 and 得 de2, while narrative prose uses them as
 /// particles.
@@ -239,12 +244,18 @@ fn particle_rule(f: &Features) -> Option<&'static str> {
     let han = |c: char| crate::text::is_han(c);
     match f.c {
         '地' if han(f.next)
-            && (f.prev == f.prev2 && han(f.prev) || DE_BEFORE_DI.contains(f.prev)) =>
+            && (f.prev == f.prev2 && han(f.prev)
+                || DE_BEFORE_DI.contains(f.prev)
+                || VERB_AFTER_DE.contains(f.next)) =>
         {
             Some("de5")
         }
         '得' if !han(f.prev) || DEI_AFTER.contains(f.prev) => han(f.next).then_some("dei3"),
         '得' => Some("de5"),
+        // Durative 着 (眯着眼睛); 睡不着, 找得着 reach zhao2. 着急, 着手…
+        // are phrases.
+        '着' if f.prev == '不' || f.prev == '得' => Some("zhao2"),
+        '着' if han(f.prev) => Some("zhe5"),
         // Measure word after a demonstrative or numeral (那只猫, 两只手);
         // 只是, 只有… are phrases.
         '只' if "这那哪一两二三四五六七八九十几每半某".contains(f.prev) && han(f.next) => {
