@@ -175,6 +175,9 @@ impl<'l> Analysis<'l> {
             );
             for len in 1..=max_len.min(j) {
                 let at = start + j - len;
+                if len >= 2 && self.adverbial_de(at) {
+                    continue;
+                }
                 let word = self.slice(at, start + j);
                 let found = match lexicon
                     .lookup_simplified(word)
@@ -213,6 +216,15 @@ impl<'l> Analysis<'l> {
             }
             self.words.push(word);
         }
+    }
+
+    /// Whether character `at` is a 地 after a reduplication (慢慢地, 轻轻地):
+    /// the particle, never the start of a phrase such as 地转.
+    fn adverbial_de(&self, at: usize) -> bool {
+        at >= 2
+            && self.simplified[at] == '地'
+            && self.simplified[at - 1] == self.simplified[at - 2]
+            && is_han(self.original[at - 1])
     }
 
     /// The model's view of character `i`, with its word's text; `None` for
@@ -349,6 +361,7 @@ mod tests {
         assert_eq!(plain("那只小猴儿，"), "na4 zhi1 xiao3 hou2 er5");
         assert_eq!(plain("他让儿子去"), "ta1 rang4 er2 zi5 qu4");
         assert_eq!(plain("头也不抬地说"), "tou2 ye3 bu4 tai2 de5 shuo1");
+        assert_eq!(plain("慢慢地转"), "man4 man4 de5 zhuan3");
         assert_eq!(plain("眯着眼睛"), "mi1 zhe5 yan3 jing5");
     }
 
