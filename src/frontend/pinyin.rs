@@ -66,6 +66,33 @@ pub fn tone_numbered(raw: &str) -> String {
     s
 }
 
+/// Traditional characters that OpenCC leaves alone (they are also valid
+/// Simplified characters) or maps one way, but that often stand for
+/// another Simplified one: 睡著 → 睡着, 明瞭 → 明了, 乾坤 (乾 → 干 in the
+/// map) → 乾坤.
+const AMBIGUOUS_TRADITIONAL: [(char, char); 3] = [('著', '着'), ('瞭', '了'), ('干', '乾')];
+
+/// A phrase, looked up as written (in Simplified) and, failing that, with
+/// ambiguous Traditional characters read as their other form.
+fn phrase_either_script(word: &str) -> Option<super::dictionary::Phrase> {
+    let dict = Dictionary::get();
+    dict.phrase(word).or_else(|| {
+        if !word.contains(['著', '瞭', '干']) {
+            return None;
+        }
+        let alternative: String = word
+            .chars()
+            .map(
+                |c| match AMBIGUOUS_TRADITIONAL.iter().find(|(t, _)| *t == c) {
+                    Some(&(_, s)) => s,
+                    None => c,
+                },
+            )
+            .collect();
+        dict.phrase(&alternative)
+    })
+}
+
 /// Where a segmented word's reading comes from.
 #[derive(Debug, Clone, Copy)]
 enum Source<'l> {
@@ -184,7 +211,9 @@ impl<'l> Analysis<'l> {
                     .and_then(|e| e.pinyin.as_deref())
                 {
                     Some(p) => Some((1, Source::Lexicon(p))),
-                    None if len >= 2 => dict.phrase(word).map(|p| (2, Source::Phrase(p.readings))),
+                    None if len >= 2 => {
+                        phrase_either_script(word).map(|p| (2, Source::Phrase(p.readings)))
+                    }
                     None => None,
                 };
                 if let Some((cost, source)) = found {
@@ -351,6 +380,9 @@ mod tests {
         assert_eq!(plain("重新"), "chong2 xin1");
         assert_eq!(plain("音乐"), "yin1 yue4");
         assert_eq!(plain("長大"), "zhang3 da4");
+        assert_eq!(plain("睡著了"), "shui4 zhao2 le5");
+        assert_eq!(plain("看著我"), "kan4 zhe5 wo3");
+        assert_eq!(plain("乾坤"), "qian2 kun1");
     }
 
     #[test]

@@ -254,8 +254,8 @@ fn particle_rule(f: &Features) -> Option<&'static str> {
         '得' => Some("de5"),
         // Durative 着 (眯着眼睛); 睡不着, 找得着 reach zhao2. 着急, 着手…
         // are phrases.
-        '着' if f.prev == '不' || f.prev == '得' => Some("zhao2"),
-        '着' if han(f.prev) => Some("zhe5"),
+        '着' | '著' if f.prev == '不' || f.prev == '得' => Some("zhao2"),
+        '着' | '著' if han(f.prev) => Some("zhe5"),
         // Measure word after a demonstrative or numeral (那只猫, 两只手);
         // 只是, 只有… are phrases.
         '只' if "这那哪一两二三四五六七八九十几每半某".contains(f.prev) && han(f.next) => {
