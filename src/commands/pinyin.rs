@@ -17,8 +17,8 @@ pub fn run(args: &PinyinArgs) -> anyhow::Result<u8> {
     super::for_each_stdin_line(|line| {
         let readings = pinyin::lexical(line, &lexicon);
         if args.jsonl {
-            serde_json::to_writer(&mut out, &readings).map_err(std::io::Error::other)?;
-            writeln!(out)
+            let json = serde_json::to_string(&readings).map_err(std::io::Error::other)?;
+            writeln!(out, "{json}")
         } else {
             let mut first = true;
             for s in readings.iter().flatten() {

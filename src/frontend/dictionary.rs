@@ -17,16 +17,19 @@ pub struct Dictionary {
     chars: FxHashMap<char, Vec<&'static str>>,
     phrases: HashMap<&'static str, Phrase, rustc_hash::FxBuildHasher>,
     t2s: FxHashMap<char, char>,
+    /// Every ending (two characters or more) of every phrase, so that a
+    /// right-to-left scan can stop as soon as no phrase ends that way.
+    endings: rustc_hash::FxHashSet<&'static str>,
     max_phrase_chars: usize,
 }
 
-/// A dictionary phrase: its readings and whether it is a common word.
+/// A dictionary phrase: its readings and which list it comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Phrase {
     /// Space-separated syllables, one per character.
     pub readings: &'static str,
-    /// From the main phrase list (common words) rather than the extra,
-    /// rarer one; segmentation prefers common words.
+    /// From the main phrase list (pypinyin) rather than the extra one
+    /// (pypinyin-dict).
     pub common: bool,
 }
 
@@ -58,6 +61,14 @@ impl Dictionary {
                 }
             }
         }
+        let mut endings = rustc_hash::FxHashSet::default();
+        endings.reserve(phrases.len() * 2);
+        for word in phrases.keys() {
+            let starts: Vec<usize> = word.char_indices().map(|(i, _)| i).collect();
+            for &k in starts.iter().rev().skip(1) {
+                endings.insert(&word[k..]);
+            }
+        }
         let t2s = T2S
             .lines()
             .filter_map(|line| {
@@ -71,6 +82,7 @@ impl Dictionary {
             chars,
             phrases,
             t2s,
+            endings,
             max_phrase_chars,
         }
     }
@@ -91,6 +103,11 @@ impl Dictionary {
     /// A phrase (in Simplified characters).
     pub fn phrase(&self, word: &str) -> Option<Phrase> {
         self.phrases.get(word).copied()
+    }
+
+    /// Whether some phrase ends with `text` (two characters or more).
+    pub fn is_phrase_ending(&self, text: &str) -> bool {
+        self.endings.contains(text)
     }
 
     /// Length in characters of the longest phrase.
@@ -118,5 +135,7 @@ mod tests {
         assert_eq!(d.simplified('銀'), '银');
         assert_eq!(d.simplified('银'), '银');
         assert!(d.max_phrase_chars() >= 4);
+        assert!(d.is_phrase_ending("银行") && d.is_phrase_ending("行长"));
+        assert!(!d.is_phrase_ending("行银"));
     }
 }

@@ -93,6 +93,25 @@ fn phrase_either_script(word: &str) -> Option<super::dictionary::Phrase> {
     })
 }
 
+/// Whether some phrase ends with `word`, as written or with ambiguous
+/// Traditional characters read as their other form.
+fn phrase_ending_either_script(word: &str) -> bool {
+    let dict = Dictionary::get();
+    dict.is_phrase_ending(word)
+        || word.contains(['著', '瞭', '干']) && dict.is_phrase_ending(&alternative_form(word))
+}
+
+fn alternative_form(word: &str) -> String {
+    word.chars()
+        .map(
+            |c| match AMBIGUOUS_TRADITIONAL.iter().find(|(t, _)| *t == c) {
+                Some(&(_, s)) => s,
+                None => c,
+            },
+        )
+        .collect()
+}
+
 /// Where a segmented word's reading comes from.
 #[derive(Debug, Clone, Copy)]
 enum Source<'l> {
@@ -202,19 +221,24 @@ impl<'l> Analysis<'l> {
             );
             for len in 1..=max_len.min(j) {
                 let at = start + j - len;
-                if len >= 2 && self.adverbial_de(at) {
-                    continue;
-                }
                 let word = self.slice(at, start + j);
-                let found = match lexicon
-                    .lookup_simplified(word)
-                    .and_then(|e| e.pinyin.as_deref())
-                {
+                let lexicon_entry = (len <= lexicon.max_chars())
+                    .then(|| lexicon.lookup_simplified(word))
+                    .flatten()
+                    .and_then(|e| e.pinyin.as_deref());
+                let found = match lexicon_entry {
                     Some(p) => Some((1, Source::Lexicon(p))),
-                    None if len >= 2 => {
+                    None if len < 2 || self.adverbial_de(at) => None,
+                    None => {
+                        if !phrase_ending_either_script(word) {
+                            // No longer phrase ends here either.
+                            if len >= lexicon.max_chars() {
+                                break;
+                            }
+                            continue;
+                        }
                         phrase_either_script(word).map(|p| (2, Source::Phrase(p.readings)))
                     }
-                    None => None,
                 };
                 if let Some((cost, source)) = found {
                     let total = best[j - len].0 + cost;
