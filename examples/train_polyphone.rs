@@ -57,10 +57,7 @@ fn run() -> Result<(), String> {
             no_candidate += 1;
             continue;
         };
-        if Model::default()
-            .choose(&features)
-            .is_some_and(|r| r == gold)
-        {
+        if Model::default().read(&features).is_some_and(|r| r == gold) {
             baseline += 1;
         }
         if analysis
@@ -103,8 +100,8 @@ fn run() -> Result<(), String> {
         );
         if std::env::var_os("TRAIN_DEBUG").is_some() {
             for e in &examples {
-                let p = model.choose(&e.features);
-                if p != Some(e.gold) {
+                let p = model.read(&e.features);
+                if p.as_deref() != Some(e.gold) {
                     eprintln!(
                         "{} gold {} got {:?} dict {:?} cands {:?} word {}",
                         e.features.c, e.gold, p, e.features.dict, e.features.candidates, e.word

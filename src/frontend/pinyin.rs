@@ -314,6 +314,7 @@ impl<'l> Analysis<'l> {
             word: word_hash(text),
             dict: phrase_reading,
             candidates,
+            neutral: self.neutral_second(i, word),
         };
         Some((features, text))
     }
@@ -325,7 +326,19 @@ impl<'l> Analysis<'l> {
             return p.get(i - word.start).cloned();
         }
         let (features, _) = self.features(i)?;
-        model.choose(&features).map(str::to_owned)
+        model.read(&features)
+    }
+
+    /// Second syllables that are neutral in speech whatever the phrase data
+    /// says: reduplicated kinship terms (弟弟, 叔叔) and the erhua of
+    /// 这儿, 那儿, 哪儿.
+    fn neutral_second(&self, i: usize, word: Word<'_>) -> bool {
+        const KINSHIP: &str = "爸妈哥姐弟妹爷奶叔婶舅姑姨伯婆公姥";
+        if word.len != 2 || i != word.start + 1 {
+            return false;
+        }
+        let (first, second) = (self.simplified[i - 1], self.simplified[i]);
+        (first == second && KINSHIP.contains(first)) || (second == '儿' && "这那哪".contains(first))
     }
 }
 
@@ -418,6 +431,7 @@ mod tests {
         assert_eq!(plain("他让儿子去"), "ta1 rang4 er2 zi5 qu4");
         assert_eq!(plain("头也不抬地说"), "tou2 ye3 bu4 tai2 de5 shuo1");
         assert_eq!(plain("慢慢地转"), "man4 man4 de5 zhuan3");
+        assert_eq!(plain("弟弟在这儿"), "di4 di5 zai4 zhe4 er5");
         assert_eq!(plain("眯着眼睛"), "mi1 zhe5 yan3 jing5");
     }
 

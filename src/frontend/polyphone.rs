@@ -33,6 +33,9 @@ pub struct Features {
     pub dict: Option<&'static str>,
     /// Candidate readings, the most common first.
     pub candidates: Vec<&'static str>,
+    /// Whether the chosen syllable is said with the neutral tone whatever
+    /// its reading (the second 弟 of 弟弟, the 儿 of 这儿).
+    pub neutral: bool,
 }
 
 const BIAS: u8 = 0;
@@ -197,6 +200,17 @@ impl Model {
         s
     }
 
+    /// The syllable to say for a character: [`Model::choose`], in the
+    /// neutral tone where [`Features::neutral`] asks for it.
+    pub fn read(&self, f: &Features) -> Option<String> {
+        let chosen = self.choose(f)?;
+        Some(if f.neutral {
+            format!("{}5", chosen.trim_end_matches(|c: char| c.is_ascii_digit()))
+        } else {
+            chosen.to_owned()
+        })
+    }
+
     /// The reading to use for a character.
     pub fn choose(&self, f: &Features) -> Option<&'static str> {
         let chosen = self.score_best(f);
@@ -342,7 +356,7 @@ fn shuffle(v: &mut [usize], state: &mut u64) {
 pub fn correct(model: &Model, examples: &[Example]) -> usize {
     examples
         .iter()
-        .filter(|e| model.choose(&e.features) == Some(e.gold))
+        .filter(|e| model.read(&e.features).as_deref() == Some(e.gold))
         .count()
 }
 
@@ -366,7 +380,9 @@ pub fn cross_validate(examples: &[Example], k: usize, epochs: usize) -> (usize, 
             .iter()
             .enumerate()
             .filter(|(pos, _)| in_fold(*pos))
-            .filter(|&(_, &i)| model.choose(&examples[i].features) == Some(examples[i].gold))
+            .filter(|&(_, &i)| {
+                model.read(&examples[i].features).as_deref() == Some(examples[i].gold)
+            })
             .count();
     }
     (correct, examples.len())
@@ -383,6 +399,7 @@ mod tests {
             next: '\u{3}',
             prev2: '\u{2}',
             single: false,
+            neutral: false,
             word: word_hash(&c.to_string()),
             dict,
             candidates: cands.to_vec(),
