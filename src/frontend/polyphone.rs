@@ -6,6 +6,8 @@
 //! averaged perceptron fitted on the CPP polyphone data by
 //! `scripts/gen-polyphone-model.sh` (see `data/README.md`); characters the
 //! model never saw fall back to the phrase reading, then the most common one.
+//! A few rules for narrative prose (particles 得 地 着, erhua 儿, measure
+//! word 只) override the model for characters outside any phrase.
 
 use std::sync::LazyLock;
 
@@ -246,11 +248,10 @@ const VERB_AFTER_DE: &str = "说道问答笑叫喊哭走跑看望想回点摇叹
 /// Characters after which a lone 得 is the modal dei3 (我得走, 还得, 就得).
 const DEI_AFTER: &str = "我你他她它们就还也都总只必又可便才却谁咱俺";
 
-/// Readings of the particles 得, 地 and 着, of the erhua 儿 and the measure
-/// word 只 when
-/// they stand alone (no phrase): the CPP data comes from encyclopaedic text
-/// where 地 is mostly di4 and 得 de2, while narrative prose uses them as
-/// particles.
+/// Readings of the particles 得, 地 and 着, of the erhua 儿 and of the
+/// measure word 只 when they stand alone (no phrase): the CPP data comes from
+/// encyclopaedic text where 地 is mostly di4 and 得 de2, while narrative
+/// prose uses them as particles.
 fn particle_rule(f: &Features) -> Option<&'static str> {
     if !f.single {
         return None;
