@@ -37,16 +37,6 @@ pub struct FrontendArgs {
     pub lexicon: Option<PathBuf>,
 }
 
-impl FrontendArgs {
-    /// The lexicon named by `--lexicon`, or an empty one.
-    pub fn lexicon(&self) -> Result<crate::frontend::Lexicon, crate::frontend::LexiconError> {
-        match &self.lexicon {
-            Some(path) => crate::frontend::Lexicon::load(path),
-            None => Ok(crate::frontend::Lexicon::new()),
-        }
-    }
-}
-
 #[derive(Debug, Args)]
 pub struct PinyinArgs {
     #[command(flatten)]

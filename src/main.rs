@@ -37,13 +37,13 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> anyhow::Result<u8> {
-    match &cli.command {
-        Command::Build(args) => {
-            let runtime = tokio::runtime::Runtime::new()?;
-            let worker_program = std::env::current_exe().ok();
-            runtime.block_on(commands::build::run(args, worker_program))
+    let runtime = tokio::runtime::Runtime::new()?;
+    let worker_program = std::env::current_exe().ok();
+    runtime.block_on(async {
+        match &cli.command {
+            Command::Build(args) => commands::build::run(args, worker_program).await,
+            Command::Normalize(args) => commands::normalize::run(args),
+            Command::Pinyin(args) => commands::pinyin::run(args),
         }
-        Command::Normalize(args) => commands::normalize::run(args),
-        Command::Pinyin(args) => commands::pinyin::run(args),
-    }
+    })
 }

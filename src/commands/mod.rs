@@ -12,45 +12,6 @@ pub const EXIT_PARTIAL: u8 = 1;
 /// Exit status: bad input or a fatal error; nothing was written.
 pub const EXIT_FATAL: u8 = 2;
 
-/// Calls `f` for each line of standard input (without its line ending).
-/// A line that is not UTF-8 is an error naming its line number.
-pub fn for_each_stdin_line(mut f: impl FnMut(&str) -> std::io::Result<()>) -> anyhow::Result<()> {
-    use anyhow::Context;
-    use std::io::BufRead;
-    let mut stdin = std::io::stdin().lock();
-    let mut buf = Vec::new();
-    let mut number = 0;
-    loop {
-        buf.clear();
-        let n = stdin
-            .read_until(b'\n', &mut buf)
-            .context("cannot read stdin")?;
-        if n == 0 {
-            return Ok(());
-        }
-        number += 1;
-        while buf.last().is_some_and(|b| *b == b'\n' || *b == b'\r') {
-            buf.pop();
-        }
-        let line = std::str::from_utf8(&buf)
-            .map_err(|_| anyhow::anyhow!("stdin line {number}: not UTF-8"))?;
-        match f(line) {
-            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(()),
-            other => other.context("cannot write to stdout")?,
-        }
-    }
-}
-
-/// Flushes standard output; a reader that went away (broken pipe) is fine.
-pub fn finish(mut out: impl std::io::Write) -> anyhow::Result<()> {
-    match out.flush() {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-            Err(anyhow::Error::new(e).context("cannot write to stdout"))
-        }
-        _ => Ok(()),
-    }
-}
-
 /// Turns a title into a safe file-name part: no path separators, control
 /// or reserved characters, no leading dots, at most 60 characters.
 pub fn sanitize_file_name(title: &str) -> String {

@@ -6,15 +6,16 @@
 use std::io::{BufWriter, Write};
 
 use super::EXIT_OK;
+use super::normalize::{finish, for_each_stdin_line, load_lexicon};
 use crate::cli::PinyinArgs;
 use crate::frontend::pinyin;
 
 /// Runs `pinyin`. Unreadable input or lexicon is an `Err` (exit 2).
 pub fn run(args: &PinyinArgs) -> anyhow::Result<u8> {
-    let lexicon = args.frontend.lexicon()?;
+    let lexicon = load_lexicon(&args.frontend)?;
     let stdout = std::io::stdout().lock();
     let mut out = BufWriter::new(stdout);
-    super::for_each_stdin_line(|line| {
+    for_each_stdin_line(|line| {
         let readings = pinyin::lexical(line, &lexicon);
         if args.jsonl {
             let json = serde_json::to_string(&readings).map_err(std::io::Error::other)?;
@@ -31,6 +32,6 @@ pub fn run(args: &PinyinArgs) -> anyhow::Result<u8> {
             writeln!(out)
         }
     })?;
-    super::finish(out)?;
+    finish(out)?;
     Ok(EXIT_OK)
 }
