@@ -46,6 +46,11 @@ static ERA: LazyLock<Regex> = LazyLock::new(|| {
 static DATE: LazyLock<Regex> =
     LazyLock::new(|| re(r"(\d{4}|\d{2})([-/.·])(\d{1,2})([-/.·])(\d{1,2})"));
 static VERSION_NUMBER: LazyLock<Regex> = LazyLock::new(|| re(r"\d+(?:\.\d+){2,}"));
+static SPOKEN_RANGE: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"([零一二三四五六七八九十百千万亿两点][\p{Han}]{0,4}?)[～~]([负零一二三四五六七八九十百千万亿两])",
+    )
+});
 static PER_UNIT: LazyLock<Regex> =
     LazyLock::new(|| re(r"(元|角|块|米|克|斤|升|吨|度|秒|钟|时|里)/(\p{Han})"));
 static TIME: LazyLock<Regex> = LazyLock::new(|| re(r"(\d{1,2})[:：](\d{2})(?:[:：](\d{2}))?"));
@@ -407,6 +412,8 @@ fn numbers(text: &str) -> String {
         Some(format!("{}到{}", decimal_words(a), decimal_words(b)))
     });
     let text = rewrite(&text, &NUMBER, |t, c| Some(speak_number(t, c)));
+    // Ranges whose ends carry units: 负五摄氏度～三摄氏度 → …到….
+    let text = SPOKEN_RANGE.replace_all(&text, "${1}到$2");
     PER_UNIT.replace_all(&text, "${1}每$2").into_owned()
 }
 
@@ -667,6 +674,9 @@ mod tests {
             ("V2.5.1版", "V二点五点一版"),
             ("用了3min20s", "用了三分钟二十秒"),
             ("$3.5/斤", "三点五美元每斤"),
+            ("-5℃～3℃", "负五摄氏度到三摄氏度"),
+            ("3公里~5公里", "三公里到五公里"),
+            ("好～走了", "好～走了"),
             ("３．５公斤，－５度", "三点五公斤，负五度"),
             ("兩個人走了2.5萬里", "兩個人走了二點五萬里"),
             ("價格$12000", "價格一萬兩千美元"),
