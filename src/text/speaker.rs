@@ -1066,7 +1066,101 @@ fn starts_with_speech_verb(s: &str) -> bool {
 // ---------------------------------------------------------------------------
 // Discovery: characters of a book without a cast file.
 
-/// Characters that never appear in a name.
+/// Common words that open clauses in speaker positions but name nobody.
+const NOT_NAMES: &[&str] = &[
+    "原来", "原來", "真个", "真個", "须臾", "須臾", "二人", "三人", "两人", "兩人", "遂此", "少时",
+    "少時", "随即", "隨即", "今日", "今天", "明日", "昨日", "如今", "后来", "後來", "先前", "众位",
+    "眾位", "其实", "其實", "果然", "不久", "片刻", "半晌", "良久", "许久", "許久",
+];
+
+/// Characters that never appear inside a name (particles, pronouns, speech verbs).
+fn is_non_name_inner(c: char) -> bool {
+    matches!(
+        c,
+        '的' | '了'
+            | '着'
+            | '著'
+            | '过'
+            | '過'
+            | '在'
+            | '是'
+            | '和'
+            | '与'
+            | '與'
+            | '把'
+            | '被'
+            | '让'
+            | '讓'
+            | '给'
+            | '給'
+            | '对'
+            | '對'
+            | '向'
+            | '从'
+            | '從'
+            | '说'
+            | '說'
+            | '道'
+            | '问'
+            | '問'
+            | '喊'
+            | '叫'
+            | '答'
+            | '笑'
+            | '们'
+            | '們'
+            | '么'
+            | '麼'
+            | '他'
+            | '她'
+            | '我'
+            | '你'
+            | '您'
+            | '它'
+            | '这'
+            | '這'
+            | '那'
+            | '就'
+            | '也'
+            | '都'
+            | '又'
+            | '还'
+            | '還'
+            | '不'
+            | '没'
+            | '沒'
+            | '很'
+            | '得'
+            | '地'
+            | '却'
+            | '卻'
+            | '便'
+            | '才'
+            | '再'
+            | '只'
+            | '听'
+            | '聽'
+            | '看'
+            | '想'
+            | '要'
+            | '会'
+            | '會'
+            | '能'
+            | '吗'
+            | '嗎'
+            | '呢'
+            | '吧'
+            | '啊'
+            | '呀'
+            | '嘛'
+            | '起'
+            | '到'
+            | '个'
+            | '個'
+    )
+}
+
+/// Characters that never open a name.
 fn is_non_name_char(c: char) -> bool {
     matches!(
         c,
@@ -1341,9 +1435,9 @@ fn select_names(counts: &HashMap<&str, usize>) -> Vec<Discovered> {
     let plausible = |s: &str| {
         let mut chars = s.chars();
         chars.next().is_some_and(|c| !is_non_name_char(c))
-            && s.chars()
-                .all(|c| super::decode::is_han(c) && !is_non_name_char(c))
+            && chars.all(|c| super::decode::is_han(c) && !is_non_name_inner(c))
             && !CROWDS.contains(&s)
+            && !NOT_NAMES.contains(&s)
     };
     let mut chosen: HashMap<String, usize> = HashMap::new();
     // Longer strings by the string one character shorter that they extend.
