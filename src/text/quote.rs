@@ -85,16 +85,21 @@ pub fn scan_paragraph(paragraph: &str, out: &mut Vec<SpanRange>) {
     let bytes = paragraph.as_bytes();
     let mut narration_start = 0;
     let mut i = 0;
+    // Set once no 》 is left, so unclosed 《 do not rescan the paragraph.
+    let mut titles_closed = true;
     while i < bytes.len() {
         let Some(c) = paragraph[i..].chars().next() else {
             break;
         };
         let width = c.len_utf8();
-        if c == '《' {
+        if c == '《' && titles_closed {
             // A title is opaque: quote marks inside it are part of the title.
-            if let Some(rel) = paragraph[i + width..].find('》') {
-                i += width + rel + '》'.len_utf8();
-                continue;
+            match paragraph[i + width..].find('》') {
+                Some(rel) => {
+                    i += width + rel + '》'.len_utf8();
+                    continue;
+                }
+                None => titles_closed = false,
             }
         }
         let Some(close) = closer_of(c) else {

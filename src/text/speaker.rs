@@ -406,6 +406,7 @@ impl Attributor {
         out: &mut Vec<Mention>,
     ) {
         let narration = &text[span.start..span.end];
+        let (mut clause, mut scanned) = (span.start, span.start);
         for m in self.matcher.find_iter(narration) {
             let (start, end) = (span.start + m.start(), span.start + m.end());
             let (who, pronoun) = match self.patterns[m.pattern().as_usize()] {
@@ -428,16 +429,16 @@ impl Attributor {
             if let Some(Who::Character(c)) = who
                 && let Some(slot) = gender_slot(self.genders[c])
             {
-                let subject = is_subject(
-                    text,
-                    &Mention {
-                        start,
-                        end,
-                        who,
-                        pronoun,
-                    },
-                    span.start,
-                );
+                // Clause starts move forward with the mentions: no rescanning.
+                if let Some((j, ch)) = text[scanned..start]
+                    .char_indices()
+                    .rev()
+                    .find(|(_, ch)| is_punct(*ch))
+                {
+                    clause = scanned + j + ch.len_utf8();
+                }
+                scanned = start;
+                let subject = opens_clause(&text[clause..start]);
                 last.note(slot, c, paragraph, end, subject);
             }
             out.push(Mention {
@@ -504,6 +505,7 @@ impl Recency {
         let same_clause = |(_, p, end): (usize, usize, usize)| {
             p == paragraph
                 && end <= at
+                && at - end <= MAX_CLAUSE_BYTES
                 && !text[end..at]
                     .chars()
                     .any(|ch| is_punct(ch) || ch == '”' || ch == '“')
@@ -895,13 +897,22 @@ fn is_sentence_end(c: char) -> bool {
     matches!(c, '。' | '！' | '？' | '!' | '?' | '；' | ';')
 }
 
-/// Start of the clause that contains `pos` (not before `floor`).
+/// Longest clause looked at, in bytes: a longer run without punctuation is
+/// cut there, so no scan goes back further (linear time on any input).
+const MAX_CLAUSE_BYTES: usize = 64 * 3;
+
+/// Start of the clause that contains `pos` (not before `floor`, not more
+/// than [`MAX_CLAUSE_BYTES`] back).
 fn clause_start(text: &str, pos: usize, floor: usize) -> usize {
-    text[floor..pos]
+    let mut lo = floor.max(pos.saturating_sub(MAX_CLAUSE_BYTES));
+    while !text.is_char_boundary(lo) {
+        lo += 1;
+    }
+    text[lo..pos]
         .char_indices()
         .rev()
         .find(|(_, c)| is_punct(*c))
-        .map_or(floor, |(j, c)| floor + j + c.len_utf8())
+        .map_or(lo, |(j, c)| lo + j + c.len_utf8())
 }
 
 /// Start of the sentence that ends at `end` (not before `floor`).
@@ -927,9 +938,20 @@ fn last_clause(text: &str, floor: usize, end: usize) -> &str {
 
 /// True when the mention opens its clause, possibly after connectives (然后他说).
 fn is_subject(text: &str, m: &Mention, floor: usize) -> bool {
-    let mut prefix = text[clause_start(text, m.start, floor)..m.start].trim_start();
+    opens_clause(&text[clause_start(text, m.start, floor)..m.start])
+}
+
+/// Longest run of connectives before a subject, in bytes (3 × 3 characters).
+const MAX_CONNECTIVE_BYTES: usize = 27;
+
+/// True when `prefix` (clause start up to a mention) is empty or connectives only.
+fn opens_clause(prefix: &str) -> bool {
+    let mut prefix = prefix.trim_start();
     if prefix.is_empty() {
         return true;
+    }
+    if prefix.len() > MAX_CONNECTIVE_BYTES {
+        return false;
     }
     for _ in 0..3 {
         match CONNECTIVES.iter().find(|c| prefix.starts_with(**c)) {
