@@ -2,6 +2,8 @@
 //! one thread and prints MB/s. Used by `scripts/bench-split.sh`.
 //!
 //! `cargo run --release --example bench_split -- BOOK [ROUNDS]`
+//! `cargo run --release --example bench_split -- --hostile [ROUNDS]` times
+//! generated worst cases (unclosed marks, names without punctuation).
 
 use std::time::Instant;
 
@@ -26,6 +28,10 @@ fn main() -> std::process::ExitCode {
         return std::process::ExitCode::from(2);
     };
     let rounds: usize = args.next().and_then(|r| r.parse().ok()).unwrap_or(10);
+    if path == "--hostile" {
+        hostile(rounds);
+        return std::process::ExitCode::SUCCESS;
+    }
     let bytes = match std::fs::read(&path) {
         Ok(b) => b,
         Err(e) => {
@@ -83,4 +89,40 @@ fn main() -> std::process::ExitCode {
     });
     time("discover cast", &|| discover_cast(&text, "book").len());
     std::process::ExitCode::SUCCESS
+}
+
+/// Generated inputs that would be quadratic for a careless splitter.
+fn hostile(rounds: usize) {
+    let cases = [
+        ("unclosed 《", format!("好{}", "《".repeat(200_000))),
+        (
+            "unclosed “ with names",
+            format!("他说：“{}", "毛仲他".repeat(100_000)),
+        ),
+        (
+            "dense names, many quotes",
+            "毛仲說毛仲毛仲毛仲毛仲毛仲毛仲毛仲毛仲毛仲毛仲：「好」".repeat(20_000),
+        ),
+        (
+            "names without punctuation",
+            format!("{}：「好」", "毛仲".repeat(200_000)),
+        ),
+        ("empty quotes", format!("好{}", "“”".repeat(200_000))),
+        (
+            "one-character quotes",
+            format!("好{}", "“他”".repeat(100_000)),
+        ),
+    ];
+    for (label, text) in cases {
+        let mb = text.len() as f64 / 1e6;
+        let start = thread_cpu_s();
+        for _ in 0..rounds {
+            std::hint::black_box(Script::from_text(&text, "book"));
+        }
+        let cpu = (thread_cpu_s() - start) / rounds as f64;
+        println!(
+            "{label:<28} {mb:>5.2} MB {:>8.1} MB/s on CPU time",
+            mb / cpu
+        );
+    }
 }

@@ -16,6 +16,8 @@ cargo build --release --quiet --example bench_split
 PIN=()
 command -v taskset >/dev/null && PIN=(taskset -c 0)
 "${PIN[@]}" target/release/examples/bench_split "$BOOK" "$ROUNDS"
+# Generated worst cases: every one must stay far from quadratic.
+"${PIN[@]}" target/release/examples/bench_split --hostile 3
 # End to end through the CLI (process start, decoding, JSON output included);
 # user+sys CPU time, since wall time depends on what else runs on the machine.
 BYTES=$(stat -c %s "$BOOK")

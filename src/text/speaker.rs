@@ -328,11 +328,10 @@ impl Attributor {
             };
             for (k, s) in p.spans.iter().enumerate() {
                 if s.kind == SegmentKind::Dialogue {
+                    // `own` is in span order.
                     out[i][k] = own
-                        .iter()
-                        .find(|(at, _)| *at == k)
-                        .map(|(_, w)| Some(*w))
-                        .unwrap_or(speaker);
+                        .binary_search_by_key(&k, |(at, _)| *at)
+                        .map_or(speaker, |found| Some(own[found].1));
                 }
             }
             continued = match p.spans.last() {
