@@ -98,8 +98,7 @@ const MAX_HEADING_BYTES: usize = 48 * 3;
 
 /// Returns the heading if `line` (already trimmed) is a chapter or volume heading.
 pub fn heading(line: &str) -> Option<Heading<'_>> {
-    if line.len() > MAX_HEADING_BYTES || line.ends_with(['。', '，', '！', '？', '；', '”', '」'])
-    {
+    if line.len() > MAX_HEADING_BYTES || line.ends_with(['。', '，', '；', '、']) {
         return None;
     }
     let first = line.chars().next()?;
@@ -388,6 +387,8 @@ mod tests {
             "完本感言",
             "正文 第五章 雨夜",
             "第一百回 径回东土 五圣成真",
+            "第十章 杀！",
+            "第二章 “意外”",
         ] {
             assert!(heading(h).is_some(), "{h}");
         }

@@ -145,16 +145,25 @@ fn last_visible(paragraph: &str, out: &[SpanRange], first: usize, at: usize) -> 
 /// mark, closed?). Marks of the same pair nest; other marks are content.
 fn find_close(paragraph: &str, from: usize, open: char, close: char) -> (usize, usize, bool) {
     let mut depth = 0usize;
+    let mut first_reopen: Option<usize> = None;
+    let mut any_close = false;
     for (j, c) in paragraph[from..].char_indices() {
         if c == close {
+            any_close = true;
             if depth == 0 {
                 let at = from + j;
                 return (at, at + c.len_utf8(), true);
             }
             depth -= 1;
         } else if c == open && open != close {
+            first_reopen.get_or_insert(from + j);
             depth += 1;
         }
+    }
+    // “你好。“他说。: with no closing mark at all, a second opening mark
+    // stands for the closing one.
+    if let (false, Some(at)) = (any_close, first_reopen) {
+        return (at, at + open.len_utf8(), true);
     }
     (paragraph.len(), paragraph.len(), false)
 }
@@ -333,6 +342,14 @@ mod tests {
             ]
         );
         assert_eq!(kinds("＂来了！＂")[0].0, Dialogue);
+    }
+
+    #[test]
+    fn opening_mark_used_to_close() {
+        assert_eq!(
+            kinds("“你好。“他说。"),
+            [(Dialogue, "“你好。“".into()), (Narration, "他说。".into())]
+        );
     }
 
     #[test]
