@@ -1555,6 +1555,14 @@ fn gender_hint(name: &str) -> Gender {
     let Some(last) = name.chars().last() else {
         return Gender::Unknown;
     };
+    // Words that make a name female wherever they stand (女子, 公主, 夫人 …).
+    const FEMALE_WORDS: &[&str] = &[
+        "女", "娘", "婆", "妇", "婦", "公主", "夫人", "太太", "小姐", "菩萨", "菩薩", "观音",
+        "觀音",
+    ];
+    if FEMALE_WORDS.iter().any(|w| name.contains(w)) {
+        return Gender::Female;
+    }
     if matches!(
         last,
         '娘' | '姐'
@@ -1685,12 +1693,15 @@ pub fn guess_genders(found: &mut [Discovered], chapters: &[Vec<ParagraphView<'_>
         }
     }
     for (d, [male, female]) in found.iter_mut().zip(votes) {
-        let g = if male >= 2 && male >= 2 * female {
+        // A gendered name beats the votes (classical texts use 他 for women too).
+        let g = if d.character.gender != Gender::Unknown {
+            d.character.gender
+        } else if male >= 2 && male >= 2 * female {
             Gender::Male
         } else if female >= 2 && female >= 2 * male {
             Gender::Female
         } else {
-            d.character.gender
+            Gender::Unknown
         };
         d.character.gender = g;
     }
@@ -1857,5 +1868,7 @@ mod tests {
         assert_eq!(gender_hint("润叶姐"), Gender::Female);
         assert_eq!(gender_hint("福堂叔"), Gender::Male);
         assert_eq!(gender_hint("毛仲"), Gender::Unknown);
+        assert_eq!(gender_hint("公主"), Gender::Female);
+        assert_eq!(gender_hint("女王"), Gender::Female);
     }
 }
