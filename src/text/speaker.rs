@@ -1087,11 +1087,105 @@ fn starts_with_speech_verb(s: &str) -> bool {
 // ---------------------------------------------------------------------------
 // Discovery: characters of a book without a cast file.
 
+/// True when a name of three or more characters opens with a common surname.
+fn has_surname(name: &str) -> bool {
+    const SURNAMES: &str = "王李张張刘劉陈陳杨楊黄黃赵趙吴吳周徐孙孫马馬朱胡郭何高林罗羅郑鄭梁谢謝宋唐许許韩韓冯馮邓鄧曹彭曾肖萧蕭田董袁潘于蒋蔣蔡余杜叶葉程苏蘇魏吕呂丁任沈姚卢盧姜崔钟鍾谭譚陆陸汪范金石廖贾賈夏韦韋付方白邹鄒孟熊秦邱江尹薛闫阎閻段雷侯龙龍史陶黎贺賀顾顧毛郝龚龔邵万萬钱錢严嚴覃武戴莫孔向汤湯常温溫康施文牛樊葛邢安齐齊易乔喬伍庞龐颜顏倪庄莊聂聶章鲁魯岳翟殷詹申欧歐耿关關兰蘭焦俞左柳甘祝包宁寧尚符舒阮柯纪紀梅童凌毕畢单單季裴霍涂成苗谷盛曲翁冉骆駱蓝藍路游辛靳管柴蒙鲍鮑华華喻祁蒲房滕屈饶饒解牟艾尤阳陽时時穆农農司卓古吉缪繆简簡车車项項连連芦蘆麦麥褚娄婁窦竇戚岑景党黨宫宮费費卜冷晏席卫衛米柏宗瞿桂全佟应應臧闵閔苟邬鄔边邊卞姬师師和仇栾欒隋商刁沙荣榮巫寇桑郎甄丛叢仲虞敖巩鞏明佘池查麻苑迟遲邝鄺猪豬";
+    name.chars().next().is_some_and(|c| SURNAMES.contains(c)) && name.chars().count() <= 3
+}
+
 /// Common words that open clauses in speaker positions but name nobody.
 const NOT_NAMES: &[&str] = &[
-    "原来", "原來", "真个", "真個", "须臾", "須臾", "二人", "三人", "两人", "兩人", "遂此", "少时",
-    "少時", "随即", "隨即", "今日", "今天", "明日", "昨日", "如今", "后来", "後來", "先前", "众位",
-    "眾位", "其实", "其實", "果然", "不久", "片刻", "半晌", "良久", "许久", "許久",
+    "似乎",
+    "常常",
+    "严肃",
+    "嚴肅",
+    "赶忙",
+    "趕忙",
+    "急忙",
+    "慌忙",
+    "顿时",
+    "頓時",
+    "立即",
+    "仍然",
+    "依然",
+    "已经",
+    "已經",
+    "正在",
+    "只好",
+    "不禁",
+    "忍不住",
+    "回话",
+    "回話",
+    "嘴里",
+    "嘴裡",
+    "或者",
+    "别人",
+    "別人",
+    "同样",
+    "同樣",
+    "直接",
+    "结果",
+    "結果",
+    "俗话",
+    "俗話",
+    "孩子",
+    "有人",
+    "对方",
+    "對方",
+    "自己",
+    "心里",
+    "心裡",
+    "脸上",
+    "臉上",
+    "眼里",
+    "眼裡",
+    "手里",
+    "手裡",
+    "随后",
+    "隨後",
+    "外面",
+    "里面",
+    "裡面",
+    "旁边",
+    "旁邊",
+    "对面",
+    "對面",
+    "那人",
+    "此人",
+    "原来",
+    "原來",
+    "真个",
+    "真個",
+    "须臾",
+    "須臾",
+    "二人",
+    "三人",
+    "两人",
+    "兩人",
+    "遂此",
+    "少时",
+    "少時",
+    "随即",
+    "隨即",
+    "今日",
+    "今天",
+    "明日",
+    "昨日",
+    "如今",
+    "后来",
+    "後來",
+    "先前",
+    "众位",
+    "眾位",
+    "其实",
+    "其實",
+    "果然",
+    "不久",
+    "片刻",
+    "半晌",
+    "良久",
+    "许久",
+    "許久",
 ];
 
 /// Characters that never appear inside a name (particles, pronouns, speech verbs).
@@ -1178,6 +1272,8 @@ fn is_non_name_inner(c: char) -> bool {
             | '到'
             | '个'
             | '個'
+            | '闻'
+            | '聞'
     )
 }
 
@@ -1372,7 +1468,8 @@ pub struct Discovered {
 /// a cast of them, most frequent first, with genders guessed from the
 /// pronouns that follow them and from gendered characters.
 pub fn discover<'a>(chapters: &[Vec<ParagraphView<'a>>]) -> Vec<Discovered> {
-    let mut counts: HashMap<&str, usize> = HashMap::new();
+    // (times in a speaker position, times right before a verb or the clause end)
+    let mut counts: HashMap<&str, (usize, usize)> = HashMap::new();
     let mut add_clause = |text: &'a str, start: usize, end: usize| {
         let clause = &text[start..end];
         let mut rest = clause.trim_start();
@@ -1389,9 +1486,14 @@ pub fn discover<'a>(chapters: &[Vec<ParagraphView<'a>>]) -> Vec<Discovered> {
             }
             ends.push(j + c.len_utf8());
         }
-        for (n, &e) in ends.iter().enumerate().skip(1) {
-            let _ = n;
-            *counts.entry(&rest[..e]).or_default() += 1;
+        for &e in ends.iter().skip(1) {
+            let entry = counts.entry(&rest[..e]).or_default();
+            entry.0 += 1;
+            // Right before a speech verb or the end of the clause (毛仲說, 毛仲：).
+            let after = &rest[e..];
+            if after.is_empty() || starts_with_speech_verb(after) {
+                entry.1 += 1;
+            }
         }
     };
     for paragraphs in chapters {
@@ -1450,8 +1552,11 @@ pub fn discover<'a>(chapters: &[Vec<ParagraphView<'a>>]) -> Vec<Discovered> {
     select_names(&counts)
 }
 
-fn select_names(counts: &HashMap<&str, usize>) -> Vec<Discovered> {
+fn select_names(seen: &HashMap<&str, (usize, usize)>) -> Vec<Discovered> {
     const MIN_COUNT: usize = 2;
+    // A name must stand right before a speech verb or a colon at least once.
+    let counts: HashMap<&str, usize> = seen.iter().map(|(k, (n, _))| (*k, *n)).collect();
+    let direct = |s: &str| seen.get(s).is_some_and(|(_, d)| *d > 0);
     let count_of = |s: &str| counts.get(s).copied().unwrap_or(0);
     let plausible = |s: &str| {
         let mut chars = s.chars();
@@ -1459,11 +1564,12 @@ fn select_names(counts: &HashMap<&str, usize>) -> Vec<Discovered> {
             && chars.all(|c| super::decode::is_han(c) && !is_non_name_inner(c))
             && !CROWDS.contains(&s)
             && !NOT_NAMES.contains(&s)
+            && !has_speech_verb(s)
     };
     let mut chosen: HashMap<String, usize> = HashMap::new();
     // Longer strings by the string one character shorter that they extend.
     let mut longer: HashMap<&str, Vec<(&str, usize)>> = HashMap::new();
-    for (k, n) in counts {
+    for (k, n) in &counts {
         if let Some((last, _)) = k.char_indices().last()
             && last > 0
         {
@@ -1480,26 +1586,60 @@ fn select_names(counts: &HashMap<&str, usize>) -> Vec<Discovered> {
         if !two.chars().all(super::decode::is_han) {
             continue;
         }
-        // Grow the name while nearly every occurrence continues the same way.
-        let mut name = two;
-        let mut n = n2;
-        for ratio in [0.6, 0.8] {
-            let best = longer
+        // Grow the name while nearly every occurrence continues the same way
+        // (毛仲 stays, 陈青 → 陈青云); a longer name needs a surname.
+        let extensions = |name: &str| -> Vec<(&str, usize)> {
+            let mut v: Vec<(&str, usize)> = longer
                 .get(name)
-                .and_then(|v| v.iter().max_by_key(|(k, c)| (*c, std::cmp::Reverse(*k))));
-            match best {
-                Some((k, c)) if (*c as f64) >= ratio * n as f64 && plausible(k) => {
-                    name = k;
-                    n = *c;
+                .map(|v| {
+                    v.iter()
+                        .copied()
+                        .filter(|(k, _)| plausible(k) && has_surname(k))
+                        .collect()
+                })
+                .unwrap_or_default();
+            v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+            v
+        };
+        let mut found: Vec<(&str, usize)> = Vec::new();
+        let ext = extensions(two);
+        match ext.first() {
+            Some(&(k, c)) if c as f64 >= 0.6 * n2 as f64 => {
+                // A fourth character only when nearly always there (明軍官兵).
+                let four = longer.get(k).and_then(|v| {
+                    v.iter()
+                        .copied()
+                        .filter(|(f, _)| plausible(f))
+                        .max_by_key(|(f, n)| (*n, std::cmp::Reverse(*f)))
+                });
+                match four {
+                    Some((f, n)) if n as f64 >= 0.8 * c as f64 => found.push((f, n)),
+                    _ => found.push((k, c)),
                 }
-                _ => break,
+            }
+            _ => {
+                // 孙少 → 孙少安 and 孙少平: a shared prefix is no name.
+                let shared: Vec<(&str, usize)> = ext
+                    .iter()
+                    .copied()
+                    .filter(|(_, c)| *c >= MIN_COUNT && *c as f64 >= 0.2 * n2 as f64)
+                    .collect();
+                let covered: usize = shared.iter().map(|(_, c)| c).sum();
+                if shared.len() >= 2 && covered as f64 >= 0.6 * n2 as f64 {
+                    found.extend(shared);
+                } else {
+                    found.push((two, n2));
+                }
             }
         }
-        if !plausible(name) || n < MIN_COUNT {
-            continue;
+        for (name, n) in found {
+            let surname = has_surname(name) || name.chars().count() > 3;
+            if !plausible(name) || n < MIN_COUNT || !(surname || direct(name)) {
+                continue;
+            }
+            let entry = chosen.entry(name.to_owned()).or_default();
+            *entry = (*entry).max(n.max(count_of(name)));
         }
-        let entry = chosen.entry(name.to_owned()).or_default();
-        *entry = (*entry).max(n.max(count_of(name)));
     }
     let mut names: Vec<(String, usize)> = chosen.into_iter().collect();
     names.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
