@@ -614,6 +614,9 @@ impl Context<'_, '_> {
         let last_speaker = turns.last().and_then(|t| t.speaker);
         let recent = self.recent_mention(i, last_speaker.filter(|_| !turns.is_empty()));
         let turn = turn_taking(turns, vocative, recent);
+        if prev_is_turn && let Some(c) = self.next_paragraph_subject(i).filter(|c| accept(*c)) {
+            return (Some(c.who), c.addressee, own);
+        }
         if prev_is_turn && let Some(who) = turn {
             return (Some(who), last_speaker, own);
         }
