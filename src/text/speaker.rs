@@ -7,9 +7,16 @@
 //! - the narration after it (`「…」毛仲說。`, between split quotes),
 //! - the previous paragraph ending in a colon, or the next paragraph opening
 //!   with a speech verb (`“想我了吗？”` / `她问。`),
-//! - turn-taking in a back-and-forth exchange (the addressee of the last
-//!   turn, or the speaker before the last one, answers),
+//! - the character acting right after the quote (next paragraph),
+//! - turn-taking in a back-and-forth exchange (the one addressed by name or
+//!   the addressee of the last turn, else the speaker before the last one,
+//!   else the character last mentioned who is not the last speaker),
 //! - the character acting in the sentence just before the quote.
+//!
+//! 他/她 resolve to the latest subject of that gender, skipping the subject
+//! of their own clause (老周问他); one with no antecedent in the chapter is
+//! "someone" (no name in the script, but still a party to turn-taking).
+//! Without a cast file, [`discover`] finds the names.
 
 use std::collections::HashMap;
 
@@ -1948,6 +1955,24 @@ mod tests {
         let c = cast(&[("林一舟", &[], M), ("苏晚", &[], F)]);
         let text = "苏晚说：“第一件事，\n“第二件事。”\n林一舟点头。";
         assert_eq!(names(&speakers(&c, text)), ["苏晚", "苏晚"]);
+    }
+
+    #[test]
+    fn possessed_name_and_object_pronoun() {
+        let c = cast(&[("林一舟", &[], M), ("老周", &[], M), ("苏晚", &[], F)]);
+        // 他旁边的老周: 老周 speaks, not 他.
+        let text = "林一舟坐下。\n他旁边的老周突然大声说：“开船！”";
+        assert_eq!(names(&speakers(&c, text)), ["老周"]);
+        // 老周问他: 他 is 林一舟, the addressee, who answers.
+        let text = "林一舟走上甲板。\n老周站起来。\n“睡得好吗？”\n老周问他。\n“还行。”";
+        assert_eq!(names(&speakers(&c, text)), ["老周", "林一舟"]);
+    }
+
+    #[test]
+    fn actor_after_the_quote_speaks() {
+        let c = cast(&[("林一舟", &[], M), ("苏晚", &[], F)]);
+        let text = "林一舟问苏晚：“冷吗？”\n“有点。”\n“给你。”\n林一舟脱下外套递过去。";
+        assert_eq!(names(&speakers(&c, text)), ["林一舟", "苏晚", "林一舟"]);
     }
 
     #[test]
