@@ -1081,7 +1081,10 @@ fn has_speech_verb(s: &str) -> bool {
 }
 
 static SPEECH_MATCHER: std::sync::LazyLock<AhoCorasick> = std::sync::LazyLock::new(|| {
-    AhoCorasick::new(SPEECH_WORDS).expect("speech words are plain strings")
+    AhoCorasickBuilder::new()
+        .start_kind(aho_corasick::StartKind::Both)
+        .build(SPEECH_WORDS)
+        .expect("speech words are plain strings")
 });
 
 fn starts_with_speech_verb(s: &str) -> bool {
@@ -1089,7 +1092,9 @@ fn starts_with_speech_verb(s: &str) -> bool {
     let Some(c) = it.next() else { return false };
     let next = it.next();
     is_speech_char(None, c, next)
-        || SPEECH_WORDS.iter().any(|w| s.starts_with(w))
+        || SPEECH_MATCHER
+            .find(aho_corasick::Input::new(s).anchored(aho_corasick::Anchored::Yes))
+            .is_some()
         || matches!(c, '笑' | '冷' | '低' | '大' | '轻' | '輕' | '忙' | '急')
             && next.is_some_and(|n| is_speech_char(Some(c), n, None))
 }
