@@ -1516,7 +1516,6 @@ pub fn discover<'a>(chapters: &[Vec<ParagraphView<'a>>]) -> Vec<Discovered> {
             if p.skipped {
                 continue;
             }
-            let quote_only = p.spans.iter().all(|s| s.kind == SegmentKind::Dialogue);
             for (k, s) in p.spans.iter().enumerate() {
                 if s.kind != SegmentKind::Narration {
                     continue;
@@ -1561,7 +1560,6 @@ pub fn discover<'a>(chapters: &[Vec<ParagraphView<'a>>]) -> Vec<Discovered> {
                     }
                 }
             }
-            let _ = quote_only;
         }
     }
     select_names(&counts)
