@@ -342,6 +342,13 @@ mod tests {
             ]
         );
         assert_eq!(kinds("＂来了！＂")[0].0, Dialogue);
+        assert_eq!(
+            kinds("‘走吧，“老地方”见。’他说。"),
+            [
+                (Dialogue, "‘走吧，“老地方”见。’".into()),
+                (Narration, "他说。".into())
+            ]
+        );
     }
 
     #[test]
