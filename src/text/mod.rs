@@ -40,7 +40,7 @@ pub struct SkippedLine {
 }
 
 /// A chapter of the reading script.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct ScriptChapter {
     /// 0 for front matter, then 1, 2, … in reading order.
     pub number: usize,
@@ -173,6 +173,16 @@ impl Script {
 }
 
 impl ScriptChapter {
+    /// A chapter outside any volume, with no skipped lines.
+    pub fn new(number: usize, title: impl Into<String>, segments: Vec<Segment>) -> ScriptChapter {
+        ScriptChapter {
+            number,
+            title: title.into(),
+            segments,
+            ..ScriptChapter::default()
+        }
+    }
+
     pub fn han_count(&self) -> usize {
         self.segments
             .iter()
