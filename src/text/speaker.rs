@@ -726,12 +726,46 @@ impl Context<'_, '_> {
         let end = sentence_end(text, start, n.end);
         let sentence = &text[start..end];
         let mentions = self.mentions_in(i, start, end);
-        let (m, subject) = match mentions
+        // A mention in the first clause (這是毛仲的命令), else the first
+        // subject of the sentence, else its first mention.
+        let first_clause_end = text[start..end]
+            .char_indices()
+            .find(|(j, c)| *j > 0 && is_punct(*c))
+            .map_or(end, |(j, _)| start + j);
+        let in_first_clause = mentions
             .iter()
-            .find(|m| m.who.is_some() && is_subject(text, m, start))
-        {
-            Some(m) => (m, true),
-            None => (mentions.iter().find(|m| m.who.is_some())?, false),
+            .find(|m| m.who.is_some() && m.start < first_clause_end);
+        // The clause with the speech verb names the speaker (…，許多官兵大聲地喊著).
+        let mut verb_clause = None;
+        let mut clause_from = start;
+        for (j, c) in text[start..end].char_indices() {
+            let at = start + j;
+            let last = at + c.len_utf8() == end;
+            if !(is_punct(c) || last) {
+                continue;
+            }
+            let clause_end = if last { end } else { at };
+            // The mention must come before the verb (not 问秀莲).
+            if let Some(m) = mentions.iter().find(|m| {
+                m.who.is_some()
+                    && m.start >= clause_from
+                    && m.end <= clause_end
+                    && has_speech_verb(&text[m.end..clause_end])
+            }) {
+                verb_clause = Some(m);
+                break;
+            }
+            clause_from = at + c.len_utf8();
+        }
+        let (m, subject) = match verb_clause.or(in_first_clause) {
+            Some(m) => (m, is_subject(text, m, start)),
+            None => match mentions
+                .iter()
+                .find(|m| m.who.is_some() && is_subject(text, m, start))
+            {
+                Some(m) => (m, true),
+                None => (mentions.iter().find(|m| m.who.is_some())?, false),
+            },
         };
         let verb = has_speech_verb(&text[m.end..end]);
         let strength = match (subject, verb) {
@@ -874,6 +908,10 @@ fn turn_taking(turns: &[Turn], vocative: Option<Who>, recent: Option<Who>) -> Op
     let Some(last) = turns.last() else {
         return recent.filter(|r| Some(*r) != vocative);
     };
+    // A crowd shouts on (“快追！” “别让他们跑了！”) rather than taking turns.
+    if let Some(crowd @ Who::Crowd(_)) = last.speaker {
+        return Some(crowd);
+    }
     let candidates = [
         last.vocative.filter(|v| Some(*v) != last.speaker),
         last.addressee,
@@ -1982,6 +2020,8 @@ mod tests {
     fn crowds_speak() {
         let c = cast(&[("林一舟", &[], M)]);
         assert_eq!(names(&speakers(&c, "“万岁！”众人齐声喊道。")), ["众人"]);
+        let text = "林一舟说：“上船。”\n众人一面跑一面喊道：\n“开船！”\n“快开船！”";
+        assert_eq!(names(&speakers(&c, text)), ["林一舟", "众人", "众人"]);
     }
 
     #[test]
