@@ -18,11 +18,12 @@ use serde::{Deserialize, Serialize};
 /// Why a cast file cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum CastError {
-    #[error("{path}: cannot read cast file: {source}")]
+    /// The reason is in the message (not a `#[source]`), so that it is
+    /// printed once by `{:#}` chains.
+    #[error("{path}: cannot read cast file: {reason}")]
     Io {
         path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        reason: std::io::Error,
     },
     #[error("{path}: {message}")]
     Parse { path: PathBuf, message: String },
@@ -84,9 +85,9 @@ pub struct Cast {
 impl Cast {
     /// Reads and checks a cast file.
     pub fn load(path: &Path) -> Result<Cast, CastError> {
-        let text = std::fs::read_to_string(path).map_err(|source| CastError::Io {
+        let text = std::fs::read_to_string(path).map_err(|reason| CastError::Io {
             path: path.to_owned(),
-            source,
+            reason,
         })?;
         Cast::parse(&text, path)
     }
