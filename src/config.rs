@@ -444,6 +444,18 @@ impl VoicesConfig {
         Ok(())
     }
 
+    /// Adds the characters of a cast file (genders and `voice` entries).
+    pub fn apply_cast(&mut self, file: &Path, cast: &crate::text::Cast) -> Result<(), ConfigError> {
+        let members = cast.characters.iter().map(|c| {
+            let member = CastMember {
+                gender: Some(c.gender.as_str().to_owned()),
+                voice: c.voice.clone(),
+            };
+            (c.name.clone(), member)
+        });
+        self.set_cast(&file.display().to_string(), members)
+    }
+
     /// Adds the characters of a cast file (`file` names it in errors):
     /// (canonical name, member). A `voice` must name a voice of this file.
     pub fn set_cast(
