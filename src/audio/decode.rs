@@ -1,5 +1,5 @@
-//! Encoded audio bodies (WAV, MP3, OGG/Vorbis, FLAC) → [`AudioClip`] with
-//! symphonia. Streamed WAVs whose RIFF and `data` sizes are placeholders
+//! Encoded audio bodies (WAV, MP3, OGG/Vorbis, FLAC, AAC in ADTS) →
+//! [`AudioClip`] with symphonia (0.5 has no Opus decoder). Streamed WAVs whose RIFF and `data` sizes are placeholders
 //! (0xFFFFFFFF, 0x7FFFFFFF, … as TTS servers and `espeak-ng --stdout` write
 //! them) are patched to the real sizes before decoding.
 
@@ -236,7 +236,7 @@ mod tests {
     #[test]
     fn decodes_compressed_fixtures() {
         let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
-        for name in ["tone.mp3", "tone.ogg", "tone.flac"] {
+        for name in ["tone.mp3", "tone.ogg", "tone.flac", "tone.aac"] {
             let bytes = std::fs::read(format!("{dir}/{name}")).unwrap();
             let clip = decode(&bytes).unwrap_or_else(|e| panic!("{name}: {e}"));
             let secs = clip.duration_s();
