@@ -850,3 +850,134 @@ async fn traditional_text_goes_as_written_unless_the_voice_asks_for_simplified()
         "{inputs:?}"
     );
 }
+
+/// The three network backends, configured against a fake server.
+#[derive(Debug, Clone, Copy)]
+enum Kind {
+    Openai,
+    Http,
+    Azure,
+}
+
+fn backend_toml(kind: Kind, server: &Server, extra: &str) -> String {
+    match kind {
+        Kind::Openai => openai_backend(server, extra),
+        Kind::Http => format!(
+            "type = \"http\"\nmethod = \"POST\"\nurl = \"{}/tts\"\njson = {{ text = \"{{text}}\", voice = \"{{voice}}\" }}\n{extra}",
+            server.url()
+        ),
+        Kind::Azure => format!(
+            "type = \"azure\"\nendpoint = \"{}/cognitiveservices/v1\"\napi_key_env = \"TEST_AZURE_KEY\"\n{extra}",
+            server.url()
+        ),
+    }
+}
+
+/// One fault scenario: what the server does, and what must come of it.
+struct Fault {
+    name: &'static str,
+    script: Vec<Reply>,
+    default: Reply,
+    format: Format,
+    extra: &'static str,
+    exit: i32,
+    attempts: usize,
+    stderr: &'static str,
+}
+
+fn faults() -> Vec<Fault> {
+    vec![
+        Fault {
+            name: "429 with Retry-After",
+            script: vec![Reply::Status(429, Some(1))],
+            default: Reply::Audio,
+            format: Format::StreamedWav,
+            extra: "retries = 3",
+            exit: 0,
+            attempts: 2,
+            stderr: "HTTP 429",
+        },
+        Fault {
+            name: "500 then success",
+            script: vec![Reply::Status(500, None)],
+            default: Reply::Audio,
+            format: Format::StreamedWav,
+            extra: "retries = 3",
+            exit: 0,
+            attempts: 2,
+            stderr: "HTTP 500",
+        },
+        Fault {
+            name: "timeout",
+            script: vec![],
+            default: Reply::Slow(Duration::from_secs(2)),
+            format: Format::StreamedWav,
+            extra: "retries = 1\ntimeout_s = 0.3",
+            exit: 1,
+            attempts: 2,
+            stderr: "no answer within 0.3s",
+        },
+        Fault {
+            name: "non-audio body",
+            script: vec![],
+            default: Reply::NotAudio,
+            format: Format::StreamedWav,
+            extra: "retries = 2",
+            exit: 1,
+            attempts: 3,
+            stderr: "bad audio: not audio",
+        },
+        Fault {
+            name: "truncated MP3",
+            script: vec![Reply::TruncatedMp3],
+            default: Reply::Audio,
+            format: Format::Mp3,
+            extra: "retries = 2",
+            exit: 0,
+            attempts: 2,
+            stderr: "bad audio",
+        },
+        Fault {
+            name: "401",
+            script: vec![],
+            default: Reply::Status(401, None),
+            format: Format::StreamedWav,
+            extra: "retries = 4",
+            exit: 1,
+            attempts: 1,
+            stderr: "backend server: HTTP 401",
+        },
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_fault_against_every_network_backend() {
+    let mut cases = Vec::new();
+    for kind in [Kind::Openai, Kind::Http, Kind::Azure] {
+        for fault in faults() {
+            cases.push(async move {
+                let server =
+                    Server::start(fault.script.clone(), fault.default.clone(), fault.format, Duration::ZERO)
+                        .await;
+                let (run, dir) = preview(&backend_toml(kind, &server, fault.extra), TEXT).await;
+                let what = format!("{kind:?} / {}", fault.name);
+                assert_eq!(run.code, fault.exit, "{what}: {}", run.stderr);
+                assert_eq!(server.count(), fault.attempts, "{what}: {}", run.stderr);
+                assert!(run.stderr.contains(fault.stderr), "{what}: {}", run.stderr);
+                assert_eq!(dir.path().join("out.wav").is_file(), fault.exit == 0, "{what}");
+                if fault.exit != 0 {
+                    assert!(
+                        run.stderr.contains("failed: segment 1 (\"今天天气很好，我们出去走走吧。\"): backend server: "),
+                        "{what}: {}",
+                        run.stderr
+                    );
+                }
+                if fault.name.starts_with("429") {
+                    let times = server.times();
+                    assert!(times[1] - times[0] >= Duration::from_millis(990), "{what}");
+                }
+            });
+        }
+    }
+    futures::future::join_all(cases).await;
+}
