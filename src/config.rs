@@ -377,6 +377,12 @@ impl VoicesConfig {
                     "must be between 0 and 86400 seconds".into(),
                 ));
             }
+            if client.fallback_voice.is_some() && client.fallback.is_none() {
+                return Err(self.invalid(
+                    format!("backends.{name}.fallback_voice"),
+                    "needs a fallback backend".into(),
+                ));
+            }
             if let Some(fallback) = &client.fallback {
                 if !self.backends.contains_key(fallback) {
                     return Err(self.invalid(

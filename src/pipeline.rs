@@ -129,6 +129,21 @@ impl Renderer {
             .collect()
     }
 
+    /// How many chunks of `chapter` are not in the cache yet (all of them
+    /// without a cache): 0 means rendering it sends no request.
+    pub fn uncached_chunks(&self, chapter: &ScriptChapter) -> usize {
+        chapter
+            .segments
+            .iter()
+            .flat_map(|segment| self.plan_segment(segment))
+            .filter(|(_, backend, req)| {
+                let silent =
+                    req.pinyin.is_empty() && req.text.chars().all(|c| !c.is_alphanumeric());
+                !silent && !self.client.is_cached(backend.name(), req)
+            })
+            .count()
+    }
+
     fn concurrency(&self) -> usize {
         let total: usize = self
             .backends
@@ -293,4 +308,53 @@ fn excerpt(text: &str) -> String {
         s.push('…');
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::text::Script;
+
+    #[tokio::test]
+    async fn rendered_chunks_are_cached_and_counted() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = VoicesConfig::load(None).unwrap();
+        let renderer = Renderer::with_cache(config, None, Some(Cache::new(dir.path().join("c"))));
+        let script = Script::from_text("第一章 雨\n雨停了。他说：“走吧。”\n", "书");
+        let chapter = script.chapters[0].clone();
+        // 雨停了。| 他说： | “走吧。”
+        assert_eq!(renderer.uncached_chunks(&chapter), 3);
+        let job = ChapterJob {
+            index: 1,
+            chapter: chapter.clone(),
+            path: dir.path().join("1.wav"),
+        };
+        let mut outcomes = Vec::new();
+        renderer
+            .render(vec![job.clone()], |o| outcomes.push(o))
+            .await;
+        let first = outcomes.pop().unwrap().result.unwrap();
+        assert_eq!(renderer.uncached_chunks(&chapter), 0);
+        let sent = renderer
+            .client
+            .stats
+            .requests
+            .load(std::sync::atomic::Ordering::Relaxed);
+        assert_eq!(sent, 3);
+        // A rerun from the cache gives the same chapter and sends nothing.
+        let bytes = std::fs::read(&job.path).unwrap();
+        renderer
+            .render(vec![job.clone()], |o| outcomes.push(o))
+            .await;
+        assert_eq!(outcomes.pop().unwrap().result.unwrap(), first);
+        assert_eq!(std::fs::read(&job.path).unwrap(), bytes);
+        assert_eq!(
+            renderer
+                .client
+                .stats
+                .requests
+                .load(std::sync::atomic::Ordering::Relaxed),
+            3
+        );
+    }
 }

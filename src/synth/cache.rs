@@ -83,6 +83,11 @@ impl Cache {
         }
     }
 
+    /// Whether an entry for `key` exists (without reading it).
+    pub fn contains(&self, key: &CacheKey) -> bool {
+        self.path(key).is_file()
+    }
+
     /// Stores `clip` under `key` atomically.
     pub fn put(&self, key: &CacheKey, clip: &AudioClip) -> std::io::Result<()> {
         let path = self.path(key);

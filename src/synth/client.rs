@@ -95,6 +95,19 @@ impl SynthClient {
         chain
     }
 
+    /// Whether `req` for `backend` (or one of its fallbacks) is in the cache.
+    pub fn is_cached(&self, backend: &str, req: &SynthRequest) -> bool {
+        let Some(cache) = &self.cache else {
+            return false;
+        };
+        self.chain(backend, req).iter().any(|(name, req)| {
+            cache.contains(&CacheKey::new(
+                &self.backends[*name].synth.fingerprint(),
+                req,
+            ))
+        })
+    }
+
     /// Synthesizes `req` with `backend`: from the cache when any backend of
     /// the fallback chain has it, else with retries, then with fallbacks.
     /// Fresh audio is stored in the cache.
