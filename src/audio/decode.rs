@@ -156,7 +156,12 @@ pub fn patch_wav_sizes(bytes: &[u8]) -> Result<Vec<u8>, DecodeError> {
             block_align = usize::from(u16::from_le_bytes([out[body + 12], out[body + 13]])).max(1);
         }
         if &id == b"data" {
-            let real = size.min(available);
+            // Streamers write a placeholder (0xFFFFFFFF, 0x7FFFFFFF…) or 0.
+            let real = if size == 0 {
+                available
+            } else {
+                size.min(available)
+            };
             let real = real - real % block_align;
             out[pos + 4..pos + 8].copy_from_slice(&(real as u32).to_le_bytes());
             out.truncate(body + real);
@@ -203,7 +208,7 @@ mod tests {
 
     #[test]
     fn decodes_streamed_wav_with_placeholder_sizes() {
-        for placeholder in [0xFFFF_FFFFu32, 0x7FFF_FFFF, 0x7FFF_F000] {
+        for placeholder in [0xFFFF_FFFFu32, 0x7FFF_FFFF, 0x7FFF_F000, 0] {
             let mut bytes = wav_bytes(&tone(2205, 24000));
             bytes[4..8].copy_from_slice(&placeholder.to_le_bytes());
             let data = bytes.windows(4).position(|w| w == b"data").unwrap();
