@@ -185,20 +185,34 @@ impl Renderer {
         }
         // Unordered: a slow request does not hold back finished ones; the
         // pieces of a chapter are put back in order before mixing.
-        let client = &self.client;
-        let mut stream = futures::stream::iter(tasks)
-            .map(|task| async move {
-                let result = synthesize_task(client, &task).await;
-                (
-                    task.chapter,
-                    task.segment,
-                    task.chunk,
-                    task.boundary,
-                    result,
-                )
-            })
-            .buffer_unordered(self.concurrency());
-        while let Some((ci, si, chunk, boundary, result)) = stream.next().await {
+        // Requests run in their own task and keep going while a finished
+        // chapter is mixed and written here.
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let client = Arc::clone(&self.client);
+        let concurrency = self.concurrency();
+        let _producer = AbortOnDrop(tokio::spawn(async move {
+            let mut stream = futures::stream::iter(tasks)
+                .map(|task| {
+                    let client = Arc::clone(&client);
+                    async move {
+                        let result = synthesize_task(&client, &task).await;
+                        (
+                            task.chapter,
+                            task.segment,
+                            task.chunk,
+                            task.boundary,
+                            result,
+                        )
+                    }
+                })
+                .buffer_unordered(concurrency);
+            while let Some(piece) = stream.next().await {
+                if tx.send(piece).is_err() {
+                    break;
+                }
+            }
+        }));
+        while let Some((ci, si, chunk, boundary, result)) = rx.recv().await {
             results[ci].push((chunk, (si, boundary, result)));
             remaining[ci] -= 1;
             if remaining[ci] == 0 {
@@ -284,6 +298,15 @@ impl Renderer {
             duration_s: round_ms(clip.duration_s()),
             segments,
         })
+    }
+}
+
+/// Aborts a spawned task when dropped (a cancelled render stops its requests).
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 

@@ -127,27 +127,57 @@ impl SynthClient {
             .iter()
             .map(|(name, req)| CacheKey::new(&self.backends[*name].synth.fingerprint(), req))
             .collect();
-        if let Some(cache) = &self.cache {
-            for ((name, _), key) in chain.iter().zip(&keys) {
-                if let Some(clip) = cache.get(key) {
-                    self.stats.cache_hits.fetch_add(1, Ordering::Relaxed);
-                    return Ok(Synthesized {
-                        clip,
-                        backend: (*name).to_owned(),
-                        cached: true,
-                    });
-                }
+        // File I/O runs on the blocking pool so that a slow disk never
+        // stalls the threads that drive requests.
+        if let Some(cache) = self.cache.clone() {
+            let lookup = keys.clone();
+            let hit = tokio::task::spawn_blocking(move || {
+                lookup
+                    .iter()
+                    .enumerate()
+                    .find_map(|(i, key)| cache.get(key).map(|clip| (i, clip)))
+            })
+            .await
+            .ok()
+            .flatten();
+            if let Some((i, clip)) = hit {
+                self.stats.cache_hits.fetch_add(1, Ordering::Relaxed);
+                return Ok(Synthesized {
+                    clip,
+                    backend: chain[i].0.to_owned(),
+                    cached: true,
+                });
             }
         }
         let mut first_error = None;
         for ((name, req), key) in chain.iter().zip(&keys) {
             match self.with_retries(&self.backends[*name], req).await {
                 Ok(clip) => {
-                    if let Some(cache) = &self.cache
-                        && let Err(e) = cache.put(key, &clip)
-                    {
-                        tracing::warn!(dir = %cache.dir().display(), error = %e, "cannot store in cache");
-                    }
+                    let clip = match self.cache.clone() {
+                        Some(cache) => {
+                            let key = key.clone();
+                            let stored = tokio::task::spawn_blocking(move || {
+                                let result = cache.put(&key, &clip);
+                                (clip, result, cache)
+                            })
+                            .await;
+                            match stored {
+                                Ok((clip, result, cache)) => {
+                                    if let Err(e) = result {
+                                        tracing::warn!(dir = %cache.dir().display(), error = %e, "cannot store in cache");
+                                    }
+                                    clip
+                                }
+                                Err(e) => {
+                                    return Err(SynthError::Setup {
+                                        backend: (*name).to_owned(),
+                                        message: format!("cache task failed: {e}"),
+                                    });
+                                }
+                            }
+                        }
+                        None => clip,
+                    };
                     return Ok(Synthesized {
                         clip,
                         backend: (*name).to_owned(),
