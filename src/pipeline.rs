@@ -137,9 +137,7 @@ impl Renderer {
             .iter()
             .flat_map(|segment| self.plan_segment(segment))
             .filter(|(_, backend, req)| {
-                let silent =
-                    req.pinyin.is_empty() && req.text.chars().all(|c| !c.is_alphanumeric());
-                !silent && !self.client.is_cached(backend.name(), req)
+                !is_silent(req) && !self.client.is_cached(backend.name(), req)
             })
             .count()
     }
@@ -301,6 +299,11 @@ impl Renderer {
     }
 }
 
+/// A chunk with nothing to say (punctuation only) is not sent anywhere.
+fn is_silent(req: &SynthRequest) -> bool {
+    req.pinyin.is_empty() && req.text.chars().all(|c| !c.is_alphanumeric())
+}
+
 /// Aborts a spawned task when dropped (a cancelled render stops its requests).
 struct AbortOnDrop(tokio::task::JoinHandle<()>);
 
@@ -312,7 +315,7 @@ impl Drop for AbortOnDrop {
 
 /// One chunk through the client (cache, limiter, retries, fallback).
 async fn synthesize_task(client: &SynthClient, task: &Task) -> Result<AudioClip, SynthError> {
-    if task.request.pinyin.is_empty() && task.request.text.chars().all(|c| !c.is_alphanumeric()) {
+    if is_silent(&task.request) {
         return Ok(AudioClip::new(Vec::new(), 0));
     }
     client
