@@ -59,6 +59,8 @@ struct Fake {
     format: Format,
     delay: Duration,
     requests: Mutex<Vec<Recorded>>,
+    /// Requests being answered now, and the most at any time.
+    in_flight: Mutex<(usize, usize)>,
 }
 
 #[derive(Clone)]
@@ -77,6 +79,7 @@ impl Server {
             format,
             delay,
             requests: Mutex::new(Vec::new()),
+            in_flight: Mutex::new((0, 0)),
         });
         let app = Router::new().fallback(handle).with_state(fake.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -127,7 +130,13 @@ async fn handle(State(fake): State<Arc<Fake>>, headers: HeaderMap, body: Bytes) 
         .unwrap()
         .pop()
         .unwrap_or_else(|| fake.default.clone());
+    {
+        let mut in_flight = fake.in_flight.lock().unwrap();
+        in_flight.0 += 1;
+        in_flight.1 = in_flight.1.max(in_flight.0);
+    }
     tokio::time::sleep(fake.delay).await;
+    fake.in_flight.lock().unwrap().0 -= 1;
     match reply {
         Reply::Audio => audio(fake.format, &spoken_text(&body)),
         Reply::Status(code, retry_after) => {
@@ -980,4 +989,90 @@ async fn every_fault_against_every_network_backend() {
         }
     }
     futures::future::join_all(cases).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn long_segments_are_split_at_punctuation_without_losing_text() {
+    let server = Server::start(vec![], Reply::Audio, Format::StreamedWav, Duration::ZERO).await;
+    let paragraph = "夜色渐深，海面上起了一层薄雾，远处的渔火一盏接一盏地熄灭了；老人把外套裹紧，沿着湿漉漉的石阶慢慢往上走，一边走一边数着台阶，数到一半又忘了，只好从头再数。";
+    let (run, _dir) = preview(
+        &openai_backend(&server, "max_chars = 20\nmax_in_flight = 3"),
+        paragraph,
+    )
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let inputs: Vec<String> = server
+        .bodies()
+        .iter()
+        .map(|b| {
+            serde_json::from_str::<serde_json::Value>(b).unwrap()["input"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert!(inputs.len() >= 4, "{inputs:?}");
+    assert!(inputs.iter().all(|t| t.chars().count() <= 20), "{inputs:?}");
+    // Every piece ends at punctuation, and together they are the paragraph.
+    assert!(
+        inputs.iter().all(|t| t.ends_with(['，', '；', '。'])),
+        "{inputs:?}"
+    );
+    let mut sorted = inputs.clone();
+    sorted.sort_by_key(|t| paragraph.find(t.as_str()).unwrap_or(usize::MAX));
+    assert_eq!(sorted.concat(), paragraph);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn max_in_flight_and_rate_limit_hold_at_the_server() {
+    let server = Server::start(
+        vec![],
+        Reply::Audio,
+        Format::StreamedWav,
+        Duration::from_millis(80),
+    )
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    voices_file(
+        dir.path(),
+        &openai_backend(&server, "max_in_flight = 3"),
+        false,
+    );
+    write_book(dir.path(), 2, 6);
+    let run = tingshu(
+        dir.path(),
+        &["build", "book.txt", "--voices", "voices.toml"],
+    )
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(server.count(), 24);
+    assert_eq!(
+        server.fake.in_flight.lock().unwrap().1,
+        3,
+        "peak requests at once"
+    );
+
+    let server = Server::start(vec![], Reply::Audio, Format::StreamedWav, Duration::ZERO).await;
+    let dir = tempfile::tempdir().unwrap();
+    voices_file(
+        dir.path(),
+        &openai_backend(&server, "max_in_flight = 8\nrate_limit = \"5/1s\""),
+        false,
+    );
+    write_book(dir.path(), 1, 4);
+    let run = tingshu(
+        dir.path(),
+        &["build", "book.txt", "--voices", "voices.toml"],
+    )
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let times = server.times();
+    assert_eq!(times.len(), 8);
+    // No window of one second holds more than 5 request starts.
+    for i in 5..times.len() {
+        assert!(
+            times[i] - times[i - 5] >= Duration::from_millis(990),
+            "{times:?}"
+        );
+    }
 }
