@@ -429,13 +429,14 @@ impl Synthesizer for Http {
     }
 
     fn fingerprint(&self) -> String {
-        // The template decides the audio; the secret and the timeout do not.
+        // The templates decide the audio (they hold `{key}`, never the
+        // secret itself); the secret and the timeout do not.
         let c = &self.config;
         format!(
             "http/{} {}/{:?}/{:?}/{:?}/{:?}/{:?}/{}",
             c.method,
             c.url,
-            c.headers.keys().collect::<Vec<_>>(),
+            c.headers,
             c.json,
             c.form,
             c.body,
