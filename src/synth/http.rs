@@ -433,7 +433,7 @@ impl Synthesizer for Http {
         // secret itself); the secret and the timeout do not.
         let c = &self.config;
         format!(
-            "http/{} {}/{:?}/{:?}/{:?}/{:?}/{:?}/{}",
+            "http/{} {}/{:?}/{:?}/{:?}/{:?}/{:?}/{:?}/{}",
             c.method,
             c.url,
             c.headers,
@@ -441,6 +441,7 @@ impl Synthesizer for Http {
             c.form,
             c.body,
             c.response,
+            c.sample_rate,
             c.lang
         )
     }
