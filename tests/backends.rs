@@ -44,6 +44,8 @@ enum Format {
     JsonBase64,
     /// MP3 bytes (a 2 s tone, whatever the text).
     Mp3,
+    /// Raw 16-bit PCM at 22050 Hz (CosyVoice's FastAPI server).
+    Pcm,
 }
 
 #[derive(Debug)]
@@ -178,6 +180,10 @@ fn spoken_text(body: &str) -> String {
             }
         }
     }
+    if let Some((_, text)) = form_urlencoded::parse(body.as_bytes()).find(|(k, _)| k == "tts_text")
+    {
+        return text.into_owned();
+    }
     // SSML: the text between tags.
     let mut text = String::new();
     let mut in_tag = false;
@@ -226,6 +232,13 @@ fn audio(format: Format, text: &str) -> Response {
             axum::Json(serde_json::json!({"code": 0, "data": {"audio": encoded}})).into_response()
         }
         Format::Mp3 => ([(header::CONTENT_TYPE, "audio/mpeg")], mp3_bytes()).into_response(),
+        Format::Pcm => {
+            let n = text.chars().count().max(1) * 4410;
+            let pcm: Vec<u8> = (0..n)
+                .flat_map(|i| (((i as f32 * 0.07).sin() * 9000.0) as i16).to_le_bytes())
+                .collect();
+            pcm.into_response()
+        }
     }
 }
 
@@ -1075,4 +1088,96 @@ async fn max_in_flight_and_rate_limit_hold_at_the_server() {
             "{times:?}"
         );
     }
+}
+
+/// A shipped example voices file pointed at a fake server.
+async fn example_preview(file: &str, real_url: &str, format: Format, say: &str) -> (Server, Run) {
+    let server = Server::start(vec![], Reply::Audio, format, Duration::ZERO).await;
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("voices/examples")
+            .join(file),
+    )
+    .unwrap()
+    .replace(real_url, &server.url())
+    .replace("\"TTS_API_KEY\"", "\"TEST_TTS_KEY\"");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("voices.toml"), text).unwrap();
+    let run = tingshu(
+        dir.path(),
+        &["preview", say, "--voices", "voices.toml", "-o", "out.wav"],
+    )
+    .await;
+    (server, run)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn shipped_gpt_sovits_example_speaks_api_v2() {
+    let (server, run) = example_preview(
+        "gpt-sovits.toml",
+        "http://127.0.0.1:9880",
+        Format::StreamedWav,
+        TEXT,
+    )
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let requests = server.fake.requests.lock().unwrap();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(
+        requests[0].headers[header::CONTENT_TYPE],
+        "application/json"
+    );
+    let body: serde_json::Value = serde_json::from_str(&requests[0].body).unwrap();
+    assert_eq!(body["text"], TEXT);
+    assert_eq!(body["text_lang"], "zh");
+    assert_eq!(body["ref_audio_path"], "refs/narrator.wav");
+    assert_eq!(body["speed_factor"], 1.0);
+    assert_eq!(body["media_type"], "wav");
+    assert_eq!(body["streaming_mode"], false);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn shipped_cosyvoice_example_reads_raw_pcm() {
+    let (server, run) = example_preview(
+        "cosyvoice.toml",
+        "http://127.0.0.1:50000",
+        Format::Pcm,
+        TEXT,
+    )
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let requests = server.fake.requests.lock().unwrap();
+    assert_eq!(requests.len(), 1);
+    let form: Vec<(String, String)> = form_urlencoded::parse(requests[0].body.as_bytes())
+        .into_owned()
+        .collect();
+    assert_eq!(
+        form,
+        [
+            ("spk_id".to_owned(), "中文男".to_owned()),
+            ("tts_text".to_owned(), TEXT.to_owned())
+        ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn shipped_openai_example_casts_espeak_and_the_server() {
+    let (server, run) = example_preview(
+        "openai.toml",
+        "http://127.0.0.1:8880",
+        Format::StreamedWav,
+        "他说：“今天天气很好。”",
+    )
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        run.stdout,
+        "[narration → narrator] 他说：\n[dialogue → hero] “今天天气很好。”\n"
+    );
+    // Narration went to espeak; only the dialogue reached the server.
+    let bodies = server.bodies();
+    assert_eq!(bodies.len(), 1);
+    let body: serde_json::Value = serde_json::from_str(&bodies[0]).unwrap();
+    assert_eq!(body["voice"], "zm_yunxi");
+    assert_eq!(body["model"], "kokoro");
 }

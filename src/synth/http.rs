@@ -434,15 +434,7 @@ impl Synthesizer for Http {
         let c = &self.config;
         format!(
             "http/{} {}/{:?}/{:?}/{:?}/{:?}/{:?}/{:?}/{}",
-            c.method,
-            c.url,
-            c.headers,
-            c.json,
-            c.form,
-            c.body,
-            c.response,
-            c.sample_rate,
-            c.lang
+            c.method, c.url, c.headers, c.json, c.form, c.body, c.response, c.sample_rate, c.lang
         )
     }
 
