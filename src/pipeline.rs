@@ -42,6 +42,10 @@ pub enum ChapterError {
     },
     #[error(transparent)]
     Write(#[from] wav::WavError),
+    /// The synthesis task ended before every chunk was back (it failed
+    /// unexpectedly); the chapter was not written.
+    #[error("synthesis stopped with {missing} chunks outstanding")]
+    Incomplete { missing: usize },
 }
 
 /// A finished chapter: its manifest entry, or why it failed.
@@ -218,6 +222,15 @@ impl Renderer {
                 pieces.sort_by_key(|(chunk, (si, _, _))| (*si, *chunk));
                 let pieces = pieces.into_iter().map(|(_, piece)| piece).collect();
                 on_chapter(self.finish_chapter(&jobs[ci], pieces));
+            }
+        }
+        for (job, missing) in jobs.iter().zip(remaining) {
+            if missing > 0 {
+                on_chapter(ChapterOutcome {
+                    index: job.index,
+                    title: job.chapter.title.clone(),
+                    result: Err(ChapterError::Incomplete { missing }),
+                });
             }
         }
     }

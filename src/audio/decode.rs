@@ -28,8 +28,17 @@ pub enum DecodeError {
     NoSamples,
 }
 
-/// Decodes a whole body into a mono clip (channels are averaged).
+/// Decodes a whole body into a mono clip (channels are averaged). Never
+/// panics: a decoder that panics on hostile input counts as corrupt audio.
 pub fn decode(bytes: &[u8]) -> Result<AudioClip, DecodeError> {
+    std::panic::catch_unwind(|| decode_unguarded(bytes)).unwrap_or_else(|_| {
+        Err(DecodeError::Corrupt(
+            "the decoder failed on this input".into(),
+        ))
+    })
+}
+
+fn decode_unguarded(bytes: &[u8]) -> Result<AudioClip, DecodeError> {
     if bytes.is_empty() {
         return Err(DecodeError::Empty);
     }
@@ -236,6 +245,30 @@ mod tests {
     fn wav_header_only_has_no_samples() {
         let bytes = wav_bytes(&tone(0, 22050));
         assert!(decode(&bytes).is_err());
+    }
+
+    #[test]
+    fn damaged_bodies_never_panic() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
+        let mut rng = fastrand::Rng::with_seed(7);
+        for name in ["tone.mp3", "tone.ogg", "tone.flac", "tone.aac"] {
+            let bytes = std::fs::read(format!("{dir}/{name}")).unwrap();
+            for cut in (0..bytes.len()).step_by(bytes.len() / 40 + 1) {
+                let _ = decode(&bytes[..cut]);
+            }
+            for _ in 0..40 {
+                let mut damaged = bytes.clone();
+                for _ in 0..20 {
+                    let i = rng.usize(..damaged.len());
+                    damaged[i] = rng.u8(..);
+                }
+                let _ = decode(&damaged);
+            }
+        }
+        let wav = wav_bytes(&tone(1000, 8000));
+        for cut in 0..60 {
+            let _ = decode(&wav[..cut]);
+        }
     }
 
     #[test]
