@@ -463,6 +463,26 @@ async fn openai_401_is_not_retried_and_the_key_stays_secret() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn voices_lists_backends_with_their_key_variable_but_never_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let backend = "type = \"openai\"\nbase_url = \"http://127.0.0.1:9/v1\"\napi_key_env = \"TEST_TTS_KEY\"\nmax_in_flight = 6\nrate_limit = \"30/60s\"\nfallback = \"local\"";
+    voices_file(dir.path(), backend, true);
+    let run = tingshu(dir.path(), &["voices", "--voices", "voices.toml"]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout.contains("  server       openai   max_in_flight=6 rate_limit=30/60s fallback=local key=$TEST_TTS_KEY\n"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("  hero         server:alloy speed=1\n"),
+        "{}",
+        run.stdout
+    );
+    assert!(!run.stdout.contains(KEY) && !run.stderr.contains(KEY));
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn missing_key_variable_is_a_config_error() {
     let dir = tempfile::tempdir().unwrap();
     let backend = "type = \"openai\"\nbase_url = \"http://127.0.0.1:9/v1\"\napi_key_env = \"TINGSHU_TEST_UNSET_KEY\"";
