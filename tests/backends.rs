@@ -490,7 +490,7 @@ async fn missing_key_variable_is_a_config_error() {
     let run = tingshu(dir.path(), &["voices", "--voices", "voices.toml"]).await;
     assert_eq!(run.code, 2);
     assert!(
-        run.stderr.contains("voices.toml: backends.server.api_key_env: environment variable TINGSHU_TEST_UNSET_KEY is not set"),
+        run.stderr.starts_with("tingshu: error: voices.toml:9: backends.server.api_key_env: environment variable TINGSHU_TEST_UNSET_KEY is not set"),
         "{}",
         run.stderr
     );
