@@ -679,6 +679,9 @@ impl VoicesConfig {
                 let entry = ClientBackend {
                     limiter: Limiter::new(synth.limits().max_in_flight, client.rate()),
                     retry: client.retry_policy(),
+                    // Network backends time out on their own at `timeout`;
+                    // this outer limit catches hung local engines.
+                    timeout: client.timeout() + Duration::from_secs(1),
                     fallback: client
                         .fallback
                         .clone()

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
 use super::cache::{Cache, CacheKey};
 use super::limit::Limiter;
@@ -19,6 +20,9 @@ pub struct ClientBackend {
     /// Backend to use when this one fails for good, and the voice id to ask
     /// it for (`None` = the same voice id).
     pub fallback: Option<(String, Option<String>)>,
+    /// Longest a request may take, whatever the backend does (a hung local
+    /// engine or program counts as a timeout and is retried).
+    pub timeout: Duration,
 }
 
 /// A synthesized chunk and where it came from.
@@ -206,7 +210,14 @@ impl SynthClient {
             let result = {
                 let _permit = backend.limiter.acquire().await;
                 self.stats.requests.fetch_add(1, Ordering::Relaxed);
-                backend.synth.synthesize(req).await
+                tokio::time::timeout(backend.timeout, backend.synth.synthesize(req))
+                    .await
+                    .unwrap_or_else(|_| {
+                        Err(SynthError::Timeout {
+                            backend: backend.synth.name().to_owned(),
+                            after: backend.timeout,
+                        })
+                    })
             };
             match result {
                 Err(e) if e.is_retryable() && retry < backend.retry.retries => {
@@ -283,6 +294,7 @@ mod tests {
                     max: Duration::from_millis(5),
                 },
                 fallback: fallback.map(|f| (f.to_owned(), Some("backup-voice".to_owned()))),
+                timeout: Duration::from_secs(5),
             },
         )
     }
@@ -352,5 +364,40 @@ mod tests {
         assert_eq!(err.to_string(), "backend a: HTTP 500");
         assert_eq!(client.stats.requests.load(Ordering::Relaxed), 3);
         assert_eq!(client.stats.failures.load(Ordering::Relaxed), 1);
+    }
+
+    /// Never answers.
+    struct Hung;
+
+    #[async_trait]
+    impl Synthesizer for Hung {
+        fn name(&self) -> &str {
+            "hung"
+        }
+        fn fingerprint(&self) -> String {
+            "hung".into()
+        }
+        async fn synthesize(&self, _req: &SynthRequest) -> Result<AudioClip, SynthError> {
+            std::future::pending().await
+        }
+    }
+
+    #[tokio::test]
+    async fn a_hung_backend_times_out_and_is_retried() {
+        let entry = ClientBackend {
+            synth: Arc::new(Hung),
+            limiter: Limiter::new(1, None),
+            retry: RetryPolicy {
+                retries: 2,
+                base: Duration::from_millis(1),
+                max: Duration::from_millis(5),
+            },
+            fallback: None,
+            timeout: Duration::from_millis(50),
+        };
+        let client = SynthClient::new([("hung".to_owned(), entry)].into(), None);
+        let err = client.synthesize("hung", &req()).await.unwrap_err();
+        assert_eq!(err.to_string(), "backend hung: no answer within 0.05s");
+        assert_eq!(client.stats.requests.load(Ordering::Relaxed), 3);
     }
 }
