@@ -12,13 +12,13 @@ use std::time::Duration;
 
 use futures::StreamExt;
 
-use crate::audio::{AudioClip, ChapterMix, wav};
+use crate::audio::{AudioClip, SegmentAudio, mix, wav};
 use crate::config::VoicesConfig;
 use crate::frontend;
 use crate::manifest::{ManifestChapter, ManifestSegment};
 use crate::synth::{SynthError, SynthRequest, Synthesizer};
 use crate::text::chunk::{self, Boundary};
-use crate::text::{ScriptChapter, Segment};
+use crate::text::{ScriptChapter, Segment, SegmentKind};
 
 /// One chapter to render.
 #[derive(Debug, Clone)]
@@ -118,6 +118,11 @@ impl Renderer {
 
     /// Renders `jobs` in order, calling `on_chapter` as each chapter finishes.
     pub async fn render(&self, jobs: Vec<ChapterJob>, mut on_chapter: impl FnMut(ChapterOutcome)) {
+        let jobs: Vec<ChapterJob> = if self.config.mix.speak_title {
+            jobs.into_iter().map(with_spoken_title).collect()
+        } else {
+            jobs
+        };
         let mut tasks = Vec::new();
         let mut remaining = Vec::with_capacity(jobs.len());
         for (ci, job) in jobs.iter().enumerate() {
@@ -167,61 +172,49 @@ impl Renderer {
         }
     }
 
-    /// Stitches a chapter's clips with pauses and writes its WAV atomically.
+    /// Mixes a chapter's clips (see [`crate::audio::mix`]) straight into its
+    /// WAV file and describes the result for the manifest.
     fn mix_chapter(
         &self,
         job: &ChapterJob,
         pieces: Vec<Piece>,
     ) -> Result<ManifestChapter, ChapterError> {
-        let pauses = &self.config.mix.pauses;
-        let mut mix = ChapterMix::new(self.config.mix.sample_rate);
-        mix.pause(pauses.chapter_start_ms);
-        let mut by_segment: Vec<Vec<(Boundary, AudioClip)>> =
-            job.chapter.segments.iter().map(|_| Vec::new()).collect();
-        for (si, boundary, result) in pieces {
-            let clip = result.map_err(|source| ChapterError::Synth {
-                segment: si + 1,
-                excerpt: excerpt(&job.chapter.segments[si].text),
-                source,
-            })?;
-            by_segment[si].push((boundary, clip));
-        }
-        let mut segments = Vec::with_capacity(job.chapter.segments.len());
-        let mut previous: Option<&Segment> = None;
-        for (segment, clips) in job.chapter.segments.iter().zip(by_segment) {
-            if let Some(prev) = previous {
-                mix.pause(if prev.paragraph != segment.paragraph {
-                    pauses.paragraph_ms
-                } else if prev.kind != segment.kind {
-                    pauses.turn_ms
-                } else {
-                    pauses.segment_ms
-                });
-            }
-            let start_s = mix.position_s();
-            let last = clips.len().saturating_sub(1);
-            for (i, (boundary, clip)) in clips.into_iter().enumerate() {
-                mix.append(clip);
-                if i < last {
-                    mix.pause(pauses.after_chunk(boundary));
-                }
-            }
-            segments.push(ManifestSegment {
+        let segments = &job.chapter.segments;
+        let mut audio: Vec<SegmentAudio> = segments
+            .iter()
+            .map(|segment| SegmentAudio {
                 kind: segment.kind,
-                speaker: segment.speaker.clone(),
-                text: segment.text.clone(),
-                start_s: round_ms(start_s),
-                end_s: round_ms(mix.position_s()),
+                paragraph: segment.paragraph,
                 voice: self
                     .config
                     .voice_for(segment.kind, segment.speaker.as_deref())
                     .to_owned(),
-            });
-            previous = Some(segment);
+                chunks: Vec::new(),
+            })
+            .collect();
+        for (si, boundary, result) in pieces {
+            let clip = result.map_err(|source| ChapterError::Synth {
+                segment: si + 1,
+                excerpt: excerpt(&segments[si].text),
+                source,
+            })?;
+            audio[si].chunks.push((boundary, clip));
         }
-        mix.pause(pauses.chapter_end_ms);
-        let clip = mix.finish();
-        wav::write_wav_file(&clip, &job.path)?;
+        let voices: Vec<String> = audio.iter().map(|a| a.voice.clone()).collect();
+        let mixed = mix::mix_chapter_file(&self.config.mix, audio, &job.path)?;
+        let manifest_segments = segments
+            .iter()
+            .zip(voices)
+            .zip(&mixed.spans)
+            .map(|((segment, voice), &(start_s, end_s))| ManifestSegment {
+                kind: segment.kind,
+                speaker: segment.speaker.clone(),
+                text: segment.text.clone(),
+                start_s: round_ms(start_s),
+                end_s: round_ms(end_s),
+                voice,
+            })
+            .collect();
         Ok(ManifestChapter {
             index: job.index,
             title: job.chapter.title.clone(),
@@ -230,8 +223,12 @@ impl Renderer {
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default(),
-            duration_s: round_ms(clip.duration_s()),
-            segments,
+            duration_s: round_ms(mixed.duration_s),
+            loudness_lufs: mixed
+                .loudness
+                .is_audible()
+                .then(|| (mixed.loudness.integrated_lufs * 100.0).round() / 100.0),
+            segments: manifest_segments,
         })
     }
 }
@@ -251,6 +248,22 @@ async fn synthesize_with_retry(task: &Task) -> Result<AudioClip, SynthError> {
             other => return other,
         }
     }
+}
+
+/// Puts the chapter title in front of the text as narration (paragraph 0),
+/// so the narrator reads it and the subtitles show it.
+fn with_spoken_title(mut job: ChapterJob) -> ChapterJob {
+    let title = job.chapter.title.trim();
+    if !title.is_empty() && crate::text::quote::is_speakable(title) {
+        let segment = Segment {
+            kind: SegmentKind::Narration,
+            speaker: None,
+            paragraph: 0,
+            text: title.to_owned(),
+        };
+        job.chapter.segments.insert(0, segment);
+    }
+    job
 }
 
 fn round_ms(s: f64) -> f64 {
