@@ -247,11 +247,15 @@ fn level_voices(config: &MixConfig, segments: &mut [SegmentAudio]) -> BTreeMap<S
 const TRUE_PEAK_MARGIN_DB: f64 = 0.5;
 
 fn level_voice(config: &MixConfig, clips: &mut [&mut Vec<f32>], rate: u32) -> f64 {
-    let measure = |clips: &[&mut Vec<f32>]| {
+    let measure = |clips: &[&mut Vec<f32>], true_peak: bool| {
         let views: Vec<&[f32]> = clips.iter().map(|c| c.as_slice()).collect();
-        loudness::measure(&views, rate)
+        if true_peak {
+            loudness::measure(&views, rate)
+        } else {
+            loudness::measure_integrated(&views, rate)
+        }
     };
-    let original = measure(clips);
+    let original = measure(clips, false);
     if !original.is_audible() {
         return 0.0;
     }
@@ -267,14 +271,14 @@ fn level_voice(config: &MixConfig, clips: &mut [&mut Vec<f32>], rate: u32) -> f6
     };
     let mut gain = config.target_lufs - original.integrated_lufs;
     apply(clips, gain);
-    let after = measure(clips);
+    let after = measure(clips, false);
     if after.is_audible() && (after.integrated_lufs - config.target_lufs).abs() > 0.05 {
         // Limiting lowered the loudness a little; ask for that much more
         // (bounded, so a pathological clip cannot be pumped without end).
         gain += (config.target_lufs - after.integrated_lufs).clamp(0.0, 6.0);
         apply(clips, gain);
     }
-    let last = measure(clips);
+    let last = measure(clips, true);
     if last.true_peak_dbtp > config.true_peak_dbtp {
         let excess = last.true_peak_dbtp - config.true_peak_dbtp;
         let g = loudness::from_db(-excess);
@@ -299,7 +303,7 @@ impl<W: Write + Seek> ChapterWriter<W> {
     fn new(out: W, rate: u32) -> Result<ChapterWriter<W>, WavError> {
         Ok(ChapterWriter {
             wav: hound::WavWriter::new(out, wav::mono_spec(rate))?,
-            meter: Meter::new(rate),
+            meter: Meter::integrated_only(rate),
             rate,
             written: 0,
             buffer: Vec::new(),
