@@ -409,3 +409,43 @@ fn a_chapter_of_two_voices_at_different_rates_and_levels_comes_out_even() {
     }
     assert!((levels[0] - levels[1]).abs() <= 1.0, "{levels:?}");
 }
+
+#[test]
+fn the_narrator_can_read_each_chapter_title_first() {
+    let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join("outputs-title");
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(&root).unwrap();
+    let voices = root.join("voices.toml");
+    let default =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("voices/default.toml"))
+            .unwrap();
+    let with_title = default.replace("speak_title = false", "speak_title = true");
+    assert_ne!(
+        with_title, default,
+        "voices/default.toml lost its speak_title line"
+    );
+    std::fs::write(&voices, with_title).unwrap();
+    let out = root.join("out");
+    run(Command::new(BIN)
+        .arg("build")
+        .arg(sample_book())
+        .arg("--out")
+        .arg(&out)
+        .arg("--voices")
+        .arg(&voices)
+        .args(["--chapters", "2"]));
+    let book_dir = out.join("灯塔守夜人");
+    let manifest = Manifest::read(&book_dir.join("manifest.json")).unwrap();
+    let chapter = &manifest.chapters[0];
+    let first = &chapter.segments[0];
+    assert_eq!(first.text, chapter.title);
+    assert_eq!(first.voice, "narrator");
+    assert!(
+        first.end_s > first.start_s + 0.3,
+        "title not spoken: {first:?}"
+    );
+    let pause = MixConfig::default().pauses.paragraph_ms as f64 / 1000.0;
+    assert!((chapter.segments[1].start_s - first.end_s - pause).abs() < 0.002);
+    let srt = std::fs::read_to_string(book_dir.join(&chapter.file).with_extension("srt")).unwrap();
+    assert_eq!(srt_cues(&srt)[0].2, chapter.title);
+}

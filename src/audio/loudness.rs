@@ -53,7 +53,11 @@ impl Meter {
         };
         let integrated_lufs = m.loudness_global().unwrap_or(f64::NEG_INFINITY);
         let peak = m.true_peak(0).unwrap_or(0.0);
-        let peak = if m.mode().contains(Mode::TRUE_PEAK) { peak } else { 0.0 };
+        let peak = if m.mode().contains(Mode::TRUE_PEAK) {
+            peak
+        } else {
+            0.0
+        };
         Loudness {
             integrated_lufs,
             true_peak_dbtp: to_db(peak),
