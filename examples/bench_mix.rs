@@ -83,14 +83,17 @@ fn main() {
     let dir = tempfile_dir();
     let config = MixConfig::default();
     let mut mix_s = 0.0;
+    let mut mix_cpu = 0.0;
     let mut audio_s = 0.0;
     let mut files = Vec::new();
     for c in 0..chapters {
         let (segments, _) = chapter_segments(c);
         let path = dir.join(format!("{c:04}.wav"));
         let start = Instant::now();
+        let cpu = cpu_s();
         let mixed = mix_chapter_file(&config, segments, &path).expect("mix");
         mix_s += start.elapsed().as_secs_f64();
+        mix_cpu += cpu_s() - cpu;
         audio_s += mixed.duration_s;
         files.push(BookChapter {
             file: path,
@@ -99,13 +102,22 @@ fn main() {
     }
     let per_hour = |s: f64| s / (audio_s / 3600.0);
     println!(
-        "mix+write WAV: {chapters} chapters, {:.2} h audio in {mix_s:.2} s = {:.2} s per hour of audio",
+        "mix+write WAV: {chapters} chapters, {:.2} h audio in {mix_s:.2} s wall ({mix_cpu:.2} s CPU) = {:.2} s wall, {:.2} s CPU per hour of audio",
         audio_s / 3600.0,
-        per_hour(mix_s)
+        per_hour(mix_s),
+        per_hour(mix_cpu)
     );
     match Encoder::new("ffmpeg") {
         Ok(encoder) => {
+            let report = |what: &str, wall: f64, cpu: f64| {
+                println!(
+                    "encode {what} (ffmpeg): {wall:.2} s wall, {cpu:.2} s CPU = {:.2} s wall, {:.2} s CPU per hour of audio",
+                    per_hour(wall),
+                    per_hour(cpu)
+                );
+            };
             let start = Instant::now();
+            let cpu = child_cpu_s();
             for f in &files {
                 let tags = Tags {
                     title: f.title.clone(),
@@ -116,12 +128,9 @@ fn main() {
                     .encode_chapter(&f.file, &f.file.with_extension("mp3"), Format::Mp3, &tags)
                     .expect("mp3");
             }
-            let mp3 = start.elapsed().as_secs_f64();
-            println!(
-                "encode MP3: {mp3:.2} s = {:.2} s per hour of audio",
-                per_hour(mp3)
-            );
+            report("MP3", start.elapsed().as_secs_f64(), child_cpu_s() - cpu);
             let start = Instant::now();
+            let cpu = child_cpu_s();
             let tags = Tags {
                 album: "bench".into(),
                 ..Tags::default()
@@ -129,15 +138,34 @@ fn main() {
             encoder
                 .encode_m4b(&files, &dir.join("book.m4b"), &tags)
                 .expect("m4b");
-            let m4b = start.elapsed().as_secs_f64();
-            println!(
-                "encode M4B: {m4b:.2} s = {:.2} s per hour of audio",
-                per_hour(m4b)
-            );
+            report("M4B", start.elapsed().as_secs_f64(), child_cpu_s() - cpu);
         }
         Err(e) => println!("encoding skipped: {e}"),
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// CPU seconds used by this process so far (Linux `/proc/self/stat`,
+/// utime + stime at 100 ticks a second); 0 where unavailable.
+fn cpu_s() -> f64 {
+    stat_ticks(11) + stat_ticks(12)
+}
+
+/// CPU seconds of waited-for child processes (ffmpeg): cutime + cstime.
+fn child_cpu_s() -> f64 {
+    stat_ticks(13) + stat_ticks(14)
+}
+
+/// Field `i` (counted after the command name) of `/proc/self/stat`, in
+/// seconds at 100 ticks a second.
+fn stat_ticks(i: usize) -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let fields: Vec<f64> = after
+        .split_whitespace()
+        .map(|f| f.parse().unwrap_or(0.0))
+        .collect();
+    fields.get(i).copied().unwrap_or(0.0) / 100.0
 }
 
 fn tempfile_dir() -> std::path::PathBuf {

@@ -42,14 +42,17 @@ impl Outputs {
         if formats.is_empty() {
             formats.push(Format::Wav);
         }
-        let encoder = if formats.iter().any(|f| f.needs_ffmpeg()) || args.cover.is_some() {
+        if let Some(cover) = args.cover.as_ref().filter(|c| !c.is_file()) {
+            anyhow::bail!("--cover {}: no such file", cover.display());
+        }
+        // cover.jpg is converted by ffmpeg when the cover is not a JPEG.
+        let converts_cover = args.layout == Layout::Audiobookshelf
+            && args.cover.as_ref().is_some_and(|c| !is_jpeg(c));
+        let encoder = if formats.iter().any(|f| f.needs_ffmpeg()) || converts_cover {
             Some(Encoder::new(&args.ffmpeg)?)
         } else {
             None
         };
-        if let Some(cover) = args.cover.as_ref().filter(|c| !c.is_file()) {
-            anyhow::bail!("--cover {}: no such file", cover.display());
-        }
         Ok(Outputs {
             formats,
             encoder,
@@ -191,8 +194,8 @@ pub async fn run(args: &BuildArgs, worker_program: Option<PathBuf>) -> anyhow::R
             written.clone(),
         )?);
     }
-    if let (Some(manifest), Some(encoder)) = (&manifest, &outputs.encoder)
-        && let Err(e) = finish_book(&outputs, encoder, &book_dir, &book, manifest)
+    if let Some(manifest) = &manifest
+        && let Err(e) = finish_book(&outputs, &book_dir, &book, manifest)
     {
         failures.push(format!("{e:#}"));
     }
@@ -292,12 +295,15 @@ fn write_subtitles(
 /// The M4B, cover.jpg and desc.txt: things made from the whole book.
 fn finish_book(
     outputs: &Outputs,
-    encoder: &Encoder,
     book_dir: &Path,
     book: &Book,
     manifest: &Manifest,
 ) -> anyhow::Result<()> {
-    if outputs.wants(Format::M4b) {
+    if let Some(encoder) = outputs
+        .encoder
+        .as_ref()
+        .filter(|_| outputs.wants(Format::M4b))
+    {
         let chapters: Vec<BookChapter> = manifest
             .chapters
             .iter()
@@ -319,19 +325,26 @@ fn finish_book(
     if outputs.layout == Layout::Audiobookshelf {
         if let Some(cover) = &outputs.cover {
             let dest = book_dir.join("cover.jpg");
-            let is_jpeg = std::fs::read(cover)
-                .map(|b| b.starts_with(&[0xFF, 0xD8]))
-                .unwrap_or(false);
-            if is_jpeg {
-                std::fs::copy(cover, &dest)
-                    .with_context(|| format!("cannot write {}", dest.display()))?;
-            } else {
-                encoder.convert_image(cover, &dest)?;
+            match &outputs.encoder {
+                Some(encoder) if !is_jpeg(cover) => encoder.convert_image(cover, &dest)?,
+                _ => {
+                    std::fs::copy(cover, &dest)
+                        .with_context(|| format!("cannot write {}", dest.display()))?;
+                }
             }
         }
         write_description(book_dir, book, outputs.author.as_deref(), manifest)?;
     }
     Ok(())
+}
+
+/// Whether `path` starts like a JPEG file.
+fn is_jpeg(path: &Path) -> bool {
+    use std::io::Read;
+    let mut magic = [0u8; 2];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut magic))
+        .is_ok_and(|()| magic == [0xFF, 0xD8])
 }
 
 /// `desc.txt`: the book's front matter when it has some, else a summary.
