@@ -147,42 +147,147 @@ pub fn mix_chapter<W: Write + Seek>(
             prepare_clip(clip, rate);
         }
     }
-    let voice_gain_db = level_voices(config, &mut segments);
+    let mut voice_gain_db = level_voices(config, &mut segments);
+    let correction = correct_chapter(config, &mut segments);
+    voice_gain_db.values_mut().for_each(|g| *g += correction);
 
     let mut writer = ChapterWriter::new(out, rate)?;
-    let pauses = &config.pauses;
-    writer.pause(pauses.chapter_start_ms)?;
-    let mut spans = Vec::with_capacity(segments.len());
-    let mut speech_s = Vec::with_capacity(segments.len());
-    for i in 0..segments.len() {
-        if i > 0 {
-            writer.pause(pauses.between(&segments[i - 1], &segments[i]))?;
-        }
-        let segment = &mut segments[i];
-        let start = writer.position_s();
-        let mut speech = 0.0;
-        let chunks = std::mem::take(&mut segment.chunks);
-        let last = chunks.len().saturating_sub(1);
-        for (j, (boundary, clip)) in chunks.into_iter().enumerate() {
-            speech += clip.duration_s();
-            writer.append(&clip.samples)?;
-            if j < last {
-                writer.pause(pauses.after_chunk(boundary))?;
-            }
-        }
-        spans.push((start, writer.position_s()));
-        speech_s.push(speech);
-    }
-    writer.pause(pauses.chapter_end_ms)?;
+    let spans = lay_out(config, &segments, &mut writer)?;
+    let speech_s = segments
+        .iter()
+        .map(|s| s.chunks.iter().map(|(_, c)| c.duration_s()).sum())
+        .collect();
+    drop(segments);
     let (duration_s, loudness) = writer.finish()?;
+    let seconds = |n: u64| n as f64 / f64::from(rate);
     Ok(MixedChapter {
         sample_rate: rate,
         duration_s,
-        spans,
+        spans: spans
+            .into_iter()
+            .map(|(a, b)| (seconds(a), seconds(b)))
+            .collect(),
         loudness,
         voice_gain_db,
         speech_s,
     })
+}
+
+/// Where laid-out audio goes: a file, or only a meter.
+trait Sink {
+    fn silence(&mut self, samples: usize) -> Result<(), WavError>;
+    fn append(&mut self, samples: &[f32]) -> Result<(), WavError>;
+    /// Samples taken so far.
+    fn written(&self) -> u64;
+}
+
+/// Feeds the chapter to `sink` in playing order: opening pause, segments
+/// with the pauses between and inside them, closing pause. Returns each
+/// segment's (start, end) in samples.
+fn lay_out<S: Sink>(
+    config: &MixConfig,
+    segments: &[SegmentAudio],
+    sink: &mut S,
+) -> Result<Vec<(u64, u64)>, WavError> {
+    let pauses = &config.pauses;
+    let ms = |ms: u32| super::clip::samples_for_ms(ms, config.sample_rate);
+    sink.silence(ms(pauses.chapter_start_ms))?;
+    let mut spans = Vec::with_capacity(segments.len());
+    for (i, segment) in segments.iter().enumerate() {
+        if i > 0 {
+            sink.silence(ms(pauses.between(&segments[i - 1], segment)))?;
+        }
+        let start = sink.written();
+        let last = segment.chunks.len().saturating_sub(1);
+        for (j, (boundary, clip)) in segment.chunks.iter().enumerate() {
+            sink.append(&clip.samples)?;
+            if j < last {
+                sink.silence(ms(pauses.after_chunk(*boundary)))?;
+            }
+        }
+        spans.push((start, sink.written()));
+    }
+    sink.silence(ms(pauses.chapter_end_ms))?;
+    Ok(spans)
+}
+
+/// A sink that only measures integrated loudness.
+struct MeterSink {
+    meter: Meter,
+    written: u64,
+    zeros: Vec<f32>,
+}
+
+impl Sink for MeterSink {
+    fn silence(&mut self, mut samples: usize) -> Result<(), WavError> {
+        self.written += samples as u64;
+        while samples > 0 {
+            let n = samples.min(self.zeros.len());
+            self.meter.add(&self.zeros[..n]);
+            samples -= n;
+        }
+        Ok(())
+    }
+
+    fn append(&mut self, samples: &[f32]) -> Result<(), WavError> {
+        self.written += samples.len() as u64;
+        self.meter.add(samples);
+        Ok(())
+    }
+
+    fn written(&self) -> u64 {
+        self.written
+    }
+}
+
+/// Voices leveled one by one land a little under the target once laid out
+/// with pauses (blocks that straddle speech and silence count too). Measures
+/// the chapter as it will play and moves every clip by the difference,
+/// keeping the peak ceiling. Returns the correction in dB.
+fn correct_chapter(config: &MixConfig, segments: &mut [SegmentAudio]) -> f64 {
+    let rate = config.sample_rate;
+    let mut sink = MeterSink {
+        meter: Meter::integrated_only(rate),
+        written: 0,
+        zeros: vec![0.0; 4096],
+    };
+    if lay_out(config, segments, &mut sink).is_err() {
+        return 0.0;
+    }
+    let measured = sink.meter.finish();
+    if !measured.is_audible() {
+        return 0.0;
+    }
+    // Small moves only: a large one means something else is wrong.
+    let diff = (config.target_lufs - measured.integrated_lufs).clamp(-3.0, 3.0);
+    if diff.abs() < 0.05 {
+        return 0.0;
+    }
+    let gain = loudness::from_db(diff);
+    let ceiling = loudness::from_db(config.true_peak_dbtp - TRUE_PEAK_MARGIN_DB);
+    let mut clips: Vec<&mut Vec<f32>> = segments
+        .iter_mut()
+        .flat_map(|s| s.chunks.iter_mut().map(|(_, c)| &mut c.samples))
+        .collect();
+    for clip in clips.iter_mut() {
+        clip.iter_mut().for_each(|s| *s *= gain);
+        if diff > 0.0 {
+            limit::limit(clip, ceiling, rate);
+        }
+    }
+    let mut applied = diff;
+    if diff > 0.0 {
+        let views: Vec<&[f32]> = clips.iter().map(|c| c.as_slice()).collect();
+        let peak = loudness::measure(&views, rate).true_peak_dbtp;
+        if peak > config.true_peak_dbtp {
+            let back = loudness::from_db(config.true_peak_dbtp - peak);
+            clips
+                .iter_mut()
+                .for_each(|c| c.iter_mut().for_each(|s| *s *= back));
+            applied -= peak - config.true_peak_dbtp;
+        }
+    }
+    applied
 }
 
 /// [`mix_chapter`] into `path`, through a temporary file renamed into place
@@ -296,7 +401,7 @@ struct ChapterWriter<W: Write + Seek> {
     meter: Meter,
     rate: u32,
     written: u64,
-    buffer: Vec<f32>,
+    zeros: Vec<f32>,
 }
 
 impl<W: Write + Seek> ChapterWriter<W> {
@@ -306,26 +411,31 @@ impl<W: Write + Seek> ChapterWriter<W> {
             meter: Meter::integrated_only(rate),
             rate,
             written: 0,
-            buffer: Vec::new(),
+            zeros: vec![0.0; 4096],
         })
     }
 
-    fn position_s(&self) -> f64 {
-        self.written as f64 / f64::from(self.rate)
+    /// Length and loudness of what was written.
+    fn finish(self) -> Result<(f64, Loudness), WavError> {
+        let duration = self.written as f64 / f64::from(self.rate);
+        let loudness = self.meter.finish();
+        self.wav.finalize()?;
+        Ok((duration, loudness))
     }
+}
 
-    fn pause(&mut self, ms: u32) -> Result<(), WavError> {
-        let n = super::clip::samples_for_ms(ms, self.rate);
-        self.buffer.clear();
-        self.buffer.resize(n, 0.0);
-        self.pause_samples()
-    }
-
-    fn pause_samples(&mut self) -> Result<(), WavError> {
-        let buffer = std::mem::take(&mut self.buffer);
-        let result = self.append(&buffer);
-        self.buffer = buffer;
-        result
+impl<W: Write + Seek> Sink for ChapterWriter<W> {
+    fn silence(&mut self, mut samples: usize) -> Result<(), WavError> {
+        while samples > 0 {
+            let n = samples.min(self.zeros.len());
+            self.meter.add(&self.zeros[..n]);
+            for _ in 0..n {
+                self.wav.write_sample(0i16)?;
+            }
+            self.written += n as u64;
+            samples -= n;
+        }
+        Ok(())
     }
 
     fn append(&mut self, samples: &[f32]) -> Result<(), WavError> {
@@ -337,11 +447,8 @@ impl<W: Write + Seek> ChapterWriter<W> {
         Ok(())
     }
 
-    fn finish(self) -> Result<(f64, Loudness), WavError> {
-        let duration = self.position_s();
-        let loudness = self.meter.finish();
-        self.wav.finalize()?;
-        Ok((duration, loudness))
+    fn written(&self) -> u64 {
+        self.written
     }
 }
 
