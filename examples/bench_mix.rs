@@ -1,8 +1,9 @@
 //! Benchmark: mixing and writing time per hour of audio.
 //!
-//! `cargo run --release --example bench_mix [HOURS]` builds synthetic
+//! `cargo run --release --example bench_mix [HOURS] [CHAPTER_MINUTES]
+//! [wav-only]` (defaults 1 hour, 10-minute chapters) builds synthetic
 //! speech-like clips (two voices: 22.05 kHz like espeak-ng and 16 kHz at
-//! another level like an HTTP voice), mixes them into 10-minute chapters at
+//! another level like an HTTP voice), mixes them into chapters at
 //! the default settings (24 kHz, −18 LUFS, limiter) and writes the WAVs,
 //! then encodes them to MP3 and one M4B when ffmpeg is installed. Clip
 //! generation is not timed.
@@ -13,8 +14,6 @@ use tingshu::audio::encode::{BookChapter, Encoder, Format, Tags};
 use tingshu::audio::{AudioClip, MixConfig, SegmentAudio, mix_chapter_file};
 use tingshu::text::SegmentKind;
 use tingshu::text::chunk::Boundary;
-
-const CHAPTER_MIN: f64 = 10.0;
 
 /// A pseudo-random, syllable-modulated harmonic signal, `secs` long.
 fn clip(seed: u32, rate: u32, secs: f64, amplitude: f32) -> AudioClip {
@@ -38,11 +37,11 @@ fn clip(seed: u32, rate: u32, secs: f64, amplitude: f32) -> AudioClip {
     AudioClip::new(samples, rate)
 }
 
-fn chapter_segments(chapter: u32) -> (Vec<SegmentAudio>, f64) {
+fn chapter_segments(chapter: u32, chapter_min: f64) -> (Vec<SegmentAudio>, f64) {
     let mut segments = Vec::new();
     let mut speech = 0.0;
     let mut i = 0;
-    while speech < CHAPTER_MIN * 60.0 * 0.8 {
+    while speech < chapter_min * 60.0 * 0.8 {
         let dialogue = i % 3 == 2;
         let (rate, amplitude, voice) = if dialogue {
             (16000, 0.08, "http")
@@ -79,7 +78,11 @@ fn main() {
         .nth(1)
         .and_then(|a| a.parse().ok())
         .unwrap_or(1.0);
-    let chapters = ((hours * 60.0 / CHAPTER_MIN).ceil() as u32).max(1);
+    let chapter_min: f64 = std::env::args()
+        .nth(2)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(10.0);
+    let chapters = ((hours * 60.0 / chapter_min).ceil() as u32).max(1);
     let dir = tempfile_dir();
     let config = MixConfig::default();
     let mut mix_s = 0.0;
@@ -87,7 +90,7 @@ fn main() {
     let mut audio_s = 0.0;
     let mut files = Vec::new();
     for c in 0..chapters {
-        let (segments, _) = chapter_segments(c);
+        let (segments, _) = chapter_segments(c, chapter_min);
         let path = dir.join(format!("{c:04}.wav"));
         let start = Instant::now();
         let cpu = cpu_s();
@@ -107,8 +110,9 @@ fn main() {
         per_hour(mix_s),
         per_hour(mix_cpu)
     );
-    match Encoder::new("ffmpeg") {
-        Ok(encoder) => {
+    let encode = std::env::args().nth(3).as_deref() != Some("wav-only");
+    match Encoder::new("ffmpeg").ok().filter(|_| encode) {
+        Some(encoder) => {
             let report = |what: &str, wall: f64, cpu: f64| {
                 println!(
                     "encode {what} (ffmpeg): {wall:.2} s wall, {cpu:.2} s CPU = {:.2} s wall, {:.2} s CPU per hour of audio",
@@ -140,7 +144,7 @@ fn main() {
                 .expect("m4b");
             report("M4B", start.elapsed().as_secs_f64(), child_cpu_s() - cpu);
         }
-        Err(e) => println!("encoding skipped: {e}"),
+        None => println!("encoding skipped (ffmpeg missing or wav-only)"),
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

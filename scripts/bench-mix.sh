@@ -15,8 +15,11 @@ formats=${2:-wav}
 cargo build --release --quiet --example bench_mix
 cargo build --release --quiet
 
-echo "== mixing and writing time per hour of audio"
+echo "== mixing and writing time per hour of audio (10-minute chapters)"
 target/release/examples/bench_mix 1
+
+echo "== peak memory mixing one 60-minute chapter (no encoding)"
+/usr/bin/time -f "Maximum resident set size (kbytes): %M" target/release/examples/bench_mix 1 60 wav-only 2>&1
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

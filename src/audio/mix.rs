@@ -365,12 +365,12 @@ fn level_voice(config: &MixConfig, clips: &mut [&mut Vec<f32>], rate: u32) -> f6
         return 0.0;
     }
     let ceiling = loudness::from_db(config.true_peak_dbtp - TRUE_PEAK_MARGIN_DB);
-    let originals: Vec<Vec<f32>> = clips.iter().map(|c| c.to_vec()).collect();
+    // In place, without a copy of the voice's audio: memory stays at one
+    // chapter's clips.
     let apply = |clips: &mut [&mut Vec<f32>], gain_db: f64| {
         let g = loudness::from_db(gain_db);
-        for (clip, orig) in clips.iter_mut().zip(&originals) {
-            clip.clear();
-            clip.extend(orig.iter().map(|s| s * g));
+        for clip in clips.iter_mut() {
+            clip.iter_mut().for_each(|s| *s *= g);
             limit::limit(clip, ceiling, rate);
         }
     };
@@ -378,10 +378,11 @@ fn level_voice(config: &MixConfig, clips: &mut [&mut Vec<f32>], rate: u32) -> f6
     apply(clips, gain);
     let after = measure(clips, false);
     if after.is_audible() && (after.integrated_lufs - config.target_lufs).abs() > 0.05 {
-        // Limiting lowered the loudness a little; ask for that much more
-        // (bounded, so a pathological clip cannot be pumped without end).
-        gain += (config.target_lufs - after.integrated_lufs).clamp(0.0, 6.0);
-        apply(clips, gain);
+        // Limiting lowered the loudness a little; add that much and limit
+        // again (bounded, so a pathological clip cannot be pumped forever).
+        let more = (config.target_lufs - after.integrated_lufs).clamp(0.0, 6.0);
+        apply(clips, more);
+        gain += more;
     }
     let last = measure(clips, true);
     if last.true_peak_dbtp > config.true_peak_dbtp {
