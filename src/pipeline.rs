@@ -93,7 +93,11 @@ impl Renderer {
         let voice = self.config.voice_settings(voice_name);
         let backend = Arc::clone(&self.backends[&self.config.voices[voice_name].backend]);
         let max_chars = backend.limits().max_chars;
-        chunk::chunk(&segment.text, max_chars)
+        let mut chunks = chunk::chunk(&segment.text, max_chars);
+        if self.config.mix.split_clauses {
+            chunks = split_at_clauses(chunks);
+        }
+        chunks
             .into_iter()
             .map(|c| {
                 let spoken = frontend::prepare(&c.text);
@@ -250,6 +254,45 @@ async fn synthesize_with_retry(task: &Task) -> Result<AudioClip, SynthError> {
     }
 }
 
+/// Splits chunks after ，、：, so that the mixer places a clause pause
+/// there (`[mix] split_clauses`). Every character is kept; closing quotes
+/// stay with their clause; the last piece keeps the chunk's boundary.
+fn split_at_clauses(chunks: Vec<chunk::Chunk>) -> Vec<chunk::Chunk> {
+    let mut out = Vec::with_capacity(chunks.len());
+    for c in chunks {
+        let mut current = String::new();
+        let mut chars = c.text.chars().peekable();
+        while let Some(ch) = chars.next() {
+            current.push(ch);
+            if !matches!(ch, '，' | '、' | '：' | ',' | ':') {
+                continue;
+            }
+            while let Some(&next) = chars.peek() {
+                if !matches!(next, '」' | '』' | '”' | '’' | '"' | '）' | ')' | '》') {
+                    break;
+                }
+                current.push(next);
+                chars.next();
+            }
+            let speakable = current.chars().any(char::is_alphanumeric);
+            if speakable && chars.peek().is_some() {
+                out.push(chunk::Chunk {
+                    text: std::mem::take(&mut current),
+                    boundary: Boundary::Clause,
+                });
+            }
+        }
+        match out.last_mut() {
+            Some(last) if current.is_empty() => last.boundary = c.boundary,
+            _ => out.push(chunk::Chunk {
+                text: current,
+                boundary: c.boundary,
+            }),
+        }
+    }
+    out
+}
+
 /// Puts the chapter title in front of the text as narration (paragraph 0),
 /// so the narrator reads it and the subtitles show it.
 fn with_spoken_title(mut job: ChapterJob) -> ChapterJob {
@@ -276,4 +319,39 @@ fn excerpt(text: &str) -> String {
         s.push('…');
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::text::chunk::Chunk;
+
+    #[test]
+    fn clauses_become_chunks_with_clause_pauses() {
+        let chunks = vec![
+            Chunk {
+                text: "他说：“好，走吧。”".into(),
+                boundary: Boundary::Sentence,
+            },
+            Chunk {
+                text: "风、雨，".into(),
+                boundary: Boundary::Hesitation,
+            },
+        ];
+        let split = split_at_clauses(chunks);
+        let got: Vec<(&str, Boundary)> = split
+            .iter()
+            .map(|c| (c.text.as_str(), c.boundary))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("他说：", Boundary::Clause),
+                ("“好，", Boundary::Clause),
+                ("走吧。”", Boundary::Sentence),
+                ("风、", Boundary::Clause),
+                ("雨，", Boundary::Hesitation),
+            ]
+        );
+    }
 }

@@ -26,6 +26,9 @@ pub struct MixConfig {
     pub true_peak_dbtp: f64,
     /// Read each chapter's title (narrator voice) before its text.
     pub speak_title: bool,
+    /// Synthesize clauses (up to ，、：) separately so `clause_ms` pauses
+    /// follow them; off by default (more, shorter requests).
+    pub split_clauses: bool,
     pub pauses: Pauses,
 }
 
@@ -36,6 +39,7 @@ impl Default for MixConfig {
             target_lufs: -18.0,
             true_peak_dbtp: -1.0,
             speak_title: false,
+            split_clauses: false,
             pauses: Pauses::default(),
         }
     }
@@ -45,7 +49,8 @@ impl Default for MixConfig {
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Pauses {
-    /// After ，、：  when a long sentence had to be split there.
+    /// After ，、： where a long sentence had to be split, or everywhere
+    /// with `split_clauses`.
     pub clause_ms: u32,
     /// After 。！？；
     pub sentence_ms: u32,
