@@ -404,6 +404,7 @@ fn a_chapter_of_two_voices_at_different_rates_and_levels_comes_out_even() {
             .arg(&part));
         levels.push(ffmpeg_loudness(&part).0);
     }
+    eprintln!("two voices: whole {whole} LUFS, peak {peak} dBTP, per voice {levels:?}");
     for level in &levels {
         assert!((level - TARGET_LUFS).abs() <= 1.0, "{levels:?}");
     }
