@@ -221,17 +221,21 @@ fn mp3_and_opus_tags_read_back() {
             assert_eq!(tag("artist"), AUTHOR);
             assert_eq!(tag("track"), format!("{}/3", chapter.index));
         }
-        let mp3 = b.book_dir.join(format!("{stem}.mp3"));
-        let streams = ffprobe_json(&mp3, "-show_streams");
-        assert!(
-            streams["streams"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .any(|s| s["disposition"]["attached_pic"] == 1),
-            "no cover in {}",
-            mp3.display()
-        );
+        // The cover: an attached picture in the MP3, a METADATA_BLOCK_PICTURE
+        // comment in the Opus file (ffprobe shows both as an image stream).
+        for ext in ["mp3", "opus"] {
+            let path = b.book_dir.join(format!("{stem}.{ext}"));
+            let streams = ffprobe_json(&path, "-show_streams");
+            assert!(
+                streams["streams"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|s| s["disposition"]["attached_pic"] == 1),
+                "no cover in {}",
+                path.display()
+            );
+        }
     }
 }
 
