@@ -77,6 +77,33 @@ pub struct BuildArgs {
     /// Per-book pronunciation lexicon (TOML): "毛仲" = "mao2 zhong4".
     #[arg(long, env = "TINGSHU_LEXICON")]
     pub lexicon: Option<PathBuf>,
+    /// Output formats, comma-separated: wav (per chapter), mp3 and opus (per
+    /// chapter, tagged), m4b (one file with chapter marks). mp3/opus/m4b need ffmpeg.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "wav",
+        env = "TINGSHU_FORMAT"
+    )]
+    pub format: Vec<crate::audio::encode::Format>,
+    /// Cover image embedded in MP3/Opus/M4B files (and cover.jpg).
+    #[arg(long, value_name = "FILE")]
+    pub cover: Option<PathBuf>,
+    /// Author (artist tag; folder name with --layout audiobookshelf).
+    #[arg(long, value_name = "NAME", env = "TINGSHU_AUTHOR")]
+    pub author: Option<String>,
+    /// Directory layout: plain (DIR/<book>/) or audiobookshelf (DIR/<author>/<book>/
+    /// with cover.jpg and desc.txt).
+    #[arg(long, value_enum, default_value = "plain")]
+    pub layout: Layout,
+    /// The ffmpeg program used for mp3/opus/m4b.
+    #[arg(
+        long,
+        value_name = "PROGRAM",
+        default_value = "ffmpeg",
+        env = "TINGSHU_FFMPEG"
+    )]
+    pub ffmpeg: PathBuf,
 }
 
 #[derive(Debug, Args)]
@@ -164,4 +191,13 @@ pub struct BatchJobsArgs {
     /// Only the job with this name.
     #[arg(long)]
     pub job: Option<String>,
+}
+
+/// Where `build` puts a book.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Layout {
+    /// DIR/<book>/
+    Plain,
+    /// DIR/<author>/<book>/ with cover.jpg and desc.txt, as Audiobookshelf expects.
+    Audiobookshelf,
 }

@@ -21,6 +21,10 @@ pub struct ManifestChapter {
     /// File name relative to the manifest.
     pub file: String,
     pub duration_s: f64,
+    /// Integrated loudness of the chapter file (LUFS); absent for silence
+    /// and in manifests written before it was measured.
+    #[serde(default)]
+    pub loudness_lufs: Option<f64>,
     pub segments: Vec<ManifestSegment>,
 }
 

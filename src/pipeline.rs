@@ -11,14 +11,14 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 
-use crate::audio::{AudioClip, ChapterMix, wav};
+use crate::audio::{AudioClip, SegmentAudio, mix, wav};
 use crate::config::VoicesConfig;
 use crate::frontend::{self, lexicon::Lexicon};
 use crate::manifest::{ManifestChapter, ManifestSegment};
 use crate::synth::cache::Cache;
 use crate::synth::{SynthClient, SynthError, SynthRequest, Synthesizer};
 use crate::text::chunk::{self, Boundary};
-use crate::text::{ScriptChapter, Segment};
+use crate::text::{ScriptChapter, Segment, SegmentKind};
 
 /// One chapter to render.
 #[derive(Debug, Clone)]
@@ -124,7 +124,11 @@ impl Renderer {
         let simplified = self.config.voices[voice_name].simplified;
         let backend = Arc::clone(&self.backends[&self.config.voices[voice_name].backend]);
         let max_chars = backend.limits().max_chars;
-        chunk::chunk(&segment.text, max_chars)
+        let mut chunks = chunk::chunk(&segment.text, max_chars);
+        if self.config.mix.split_clauses {
+            chunks = split_at_clauses(chunks);
+        }
+        chunks
             .into_iter()
             .map(|c| {
                 let spoken = frontend::prepare_with(&c.text, &self.lexicon);
@@ -166,6 +170,11 @@ impl Renderer {
 
     /// Renders `jobs` in order, calling `on_chapter` as each chapter finishes.
     pub async fn render(&self, jobs: Vec<ChapterJob>, mut on_chapter: impl FnMut(ChapterOutcome)) {
+        let jobs: Vec<ChapterJob> = if self.config.mix.speak_title {
+            jobs.into_iter().map(with_spoken_title).collect()
+        } else {
+            jobs
+        };
         let mut tasks = Vec::new();
         let mut remaining = Vec::with_capacity(jobs.len());
         for (ci, job) in jobs.iter().enumerate() {
@@ -252,61 +261,49 @@ impl Renderer {
         }
     }
 
-    /// Stitches a chapter's clips with pauses and writes its WAV atomically.
+    /// Mixes a chapter's clips (see [`crate::audio::mix`]) straight into its
+    /// WAV file and describes the result for the manifest.
     fn mix_chapter(
         &self,
         job: &ChapterJob,
         pieces: Vec<Piece>,
     ) -> Result<ManifestChapter, ChapterError> {
-        let pauses = &self.config.mix.pauses;
-        let mut mix = ChapterMix::new(self.config.mix.sample_rate);
-        mix.pause(pauses.chapter_start_ms);
-        let mut by_segment: Vec<Vec<(Boundary, AudioClip)>> =
-            job.chapter.segments.iter().map(|_| Vec::new()).collect();
-        for (si, boundary, result) in pieces {
-            let clip = result.map_err(|source| ChapterError::Synth {
-                segment: si + 1,
-                excerpt: excerpt(&job.chapter.segments[si].text),
-                source,
-            })?;
-            by_segment[si].push((boundary, clip));
-        }
-        let mut segments = Vec::with_capacity(job.chapter.segments.len());
-        let mut previous: Option<&Segment> = None;
-        for (segment, clips) in job.chapter.segments.iter().zip(by_segment) {
-            if let Some(prev) = previous {
-                mix.pause(if prev.paragraph != segment.paragraph {
-                    pauses.paragraph_ms
-                } else if prev.kind != segment.kind {
-                    pauses.turn_ms
-                } else {
-                    pauses.segment_ms
-                });
-            }
-            let start_s = mix.position_s();
-            let last = clips.len().saturating_sub(1);
-            for (i, (boundary, clip)) in clips.into_iter().enumerate() {
-                mix.append(clip);
-                if i < last {
-                    mix.pause(pauses.after_chunk(boundary));
-                }
-            }
-            segments.push(ManifestSegment {
+        let segments = &job.chapter.segments;
+        let mut audio: Vec<SegmentAudio> = segments
+            .iter()
+            .map(|segment| SegmentAudio {
                 kind: segment.kind,
-                speaker: segment.speaker.clone(),
-                text: segment.text.clone(),
-                start_s: round_ms(start_s),
-                end_s: round_ms(mix.position_s()),
+                paragraph: segment.paragraph,
                 voice: self
                     .config
                     .voice_for(segment.kind, segment.speaker.as_deref())
                     .to_owned(),
-            });
-            previous = Some(segment);
+                chunks: Vec::new(),
+            })
+            .collect();
+        for (si, boundary, result) in pieces {
+            let clip = result.map_err(|source| ChapterError::Synth {
+                segment: si + 1,
+                excerpt: excerpt(&segments[si].text),
+                source,
+            })?;
+            audio[si].chunks.push((boundary, clip));
         }
-        mix.pause(pauses.chapter_end_ms);
-        let clip = mix.finish();
-        wav::write_wav_file(&clip, &job.path)?;
+        let voices: Vec<String> = audio.iter().map(|a| a.voice.clone()).collect();
+        let mixed = mix::mix_chapter_file(&self.config.mix, audio, &job.path)?;
+        let manifest_segments = segments
+            .iter()
+            .zip(voices)
+            .zip(&mixed.spans)
+            .map(|((segment, voice), &(start_s, end_s))| ManifestSegment {
+                kind: segment.kind,
+                speaker: segment.speaker.clone(),
+                text: segment.text.clone(),
+                start_s: round_ms(start_s),
+                end_s: round_ms(end_s),
+                voice,
+            })
+            .collect();
         Ok(ManifestChapter {
             index: job.index,
             title: job.chapter.title.clone(),
@@ -315,8 +312,12 @@ impl Renderer {
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default(),
-            duration_s: round_ms(clip.duration_s()),
-            segments,
+            duration_s: round_ms(mixed.duration_s),
+            loudness_lufs: mixed
+                .loudness
+                .is_audible()
+                .then(|| (mixed.loudness.integrated_lufs * 100.0).round() / 100.0),
+            segments: manifest_segments,
         })
     }
 }
@@ -346,6 +347,61 @@ async fn synthesize_task(client: &SynthClient, task: &Task) -> Result<AudioClip,
         .map(|done| done.clip)
 }
 
+/// Splits chunks after ，、：, so that the mixer places a clause pause
+/// there (`[mix] split_clauses`). Every character is kept; closing quotes
+/// stay with their clause; the last piece keeps the chunk's boundary.
+fn split_at_clauses(chunks: Vec<chunk::Chunk>) -> Vec<chunk::Chunk> {
+    let mut out = Vec::with_capacity(chunks.len());
+    for c in chunks {
+        let mut current = String::new();
+        let mut chars = c.text.chars().peekable();
+        while let Some(ch) = chars.next() {
+            current.push(ch);
+            if !matches!(ch, '，' | '、' | '：' | ',' | ':') {
+                continue;
+            }
+            while let Some(&next) = chars.peek() {
+                if !matches!(next, '」' | '』' | '”' | '’' | '"' | '）' | ')' | '》') {
+                    break;
+                }
+                current.push(next);
+                chars.next();
+            }
+            let speakable = current.chars().any(char::is_alphanumeric);
+            if speakable && chars.peek().is_some() {
+                out.push(chunk::Chunk {
+                    text: std::mem::take(&mut current),
+                    boundary: Boundary::Clause,
+                });
+            }
+        }
+        match out.last_mut() {
+            Some(last) if current.is_empty() => last.boundary = c.boundary,
+            _ => out.push(chunk::Chunk {
+                text: current,
+                boundary: c.boundary,
+            }),
+        }
+    }
+    out
+}
+
+/// Puts the chapter title in front of the text as narration (paragraph 0),
+/// so the narrator reads it and the subtitles show it.
+fn with_spoken_title(mut job: ChapterJob) -> ChapterJob {
+    let title = job.chapter.title.trim();
+    if !title.is_empty() && crate::text::quote::is_speakable(title) {
+        let segment = Segment {
+            kind: SegmentKind::Narration,
+            speaker: None,
+            paragraph: 0,
+            text: title.to_owned(),
+        };
+        job.chapter.segments.insert(0, segment);
+    }
+    job
+}
+
 fn round_ms(s: f64) -> f64 {
     (s * 1000.0).round() / 1000.0
 }
@@ -362,6 +418,7 @@ fn excerpt(text: &str) -> String {
 mod tests {
     use super::*;
     use crate::text::Script;
+    use crate::text::chunk::Chunk;
 
     #[tokio::test]
     async fn rendered_chunks_are_cached_and_counted() {
@@ -403,6 +460,35 @@ mod tests {
                 .requests
                 .load(std::sync::atomic::Ordering::Relaxed),
             3
+        );
+    }
+
+    #[test]
+    fn clauses_become_chunks_with_clause_pauses() {
+        let chunks = vec![
+            Chunk {
+                text: "他说：“好，走吧。”".into(),
+                boundary: Boundary::Sentence,
+            },
+            Chunk {
+                text: "风、雨，".into(),
+                boundary: Boundary::Hesitation,
+            },
+        ];
+        let split = split_at_clauses(chunks);
+        let got: Vec<(&str, Boundary)> = split
+            .iter()
+            .map(|c| (c.text.as_str(), c.boundary))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("他说：", Boundary::Clause),
+                ("“好，", Boundary::Clause),
+                ("走吧。”", Boundary::Sentence),
+                ("风、", Boundary::Clause),
+                ("雨，", Boundary::Hesitation),
+            ]
         );
     }
 }

@@ -153,5 +153,5 @@ fn voices_lists_and_checks() {
     assert!(report.contains(" s of audio at 22050 Hz"), "{report}");
     let out = tingshu(dir.path(), &["voices", "--check", "nobody"], None);
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("no voice 'nobody' (known: dialogue, narrator)"));
+    assert!(text(&out.stderr).contains("no voice 'nobody' (known: dialogue, female, narrator)"));
 }

@@ -23,6 +23,22 @@ impl AudioClip {
         )
     }
 
+    /// Averages interleaved frames of `channels` channels down to mono.
+    pub fn from_interleaved(samples: &[f32], channels: u16, sample_rate: u32) -> AudioClip {
+        let channels = usize::from(channels.max(1));
+        if channels == 1 {
+            return AudioClip::new(samples.to_vec(), sample_rate);
+        }
+        let scale = 1.0 / channels as f32;
+        AudioClip::new(
+            samples
+                .chunks_exact(channels)
+                .map(|frame| frame.iter().sum::<f32>() * scale)
+                .collect(),
+            sample_rate,
+        )
+    }
+
     /// `ms` milliseconds of silence.
     pub fn silence(ms: u32, sample_rate: u32) -> AudioClip {
         AudioClip::new(vec![0.0; samples_for_ms(ms, sample_rate)], sample_rate)
@@ -79,5 +95,12 @@ mod tests {
         let mut quiet = AudioClip::silence(100, 1000);
         quiet.trim_silence(0.01, 10);
         assert!(quiet.samples.is_empty());
+    }
+
+    #[test]
+    fn stereo_is_averaged_to_mono() {
+        let clip = AudioClip::from_interleaved(&[0.5, 0.1, -0.2, -0.4, 1.0], 2, 48000);
+        assert_eq!(clip.samples, [0.3, -0.3]);
+        assert_eq!(clip.sample_rate, 48000);
     }
 }

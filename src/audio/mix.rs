@@ -1,23 +1,45 @@
-//! Stitching synthesized chunks into one chapter with pauses, recording where
-//! each piece lands.
+//! Assembling one chapter: every synthesized chunk converted to the output
+//! rate, trimmed, faded, brought to the loudness target per voice, laid out
+//! with pauses, and streamed straight into the chapter's WAV file.
+
+use std::collections::BTreeMap;
+use std::io::{Seek, Write};
+use std::path::Path;
 
 use serde::Deserialize;
 
+use super::limit;
+use super::loudness::{self, Loudness, Meter};
+use super::wav::{self, WavError};
 use super::{AudioClip, resample::resample};
+use crate::text::SegmentKind;
 use crate::text::chunk::Boundary;
 
-/// `[mix]`: output rate and pauses.
+/// `[mix]`: output rate, loudness, pauses.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct MixConfig {
     pub sample_rate: u32,
+    /// Integrated loudness every voice is brought to (LUFS).
+    pub target_lufs: f64,
+    /// Highest true peak a voice may reach after its gain (dBTP).
+    pub true_peak_dbtp: f64,
+    /// Read each chapter's title (narrator voice) before its text.
+    pub speak_title: bool,
+    /// Synthesize clauses (up to ，、：) separately so `clause_ms` pauses
+    /// follow them; off by default (more, shorter requests).
+    pub split_clauses: bool,
     pub pauses: Pauses,
 }
 
 impl Default for MixConfig {
     fn default() -> MixConfig {
         MixConfig {
-            sample_rate: 22050,
+            sample_rate: 24000,
+            target_lufs: -18.0,
+            true_peak_dbtp: -1.0,
+            speak_title: false,
+            split_clauses: false,
             pauses: Pauses::default(),
         }
     }
@@ -27,9 +49,10 @@ impl Default for MixConfig {
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Pauses {
-    /// After ，、；： when a long sentence had to be split there.
+    /// After ，、： where a long sentence had to be split, or everywhere
+    /// with `split_clauses`.
     pub clause_ms: u32,
-    /// After 。！？ inside a segment.
+    /// After 。！？；
     pub sentence_ms: u32,
     /// After …… and ——.
     pub hesitation_ms: u32,
@@ -37,7 +60,7 @@ pub struct Pauses {
     pub segment_ms: u32,
     /// Between narration and dialogue (either way) within a paragraph.
     pub turn_ms: u32,
-    /// Between paragraphs.
+    /// Between paragraphs (and after a spoken chapter title).
     pub paragraph_ms: u32,
     /// Silence at the start and end of every chapter file.
     pub chapter_start_ms: u32,
@@ -68,51 +91,370 @@ impl Pauses {
             Boundary::None => 0,
         }
     }
+
+    /// The pause between two consecutive segments.
+    pub fn between(&self, prev: &SegmentAudio, next: &SegmentAudio) -> u32 {
+        if prev.paragraph != next.paragraph {
+            self.paragraph_ms
+        } else if prev.kind != next.kind {
+            self.turn_ms
+        } else {
+            self.segment_ms
+        }
+    }
 }
 
-/// A chapter being assembled at a fixed output rate.
-#[derive(Debug)]
-pub struct ChapterMix {
-    sample_rate: u32,
-    samples: Vec<f32>,
+/// One segment's audio as the mixer receives it.
+#[derive(Debug, Clone)]
+pub struct SegmentAudio {
+    pub kind: SegmentKind,
+    /// Paragraph number within the chapter (0 for a spoken title).
+    pub paragraph: usize,
+    /// Voice name; loudness is matched per voice.
+    pub voice: String,
+    /// The segment's chunks in reading order, each with the pause class
+    /// that follows it (the last chunk's boundary is not used).
+    pub chunks: Vec<(Boundary, AudioClip)>,
+}
+
+/// What was written for a chapter.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MixedChapter {
+    pub sample_rate: u32,
+    pub duration_s: f64,
+    /// (start, end) in seconds of each input segment, in order.
+    pub spans: Vec<(f64, f64)>,
+    /// Loudness of the whole chapter as written.
+    pub loudness: Loudness,
+    /// Gain applied to each voice, in dB.
+    pub voice_gain_db: BTreeMap<String, f64>,
+    /// Seconds of speech (pauses excluded) of each segment.
+    pub speech_s: Vec<f64>,
 }
 
 /// Amplitude below which a clip's edges count as silence.
 const SILENCE_THRESHOLD: f32 = 0.003;
+/// Quiet edge kept when trimming, so soft consonants are not cut.
+const TRIM_KEEP_MS: u32 = 20;
+/// Fade in/out on every clip so joints do not click.
+const FADE_MS: u32 = 5;
 
-impl ChapterMix {
-    pub fn new(sample_rate: u32) -> ChapterMix {
-        ChapterMix {
-            sample_rate,
-            samples: Vec::new(),
+/// Mixes a chapter into `out` as 16-bit mono WAV at `config.sample_rate`.
+/// Memory is bounded by the chapter's own clips: the output is streamed.
+pub fn mix_chapter<W: Write + Seek>(
+    config: &MixConfig,
+    mut segments: Vec<SegmentAudio>,
+    out: W,
+) -> Result<MixedChapter, WavError> {
+    let rate = config.sample_rate;
+    for segment in &mut segments {
+        for (_, clip) in &mut segment.chunks {
+            prepare_clip(clip, rate);
         }
     }
+    let mut voice_gain_db = level_voices(config, &mut segments);
+    let correction = correct_chapter(config, &mut segments);
+    voice_gain_db.values_mut().for_each(|g| *g += correction);
 
-    /// Current length in seconds.
-    pub fn position_s(&self) -> f64 {
-        self.samples.len() as f64 / f64::from(self.sample_rate)
+    let mut writer = ChapterWriter::new(out, rate)?;
+    let spans = lay_out(config, &segments, &mut writer)?;
+    let speech_s = segments
+        .iter()
+        .map(|s| s.chunks.iter().map(|(_, c)| c.duration_s()).sum())
+        .collect();
+    drop(segments);
+    let (duration_s, loudness) = writer.finish()?;
+    let seconds = |n: u64| n as f64 / f64::from(rate);
+    Ok(MixedChapter {
+        sample_rate: rate,
+        duration_s,
+        spans: spans
+            .into_iter()
+            .map(|(a, b)| (seconds(a), seconds(b)))
+            .collect(),
+        loudness,
+        voice_gain_db,
+        speech_s,
+    })
+}
+
+/// Where laid-out audio goes: a file, or only a meter.
+trait Sink {
+    fn silence(&mut self, samples: usize) -> Result<(), WavError>;
+    fn append(&mut self, samples: &[f32]) -> Result<(), WavError>;
+    /// Samples taken so far.
+    fn written(&self) -> u64;
+}
+
+/// Feeds the chapter to `sink` in playing order: opening pause, segments
+/// with the pauses between and inside them, closing pause. Returns each
+/// segment's (start, end) in samples.
+fn lay_out<S: Sink>(
+    config: &MixConfig,
+    segments: &[SegmentAudio],
+    sink: &mut S,
+) -> Result<Vec<(u64, u64)>, WavError> {
+    let pauses = &config.pauses;
+    let ms = |ms: u32| super::clip::samples_for_ms(ms, config.sample_rate);
+    sink.silence(ms(pauses.chapter_start_ms))?;
+    let mut spans = Vec::with_capacity(segments.len());
+    for (i, segment) in segments.iter().enumerate() {
+        if i > 0 {
+            sink.silence(ms(pauses.between(&segments[i - 1], segment)))?;
+        }
+        let start = sink.written();
+        let last = segment.chunks.len().saturating_sub(1);
+        for (j, (boundary, clip)) in segment.chunks.iter().enumerate() {
+            sink.append(&clip.samples)?;
+            if j < last {
+                sink.silence(ms(pauses.after_chunk(*boundary)))?;
+            }
+        }
+        spans.push((start, sink.written()));
+    }
+    sink.silence(ms(pauses.chapter_end_ms))?;
+    Ok(spans)
+}
+
+/// A sink that only measures integrated loudness.
+struct MeterSink {
+    meter: Meter,
+    written: u64,
+    zeros: Vec<f32>,
+}
+
+impl Sink for MeterSink {
+    fn silence(&mut self, mut samples: usize) -> Result<(), WavError> {
+        self.written += samples as u64;
+        while samples > 0 {
+            let n = samples.min(self.zeros.len());
+            self.meter.add(&self.zeros[..n]);
+            samples -= n;
+        }
+        Ok(())
     }
 
-    pub fn pause(&mut self, ms: u32) {
-        let n = super::clip::samples_for_ms(ms, self.sample_rate);
-        self.samples.resize(self.samples.len() + n, 0.0);
+    fn append(&mut self, samples: &[f32]) -> Result<(), WavError> {
+        self.written += samples.len() as u64;
+        self.meter.add(samples);
+        Ok(())
     }
 
-    /// Appends a synthesized chunk: converted to the output rate, with the
-    /// backend's own leading/trailing silence trimmed (the mixer's pauses
-    /// replace it) and 5 ms fades so joints do not click.
-    pub fn append(&mut self, clip: AudioClip) {
-        let mut clip = resample(clip, self.sample_rate);
-        clip.trim_silence(SILENCE_THRESHOLD, 20);
-        fade(
-            &mut clip.samples,
-            super::clip::samples_for_ms(5, self.sample_rate),
-        );
-        self.samples.extend_from_slice(&clip.samples);
+    fn written(&self) -> u64 {
+        self.written
+    }
+}
+
+/// Voices leveled one by one land a little under the target once laid out
+/// with pauses (blocks that straddle speech and silence count too). Measures
+/// the chapter as it will play and moves every clip by the difference,
+/// keeping the peak ceiling. Returns the correction in dB.
+fn correct_chapter(config: &MixConfig, segments: &mut [SegmentAudio]) -> f64 {
+    let rate = config.sample_rate;
+    let mut sink = MeterSink {
+        meter: Meter::integrated_only(rate),
+        written: 0,
+        zeros: vec![0.0; 4096],
+    };
+    if lay_out(config, segments, &mut sink).is_err() {
+        return 0.0;
+    }
+    let measured = sink.meter.finish();
+    if !measured.is_audible() {
+        return 0.0;
+    }
+    // Small moves only: a large one means something else is wrong.
+    let diff = (config.target_lufs - measured.integrated_lufs).clamp(-3.0, 3.0);
+    if diff.abs() < 0.05 {
+        return 0.0;
+    }
+    let gain = loudness::from_db(diff);
+    let ceiling = loudness::from_db(config.true_peak_dbtp - TRUE_PEAK_MARGIN_DB);
+    let mut clips: Vec<&mut Vec<f32>> = segments
+        .iter_mut()
+        .flat_map(|s| s.chunks.iter_mut().map(|(_, c)| &mut c.samples))
+        .collect();
+    for clip in clips.iter_mut() {
+        clip.iter_mut().for_each(|s| *s *= gain);
+        if diff > 0.0 {
+            limit::limit(clip, ceiling, rate);
+        }
+    }
+    let mut applied = diff;
+    if diff > 0.0 {
+        let views: Vec<&[f32]> = clips.iter().map(|c| c.as_slice()).collect();
+        let peak = loudness::measure(&views, rate).true_peak_dbtp;
+        if peak > config.true_peak_dbtp {
+            let back = loudness::from_db(config.true_peak_dbtp - peak);
+            clips
+                .iter_mut()
+                .for_each(|c| c.iter_mut().for_each(|s| *s *= back));
+            applied -= peak - config.true_peak_dbtp;
+        }
+    }
+    applied
+}
+
+/// [`mix_chapter`] into `path`, through a temporary file renamed into place
+/// only when complete.
+pub fn mix_chapter_file(
+    config: &MixConfig,
+    segments: Vec<SegmentAudio>,
+    path: &Path,
+) -> Result<MixedChapter, WavError> {
+    let io = |source| WavError::Io {
+        path: path.to_owned(),
+        source,
+    };
+    let tmp = wav::temp_path(path);
+    let file = std::fs::File::create(&tmp).map_err(io)?;
+    match mix_chapter(config, segments, std::io::BufWriter::new(file)) {
+        Ok(mixed) => {
+            std::fs::rename(&tmp, path).map_err(io)?;
+            Ok(mixed)
+        }
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            Err(e)
+        }
+    }
+}
+
+/// Output rate, backend silence trimmed, short fades.
+fn prepare_clip(clip: &mut AudioClip, rate: u32) {
+    let mut converted = resample(std::mem::take(clip), rate);
+    converted.trim_silence(SILENCE_THRESHOLD, TRIM_KEEP_MS);
+    fade(
+        &mut converted.samples,
+        super::clip::samples_for_ms(FADE_MS, rate),
+    );
+    *clip = converted;
+}
+
+/// Brings each voice's speech in this chapter to the loudness target with
+/// its true peak at or under the ceiling: a gain, then the limiter where
+/// peaks stick out, then a correction for what the limiter took away.
+/// Returns the gain applied to each voice (dB).
+fn level_voices(config: &MixConfig, segments: &mut [SegmentAudio]) -> BTreeMap<String, f64> {
+    let rate = config.sample_rate;
+    let mut by_voice: BTreeMap<String, Vec<&mut Vec<f32>>> = BTreeMap::new();
+    for segment in segments.iter_mut() {
+        let clips = by_voice.entry(segment.voice.clone()).or_default();
+        clips.extend(segment.chunks.iter_mut().map(|(_, c)| &mut c.samples));
+    }
+    by_voice
+        .into_iter()
+        .map(|(voice, mut clips)| {
+            let gain = level_voice(config, &mut clips, rate);
+            tracing::debug!(voice, gain, "voice leveled");
+            (voice, gain)
+        })
+        .collect()
+}
+
+/// Sample ceiling under the true-peak ceiling: inter-sample peaks of speech
+/// at 16–48 kHz rarely pass a sample peak by more than this.
+const TRUE_PEAK_MARGIN_DB: f64 = 0.5;
+
+fn level_voice(config: &MixConfig, clips: &mut [&mut Vec<f32>], rate: u32) -> f64 {
+    let measure = |clips: &[&mut Vec<f32>], true_peak: bool| {
+        let views: Vec<&[f32]> = clips.iter().map(|c| c.as_slice()).collect();
+        if true_peak {
+            loudness::measure(&views, rate)
+        } else {
+            loudness::measure_integrated(&views, rate)
+        }
+    };
+    let original = measure(clips, false);
+    if !original.is_audible() {
+        return 0.0;
+    }
+    let ceiling = loudness::from_db(config.true_peak_dbtp - TRUE_PEAK_MARGIN_DB);
+    // In place, without a copy of the voice's audio: memory stays at one
+    // chapter's clips.
+    let apply = |clips: &mut [&mut Vec<f32>], gain_db: f64| {
+        let g = loudness::from_db(gain_db);
+        for clip in clips.iter_mut() {
+            clip.iter_mut().for_each(|s| *s *= g);
+            limit::limit(clip, ceiling, rate);
+        }
+    };
+    let mut gain = config.target_lufs - original.integrated_lufs;
+    apply(clips, gain);
+    let after = measure(clips, false);
+    if after.is_audible() && (after.integrated_lufs - config.target_lufs).abs() > 0.05 {
+        // Limiting lowered the loudness a little; add that much and limit
+        // again (bounded, so a pathological clip cannot be pumped forever).
+        let more = (config.target_lufs - after.integrated_lufs).clamp(0.0, 6.0);
+        apply(clips, more);
+        gain += more;
+    }
+    let last = measure(clips, true);
+    if last.true_peak_dbtp > config.true_peak_dbtp {
+        let excess = last.true_peak_dbtp - config.true_peak_dbtp;
+        let g = loudness::from_db(-excess);
+        for clip in clips.iter_mut() {
+            clip.iter_mut().for_each(|s| *s *= g);
+        }
+        gain -= excess;
+    }
+    gain
+}
+
+/// Streams samples into a WAV writer while metering them.
+struct ChapterWriter<W: Write + Seek> {
+    wav: hound::WavWriter<W>,
+    meter: Meter,
+    rate: u32,
+    written: u64,
+    zeros: Vec<f32>,
+}
+
+impl<W: Write + Seek> ChapterWriter<W> {
+    fn new(out: W, rate: u32) -> Result<ChapterWriter<W>, WavError> {
+        Ok(ChapterWriter {
+            wav: hound::WavWriter::new(out, wav::mono_spec(rate))?,
+            meter: Meter::integrated_only(rate),
+            rate,
+            written: 0,
+            zeros: vec![0.0; 4096],
+        })
     }
 
-    pub fn finish(self) -> AudioClip {
-        AudioClip::new(self.samples, self.sample_rate)
+    /// Length and loudness of what was written.
+    fn finish(self) -> Result<(f64, Loudness), WavError> {
+        let duration = self.written as f64 / f64::from(self.rate);
+        let loudness = self.meter.finish();
+        self.wav.finalize()?;
+        Ok((duration, loudness))
+    }
+}
+
+impl<W: Write + Seek> Sink for ChapterWriter<W> {
+    fn silence(&mut self, mut samples: usize) -> Result<(), WavError> {
+        while samples > 0 {
+            let n = samples.min(self.zeros.len());
+            self.meter.add(&self.zeros[..n]);
+            for _ in 0..n {
+                self.wav.write_sample(0i16)?;
+            }
+            self.written += n as u64;
+            samples -= n;
+        }
+        Ok(())
+    }
+
+    fn append(&mut self, samples: &[f32]) -> Result<(), WavError> {
+        self.meter.add(samples);
+        for &s in samples {
+            self.wav.write_sample(wav::to_i16(s))?;
+        }
+        self.written += samples.len() as u64;
+        Ok(())
+    }
+
+    fn written(&self) -> u64 {
+        self.written
     }
 }
 
@@ -132,30 +474,117 @@ fn fade(samples: &mut [f32], n: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Cursor;
 
-    #[test]
-    fn pauses_and_clips_add_up() {
-        let mut mix = ChapterMix::new(1000);
-        mix.pause(500);
-        let mut speech = vec![0.0; 100];
-        speech[10..90].fill(0.5);
-        mix.append(AudioClip::new(speech, 1000));
-        assert!(
-            (mix.position_s() - (0.5 + 0.08 + 0.02)).abs() < 1e-9,
-            "{}",
-            mix.position_s()
-        );
-        mix.pause(Pauses::default().after_chunk(Boundary::Sentence));
-        let clip = mix.finish();
-        assert_eq!(clip.samples.len(), 500 + 100 + 300);
-        assert_eq!(clip.samples[0], 0.0);
-        assert!(clip.peak() <= 0.5);
+    /// A speech-like test signal: a 220 Hz tone with syllable-rate bursts.
+    fn speechy(amplitude: f32, rate: u32, secs: f32) -> AudioClip {
+        let n = (rate as f32 * secs) as usize;
+        let samples = (0..n)
+            .map(|i| {
+                let t = i as f32 / rate as f32;
+                let envelope = (std::f32::consts::PI * 4.0 * t).sin().abs();
+                amplitude * envelope * (std::f32::consts::TAU * 220.0 * t).sin()
+            })
+            .collect();
+        AudioClip::new(samples, rate)
+    }
+
+    fn segment(
+        kind: SegmentKind,
+        paragraph: usize,
+        voice: &str,
+        clips: Vec<AudioClip>,
+    ) -> SegmentAudio {
+        SegmentAudio {
+            kind,
+            paragraph,
+            voice: voice.to_owned(),
+            chunks: clips.into_iter().map(|c| (Boundary::Sentence, c)).collect(),
+        }
+    }
+
+    fn read_back(buf: Cursor<Vec<u8>>) -> AudioClip {
+        let reader = hound::WavReader::new(Cursor::new(buf.into_inner())).unwrap();
+        let rate = reader.spec().sample_rate;
+        let samples: Vec<i16> = reader.into_samples().map(Result::unwrap).collect();
+        AudioClip::from_i16(&samples, rate)
     }
 
     #[test]
-    fn other_rates_are_converted() {
-        let mut mix = ChapterMix::new(24000);
-        mix.append(AudioClip::new(vec![0.5; 16000], 16000));
-        assert!((mix.position_s() - 1.0).abs() < 0.01);
+    fn pauses_and_clips_add_up() {
+        let config = MixConfig {
+            sample_rate: 1000,
+            ..MixConfig::default()
+        };
+        let mut speech = vec![0.0; 100];
+        speech[10..90].fill(0.5);
+        let clip = AudioClip::new(speech, 1000);
+        let segments = vec![
+            segment(
+                SegmentKind::Narration,
+                1,
+                "n",
+                vec![clip.clone(), clip.clone()],
+            ),
+            segment(SegmentKind::Dialogue, 1, "n", vec![clip.clone()]),
+            segment(SegmentKind::Narration, 2, "n", vec![clip]),
+        ];
+        let mut buf = Cursor::new(Vec::new());
+        let mixed = mix_chapter(&config, segments, &mut buf).unwrap();
+        let p = &config.pauses;
+        // Each clip: 80 ms of sound plus at most 20 ms kept on each side,
+        // bounded by the clip's own 10 ms edges = 100 ms.
+        let expected_ms = p.chapter_start_ms
+            + 100
+            + p.sentence_ms
+            + 100
+            + p.turn_ms
+            + 100
+            + p.paragraph_ms
+            + 100
+            + p.chapter_end_ms;
+        assert_eq!(mixed.duration_s, f64::from(expected_ms) / 1000.0);
+        assert_eq!(mixed.spans[0], (0.5, 0.5 + 0.5));
+        assert_eq!(read_back(buf).samples.len(), expected_ms as usize);
+    }
+
+    #[test]
+    fn voices_at_different_rates_and_levels_come_out_matched() {
+        let config = MixConfig::default();
+        let segments = vec![
+            segment(
+                SegmentKind::Narration,
+                1,
+                "quiet16k",
+                vec![speechy(0.05, 16000, 6.0)],
+            ),
+            segment(
+                SegmentKind::Dialogue,
+                1,
+                "loud44k",
+                vec![speechy(0.9, 44100, 6.0)],
+            ),
+        ];
+        let mut buf = Cursor::new(Vec::new());
+        let mixed = mix_chapter(&config, segments, &mut buf).unwrap();
+        let out = read_back(buf);
+        assert_eq!(out.sample_rate, 24000);
+        let s = &mixed.spans;
+        let part =
+            |(a, b): (f64, f64)| &out.samples[(a * 24000.0) as usize..(b * 24000.0) as usize];
+        let first = loudness::measure(&[part(s[0])], 24000);
+        let second = loudness::measure(&[part(s[1])], 24000);
+        assert!((first.integrated_lufs + 18.0).abs() < 0.5, "{first:?}");
+        assert!((second.integrated_lufs + 18.0).abs() < 0.5, "{second:?}");
+        assert!(
+            (mixed.loudness.integrated_lufs + 18.0).abs() < 0.5,
+            "{:?}",
+            mixed.loudness
+        );
+        assert!(
+            mixed.loudness.true_peak_dbtp <= -0.9,
+            "{:?}",
+            mixed.loudness
+        );
     }
 }

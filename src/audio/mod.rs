@@ -1,10 +1,15 @@
-//! Stage 4 — mixer: turn synthesized clips into chapter files.
+//! Stage 4 — mixer: turn synthesized clips into finished chapter files
+//! (WAV, subtitles, encoded formats).
 
 pub mod clip;
 pub mod decode;
+pub mod encode;
+pub mod limit;
+pub mod loudness;
 pub mod mix;
 pub mod resample;
+pub mod subtitle;
 pub mod wav;
 
 pub use clip::AudioClip;
-pub use mix::{ChapterMix, MixConfig, Pauses};
+pub use mix::{MixConfig, MixedChapter, Pauses, SegmentAudio, mix_chapter, mix_chapter_file};

@@ -21,13 +21,7 @@ pub enum WavError {
 
 /// Writes `clip` as 16-bit mono PCM.
 pub fn write_wav<W: Write + Seek>(clip: &AudioClip, out: W) -> Result<(), WavError> {
-    let spec = hound::WavSpec {
-        channels: 1,
-        sample_rate: clip.sample_rate,
-        bits_per_sample: 16,
-        sample_format: hound::SampleFormat::Int,
-    };
-    let mut writer = hound::WavWriter::new(out, spec)?;
+    let mut writer = hound::WavWriter::new(out, mono_spec(clip.sample_rate))?;
     {
         let mut samples = writer.get_i16_writer(clip.samples.len() as u32);
         for &s in &clip.samples {
@@ -39,7 +33,18 @@ pub fn write_wav<W: Write + Seek>(clip: &AudioClip, out: W) -> Result<(), WavErr
     Ok(())
 }
 
-fn to_i16(s: f32) -> i16 {
+/// 16-bit mono PCM at `sample_rate`.
+pub fn mono_spec(sample_rate: u32) -> hound::WavSpec {
+    hound::WavSpec {
+        channels: 1,
+        sample_rate,
+        bits_per_sample: 16,
+        sample_format: hound::SampleFormat::Int,
+    }
+}
+
+/// Clamps and rounds a float sample to 16 bits.
+pub fn to_i16(s: f32) -> i16 {
     (s.clamp(-1.0, 1.0) * 32767.0).round() as i16
 }
 

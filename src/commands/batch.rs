@@ -467,6 +467,7 @@ async fn render_job(
     if !written.is_empty() || !plan.orphans.is_empty() {
         write_manifest(
             dir,
+            "",
             &inputs.book.script.book,
             inputs.renderer.config.mix.sample_rate,
             written,

@@ -1,22 +1,92 @@
-//! `tingshu build BOOK`: every chapter → `OUT/<stem>/NNNN-<title>.wav` plus
-//! `manifest.json`.
+//! `tingshu build BOOK`: every chapter → `OUT/<stem>/NNNN-<title>.wav` with
+//! SRT/LRC subtitles, optional MP3/Opus per chapter and one M4B, plus
+//! `manifest.json` and `report.txt`.
 
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+use std::sync::mpsc;
 
 use anyhow::Context;
 
 use super::select::ChapterSelection;
-use super::{EXIT_OK, EXIT_PARTIAL, sanitize_file_name};
-use crate::book::read_book_with_cast;
-use crate::cli::BuildArgs;
+use super::{EXIT_OK, EXIT_PARTIAL, error_chain, sanitize_file_name};
+use crate::audio::encode::{BookChapter, Encoder, Format, Tags};
+use crate::audio::subtitle::{self, Cue, LrcTags};
+use crate::book::{Book, read_book_with_cast};
+use crate::cli::{BuildArgs, Layout};
 use crate::config::VoicesConfig;
 use crate::frontend::Lexicon;
-use crate::manifest::Manifest;
+use crate::manifest::{Manifest, ManifestChapter};
 use crate::pipeline::{ChapterJob, Renderer};
 use crate::progress::Progress;
 use crate::synth::cache::Cache;
-use crate::text::Cast;
-use crate::text::ScriptChapter;
+use crate::text::is_han;
+use crate::text::{Cast, ScriptChapter};
+
+/// Folder name used with `--layout audiobookshelf` when no author is given.
+const UNKNOWN_AUTHOR: &str = "Unknown Author";
+
+/// What to write besides the WAVs, resolved once from the arguments.
+struct Outputs {
+    formats: Vec<Format>,
+    encoder: Option<Encoder>,
+    cover: Option<PathBuf>,
+    author: Option<String>,
+    layout: Layout,
+}
+
+impl Outputs {
+    /// Checks formats, ffmpeg and the cover before anything is rendered.
+    fn resolve(args: &BuildArgs) -> anyhow::Result<Outputs> {
+        let mut formats = args.format.clone();
+        formats.sort();
+        formats.dedup();
+        if formats.is_empty() {
+            formats.push(Format::Wav);
+        }
+        if let Some(cover) = args.cover.as_ref().filter(|c| !c.is_file()) {
+            anyhow::bail!("--cover {}: no such file", cover.display());
+        }
+        // cover.jpg is converted by ffmpeg when the cover is not a JPEG.
+        let converts_cover = args.layout == Layout::Audiobookshelf
+            && args.cover.as_ref().is_some_and(|c| !is_jpeg(c));
+        let encoder = if formats.iter().any(|f| f.needs_ffmpeg()) || converts_cover {
+            Some(Encoder::new(&args.ffmpeg)?)
+        } else {
+            None
+        };
+        Ok(Outputs {
+            formats,
+            encoder,
+            cover: args.cover.clone(),
+            author: args.author.clone().filter(|a| !a.trim().is_empty()),
+            layout: args.layout,
+        })
+    }
+
+    fn wants(&self, format: Format) -> bool {
+        self.formats.contains(&format)
+    }
+
+    /// Where the book goes.
+    fn book_dir(&self, out: &Path, book: &Book) -> PathBuf {
+        match self.layout {
+            Layout::Plain => book_dir(out, &book.stem),
+            Layout::Audiobookshelf => out
+                .join(sanitize_file_name(
+                    self.author.as_deref().unwrap_or(UNKNOWN_AUTHOR),
+                ))
+                .join(sanitize_file_name(&book.script.book)),
+        }
+    }
+
+    /// WAVs live beside the other files when asked for, otherwise in a
+    /// hidden folder (kept for the M4B and for later partial runs).
+    fn wav_dir(&self) -> &'static str {
+        if self.wants(Format::Wav) { "" } else { ".wav" }
+    }
+}
 
 /// Runs `build`. Bad input is an `Err` (exit 2) before anything is written.
 pub async fn run(args: &BuildArgs, worker_program: Option<PathBuf>) -> anyhow::Result<u8> {
@@ -27,6 +97,7 @@ pub async fn run(args: &BuildArgs, worker_program: Option<PathBuf>) -> anyhow::R
         config.apply_cast(path, cast)?;
     }
     let lexicon = args.lexicon.as_deref().map(Lexicon::load).transpose()?;
+    let outputs = Outputs::resolve(args)?;
     let count = book.script.chapters.len();
     let selected = match &args.chapters {
         Some(spec) => ChapterSelection::parse(spec)?.resolve(spec, count)?,
@@ -34,15 +105,28 @@ pub async fn run(args: &BuildArgs, worker_program: Option<PathBuf>) -> anyhow::R
     };
     tracing::info!(book = %args.book.display(), encoding = book.encoding, chapters = count, "read book");
 
-    let book_dir = book_dir(&args.out, &book.stem);
+    let book_dir = outputs.book_dir(&args.out, &book);
+    let wav_dir = book_dir.join(outputs.wav_dir());
     let created = !book_dir.exists();
-    std::fs::create_dir_all(&book_dir)
-        .with_context(|| format!("cannot create output directory {}", book_dir.display()))?;
+    std::fs::create_dir_all(&wav_dir)
+        .with_context(|| format!("cannot create output directory {}", wav_dir.display()))?;
 
     let jobs: Vec<ChapterJob> = selected
         .iter()
-        .map(|&index| chapter_job(&book_dir, index, &book.script.chapters[index - 1]))
+        .map(|&index| chapter_job(&wav_dir, index, &book.script.chapters[index - 1]))
         .collect();
+
+    // Per-chapter encoding runs beside synthesis on its own thread.
+    let (encode_tx, encode_rx) = mpsc::channel::<EncodeJob>();
+    let encoder_thread = outputs.encoder.clone().map(|encoder| {
+        let formats: Vec<Format> = outputs
+            .formats
+            .iter()
+            .copied()
+            .filter(|f| f.per_chapter() && f.needs_ffmpeg())
+            .collect();
+        std::thread::spawn(move || encode_chapters(&encoder, &formats, encode_rx))
+    });
 
     let cache_dir = args
         .cache
@@ -53,10 +137,35 @@ pub async fn run(args: &BuildArgs, worker_program: Option<PathBuf>) -> anyhow::R
     let mut progress = Progress::new(jobs.len());
     let mut written = Vec::new();
     let mut failures = Vec::new();
+    let lrc_artist = outputs.author.clone();
     renderer
         .render(jobs, |outcome| match outcome.result {
             Ok(chapter) => {
                 progress.chapter_done(&outcome.title, Some(chapter.duration_s));
+                let stem = chapter_stem(chapter.index, &chapter.title);
+                if let Err(e) = write_subtitles(
+                    &book_dir,
+                    &stem,
+                    &chapter,
+                    &book.script.book,
+                    lrc_artist.clone(),
+                ) {
+                    failures.push(format!(
+                        "chapter {} ({}): {e:#}",
+                        chapter.index, chapter.title
+                    ));
+                }
+                let _ = encode_tx.send(EncodeJob {
+                    wav: wav_dir.join(&chapter.file),
+                    out_stem: book_dir.join(&stem),
+                    tags: Tags {
+                        title: chapter.title.clone(),
+                        album: book.script.book.clone(),
+                        artist: outputs.author.clone(),
+                        track: Some((chapter.index, count)),
+                        cover: outputs.cover.clone(),
+                    },
+                });
                 written.push(chapter);
             }
             Err(e) => {
@@ -65,32 +174,49 @@ pub async fn run(args: &BuildArgs, worker_program: Option<PathBuf>) -> anyhow::R
                     "chapter {} ({}): {}",
                     outcome.index,
                     outcome.title,
-                    super::error_chain(&e)
+                    error_chain(&e)
                 ));
             }
         })
         .await;
+    drop(encode_tx);
     progress.finish();
+    if let Some(thread) = encoder_thread {
+        match thread.join() {
+            Ok(errors) => failures.extend(errors),
+            Err(_) => failures.push("the encoder thread stopped unexpectedly".to_owned()),
+        }
+    }
 
     if written.is_empty() && created {
         let _ = std::fs::remove_dir_all(&book_dir);
     }
+    let mut manifest = None;
     if !written.is_empty() {
-        write_manifest(
+        manifest = Some(write_manifest(
             &book_dir,
+            outputs.wav_dir(),
             &book.script.book,
             renderer.config.mix.sample_rate,
             written.clone(),
-        )?;
+        )?);
     }
+    if let Some(manifest) = &manifest
+        && let Err(e) = finish_book(&outputs, &book_dir, &book, manifest)
+    {
+        failures.push(format!("{e:#}"));
+    }
+
+    let flags = quality_flags(&written);
     let audio_s: f64 = written.iter().map(|c| c.duration_s).sum();
-    eprintln!(
+    let summary = format!(
         "{} of {} chapters rendered into {} ({} audio)",
         written.len(),
         selected.len(),
         book_dir.display(),
         crate::progress::format_duration(audio_s)
     );
+    eprintln!("{summary}");
     let stats = &renderer.client.stats;
     eprintln!(
         "{} requests sent, {} chunks from the cache in {}",
@@ -101,6 +227,18 @@ pub async fn run(args: &BuildArgs, worker_program: Option<PathBuf>) -> anyhow::R
     for failure in &failures {
         eprintln!("failed: {failure}");
     }
+    if !flags.is_empty() {
+        eprintln!(
+            "{} segment(s) with unusual pace (possibly truncated or garbled audio), see report.txt",
+            flags.len()
+        );
+    }
+    if book_dir.is_dir() {
+        let report = report_text(&summary, &failures, &flags, &written);
+        let path = book_dir.join("report.txt");
+        std::fs::write(&path, report)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
     Ok(if failures.is_empty() {
         EXIT_OK
     } else {
@@ -108,33 +246,186 @@ pub async fn run(args: &BuildArgs, worker_program: Option<PathBuf>) -> anyhow::R
     })
 }
 
-/// Where a book's files go: `OUT/<sanitized stem>/`.
+/// Where a book's files go with the plain layout: `OUT/<sanitized stem>/`.
 pub fn book_dir(out: &Path, stem: &str) -> PathBuf {
     out.join(sanitize_file_name(stem))
 }
 
 /// A chapter's WAV file name: `NNNN-<sanitized title>.wav`.
 pub fn chapter_file_name(index: usize, title: &str) -> String {
-    format!("{index:04}-{}.wav", sanitize_file_name(title))
+    format!("{}.wav", chapter_stem(index, title))
 }
 
-/// The render job of chapter `index` (1-based) into `book_dir`.
-pub fn chapter_job(book_dir: &Path, index: usize, chapter: &ScriptChapter) -> ChapterJob {
+/// The render job of chapter `index` (1-based) into `dir`.
+pub fn chapter_job(dir: &Path, index: usize, chapter: &ScriptChapter) -> ChapterJob {
     ChapterJob {
         index,
         chapter: chapter.clone(),
-        path: book_dir.join(chapter_file_name(index, &chapter.title)),
+        path: dir.join(chapter_file_name(index, &chapter.title)),
     }
 }
 
+/// `NNNN-<title>`: the name every file of a chapter shares.
+fn chapter_stem(index: usize, title: &str) -> String {
+    format!("{index:04}-{}", sanitize_file_name(title))
+}
+
+/// One chapter for the encoder thread.
+struct EncodeJob {
+    wav: PathBuf,
+    /// Path without extension of the encoded files.
+    out_stem: PathBuf,
+    tags: Tags,
+}
+
+fn encode_chapters(
+    encoder: &Encoder,
+    formats: &[Format],
+    jobs: mpsc::Receiver<EncodeJob>,
+) -> Vec<String> {
+    let mut errors = Vec::new();
+    for job in jobs {
+        for &format in formats {
+            let out = job.out_stem.with_extension(format.extension());
+            if let Err(e) = encoder.encode_chapter(&job.wav, &out, format, &job.tags) {
+                errors.push(e.to_string());
+            }
+        }
+    }
+    errors
+}
+
+/// SRT and LRC beside the chapter's audio, timed from the manifest.
+fn write_subtitles(
+    dir: &Path,
+    stem: &str,
+    chapter: &ManifestChapter,
+    book: &str,
+    artist: Option<String>,
+) -> anyhow::Result<()> {
+    let cues: Vec<Cue> = chapter
+        .segments
+        .iter()
+        .map(|s| Cue {
+            start_s: s.start_s,
+            end_s: s.end_s,
+            text: s.text.clone(),
+        })
+        .collect();
+    let srt = dir.join(format!("{stem}.srt"));
+    std::fs::write(&srt, subtitle::srt(&cues))
+        .with_context(|| format!("cannot write {}", srt.display()))?;
+    let tags = LrcTags {
+        title: chapter.title.clone(),
+        album: book.to_owned(),
+        artist,
+    };
+    let lrc = dir.join(format!("{stem}.lrc"));
+    std::fs::write(&lrc, subtitle::lrc(&cues, &tags))
+        .with_context(|| format!("cannot write {}", lrc.display()))
+}
+
+/// The M4B, cover.jpg and desc.txt: things made from the whole book.
+fn finish_book(
+    outputs: &Outputs,
+    book_dir: &Path,
+    book: &Book,
+    manifest: &Manifest,
+) -> anyhow::Result<()> {
+    if let Some(encoder) = outputs
+        .encoder
+        .as_ref()
+        .filter(|_| outputs.wants(Format::M4b))
+    {
+        let chapters: Vec<BookChapter> = manifest
+            .chapters
+            .iter()
+            .map(|c| BookChapter {
+                file: book_dir.join(&c.file),
+                title: c.title.clone(),
+            })
+            .collect();
+        let out = book_dir.join(format!("{}.m4b", sanitize_file_name(&book.script.book)));
+        let tags = Tags {
+            title: book.script.book.clone(),
+            album: book.script.book.clone(),
+            artist: outputs.author.clone(),
+            track: None,
+            cover: outputs.cover.clone(),
+        };
+        encoder.encode_m4b(&chapters, &out, &tags)?;
+    }
+    if outputs.layout == Layout::Audiobookshelf {
+        if let Some(cover) = &outputs.cover {
+            let dest = book_dir.join("cover.jpg");
+            match &outputs.encoder {
+                Some(encoder) if !is_jpeg(cover) => encoder.convert_image(cover, &dest)?,
+                _ => {
+                    std::fs::copy(cover, &dest)
+                        .with_context(|| format!("cannot write {}", dest.display()))?;
+                }
+            }
+        }
+        write_description(book_dir, book, outputs.author.as_deref(), manifest)?;
+    }
+    Ok(())
+}
+
+/// Whether `path` starts like a JPEG file.
+fn is_jpeg(path: &Path) -> bool {
+    use std::io::Read;
+    let mut magic = [0u8; 2];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut magic))
+        .is_ok_and(|()| magic == [0xFF, 0xD8])
+}
+
+/// `desc.txt`: the book's front matter when it has some, else a summary.
+fn write_description(
+    book_dir: &Path,
+    book: &Book,
+    author: Option<&str>,
+    manifest: &Manifest,
+) -> anyhow::Result<()> {
+    let front: Vec<&str> = book
+        .script
+        .chapters
+        .iter()
+        .filter(|c| c.number == 0)
+        .flat_map(|c| c.segments.iter().map(|s| s.text.as_str()))
+        .collect();
+    let mut text = if front.is_empty() {
+        String::new()
+    } else {
+        front.join("") + "\n\n"
+    };
+    let _ = writeln!(
+        text,
+        "{}{} — {} chapters, {} of audio, read by tingshu.",
+        book.script.book,
+        author.map(|a| format!(" ({a})")).unwrap_or_default(),
+        manifest.chapters.len(),
+        crate::progress::format_duration(manifest.chapters.iter().map(|c| c.duration_s).sum())
+    );
+    let path = book_dir.join("desc.txt");
+    std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))
+}
+
 /// Merges newly rendered chapters into the book's manifest (chapters rendered
-/// by earlier runs with other `--chapters` stay listed while their files exist).
+/// by earlier runs with other `--chapters` stay listed while their files
+/// exist) and returns it. `file` names are relative to the book directory.
 pub fn write_manifest(
     book_dir: &Path,
+    wav_dir: &str,
     book: &str,
     sample_rate: u32,
-    chapters: Vec<crate::manifest::ManifestChapter>,
-) -> anyhow::Result<()> {
+    mut chapters: Vec<ManifestChapter>,
+) -> anyhow::Result<Manifest> {
+    for chapter in &mut chapters {
+        if !wav_dir.is_empty() {
+            chapter.file = format!("{wav_dir}/{}", chapter.file);
+        }
+    }
     let path = book_dir.join("manifest.json");
     let mut manifest = Manifest::read(&path)
         .filter(|m| m.book == book && m.sample_rate == sample_rate)
@@ -149,5 +440,148 @@ pub fn write_manifest(
     manifest.merge(chapters);
     manifest
         .write(&path)
-        .with_context(|| format!("cannot write {}", path.display()))
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(manifest)
+}
+
+/// A segment whose pace is far from its voice's usual pace.
+#[derive(Debug, Clone, PartialEq)]
+struct QualityFlag {
+    chapter: usize,
+    segment: usize,
+    voice: String,
+    seconds_per_han: f64,
+    usual: f64,
+    text: String,
+}
+
+/// Segments need this many Han characters to be judged.
+const MIN_HAN_FOR_PACE: usize = 4;
+/// A voice needs this many judged segments before outliers are flagged.
+const MIN_SEGMENTS_FOR_PACE: usize = 5;
+/// Outside [usual / FACTOR, usual × FACTOR] is flagged.
+const PACE_FACTOR: f64 = 2.0;
+
+/// Flags segments whose seconds per Han character are far outside the
+/// voice's median in this run: truncated or hallucinated backend audio.
+fn quality_flags(chapters: &[ManifestChapter]) -> Vec<QualityFlag> {
+    let mut paces: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+    let mut judged = Vec::new();
+    for chapter in chapters {
+        for (i, segment) in chapter.segments.iter().enumerate() {
+            let han = segment.text.chars().filter(|&c| is_han(c)).count();
+            if han < MIN_HAN_FOR_PACE {
+                continue;
+            }
+            let pace = (segment.end_s - segment.start_s) / han as f64;
+            paces.entry(&segment.voice).or_default().push(pace);
+            judged.push((chapter.index, i + 1, segment, pace));
+        }
+    }
+    let usual: BTreeMap<&str, f64> = paces
+        .into_iter()
+        .filter(|(_, v)| v.len() >= MIN_SEGMENTS_FOR_PACE)
+        .map(|(voice, mut v)| {
+            v.sort_by(f64::total_cmp);
+            (voice, v[v.len() / 2])
+        })
+        .collect();
+    judged
+        .into_iter()
+        .filter_map(|(chapter, segment_no, segment, pace)| {
+            let usual = *usual.get(segment.voice.as_str())?;
+            let outside = pace < usual / PACE_FACTOR || pace > usual * PACE_FACTOR;
+            outside.then(|| QualityFlag {
+                chapter,
+                segment: segment_no,
+                voice: segment.voice.clone(),
+                seconds_per_han: pace,
+                usual,
+                text: segment.text.chars().take(24).collect(),
+            })
+        })
+        .collect()
+}
+
+fn report_text(
+    summary: &str,
+    failures: &[String],
+    flags: &[QualityFlag],
+    written: &[ManifestChapter],
+) -> String {
+    let mut out = format!("tingshu build report\n{summary}\n\n");
+    let _ = writeln!(out, "Failed ({}):", failures.len());
+    for f in failures {
+        let _ = writeln!(out, "  {f}");
+    }
+    let _ = writeln!(
+        out,
+        "\nQuality flags: segments whose seconds per Han character are outside {PACE_FACTOR}× of their voice's median ({}):",
+        flags.len()
+    );
+    for f in flags {
+        let _ = writeln!(
+            out,
+            "  chapter {} segment {} [{}]: {:.3} s/char (usual {:.3}): {}",
+            f.chapter, f.segment, f.voice, f.seconds_per_han, f.usual, f.text
+        );
+    }
+    let _ = writeln!(out, "\nChapters:");
+    for c in written {
+        let loudness = c
+            .loudness_lufs
+            .map(|l| format!("{l:.1} LUFS"))
+            .unwrap_or_else(|| "silent".to_owned());
+        let _ = writeln!(
+            out,
+            "  {:4} {} — {} — {}",
+            c.index,
+            c.title,
+            crate::progress::format_duration(c.duration_s),
+            loudness
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::manifest::ManifestSegment;
+    use crate::text::SegmentKind;
+
+    fn segment(text: &str, start_s: f64, end_s: f64) -> ManifestSegment {
+        ManifestSegment {
+            kind: SegmentKind::Narration,
+            speaker: None,
+            text: text.to_owned(),
+            start_s,
+            end_s,
+            voice: "narrator".to_owned(),
+        }
+    }
+
+    #[test]
+    fn pace_outliers_are_flagged_per_voice() {
+        // Eight normal segments of 5 Han characters at 0.25 s each, one far
+        // too short (truncated) and one far too long (hallucinated).
+        let mut segments: Vec<ManifestSegment> = (0..8)
+            .map(|i| segment("山高水长远", f64::from(i) * 2.0, f64::from(i) * 2.0 + 1.25))
+            .collect();
+        segments.push(segment("风吹草低见", 20.0, 20.3));
+        segments.push(segment("月落乌啼霜", 21.0, 26.0));
+        segments.push(segment("短", 27.0, 40.0));
+        let chapter = ManifestChapter {
+            index: 3,
+            title: "t".into(),
+            file: "f.wav".into(),
+            duration_s: 41.0,
+            loudness_lufs: Some(-18.0),
+            segments,
+        };
+        let flags = quality_flags(&[chapter]);
+        let got: Vec<(usize, usize)> = flags.iter().map(|f| (f.chapter, f.segment)).collect();
+        assert_eq!(got, [(3, 9), (3, 10)]);
+        assert!((flags[0].usual - 0.25).abs() < 1e-9);
+    }
 }

@@ -1,0 +1,480 @@
+//! Encoded outputs through Debian's `ffmpeg` program: MP3 and Opus per
+//! chapter with tags and cover, and one M4B for the whole book with a
+//! chapter marker per chapter (FFMETADATA).
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::str::FromStr;
+
+use super::wav::temp_path;
+
+/// An output format of `tingshu build --format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Format {
+    Wav,
+    Mp3,
+    Opus,
+    M4b,
+}
+
+impl Format {
+    pub fn extension(self) -> &'static str {
+        match self {
+            Format::Wav => "wav",
+            Format::Mp3 => "mp3",
+            Format::Opus => "opus",
+            Format::M4b => "m4b",
+        }
+    }
+
+    /// Whether this format is one file per chapter (the M4B is per book).
+    pub fn per_chapter(self) -> bool {
+        !matches!(self, Format::M4b)
+    }
+
+    /// Whether ffmpeg makes it.
+    pub fn needs_ffmpeg(self) -> bool {
+        !matches!(self, Format::Wav)
+    }
+}
+
+impl FromStr for Format {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Format, String> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "wav" => Ok(Format::Wav),
+            "mp3" => Ok(Format::Mp3),
+            "opus" => Ok(Format::Opus),
+            "m4b" => Ok(Format::M4b),
+            other => Err(format!(
+                "unknown format '{other}' (known: wav, mp3, opus, m4b)"
+            )),
+        }
+    }
+}
+
+/// Why encoding failed.
+#[derive(Debug, thiserror::Error)]
+pub enum EncodeError {
+    #[error(
+        "cannot run `{program}` ({source}): MP3, Opus and M4B output need ffmpeg — install the Debian package `ffmpeg` (apt-get install ffmpeg)"
+    )]
+    Missing {
+        program: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("ffmpeg failed writing {path}: {message}")]
+    Failed { path: PathBuf, message: String },
+    #[error("cannot write {path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot read {path}: {message}")]
+    Input { path: PathBuf, message: String },
+}
+
+/// Tags of one chapter file.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Tags {
+    pub title: String,
+    pub album: String,
+    pub artist: Option<String>,
+    /// (track, total tracks).
+    pub track: Option<(usize, usize)>,
+    pub cover: Option<PathBuf>,
+}
+
+/// A chapter of the M4B.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BookChapter {
+    /// A WAV file.
+    pub file: PathBuf,
+    pub title: String,
+}
+
+/// Runs the `ffmpeg` program.
+#[derive(Debug, Clone)]
+pub struct Encoder {
+    program: PathBuf,
+}
+
+impl Encoder {
+    /// Checks that `program` runs (`ffmpeg -version`).
+    pub fn new(program: impl Into<PathBuf>) -> Result<Encoder, EncodeError> {
+        let program = program.into();
+        let status = Command::new(&program)
+            .arg("-version")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        match status {
+            Ok(s) if s.success() => Ok(Encoder { program }),
+            Ok(s) => Err(EncodeError::Missing {
+                program,
+                source: std::io::Error::other(format!("`-version` exited with {s}")),
+            }),
+            Err(source) => Err(EncodeError::Missing { program, source }),
+        }
+    }
+
+    /// Encodes a chapter WAV into `out` (MP3 or Opus) with tags and cover.
+    pub fn encode_chapter(
+        &self,
+        wav: &Path,
+        out: &Path,
+        format: Format,
+        tags: &Tags,
+    ) -> Result<(), EncodeError> {
+        let meta = temp_path(&out.with_extension("ffmeta"));
+        let mut text = String::from(";FFMETADATA1\n");
+        push_tag(&mut text, "title", &tags.title);
+        push_tag(&mut text, "album", &tags.album);
+        if let Some(artist) = &tags.artist {
+            push_tag(&mut text, "artist", artist);
+            push_tag(&mut text, "album_artist", artist);
+        }
+        if let Some((n, total)) = tags.track {
+            push_tag(&mut text, "track", &format!("{n}/{total}"));
+        }
+        push_tag(&mut text, "genre", "Audiobook");
+        let mut args: Vec<String> = vec!["-i".into(), path_arg(wav), "-i".into(), path_arg(&meta)];
+        match format {
+            Format::Mp3 => {
+                let cover = tags.cover.as_ref();
+                if let Some(cover) = cover {
+                    args.extend(["-i".into(), path_arg(cover)]);
+                }
+                args.extend(
+                    [
+                        "-map",
+                        "0:a",
+                        "-map_metadata",
+                        "1",
+                        "-c:a",
+                        "libmp3lame",
+                        "-b:a",
+                        "64k",
+                    ]
+                    .map(String::from),
+                );
+                if cover.is_some() {
+                    args.extend(
+                        [
+                            "-map",
+                            "2:v",
+                            "-c:v",
+                            "mjpeg",
+                            "-disposition:v",
+                            "attached_pic",
+                            "-metadata:s:v",
+                            "comment=Cover (front)",
+                        ]
+                        .map(String::from),
+                    );
+                }
+                args.extend(["-id3v2_version", "3", "-f", "mp3"].map(String::from));
+            }
+            Format::Opus => {
+                if let Some(cover) = &tags.cover {
+                    let block = picture_block(cover)?;
+                    push_tag(&mut text, "METADATA_BLOCK_PICTURE", &base64(&block));
+                }
+                args.extend(
+                    [
+                        "-map",
+                        "0:a",
+                        "-map_metadata",
+                        "1",
+                        "-c:a",
+                        "libopus",
+                        "-b:a",
+                        "32k",
+                        "-f",
+                        "opus",
+                    ]
+                    .map(String::from),
+                );
+            }
+            Format::Wav | Format::M4b => {
+                return Err(EncodeError::Failed {
+                    path: out.to_owned(),
+                    message: format!("{} is not a per-chapter encoded format", format.extension()),
+                });
+            }
+        }
+        write_file(&meta, &text)?;
+        let result = self.run(args, out);
+        let _ = std::fs::remove_file(&meta);
+        result
+    }
+
+    /// Writes one M4B (AAC in MP4) of `chapters` in order, one chapter
+    /// marker each, with book tags and an optional cover.
+    pub fn encode_m4b(
+        &self,
+        chapters: &[BookChapter],
+        out: &Path,
+        tags: &Tags,
+    ) -> Result<(), EncodeError> {
+        let list = temp_path(&out.with_extension("list"));
+        let meta = temp_path(&out.with_extension("ffmeta"));
+        let mut list_text = String::from("ffconcat version 1.0\n");
+        let mut meta_text = String::from(";FFMETADATA1\n");
+        push_tag(&mut meta_text, "title", &tags.album);
+        push_tag(&mut meta_text, "album", &tags.album);
+        if let Some(artist) = &tags.artist {
+            push_tag(&mut meta_text, "artist", artist);
+            push_tag(&mut meta_text, "album_artist", artist);
+        }
+        push_tag(&mut meta_text, "genre", "Audiobook");
+        let mut start_ms = 0u64;
+        for chapter in chapters {
+            let frames_ms = wav_duration_ms(&chapter.file)?;
+            let abs = std::path::absolute(&chapter.file).unwrap_or_else(|_| chapter.file.clone());
+            let _ = writeln!(
+                list_text,
+                "file '{}'",
+                abs.to_string_lossy().replace('\'', "'\\''")
+            );
+            let _ = write!(
+                meta_text,
+                "[CHAPTER]\nTIMEBASE=1/1000\nSTART={start_ms}\nEND={}\n",
+                start_ms + frames_ms
+            );
+            push_tag(&mut meta_text, "title", &chapter.title);
+            start_ms += frames_ms;
+        }
+        write_file(&list, &list_text)?;
+        write_file(&meta, &meta_text)?;
+        let mut args: Vec<String> = ["-f", "concat", "-safe", "0", "-i"]
+            .map(String::from)
+            .into();
+        args.extend([path_arg(&list), "-i".into(), path_arg(&meta)]);
+        if let Some(cover) = &tags.cover {
+            args.extend(["-i".into(), path_arg(cover)]);
+        }
+        args.extend(
+            [
+                "-map",
+                "0:a",
+                "-map_metadata",
+                "1",
+                "-map_chapters",
+                "1",
+                "-c:a",
+                "aac",
+                "-b:a",
+                "64k",
+            ]
+            .map(String::from),
+        );
+        if tags.cover.is_some() {
+            args.extend(
+                [
+                    "-map",
+                    "2:v",
+                    "-c:v",
+                    "mjpeg",
+                    "-disposition:v",
+                    "attached_pic",
+                ]
+                .map(String::from),
+            );
+        }
+        args.extend(["-movflags", "+faststart", "-f", "ipod"].map(String::from));
+        let result = self.run(args, out);
+        let _ = std::fs::remove_file(&list);
+        let _ = std::fs::remove_file(&meta);
+        result
+    }
+
+    /// Converts any image ffmpeg reads into a JPEG (for `cover.jpg`).
+    pub fn convert_image(&self, input: &Path, out: &Path) -> Result<(), EncodeError> {
+        let args = vec![
+            "-i".into(),
+            path_arg(input),
+            "-frames:v".into(),
+            "1".into(),
+            "-c:v".into(),
+            "mjpeg".into(),
+            "-f".into(),
+            "image2".into(),
+        ];
+        self.run(args, out)
+    }
+
+    /// Runs ffmpeg with `args` writing `out` through a temporary file.
+    fn run(&self, mut args: Vec<String>, out: &Path) -> Result<(), EncodeError> {
+        let tmp = temp_path(out);
+        let mut full: Vec<String> = ["-hide_banner", "-nostdin", "-loglevel", "error", "-y"]
+            .map(String::from)
+            .into();
+        full.append(&mut args);
+        full.push(path_arg(&tmp));
+        let output = Command::new(&self.program)
+            .args(&full)
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|source| EncodeError::Missing {
+                program: self.program.clone(),
+                source,
+            })?;
+        if !output.status.success() {
+            let _ = std::fs::remove_file(&tmp);
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            let message = stderr
+                .lines()
+                .rfind(|l| !l.trim().is_empty())
+                .unwrap_or("no message")
+                .to_owned();
+            return Err(EncodeError::Failed {
+                path: out.to_owned(),
+                message: format!("{} ({message})", output.status),
+            });
+        }
+        std::fs::rename(&tmp, out).map_err(|source| EncodeError::Io {
+            path: out.to_owned(),
+            source,
+        })
+    }
+}
+
+/// Paths starting with `-` would read as options.
+fn path_arg(path: &Path) -> String {
+    let s = path.to_string_lossy().into_owned();
+    if s.starts_with('-') {
+        format!("./{s}")
+    } else {
+        s
+    }
+}
+
+fn write_file(path: &Path, text: &str) -> Result<(), EncodeError> {
+    std::fs::write(path, text).map_err(|source| EncodeError::Io {
+        path: path.to_owned(),
+        source,
+    })
+}
+
+/// `key=value` with FFMETADATA escaping (`=;#\` and newlines).
+fn push_tag(out: &mut String, key: &str, value: &str) {
+    out.push_str(key);
+    out.push('=');
+    for c in value.chars() {
+        match c {
+            '=' | ';' | '#' | '\\' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '\n' | '\r' => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out.push('\n');
+}
+
+/// Exact length of a WAV in milliseconds, from its header.
+fn wav_duration_ms(path: &Path) -> Result<u64, EncodeError> {
+    let reader = hound::WavReader::open(path).map_err(|e| EncodeError::Input {
+        path: path.to_owned(),
+        message: e.to_string(),
+    })?;
+    let rate = u64::from(reader.spec().sample_rate.max(1));
+    Ok((u64::from(reader.duration()) * 1000 + rate / 2) / rate)
+}
+
+/// A FLAC picture block (front cover) for Ogg/Opus's
+/// `METADATA_BLOCK_PICTURE` comment.
+fn picture_block(cover: &Path) -> Result<Vec<u8>, EncodeError> {
+    let data = std::fs::read(cover).map_err(|e| EncodeError::Input {
+        path: cover.to_owned(),
+        message: e.to_string(),
+    })?;
+    let mime: &[u8] = if data.starts_with(b"\x89PNG") {
+        b"image/png"
+    } else {
+        b"image/jpeg"
+    };
+    let mut block = Vec::with_capacity(data.len() + 64);
+    let push_u32 =
+        |block: &mut Vec<u8>, v: usize| block.extend_from_slice(&(v as u32).to_be_bytes());
+    push_u32(&mut block, 3); // front cover
+    push_u32(&mut block, mime.len());
+    block.extend_from_slice(mime);
+    push_u32(&mut block, 0); // no description
+    for _ in 0..4 {
+        push_u32(&mut block, 0); // width, height, depth, colours: unknown
+    }
+    push_u32(&mut block, data.len());
+    block.extend_from_slice(&data);
+    Ok(block)
+}
+
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for group in bytes.chunks(3) {
+        let b = [
+            group[0],
+            *group.get(1).unwrap_or(&0),
+            *group.get(2).unwrap_or(&0),
+        ];
+        let n = u32::from(b[0]) << 16 | u32::from(b[1]) << 8 | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= group.len() {
+                out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_parse() {
+        assert_eq!("MP3".parse::<Format>(), Ok(Format::Mp3));
+        assert_eq!(" m4b".parse::<Format>(), Ok(Format::M4b));
+        assert_eq!(
+            "flac".parse::<Format>().unwrap_err(),
+            "unknown format 'flac' (known: wav, mp3, opus, m4b)"
+        );
+    }
+
+    #[test]
+    fn metadata_values_are_escaped() {
+        let mut s = String::new();
+        push_tag(&mut s, "title", "a=b;c#d\\e\nf");
+        assert_eq!(s, "title=a\\=b\\;c\\#d\\\\e f\n");
+    }
+
+    #[test]
+    fn base64_matches_rfc_4648_vectors() {
+        let cases = [
+            ("", ""),
+            ("f", "Zg=="),
+            ("fo", "Zm8="),
+            ("foo", "Zm9v"),
+            ("foobar", "Zm9vYmFy"),
+        ];
+        for (input, expected) in cases {
+            assert_eq!(base64(input.as_bytes()), expected);
+        }
+    }
+
+    #[test]
+    fn a_missing_program_names_the_package() {
+        let err = Encoder::new("/nonexistent/ffmpeg").unwrap_err().to_string();
+        assert!(err.contains("Debian package `ffmpeg`"), "{err}");
+        assert!(err.contains("/nonexistent/ffmpeg"), "{err}");
+    }
+}
