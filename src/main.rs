@@ -42,6 +42,9 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
     runtime.block_on(async {
         match &cli.command {
             Command::Build(args) => commands::build::run(args, worker_program).await,
+            Command::Enqueue(args) => commands::enqueue::run(args).await,
+            Command::Worker(args) => commands::worker::run(args, worker_program).await,
+            Command::QueueStatus(args) => commands::queue_status::run(args).await,
         }
     })
 }

@@ -58,6 +58,16 @@ pub struct Renderer {
     pub backends: BTreeMap<String, Arc<dyn Synthesizer>>,
 }
 
+/// One synthesis request of a chapter, from [`Renderer::plan_chapter`].
+pub struct PlannedChunk {
+    /// Index of the segment in the chapter.
+    pub segment: usize,
+    /// The pause that follows the chunk inside its segment.
+    pub boundary: Boundary,
+    pub backend: Arc<dyn Synthesizer>,
+    pub request: SynthRequest,
+}
+
 /// A synthesized chunk: (segment index, boundary after it, audio or error).
 type Piece = (usize, Boundary, Result<AudioClip, SynthError>);
 
@@ -107,6 +117,42 @@ impl Renderer {
             .collect()
     }
 
+    /// Every synthesis request of a chapter, in reading order — the same
+    /// requests [`Renderer::render`] sends (used to render a chapter on
+    /// many machines and mix it from cached clips).
+    pub fn plan_chapter(&self, chapter: &ScriptChapter) -> Vec<PlannedChunk> {
+        chapter
+            .segments
+            .iter()
+            .enumerate()
+            .flat_map(|(si, segment)| {
+                self.plan_segment(segment)
+                    .into_iter()
+                    .map(move |(boundary, backend, request)| PlannedChunk {
+                        segment: si,
+                        boundary,
+                        backend,
+                        request,
+                    })
+            })
+            .collect()
+    }
+
+    /// Mixes and writes a chapter from already synthesized clips, one per
+    /// chunk of [`Renderer::plan_chapter`] in the same order: the same
+    /// code path, hence the same bytes, as [`Renderer::render`].
+    pub fn mix_clips(
+        &self,
+        job: &ChapterJob,
+        clips: Vec<(usize, Boundary, AudioClip)>,
+    ) -> Result<ManifestChapter, ChapterError> {
+        let pieces = clips
+            .into_iter()
+            .map(|(si, boundary, clip)| (si, boundary, Ok(clip)))
+            .collect();
+        self.mix_chapter(job, pieces)
+    }
+
     fn concurrency(&self) -> usize {
         let total: usize = self
             .backends
@@ -122,16 +168,14 @@ impl Renderer {
         let mut remaining = Vec::with_capacity(jobs.len());
         for (ci, job) in jobs.iter().enumerate() {
             let before = tasks.len();
-            for (si, segment) in job.chapter.segments.iter().enumerate() {
-                for (boundary, backend, request) in self.plan_segment(segment) {
-                    tasks.push(Task {
-                        chapter: ci,
-                        segment: si,
-                        boundary,
-                        backend,
-                        request,
-                    });
-                }
+            for planned in self.plan_chapter(&job.chapter) {
+                tasks.push(Task {
+                    chapter: ci,
+                    segment: planned.segment,
+                    boundary: planned.boundary,
+                    backend: planned.backend,
+                    request: planned.request,
+                });
             }
             remaining.push(tasks.len() - before);
         }
@@ -237,15 +281,30 @@ impl Renderer {
 }
 
 async fn synthesize_with_retry(task: &Task) -> Result<AudioClip, SynthError> {
-    if task.request.pinyin.is_empty() && task.request.text.chars().all(|c| !c.is_alphanumeric()) {
+    synthesize_chunk(task.backend.as_ref(), &task.request).await
+}
+
+/// Whether a chunk has nothing to say (only punctuation): it is not sent to
+/// a backend and mixes as an empty clip.
+pub fn is_silent(request: &SynthRequest) -> bool {
+    request.pinyin.is_empty() && request.text.chars().all(|c| !c.is_alphanumeric())
+}
+
+/// Synthesizes one chunk as [`Renderer::render`] does: silent chunks give
+/// an empty clip, retryable failures are tried again a few times.
+pub async fn synthesize_chunk(
+    backend: &dyn Synthesizer,
+    request: &SynthRequest,
+) -> Result<AudioClip, SynthError> {
+    if is_silent(request) {
         return Ok(AudioClip::new(Vec::new(), 0));
     }
     let mut attempt = 0;
     loop {
-        match task.backend.synthesize(&task.request).await {
+        match backend.synthesize(request).await {
             Err(e) if e.is_retryable() && attempt < RETRIES => {
                 attempt += 1;
-                tracing::warn!(backend = task.backend.name(), attempt, error = %e, "retrying chunk");
+                tracing::warn!(backend = backend.name(), attempt, error = %e, "retrying chunk");
                 tokio::time::sleep(Duration::from_millis(100 << attempt)).await;
             }
             other => return other,

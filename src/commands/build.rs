@@ -98,7 +98,7 @@ pub async fn run(args: &BuildArgs, worker_program: Option<PathBuf>) -> anyhow::R
 
 /// Merges newly rendered chapters into the book's manifest (chapters rendered
 /// by earlier runs with other `--chapters` stay listed while their files exist).
-fn write_manifest(
+pub fn write_manifest(
     book_dir: &Path,
     book: &str,
     sample_rate: u32,

@@ -1,7 +1,10 @@
 //! The CLI commands. Each returns the process exit status or a fatal error.
 
 pub mod build;
+pub mod enqueue;
+pub mod queue_status;
 pub mod select;
+pub mod worker;
 
 /// Exit status: everything done.
 pub const EXIT_OK: u8 = 0;

@@ -6,7 +6,7 @@ pub mod chunk;
 pub mod decode;
 pub mod quote;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 pub use chapter::Chapter;
 pub use decode::{DecodeError, Decoded, decode, is_han};
@@ -14,7 +14,7 @@ pub use quote::SegmentKind;
 
 /// One unit of the reading script: a quoted span or one maximal run of
 /// narration within a paragraph.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Segment {
     pub kind: SegmentKind,
     pub speaker: Option<String>,
@@ -25,7 +25,7 @@ pub struct Segment {
 }
 
 /// A chapter of the reading script.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ScriptChapter {
     /// 0 for front matter, then 1, 2, … in reading order.
     pub number: usize,
