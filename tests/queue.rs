@@ -1,14 +1,13 @@
-//! Scale-out tests: a real PostgreSQL server started on 127.0.0.1 for each
-//! test, real `tingshu worker` processes sharing one queue and one segment
-//! store, the real espeak-ng engine. Skipped with a message when the
-//! PostgreSQL server programs are not installed.
+//! Scale-out tests: a real PostgreSQL or Redis server started on 127.0.0.1
+//! for each test, real `tingshu worker` processes sharing one queue and one
+//! segment store, the real espeak-ng engine. Each test is skipped with a
+//! message when its server program is not installed.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use tingshu::queue::postgres::PgQueue;
 use tingshu::queue::{JobPlan, NewTask, TaskKind, TaskQueue, TaskState};
 
 const BIN: &str = env!("CARGO_BIN_EXE_tingshu");
@@ -150,6 +149,87 @@ impl Drop for Postgres {
                 "stop",
             ],
         );
+    }
+}
+
+// ---------------------------------------------------------------------------
+// A throwaway Redis server
+
+struct Redis {
+    child: Child,
+    _dir: tempfile::TempDir,
+    url: String,
+}
+
+impl Redis {
+    fn start() -> Option<Redis> {
+        let found = std::env::var_os("PATH").is_some_and(|paths| {
+            std::env::split_paths(&paths).any(|p| p.join("redis-server").is_file())
+        });
+        if !found {
+            eprintln!("skipping: redis-server is absent (scripts/install-deps.sh installs it)");
+            return None;
+        }
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let port = free_port();
+        let child = Command::new("redis-server")
+            .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
+            .args(["--save", "", "--appendonly", "no"])
+            .arg("--dir")
+            .arg(dir.path())
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("start redis-server");
+        let start = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "redis-server did not start"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Some(Redis {
+            child,
+            _dir: dir,
+            url: format!("redis://127.0.0.1:{port}/0"),
+        })
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Engine {
+    Postgres,
+    Redis,
+}
+
+/// A running queue server of either engine.
+struct Service {
+    url: String,
+    _postgres: Option<Postgres>,
+    _redis: Option<Redis>,
+}
+
+impl Service {
+    fn start(engine: Engine) -> Option<Service> {
+        match engine {
+            Engine::Postgres => Postgres::start().map(|pg| Service {
+                url: pg.url.clone(),
+                _postgres: Some(pg),
+                _redis: None,
+            }),
+            Engine::Redis => Redis::start().map(|r| Service {
+                url: r.url.clone(),
+                _postgres: None,
+                _redis: Some(r),
+            }),
+        }
     }
 }
 
@@ -412,8 +492,19 @@ fn store_keys(cache: &Path) -> BTreeSet<String> {
 // Tests
 
 #[test]
-fn three_workers_render_a_book_once_and_byte_identical_to_build() {
-    let Some(pg) = Postgres::start() else { return };
+fn postgres_three_workers_render_a_book_once_and_byte_identical_to_build() {
+    three_workers_render_a_book_once_and_byte_identical_to_build(Engine::Postgres);
+}
+
+#[test]
+fn redis_three_workers_render_a_book_once_and_byte_identical_to_build() {
+    three_workers_render_a_book_once_and_byte_identical_to_build(Engine::Redis);
+}
+
+fn three_workers_render_a_book_once_and_byte_identical_to_build(engine: Engine) {
+    let Some(pg) = Service::start(engine) else {
+        return;
+    };
     let render = Render::new(20);
     let single = render.build();
 
@@ -483,8 +574,19 @@ fn three_workers_render_a_book_once_and_byte_identical_to_build() {
 }
 
 #[test]
-fn a_worker_killed_mid_run_loses_and_duplicates_nothing() {
-    let Some(pg) = Postgres::start() else { return };
+fn postgres_a_worker_killed_mid_run_loses_and_duplicates_nothing() {
+    a_worker_killed_mid_run_loses_and_duplicates_nothing(Engine::Postgres);
+}
+
+#[test]
+fn redis_a_worker_killed_mid_run_loses_and_duplicates_nothing() {
+    a_worker_killed_mid_run_loses_and_duplicates_nothing(Engine::Redis);
+}
+
+fn a_worker_killed_mid_run_loses_and_duplicates_nothing(engine: Engine) {
+    let Some(pg) = Service::start(engine) else {
+        return;
+    };
     let render = Render::new(20);
     let single = render.build();
     render.enqueue(&pg.url);
@@ -531,8 +633,19 @@ fn a_worker_killed_mid_run_loses_and_duplicates_nothing() {
 }
 
 #[test]
-fn a_chunk_that_cannot_be_synthesized_is_parked_with_its_error() {
-    let Some(pg) = Postgres::start() else { return };
+fn postgres_a_chunk_that_cannot_be_synthesized_is_parked_with_its_error() {
+    a_chunk_that_cannot_be_synthesized_is_parked_with_its_error(Engine::Postgres);
+}
+
+#[test]
+fn redis_a_chunk_that_cannot_be_synthesized_is_parked_with_its_error() {
+    a_chunk_that_cannot_be_synthesized_is_parked_with_its_error(Engine::Redis);
+}
+
+fn a_chunk_that_cannot_be_synthesized_is_parked_with_its_error(engine: Engine) {
+    let Some(pg) = Service::start(engine) else {
+        return;
+    };
     let render = Render::new(2);
     let voices = std::fs::read_to_string(&render.voices)
         .unwrap()
@@ -583,7 +696,7 @@ fn task(id: &str, kind: TaskKind, depends_on: &[&str], max_attempts: u32) -> New
     }
 }
 
-async fn state_of(queue: &PgQueue, job: &str) -> BTreeMap<TaskState, u64> {
+async fn state_of(queue: &dyn TaskQueue, job: &str) -> BTreeMap<TaskState, u64> {
     let mut states = BTreeMap::new();
     for status in queue
         .status()
@@ -600,9 +713,21 @@ async fn state_of(queue: &PgQueue, job: &str) -> BTreeMap<TaskState, u64> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn leases_expire_failures_park_and_dependents_wait() {
-    let Some(pg) = Postgres::start() else { return };
-    let queue = PgQueue::connect(&pg.url, 8).await.unwrap();
+async fn postgres_leases_expire_failures_park_and_dependents_wait() {
+    leases_expire_failures_park_and_dependents_wait(Engine::Postgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn redis_leases_expire_failures_park_and_dependents_wait() {
+    leases_expire_failures_park_and_dependents_wait(Engine::Redis).await;
+}
+
+async fn leases_expire_failures_park_and_dependents_wait(engine: Engine) {
+    let Some(pg) = Service::start(engine) else {
+        return;
+    };
+    let queue: std::sync::Arc<dyn TaskQueue> =
+        std::sync::Arc::from(tingshu::queue::connect(&pg.url, 8).await.unwrap());
     let lease = Duration::from_millis(300);
 
     // A task whose worker vanishes is taken again; after max_attempts
@@ -665,7 +790,10 @@ async fn leases_expire_failures_park_and_dependents_wait() {
         .await
         .unwrap();
     assert_eq!(state, TaskState::Parked);
-    assert_eq!(state_of(&queue, "flaky").await[&TaskState::Parked], 1);
+    assert_eq!(
+        state_of(queue.as_ref(), "flaky").await[&TaskState::Parked],
+        1
+    );
 
     // A chapter waiting on 40 chunks completed concurrently by many
     // workers is readied exactly once, after the last of them.
@@ -684,7 +812,6 @@ async fn leases_expire_failures_park_and_dependents_wait() {
         })
         .await
         .unwrap();
-    let queue = std::sync::Arc::new(queue);
     let mut handles = Vec::new();
     for w in 0..8 {
         let queue = std::sync::Arc::clone(&queue);

@@ -1,5 +1,5 @@
 //! Scale-out: one library rendered by many machines through a shared task
-//! queue (PostgreSQL) and a shared content-addressed segment store.
+//! queue (PostgreSQL or Redis) and a shared content-addressed segment store.
 //!
 //! Work is planned into three kinds of task (see [`plan`]):
 //! - `synth` — synthesize one chunk into the [`store`]; its id is the
@@ -17,6 +17,7 @@
 
 pub mod plan;
 pub mod postgres;
+pub mod redis;
 pub mod store;
 pub mod worker;
 
@@ -178,7 +179,7 @@ pub struct QueueTotals {
 /// Why a queue operation failed.
 #[derive(Debug, thiserror::Error)]
 pub enum QueueError {
-    #[error("unsupported queue URL '{url}' (use postgres://…)")]
+    #[error("unsupported queue URL '{url}' (use postgres://… or redis://…)")]
     Scheme { url: String },
     #[error("queue {url}: {source}")]
     Connect {
@@ -191,6 +192,18 @@ pub enum QueueError {
         op: &'static str,
         #[source]
         source: sqlx::Error,
+    },
+    #[error("queue {url}: {source}")]
+    RedisConnect {
+        url: String,
+        #[source]
+        source: ::redis::RedisError,
+    },
+    #[error("queue: {op}: {source}")]
+    Redis {
+        op: &'static str,
+        #[source]
+        source: ::redis::RedisError,
     },
     #[error("queue: task {id}: {message}")]
     Corrupt { id: String, message: String },
@@ -234,13 +247,15 @@ pub trait TaskQueue: Send + Sync {
     async fn totals(&self) -> Result<QueueTotals, QueueError>;
 }
 
-/// Opens the queue at `url` (`postgres://…` or `postgresql://…`), creating
-/// its tables when missing.
+/// Opens the queue at `url`: `postgres://…` / `postgresql://…` (tables are
+/// created when missing) or `redis://…` / `rediss://…`.
 pub async fn connect(url: &str, connections: u32) -> Result<Box<dyn TaskQueue>, QueueError> {
     if url.starts_with("postgres://") || url.starts_with("postgresql://") {
         Ok(Box::new(
             postgres::PgQueue::connect(url, connections).await?,
         ))
+    } else if url.starts_with("redis://") || url.starts_with("rediss://") {
+        Ok(Box::new(redis::RedisQueue::connect(url).await?))
     } else {
         Err(QueueError::Scheme { url: redact(url) })
     }
