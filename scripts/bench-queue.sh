@@ -1,31 +1,55 @@
 #!/usr/bin/env bash
 # Benchmark for the scale-out issue: wall time for 1 and for 3 `tingshu
 # worker` processes (concurrency 4 each) to render a generated 600-segment
-# book from one PostgreSQL queue, with a fixed 200 ms latency added to every
-# synthesis request (`--simulate-latency-ms`, standing in for a remote TTS
-# server). Target: 3 workers ≤ 0.4 × 1 worker.
-#   scripts/bench-queue.sh [SEGMENTS] [LATENCY_MS]
+# book from one queue (PostgreSQL or Redis, started here on 127.0.0.1), with
+# a fixed 200 ms latency added to every synthesis request
+# (`--simulate-latency-ms`, standing in for a remote TTS server).
+# Target: 3 workers ≤ 0.4 × 1 worker.
+#   scripts/bench-queue.sh [postgres|redis] [SEGMENTS] [LATENCY_MS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-segments=${1:-600}
-latency=${2:-200}
-pgbin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
-[ -x "$pgbin/initdb" ] || { echo "bench-queue: PostgreSQL is absent (scripts/install-deps.sh)" >&2; exit 2; }
+engine=${1:-postgres}
+segments=${2:-600}
+latency=${3:-200}
 cargo build --release -q
 bin=$PWD/target/release/tingshu
 tmp=$(mktemp -d)
-as_pg=()
-if [ "$(id -u)" -eq 0 ]; then chown postgres: "$tmp"; as_pg=(runuser -u postgres --); fi
 port=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
+as_pg=()
+pgbin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1 || true)
+redis_pid=
 cleanup() {
-  "${as_pg[@]}" "$pgbin/pg_ctl" -D "$tmp/data" -m immediate -w stop >/dev/null 2>&1 || true
+  if [ "$engine" = postgres ]; then
+    "${as_pg[@]}" "$pgbin/pg_ctl" -D "$tmp/data" -m immediate -w stop >/dev/null 2>&1 || true
+  elif [ -n "$redis_pid" ]; then
+    kill "$redis_pid" 2>/dev/null || true
+  fi
   rm -rf "$tmp"
 }
 trap cleanup EXIT
-"${as_pg[@]}" "$pgbin/initdb" -D "$tmp/data" -U tingshu --auth=trust -E UTF8 --no-sync >/dev/null
-"${as_pg[@]}" "$pgbin/pg_ctl" -D "$tmp/data" -l "$tmp/pg.log" -w \
-  -o "-h 127.0.0.1 -p $port -k $tmp -c fsync=off" start >/dev/null
-url="postgres://tingshu@127.0.0.1:$port/postgres"
+case $engine in
+  postgres)
+    [ -x "$pgbin/initdb" ] || { echo "bench-queue: PostgreSQL is absent (scripts/install-deps.sh)" >&2; exit 2; }
+    if [ "$(id -u)" -eq 0 ]; then chown postgres: "$tmp"; as_pg=(runuser -u postgres --); fi
+    "${as_pg[@]}" "$pgbin/initdb" -D "$tmp/data" -U tingshu --auth=trust -E UTF8 --no-sync >/dev/null
+    "${as_pg[@]}" "$pgbin/pg_ctl" -D "$tmp/data" -l "$tmp/pg.log" -w \
+      -o "-h 127.0.0.1 -p $port -k $tmp -c fsync=off" start >/dev/null
+    url="postgres://tingshu@127.0.0.1:$port/postgres"
+    reset() {
+      PGOPTIONS="-c client_min_messages=warning" "${as_pg[@]}" "$pgbin/psql" -q -h 127.0.0.1 -p "$port" -U tingshu postgres \
+        -c 'DROP TABLE IF EXISTS tingshu_tasks, tingshu_deps, tingshu_job_tasks' >/dev/null
+    }
+    ;;
+  redis)
+    command -v redis-server >/dev/null || { echo "bench-queue: redis-server is absent (scripts/install-deps.sh)" >&2; exit 2; }
+    redis-server --bind 127.0.0.1 --port "$port" --save '' --appendonly no --dir "$tmp" >/dev/null &
+    redis_pid=$!
+    until redis-cli -p "$port" ping >/dev/null 2>&1; do sleep 0.1; done
+    url="redis://127.0.0.1:$port/0"
+    reset() { redis-cli -p "$port" flushdb >/dev/null; }
+    ;;
+  *) echo "bench-queue: engine must be postgres or redis" >&2; exit 2 ;;
+esac
 
 # An original book: 20 chapters, one distinct sentence per paragraph.
 python3 - "$segments" > "$tmp/book.txt" <<'EOF'
@@ -46,8 +70,7 @@ EOF
 
 run() { # workers → seconds
   local workers=$1
-  PGOPTIONS="-c client_min_messages=warning" "${as_pg[@]}" "$pgbin/psql" -q -h 127.0.0.1 -p "$port" -U tingshu postgres \
-    -c 'DROP TABLE IF EXISTS tingshu_tasks, tingshu_deps, tingshu_job_tasks' >/dev/null
+  reset
   rm -rf "$tmp/out" "$tmp/cache"
   "$bin" enqueue "$tmp/book.txt" --queue "$url" --out "$tmp/out" 2>"$tmp/enqueue.log"
   local t0 t1 pids=()
@@ -68,6 +91,7 @@ run() { # workers → seconds
 one=$(run 1)
 three=$(run 3)
 chunks=$(find "$tmp/cache" -name '*.wav' | wc -l)
+printf 'queue:       %s\n' "$engine"
 printf 'book:        %s segments (%s distinct chunks), %s ms latency per request\n' "$segments" "$chunks" "$latency"
 printf 'ideal:       1 worker %.1f s, 3 workers %.1f s (chunks × latency / in flight)\n' \
   "$(python3 -c "print($chunks * $latency / 1000 / 4)")" "$(python3 -c "print($chunks * $latency / 1000 / 12)")"
