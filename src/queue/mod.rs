@@ -181,30 +181,10 @@ pub struct QueueTotals {
 pub enum QueueError {
     #[error("unsupported queue URL '{url}' (use postgres://… or redis://…)")]
     Scheme { url: String },
-    #[error("queue {url}: {source}")]
-    Connect {
-        url: String,
-        #[source]
-        source: sqlx::Error,
-    },
-    #[error("queue: {op}: {source}")]
-    Postgres {
-        op: &'static str,
-        #[source]
-        source: sqlx::Error,
-    },
-    #[error("queue {url}: {source}")]
-    RedisConnect {
-        url: String,
-        #[source]
-        source: ::redis::RedisError,
-    },
-    #[error("queue: {op}: {source}")]
-    Redis {
-        op: &'static str,
-        #[source]
-        source: ::redis::RedisError,
-    },
+    #[error("queue {url}: cannot connect: {message}")]
+    Connect { url: String, message: String },
+    #[error("queue: {op} failed: {message}")]
+    Backend { op: &'static str, message: String },
     #[error("queue: task {id}: {message}")]
     Corrupt { id: String, message: String },
 }
@@ -290,6 +270,10 @@ mod tests {
             "postgres://tts@db/q".to_owned()
         );
         assert_eq!(redact("postgres:///q"), "postgres:///q");
+        assert_eq!(
+            redact("redis://:pw@127.0.0.1/0"),
+            "redis://:***@127.0.0.1/0"
+        );
     }
 
     #[test]

@@ -71,7 +71,10 @@ pub struct PgQueue {
 }
 
 fn pg(op: &'static str) -> impl FnOnce(sqlx::Error) -> QueueError {
-    move |source| QueueError::Postgres { op, source }
+    move |e| QueueError::Backend {
+        op,
+        message: e.to_string(),
+    }
 }
 
 fn secs(d: Duration) -> f64 {
@@ -84,12 +87,12 @@ impl PgQueue {
     pub async fn connect(url: &str, connections: u32) -> Result<PgQueue, QueueError> {
         let pool = PgPoolOptions::new()
             .max_connections(connections.max(1))
-            .acquire_timeout(Duration::from_secs(30))
+            .acquire_timeout(Duration::from_secs(10))
             .connect(url)
             .await
-            .map_err(|source| QueueError::Connect {
+            .map_err(|e| QueueError::Connect {
                 url: super::redact(url),
-                source,
+                message: e.to_string(),
             })?;
         let queue = PgQueue { pool };
         queue.create_schema().await?;

@@ -229,7 +229,10 @@ fn script(body: &str) -> Script {
 }
 
 fn rd(op: &'static str) -> impl FnOnce(RedisError) -> QueueError {
-    move |source| QueueError::Redis { op, source }
+    move |e| QueueError::Backend {
+        op,
+        message: e.to_string(),
+    }
 }
 
 fn ms(d: Duration) -> u64 {
@@ -238,9 +241,9 @@ fn ms(d: Duration) -> u64 {
 
 impl RedisQueue {
     pub async fn connect(url: &str) -> Result<RedisQueue, QueueError> {
-        let connect_err = |source| QueueError::RedisConnect {
+        let connect_err = |e: RedisError| QueueError::Connect {
             url: super::redact(url),
-            source,
+            message: e.to_string(),
         };
         let client = ::redis::Client::open(url).map_err(connect_err)?;
         let connection = client
