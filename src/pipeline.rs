@@ -168,14 +168,16 @@ impl Renderer {
         let mut remaining = Vec::with_capacity(jobs.len());
         for (ci, job) in jobs.iter().enumerate() {
             let before = tasks.len();
-            for planned in self.plan_chapter(&job.chapter) {
-                tasks.push(Task {
-                    chapter: ci,
-                    segment: planned.segment,
-                    boundary: planned.boundary,
-                    backend: planned.backend,
-                    request: planned.request,
-                });
+            for (si, segment) in job.chapter.segments.iter().enumerate() {
+                for (boundary, backend, request) in self.plan_segment(segment) {
+                    tasks.push(Task {
+                        chapter: ci,
+                        segment: si,
+                        boundary,
+                        backend,
+                        request,
+                    });
+                }
             }
             remaining.push(tasks.len() - before);
         }
@@ -281,7 +283,20 @@ impl Renderer {
 }
 
 async fn synthesize_with_retry(task: &Task) -> Result<AudioClip, SynthError> {
-    synthesize_chunk(task.backend.as_ref(), &task.request).await
+    if task.request.pinyin.is_empty() && task.request.text.chars().all(|c| !c.is_alphanumeric()) {
+        return Ok(AudioClip::new(Vec::new(), 0));
+    }
+    let mut attempt = 0;
+    loop {
+        match task.backend.synthesize(&task.request).await {
+            Err(e) if e.is_retryable() && attempt < RETRIES => {
+                attempt += 1;
+                tracing::warn!(backend = task.backend.name(), attempt, error = %e, "retrying chunk");
+                tokio::time::sleep(Duration::from_millis(100 << attempt)).await;
+            }
+            other => return other,
+        }
+    }
 }
 
 /// Whether a chunk has nothing to say (only punctuation): it is not sent to
@@ -290,8 +305,9 @@ pub fn is_silent(request: &SynthRequest) -> bool {
     request.pinyin.is_empty() && request.text.chars().all(|c| !c.is_alphanumeric())
 }
 
-/// Synthesizes one chunk as [`Renderer::render`] does: silent chunks give
-/// an empty clip, retryable failures are tried again a few times.
+/// Synthesizes one chunk as [`Renderer::render`] does (the same steps as
+/// its `synthesize_with_retry`): silent chunks give an empty clip,
+/// retryable failures are tried again a few times.
 pub async fn synthesize_chunk(
     backend: &dyn Synthesizer,
     request: &SynthRequest,
