@@ -26,7 +26,7 @@ const DEPENDENCY_LOCK: i64 = 0x0074_696e_6773_6875;
 /// Advisory lock key serializing schema creation.
 const SCHEMA_LOCK: i64 = DEPENDENCY_LOCK + 1;
 
-const SCHEMA: [&str; 6] = [
+const SCHEMA: [&str; 7] = [
     "CREATE TABLE IF NOT EXISTS tingshu_tasks (
         id TEXT PRIMARY KEY,
         seq BIGSERIAL NOT NULL,
@@ -44,6 +44,8 @@ const SCHEMA: [&str; 6] = [
     )",
     "CREATE INDEX IF NOT EXISTS tingshu_tasks_ready
         ON tingshu_tasks (priority, seq) WHERE state IN ('queued', 'running')",
+    // Lost-lease checks and counts by state, without scanning done work.
+    "CREATE INDEX IF NOT EXISTS tingshu_tasks_state ON tingshu_tasks (state, due)",
     "CREATE TABLE IF NOT EXISTS tingshu_deps (
         parent TEXT NOT NULL,
         child TEXT NOT NULL,
@@ -406,10 +408,10 @@ impl TaskQueue for PgQueue {
 
     async fn totals(&self) -> Result<QueueTotals, QueueError> {
         let row = sqlx::query(
-            "SELECT count(*) FILTER (WHERE state IN ('queued', 'running')) AS active,
-                    count(*) FILTER (WHERE state = 'waiting') AS waiting,
-                    count(*) FILTER (WHERE state = 'parked') AS parked
-             FROM tingshu_tasks",
+            "SELECT (SELECT count(*) FROM tingshu_tasks
+                     WHERE state IN ('queued', 'running')) AS active,
+                    (SELECT count(*) FROM tingshu_tasks WHERE state = 'waiting') AS waiting,
+                    (SELECT count(*) FROM tingshu_tasks WHERE state = 'parked') AS parked",
         )
         .fetch_one(&self.pool)
         .await
