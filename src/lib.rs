@@ -18,5 +18,6 @@ pub mod frontend;
 pub mod manifest;
 pub mod pipeline;
 pub mod progress;
+pub mod queue;
 pub mod synth;
 pub mod text;

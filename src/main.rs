@@ -26,6 +26,7 @@ fn main() -> ExitCode {
             EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_level)),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     match run(cli) {
         Ok(code) => ExitCode::from(code),
@@ -48,6 +49,9 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             Command::Batch(args) => commands::batch::run(args, worker_program).await,
             Command::Normalize(args) => commands::normalize::run(args),
             Command::Pinyin(args) => commands::pinyin::run(args),
+            Command::Enqueue(args) => commands::enqueue::run(args).await,
+            Command::Worker(args) => commands::worker::run(args, worker_program).await,
+            Command::QueueStatus(args) => commands::queue_status::run(args).await,
         }
     })
 }

@@ -66,6 +66,16 @@ pub struct Renderer {
     pub lexicon: Lexicon,
 }
 
+/// One synthesis request of a chapter, from [`Renderer::plan_chapter`].
+pub struct PlannedChunk {
+    /// Index of the segment in the chapter.
+    pub segment: usize,
+    /// The pause that follows the chunk inside its segment.
+    pub boundary: Boundary,
+    pub backend: Arc<dyn Synthesizer>,
+    pub request: SynthRequest,
+}
+
 /// A synthesized chunk: (segment index, boundary after it, audio or error).
 type Piece = (usize, Boundary, Result<AudioClip, SynthError>);
 
@@ -157,6 +167,42 @@ impl Renderer {
                 !is_silent(req) && !self.client.is_cached(backend.name(), req)
             })
             .count()
+    }
+
+    /// Every synthesis request of a chapter, in reading order — the same
+    /// requests [`Renderer::render`] sends (used to render a chapter on
+    /// many machines and mix it from cached clips).
+    pub fn plan_chapter(&self, chapter: &ScriptChapter) -> Vec<PlannedChunk> {
+        chapter
+            .segments
+            .iter()
+            .enumerate()
+            .flat_map(|(si, segment)| {
+                self.plan_segment(segment)
+                    .into_iter()
+                    .map(move |(boundary, backend, request)| PlannedChunk {
+                        segment: si,
+                        boundary,
+                        backend,
+                        request,
+                    })
+            })
+            .collect()
+    }
+
+    /// Mixes and writes a chapter from already synthesized clips, one per
+    /// chunk of [`Renderer::plan_chapter`] in the same order: the same
+    /// code path, hence the same bytes, as [`Renderer::render`].
+    pub fn mix_clips(
+        &self,
+        job: &ChapterJob,
+        clips: Vec<(usize, Boundary, AudioClip)>,
+    ) -> Result<ManifestChapter, ChapterError> {
+        let pieces = clips
+            .into_iter()
+            .map(|(si, boundary, clip)| (si, boundary, Ok(clip)))
+            .collect();
+        self.mix_chapter(job, pieces)
     }
 
     fn concurrency(&self) -> usize {
@@ -322,11 +368,6 @@ impl Renderer {
     }
 }
 
-/// A chunk with nothing to say (punctuation only) is not sent anywhere.
-fn is_silent(req: &SynthRequest) -> bool {
-    req.pinyin.is_empty() && req.text.chars().all(|c| !c.is_alphanumeric())
-}
-
 /// Aborts a spawned task when dropped (a cancelled render stops its requests).
 struct AbortOnDrop(tokio::task::JoinHandle<()>);
 
@@ -400,6 +441,38 @@ fn with_spoken_title(mut job: ChapterJob) -> ChapterJob {
         job.chapter.segments.insert(0, segment);
     }
     job
+}
+
+/// Whether a chunk has nothing to say (only punctuation): it is not sent to
+/// a backend and mixes as an empty clip.
+pub fn is_silent(request: &SynthRequest) -> bool {
+    request.pinyin.is_empty() && request.text.chars().all(|c| !c.is_alphanumeric())
+}
+
+/// Retries of [`synthesize_chunk`] (the queue worker also re-queues a task).
+const CHUNK_RETRIES: u32 = 2;
+
+/// Synthesizes one chunk as [`Renderer::render`] does (the same steps as
+/// its `synthesize_with_retry`): silent chunks give an empty clip,
+/// retryable failures are tried again a few times.
+pub async fn synthesize_chunk(
+    backend: &dyn Synthesizer,
+    request: &SynthRequest,
+) -> Result<AudioClip, SynthError> {
+    if is_silent(request) {
+        return Ok(AudioClip::new(Vec::new(), 0));
+    }
+    let mut attempt = 0;
+    loop {
+        match backend.synthesize(request).await {
+            Err(e) if e.is_retryable() && attempt < CHUNK_RETRIES => {
+                attempt += 1;
+                tracing::warn!(backend = backend.name(), attempt, error = %e, "retrying chunk");
+                tokio::time::sleep(std::time::Duration::from_millis(100 << attempt)).await;
+            }
+            other => return other,
+        }
+    }
 }
 
 fn round_ms(s: f64) -> f64 {

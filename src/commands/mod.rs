@@ -2,12 +2,15 @@
 
 pub mod batch;
 pub mod build;
+pub mod enqueue;
 pub mod normalize;
 pub mod pinyin;
 pub mod preview;
+pub mod queue_status;
 pub mod select;
 pub mod split;
 pub mod voices;
+pub mod worker;
 
 /// Exit status: everything done.
 pub const EXIT_OK: u8 = 0;

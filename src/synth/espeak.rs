@@ -40,6 +40,13 @@ pub struct EspeakConfig {
     /// Longest chunk (characters) per request.
     #[serde(default = "default_max_chars")]
     pub max_chars: usize,
+    /// libespeak-ng carries state from one request to the next, so the same
+    /// chunk can come out a few samples different. With `true` every request
+    /// gets a fresh worker process (about 12 ms more each) and the same
+    /// chunk always gives the same samples — for byte-identical renders
+    /// across runs and machines.
+    #[serde(default)]
+    pub reproducible: bool,
 }
 
 fn default_rate() -> u32 {
@@ -366,10 +373,12 @@ impl Synthesizer for Espeak {
         };
         match Self::ask_worker(&mut worker, &engine_req).await {
             Ok(reply) => {
-                self.idle
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .push(worker);
+                if !self.config.reproducible {
+                    self.idle
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push(worker);
+                }
                 reply.map_err(|e| self.engine_error(e))
             }
             // The worker is dropped (and killed); the next request starts a new one.

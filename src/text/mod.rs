@@ -8,7 +8,7 @@ pub mod decode;
 pub mod quote;
 pub mod speaker;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 pub use cast::{Cast, CastError, Character, Gender};
 pub use chapter::Chapter;
@@ -20,7 +20,7 @@ use speaker::{Attributor, ParagraphView};
 
 /// One unit of the reading script: a quoted span or one maximal run of
 /// narration within a paragraph.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Segment {
     pub kind: SegmentKind,
     /// Canonical name of the speaker of a dialogue segment, when known.
@@ -32,7 +32,7 @@ pub struct Segment {
 }
 
 /// A line of the book that is not read (site advert, URL, plea for votes).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SkippedLine {
     /// 1-based index of the line among the chapter's paragraphs.
     pub paragraph: usize,
@@ -40,7 +40,7 @@ pub struct SkippedLine {
 }
 
 /// A chapter of the reading script.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ScriptChapter {
     /// 0 for front matter, then 1, 2, … in reading order.
     pub number: usize,

@@ -1,0 +1,275 @@
+//! Planning: a book's chapters → `synth`, `mix` and `book` tasks.
+//!
+//! The payload of each task carries everything a worker on another machine
+//! needs (the voices file's text, the chapter's reading script, absolute
+//! output paths), so workers share only the queue, the segment store and
+//! the output directory — not the book files.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::store::segment_key;
+use super::{JobPlan, NewTask, TaskKind};
+use crate::config::{ConfigError, VoicesConfig};
+use crate::pipeline::{self, ChapterJob, Renderer};
+use crate::text::ScriptChapter;
+
+/// A voices file, carried verbatim in task payloads.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct VoicesSource {
+    /// Where it came from, for messages.
+    pub file: String,
+    pub toml: String,
+}
+
+impl VoicesSource {
+    /// Reads the voices file at `path`, or the embedded default.
+    pub fn load(path: Option<&std::path::Path>) -> Result<VoicesSource, ConfigError> {
+        match path {
+            None => Ok(VoicesSource {
+                file: "voices/default.toml (built in)".into(),
+                toml: crate::config::DEFAULT_VOICES.into(),
+            }),
+            Some(path) => Ok(VoicesSource {
+                file: path.display().to_string(),
+                toml: std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+                    path: path.to_owned(),
+                    source,
+                })?,
+            }),
+        }
+    }
+
+    pub fn parse(&self) -> Result<VoicesConfig, ConfigError> {
+        VoicesConfig::parse(&self.toml, &self.file)
+    }
+}
+
+/// What a task does, as stored in its payload.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
+pub enum TaskSpec {
+    /// Synthesize one chunk into the store under `key`.
+    Synth {
+        key: String,
+        voices: VoicesSource,
+        /// Voice name in the voices file.
+        voice: String,
+        text: String,
+        pinyin: String,
+    },
+    /// Mix chapter `index` from stored chunks and write it to `path`.
+    Mix {
+        voices: VoicesSource,
+        index: usize,
+        chapter: ScriptChapter,
+        path: PathBuf,
+    },
+    /// Merge the chapters mixed by this task's dependencies into the
+    /// manifest in `dir`.
+    Book {
+        book: String,
+        dir: PathBuf,
+        sample_rate: u32,
+    },
+}
+
+/// One book to plan.
+#[derive(Debug, Clone)]
+pub struct BookPlanInput {
+    /// Job name (shown by status).
+    pub job: String,
+    /// Title recorded in the manifest (the reading script's book title).
+    pub book: String,
+    /// Output directory of the book (absolute for workers elsewhere).
+    pub dir: PathBuf,
+    pub chapters: Vec<ChapterJob>,
+    pub voices: VoicesSource,
+    pub max_attempts: u32,
+}
+
+fn content_id(kind: TaskKind, parts: &[&str]) -> String {
+    let mut hash = Sha256::new();
+    hash.update(kind.as_str().as_bytes());
+    for part in parts {
+        hash.update((part.len() as u64).to_le_bytes());
+        hash.update(part.as_bytes());
+    }
+    format!("{}:{}", kind.as_str(), hex::encode(hash.finalize()))
+}
+
+fn to_json(spec: &TaskSpec) -> String {
+    serde_json::to_string(spec).expect("task specs serialize")
+}
+
+/// Plans the tasks of one book. `renderer` must be built from
+/// `input.voices`.
+pub fn plan_book(input: &BookPlanInput, renderer: &Renderer) -> JobPlan {
+    let mut synth = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    let mut mixes = Vec::new();
+    for job in &input.chapters {
+        let mut keys = Vec::new();
+        for planned in renderer.plan_chapter(&job.chapter) {
+            if pipeline::is_silent(&planned.request) {
+                continue;
+            }
+            let key = segment_key(&planned.backend.fingerprint(), &planned.request);
+            let id = format!("{}:{key}", TaskKind::Synth.as_str());
+            if seen.insert(id.clone()) {
+                synth.push(NewTask {
+                    id: id.clone(),
+                    kind: TaskKind::Synth,
+                    payload: to_json(&TaskSpec::Synth {
+                        key,
+                        voices: input.voices.clone(),
+                        voice: planned.request.voice.name.clone(),
+                        text: planned.request.text,
+                        pinyin: planned.request.pinyin,
+                    }),
+                    depends_on: Vec::new(),
+                    max_attempts: input.max_attempts,
+                });
+            }
+            keys.push(id);
+        }
+        keys.sort();
+        keys.dedup();
+        let payload = to_json(&TaskSpec::Mix {
+            voices: input.voices.clone(),
+            index: job.index,
+            chapter: job.chapter.clone(),
+            path: job.path.clone(),
+        });
+        mixes.push(NewTask {
+            id: content_id(TaskKind::Mix, &[&payload]),
+            kind: TaskKind::Mix,
+            payload,
+            depends_on: keys,
+            max_attempts: input.max_attempts,
+        });
+    }
+    let sample_rate = renderer.config.mix.sample_rate;
+    let payload = to_json(&TaskSpec::Book {
+        book: input.book.clone(),
+        dir: input.dir.clone(),
+        sample_rate,
+    });
+    let mix_ids: Vec<String> = mixes.iter().map(|m| m.id.clone()).collect();
+    let mut parts = vec![payload.as_str()];
+    parts.extend(mix_ids.iter().map(String::as_str));
+    let book = NewTask {
+        id: content_id(TaskKind::Book, &parts),
+        kind: TaskKind::Book,
+        payload,
+        depends_on: mix_ids,
+        max_attempts: input.max_attempts,
+    };
+    let mut tasks = synth;
+    tasks.extend(mixes);
+    tasks.push(book);
+    JobPlan {
+        job: input.job.clone(),
+        tasks,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::text::Script;
+
+    fn input(text: &str) -> (BookPlanInput, Renderer) {
+        let voices = VoicesSource::load(None).unwrap();
+        let renderer = Renderer::new(voices.parse().unwrap(), None);
+        let script = Script::from_text(text, "书");
+        let chapters = script
+            .chapters
+            .iter()
+            .enumerate()
+            .map(|(i, chapter)| ChapterJob {
+                index: i + 1,
+                chapter: chapter.clone(),
+                path: PathBuf::from(format!("/out/书/{:04}.wav", i + 1)),
+            })
+            .collect();
+        let input = BookPlanInput {
+            job: "书".into(),
+            book: script.book.clone(),
+            dir: "/out/书".into(),
+            chapters,
+            voices,
+            max_attempts: 3,
+        };
+        (input, renderer)
+    }
+
+    const TEXT: &str =
+        "第一章 雾\n\n海上起了雾。“点灯吧。”他说。\n\n第二章 灯\n\n海上起了雾。灯亮了。\n";
+
+    #[test]
+    fn shared_chunks_become_one_task_and_plans_are_stable() {
+        let (input, renderer) = input(TEXT);
+        let plan = plan_book(&input, &renderer);
+        let count = |kind| plan.tasks.iter().filter(|t| t.kind == kind).count();
+        assert_eq!(count(TaskKind::Mix), 2);
+        assert_eq!(count(TaskKind::Book), 1);
+        // "海上起了雾。" opens both chapters but is one synth task.
+        let synth: Vec<&NewTask> = plan
+            .tasks
+            .iter()
+            .filter(|t| t.kind == TaskKind::Synth)
+            .collect();
+        let mixes: Vec<&NewTask> = plan
+            .tasks
+            .iter()
+            .filter(|t| t.kind == TaskKind::Mix)
+            .collect();
+        let shared: Vec<&String> = mixes[0]
+            .depends_on
+            .iter()
+            .filter(|id| mixes[1].depends_on.contains(id))
+            .collect();
+        assert_eq!(shared.len(), 1);
+        let unique: std::collections::HashSet<&String> =
+            mixes.iter().flat_map(|m| &m.depends_on).collect();
+        assert_eq!(unique.len(), synth.len());
+        // Dependencies precede dependents; the book waits on every chapter.
+        let book = plan.tasks.last().unwrap();
+        assert_eq!(
+            book.depends_on,
+            vec![mixes[0].id.clone(), mixes[1].id.clone()]
+        );
+        assert_eq!(plan, plan_book(&input, &renderer));
+        // Payloads round-trip.
+        for task in &plan.tasks {
+            let spec: TaskSpec = serde_json::from_str(&task.payload).unwrap();
+            assert_eq!(to_json(&spec), task.payload);
+        }
+    }
+
+    #[test]
+    fn a_changed_chapter_changes_only_its_tasks() {
+        let (a, renderer) = input(TEXT);
+        let (b, _) = input(&TEXT.replace("灯亮了。", "灯终于亮了。"));
+        let plan_a = plan_book(&a, &renderer);
+        let plan_b = plan_book(&b, &renderer);
+        let ids = |p: &JobPlan, kind| -> Vec<String> {
+            p.tasks
+                .iter()
+                .filter(|t| t.kind == kind)
+                .map(|t| t.id.clone())
+                .collect()
+        };
+        let (mix_a, mix_b) = (ids(&plan_a, TaskKind::Mix), ids(&plan_b, TaskKind::Mix));
+        assert_eq!(mix_a[0], mix_b[0]);
+        assert_ne!(mix_a[1], mix_b[1]);
+        let new_synth = ids(&plan_b, TaskKind::Synth)
+            .into_iter()
+            .filter(|id| !ids(&plan_a, TaskKind::Synth).contains(id))
+            .count();
+        assert_eq!(new_synth, 1);
+    }
+}

@@ -1,0 +1,883 @@
+//! Scale-out tests: a real PostgreSQL or Redis server started on 127.0.0.1
+//! for each test, real `tingshu worker` processes sharing one queue and one
+//! segment store, the real espeak-ng engine. Each test is skipped with a
+//! message when its server program is not installed.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use tingshu::queue::{JobPlan, NewTask, TaskKind, TaskQueue, TaskState};
+
+const BIN: &str = env!("CARGO_BIN_EXE_tingshu");
+
+// ---------------------------------------------------------------------------
+// A throwaway PostgreSQL server
+
+struct Postgres {
+    /// Holds the data directory; removed on drop.
+    dir: tempfile::TempDir,
+    bin: PathBuf,
+    /// Run the server programs as this user (PostgreSQL refuses root).
+    run_as: Option<String>,
+    url: String,
+}
+
+fn postgres_bin() -> Option<PathBuf> {
+    let mut versions: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+        .ok()?
+        .flatten()
+        .map(|e| e.path().join("bin"))
+        .filter(|bin| bin.join("initdb").is_file() && bin.join("pg_ctl").is_file())
+        .collect();
+    versions.sort();
+    versions.pop()
+}
+
+fn id(args: &[&str]) -> Option<u32> {
+    let out = Command::new("id").args(args).output().ok()?;
+    String::from_utf8_lossy(&out.stdout).trim().parse().ok()
+}
+
+fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a free port");
+    listener.local_addr().expect("local address").port()
+}
+
+impl Postgres {
+    /// Starts a server, or says why not and returns `None`.
+    fn start() -> Option<Postgres> {
+        let Some(bin) = postgres_bin() else {
+            eprintln!(
+                "skipping: PostgreSQL server programs are absent (scripts/install-deps.sh installs them)"
+            );
+            return None;
+        };
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let run_as = if id(&["-u"]) == Some(0) {
+            let (Some(uid), Some(gid)) = (id(&["-u", "postgres"]), id(&["-g", "postgres"])) else {
+                eprintln!("skipping: running as root and there is no 'postgres' user");
+                return None;
+            };
+            std::os::unix::fs::chown(dir.path(), Some(uid), Some(gid)).expect("chown data dir");
+            Some("postgres".to_owned())
+        } else {
+            None
+        };
+        let mut pg = Postgres {
+            dir,
+            bin,
+            run_as,
+            url: String::new(),
+        };
+        let data = pg.dir.path().join("data");
+        let out = pg.program(
+            "initdb",
+            &[
+                "-D",
+                &data.to_string_lossy(),
+                "-U",
+                "tingshu",
+                "--auth=trust",
+                "-E",
+                "UTF8",
+                "--no-sync",
+            ],
+        );
+        assert!(
+            out.status.success(),
+            "initdb failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        for _ in 0..3 {
+            let port = free_port();
+            let options = format!(
+                "-h 127.0.0.1 -p {port} -k {} -c fsync=off -c max_connections=200",
+                pg.dir.path().display()
+            );
+            let out = pg.program(
+                "pg_ctl",
+                &[
+                    "-D",
+                    &data.to_string_lossy(),
+                    "-o",
+                    &options,
+                    "-l",
+                    &pg.dir.path().join("log").to_string_lossy(),
+                    "-w",
+                    "start",
+                ],
+            );
+            if out.status.success() {
+                pg.url = format!("postgres://tingshu@127.0.0.1:{port}/postgres");
+                return Some(pg);
+            }
+        }
+        let log = std::fs::read_to_string(pg.dir.path().join("log")).unwrap_or_default();
+        panic!("PostgreSQL did not start:\n{log}");
+    }
+
+    fn program(&self, name: &str, args: &[&str]) -> Output {
+        let program = self.bin.join(name);
+        let mut command = match &self.run_as {
+            Some(user) => {
+                let mut c = Command::new("runuser");
+                c.args(["-u", user, "--"]).arg(&program);
+                c
+            }
+            None => Command::new(&program),
+        };
+        command
+            .args(args)
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run {}: {e}", program.display()))
+    }
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        let data = self.dir.path().join("data");
+        let _ = self.program(
+            "pg_ctl",
+            &[
+                "-D",
+                &data.to_string_lossy(),
+                "-m",
+                "immediate",
+                "-w",
+                "stop",
+            ],
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------
+// A throwaway Redis server
+
+struct Redis {
+    child: Child,
+    _dir: tempfile::TempDir,
+    url: String,
+}
+
+impl Redis {
+    fn start() -> Option<Redis> {
+        let found = std::env::var_os("PATH").is_some_and(|paths| {
+            std::env::split_paths(&paths).any(|p| p.join("redis-server").is_file())
+        });
+        if !found {
+            eprintln!("skipping: redis-server is absent (scripts/install-deps.sh installs it)");
+            return None;
+        }
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let port = free_port();
+        let child = Command::new("redis-server")
+            .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
+            .args(["--save", "", "--appendonly", "no"])
+            .arg("--dir")
+            .arg(dir.path())
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("start redis-server");
+        let start = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "redis-server did not start"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Some(Redis {
+            child,
+            _dir: dir,
+            url: format!("redis://127.0.0.1:{port}/0"),
+        })
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Engine {
+    Postgres,
+    Redis,
+}
+
+/// A running queue server of either engine.
+struct Service {
+    url: String,
+    _postgres: Option<Postgres>,
+    _redis: Option<Redis>,
+}
+
+impl Service {
+    fn start(engine: Engine) -> Option<Service> {
+        match engine {
+            Engine::Postgres => Postgres::start().map(|pg| Service {
+                url: pg.url.clone(),
+                _postgres: Some(pg),
+                _redis: None,
+            }),
+            Engine::Redis => Redis::start().map(|r| Service {
+                url: r.url.clone(),
+                _postgres: None,
+                _redis: Some(r),
+            }),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Fixtures
+
+/// The built-in voices with reproducible espeak-ng output, so two renders
+/// of one chunk give the same samples wherever they run.
+fn reproducible_voices(dir: &Path) -> PathBuf {
+    let text = tingshu::config::DEFAULT_VOICES.replace(
+        "[backends.local]\ntype = \"espeak\"\n",
+        "[backends.local]\ntype = \"espeak\"\nreproducible = true\nworkers = 2\n",
+    );
+    assert!(
+        text.contains("reproducible = true"),
+        "default voices changed shape"
+    );
+    let path = dir.join("voices.toml");
+    std::fs::write(&path, text).expect("write voices");
+    path
+}
+
+/// An original 20-chapter story generated from small word lists (a fixed
+/// linear congruential sequence picks the words): narration, dialogue and
+/// a refrain that closes every chapter, so chapters share some chunks.
+fn novel(chapters: usize) -> String {
+    const PEOPLE: [&str; 5] = ["阿明", "林姐", "老周", "小雨", "船长"];
+    const ACTIONS: [&str; 6] = [
+        "慢慢走过",
+        "停下来看着",
+        "轻轻推开",
+        "抬头望向",
+        "低声数着",
+        "绕过",
+    ];
+    const THINGS: [&str; 7] = [
+        "潮湿的石阶",
+        "远处的灯光",
+        "半开的木门",
+        "一张旧地图",
+        "码头边的铁链",
+        "窗外的雨",
+        "桌上的茶杯",
+    ];
+    const LINES: [&str; 6] = [
+        "今晚的风有点大。",
+        "我们明天再来吧。",
+        "你听见钟声了吗？",
+        "灯还亮着，别担心。",
+        "把门关好，天快黑了。",
+        "这条路我走过很多次。",
+    ];
+    const TITLES: [&str; 5] = ["雾起", "夜班", "旧信", "潮声", "归途"];
+    let mut state: u64 = 20_261_130;
+    let mut pick = |n: usize| {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        ((state >> 33) as usize) % n
+    };
+    let mut text = String::new();
+    for c in 1..=chapters {
+        text.push_str(&format!("第{c}章 {}之{c}\n\n", TITLES[pick(TITLES.len())]));
+        for _ in 0..3 {
+            let (a, b) = (PEOPLE[pick(PEOPLE.len())], PEOPLE[pick(PEOPLE.len())]);
+            text.push_str(&format!(
+                "{a}{}{}。{b}{}{}。\n\n{a}说：“{}”\n\n",
+                ACTIONS[pick(ACTIONS.len())],
+                THINGS[pick(THINGS.len())],
+                ACTIONS[pick(ACTIONS.len())],
+                THINGS[pick(THINGS.len())],
+                LINES[pick(LINES.len())],
+            ));
+        }
+        text.push_str("夜色又深了一些。\n\n");
+    }
+    text
+}
+
+struct Render {
+    _tmp: tempfile::TempDir,
+    root: PathBuf,
+    book: PathBuf,
+    voices: PathBuf,
+}
+
+impl Render {
+    fn new(chapters: usize) -> Render {
+        let tmp = tempfile::tempdir().expect("temporary directory");
+        let root = tmp.path().to_owned();
+        let book = root.join("守灯.txt");
+        std::fs::write(&book, novel(chapters)).expect("write book");
+        let voices = reproducible_voices(&root);
+        Render {
+            _tmp: tmp,
+            root,
+            book,
+            voices,
+        }
+    }
+
+    fn tingshu(&self, args: &[&str]) -> Output {
+        Command::new(BIN).args(args).output().expect("run tingshu")
+    }
+
+    fn build(&self) -> PathBuf {
+        let out = self.root.join("single");
+        let status = self.tingshu(&[
+            "build",
+            &self.book.to_string_lossy(),
+            "--voices",
+            &self.voices.to_string_lossy(),
+            "--out",
+            &out.to_string_lossy(),
+        ]);
+        assert!(
+            status.status.success(),
+            "build: {}",
+            String::from_utf8_lossy(&status.stderr)
+        );
+        out.join("守灯")
+    }
+
+    fn enqueue(&self, url: &str) -> String {
+        let out = self.tingshu(&[
+            "enqueue",
+            &self.book.to_string_lossy(),
+            "--voices",
+            &self.voices.to_string_lossy(),
+            "--out",
+            &self.root.join("multi").to_string_lossy(),
+            "--queue",
+            url,
+        ]);
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "enqueue: {stderr}");
+        stderr
+    }
+
+    fn cache(&self) -> PathBuf {
+        self.root.join("cache")
+    }
+
+    fn worker(&self, url: &str, n: usize, extra: &[&str]) -> Child {
+        let log = std::fs::File::create(self.root.join(format!("worker{n}.log"))).expect("log");
+        Command::new(BIN)
+            .args([
+                "worker",
+                "--queue",
+                url,
+                "--concurrency",
+                "4",
+                "--until-idle",
+            ])
+            .arg("--cache")
+            .arg(self.cache())
+            .args(["--name", &format!("w{n}")])
+            .args(extra)
+            .env("RUST_LOG", "tingshu=info")
+            .env("NO_COLOR", "1")
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(log))
+            .spawn()
+            .expect("start worker")
+    }
+
+    fn log(&self, n: usize) -> String {
+        std::fs::read_to_string(self.root.join(format!("worker{n}.log"))).unwrap_or_default()
+    }
+}
+
+/// Waits for every worker to exit on its own; returns their exit codes.
+fn wait_all(render: &Render, workers: &mut [(usize, Child)], limit: Duration) -> Vec<i32> {
+    let start = Instant::now();
+    let mut codes = vec![None; workers.len()];
+    while codes.iter().any(Option::is_none) {
+        for (i, (_, child)) in workers.iter_mut().enumerate() {
+            if codes[i].is_none()
+                && let Some(status) = child.try_wait().expect("wait")
+            {
+                codes[i] = Some(status.code().unwrap_or(-1));
+            }
+        }
+        if start.elapsed() > limit {
+            let logs: Vec<String> = workers.iter().map(|(n, _)| render.log(*n)).collect();
+            for (_, child) in workers.iter_mut() {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+            panic!(
+                "workers did not finish in {limit:?}:\n{}",
+                logs.join("\n---\n")
+            );
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    codes.into_iter().map(|c| c.unwrap_or(-1)).collect()
+}
+
+/// Every chapter WAV and the manifest of `dir` by name → contents (workers
+/// do not write `build`'s subtitles and report yet).
+fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .flatten()
+        .filter(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            name.ends_with(".wav") || name == "manifest.json"
+        })
+        .map(|e| {
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                std::fs::read(e.path()).expect("read output file"),
+            )
+        })
+        .collect()
+}
+
+fn assert_same_output(single: &Path, multi: &Path) {
+    let (a, b) = (files(single), files(multi));
+    assert_eq!(
+        a.keys().collect::<Vec<_>>(),
+        b.keys().collect::<Vec<_>>(),
+        "file lists differ"
+    );
+    for (name, bytes) in &a {
+        assert!(
+            bytes == &b[name],
+            "{name} differs between build and workers"
+        );
+    }
+}
+
+/// Keys of "synthesized chunk" log lines, with how often each appears.
+fn synthesized_keys(log: &str, counts: &mut BTreeMap<String, usize>) {
+    for line in log.lines().filter(|l| l.contains("synthesized chunk")) {
+        let key = line
+            .split("key=")
+            .nth(1)
+            .and_then(|rest| rest.trim_start_matches('"').get(..64))
+            .unwrap_or_else(|| panic!("no key in log line: {line}"));
+        *counts.entry(key.to_owned()).or_default() += 1;
+    }
+}
+
+fn store_keys(cache: &Path) -> BTreeSet<String> {
+    let mut keys = BTreeSet::new();
+    for sub in std::fs::read_dir(cache).expect("cache dir").flatten() {
+        for file in std::fs::read_dir(sub.path())
+            .expect("cache subdir")
+            .flatten()
+        {
+            let name = file.file_name().to_string_lossy().into_owned();
+            assert!(
+                !name.starts_with('.'),
+                "temporary file left in the store: {name}"
+            );
+            keys.insert(name.trim_end_matches(".wav").to_owned());
+        }
+    }
+    keys
+}
+
+// ---------------------------------------------------------------------------
+// Tests
+
+#[test]
+fn postgres_three_workers_render_a_book_once_and_byte_identical_to_build() {
+    three_workers_render_a_book_once_and_byte_identical_to_build(Engine::Postgres);
+}
+
+#[test]
+fn redis_three_workers_render_a_book_once_and_byte_identical_to_build() {
+    three_workers_render_a_book_once_and_byte_identical_to_build(Engine::Redis);
+}
+
+fn three_workers_render_a_book_once_and_byte_identical_to_build(engine: Engine) {
+    let Some(pg) = Service::start(engine) else {
+        return;
+    };
+    let render = Render::new(20);
+    let single = render.build();
+
+    let first = render.enqueue(&pg.url);
+    let second = render.enqueue(&pg.url);
+    assert!(first.contains(" new"), "{first}");
+    assert!(
+        second.trim_end().ends_with(", 0 new"),
+        "re-enqueue added tasks: {second}"
+    );
+
+    let mut workers: Vec<(usize, Child)> = (0..3)
+        .map(|n| (n, render.worker(&pg.url, n, &[])))
+        .collect();
+    let codes = wait_all(&render, &mut workers, Duration::from_secs(600));
+    assert_eq!(codes, [0, 0, 0], "{}", render.log(0));
+
+    let multi = render.root.join("multi/守灯");
+    assert_same_output(&single, &multi);
+    assert_eq!(files(&multi).len(), 21, "20 chapters and a manifest");
+
+    // Every chunk synthesized exactly once, across all workers.
+    let mut counts = BTreeMap::new();
+    for n in 0..3 {
+        synthesized_keys(&render.log(n), &mut counts);
+    }
+    let repeated: Vec<_> = counts.iter().filter(|(_, n)| **n != 1).collect();
+    assert!(
+        repeated.is_empty(),
+        "chunks synthesized more than once: {repeated:?}"
+    );
+    let stored = store_keys(&render.cache());
+    assert_eq!(counts.keys().cloned().collect::<BTreeSet<_>>(), stored);
+    // The refrain closes every chapter but was synthesized once.
+    let manifest = std::fs::read_to_string(multi.join("manifest.json")).unwrap();
+    assert_eq!(manifest.matches("夜色又深了一些").count(), 20);
+    let total_chunks = manifest.matches("\"text\"").count();
+    assert!(
+        stored.len() < total_chunks,
+        "{} stored, {total_chunks} segments",
+        stored.len()
+    );
+    // More than one worker did work.
+    let busy = (0..3)
+        .filter(|n| render.log(*n).contains("synthesized chunk"))
+        .count();
+    assert!(busy >= 2, "only {busy} worker synthesized anything");
+
+    let status = render.tingshu(&["queue-status", "--queue", &pg.url]);
+    let table = String::from_utf8_lossy(&status.stdout);
+    assert!(status.status.success(), "{table}");
+    let row: Vec<&str> = table
+        .lines()
+        .find(|l| l.starts_with("守灯"))
+        .unwrap_or_else(|| panic!("no job row: {table}"))
+        .split_whitespace()
+        .collect();
+    // job, waiting, queued, running, done, parked, chapters
+    assert_eq!(row[1..4], ["0", "0", "0"], "{table}");
+    assert_eq!(row[5], "0", "{table}");
+    assert_eq!(row[6], "20/20", "{table}");
+    assert_eq!(
+        row[4].parse::<usize>().unwrap(),
+        stored.len() + 20 + 1,
+        "{table}"
+    );
+}
+
+#[test]
+fn postgres_a_worker_killed_mid_run_loses_and_duplicates_nothing() {
+    a_worker_killed_mid_run_loses_and_duplicates_nothing(Engine::Postgres);
+}
+
+#[test]
+fn redis_a_worker_killed_mid_run_loses_and_duplicates_nothing() {
+    a_worker_killed_mid_run_loses_and_duplicates_nothing(Engine::Redis);
+}
+
+fn a_worker_killed_mid_run_loses_and_duplicates_nothing(engine: Engine) {
+    let Some(pg) = Service::start(engine) else {
+        return;
+    };
+    let render = Render::new(20);
+    let single = render.build();
+    render.enqueue(&pg.url);
+    // Slow synthesis down so the kill lands mid-run; short leases so the
+    // dead worker's tasks are taken again soon.
+    let extra = ["--lease", "2", "--simulate-latency-ms", "150"];
+    let mut victim = render.worker(&pg.url, 0, &extra);
+    let mut workers: Vec<(usize, Child)> = (1..3)
+        .map(|n| (n, render.worker(&pg.url, n, &extra)))
+        .collect();
+    let start = Instant::now();
+    while render.log(0).matches("synthesized chunk").count() < 5 {
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "victim never started: {}",
+            render.log(0)
+        );
+        assert!(
+            victim.try_wait().unwrap().is_none(),
+            "victim exited early: {}",
+            render.log(0)
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    victim.kill().expect("SIGKILL the worker");
+    victim.wait().expect("reap");
+    let codes = wait_all(&render, &mut workers, Duration::from_secs(600));
+    assert_eq!(codes, [0, 0], "{}", render.log(1));
+
+    let multi = render.root.join("multi/守灯");
+    let names: Vec<String> = files(&multi).into_keys().collect();
+    let chapters: Vec<&String> = names.iter().filter(|n| n.ends_with(".wav")).collect();
+    assert_eq!(chapters.len(), 20, "{names:?}");
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(multi.join("manifest.json")).unwrap()).unwrap();
+    let indices: Vec<u64> = manifest["chapters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["index"].as_u64().unwrap())
+        .collect();
+    assert_eq!(indices, (1..=20).collect::<Vec<u64>>());
+    assert_same_output(&single, &multi);
+}
+
+#[test]
+fn postgres_a_chunk_that_cannot_be_synthesized_is_parked_with_its_error() {
+    a_chunk_that_cannot_be_synthesized_is_parked_with_its_error(Engine::Postgres);
+}
+
+#[test]
+fn redis_a_chunk_that_cannot_be_synthesized_is_parked_with_its_error() {
+    a_chunk_that_cannot_be_synthesized_is_parked_with_its_error(Engine::Redis);
+}
+
+fn a_chunk_that_cannot_be_synthesized_is_parked_with_its_error(engine: Engine) {
+    let Some(pg) = Service::start(engine) else {
+        return;
+    };
+    let render = Render::new(2);
+    let voices = std::fs::read_to_string(&render.voices)
+        .unwrap()
+        .replace("cmn-latn-pinyin+m3", "no-such-espeak-voice");
+    std::fs::write(&render.voices, voices).unwrap();
+    render.enqueue(&pg.url);
+    let mut workers = vec![(0, render.worker(&pg.url, 0, &[]))];
+    let codes = wait_all(&render, &mut workers, Duration::from_secs(300));
+    assert_eq!(
+        codes,
+        [1],
+        "parked work is a partial failure: {}",
+        render.log(0)
+    );
+
+    let status = render.tingshu(&["queue-status", "--queue", &pg.url]);
+    assert_eq!(status.status.code(), Some(1));
+    let table = String::from_utf8_lossy(&status.stdout);
+    let parked: Vec<&str> = table
+        .lines()
+        .filter(|l| l.starts_with("parked: 守灯: synth:"))
+        .collect();
+    assert!(!parked.is_empty(), "{table}");
+    assert!(
+        parked.iter().all(|l| l.contains("no-such-espeak-voice")),
+        "{table}"
+    );
+    // The narration chapters' chunks were rendered; no chapter could be mixed.
+    assert!(
+        !render
+            .root
+            .join("multi/守灯")
+            .join("manifest.json")
+            .exists()
+    );
+}
+
+// ---------------------------------------------------------------------------
+// Queue semantics through the library
+
+fn task(id: &str, kind: TaskKind, depends_on: &[&str], max_attempts: u32) -> NewTask {
+    NewTask {
+        id: id.into(),
+        kind,
+        payload: "{}".into(),
+        depends_on: depends_on.iter().map(|s| s.to_string()).collect(),
+        max_attempts,
+    }
+}
+
+async fn state_of(queue: &dyn TaskQueue, job: &str) -> BTreeMap<TaskState, u64> {
+    let mut states = BTreeMap::new();
+    for status in queue
+        .status()
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|s| s.job == job)
+    {
+        for (_, state, n) in status.counts {
+            *states.entry(state).or_default() += n;
+        }
+    }
+    states
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn postgres_leases_expire_failures_park_and_dependents_wait() {
+    leases_expire_failures_park_and_dependents_wait(Engine::Postgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn redis_leases_expire_failures_park_and_dependents_wait() {
+    leases_expire_failures_park_and_dependents_wait(Engine::Redis).await;
+}
+
+async fn leases_expire_failures_park_and_dependents_wait(engine: Engine) {
+    let Some(pg) = Service::start(engine) else {
+        return;
+    };
+    let queue: std::sync::Arc<dyn TaskQueue> =
+        std::sync::Arc::from(tingshu::queue::connect(&pg.url, 8).await.unwrap());
+    let lease = Duration::from_millis(300);
+
+    // A task whose worker vanishes is taken again; after max_attempts
+    // losses it is parked.
+    let plan = JobPlan {
+        job: "lost".into(),
+        tasks: vec![task("synth:lost", TaskKind::Synth, &[], 2)],
+    };
+    assert_eq!(queue.enqueue(&plan).await.unwrap().added, 1);
+    assert_eq!(queue.enqueue(&plan).await.unwrap().added, 0);
+    let first = queue.claim("a", lease).await.unwrap().unwrap();
+    assert_eq!((first.id.as_str(), first.attempt), ("synth:lost", 1));
+    assert!(
+        queue.claim("b", lease).await.unwrap().is_none(),
+        "leased task handed out twice"
+    );
+    tokio::time::sleep(lease * 2).await;
+    let second = queue.claim("b", lease).await.unwrap().unwrap();
+    assert_eq!(second.attempt, 2);
+    assert!(
+        !queue.heartbeat("synth:lost", "a", lease).await.unwrap(),
+        "old owner kept its lease"
+    );
+    tokio::time::sleep(lease * 2).await;
+    assert!(queue.claim("c", lease).await.unwrap().is_none());
+    let status = queue.status().await.unwrap();
+    let lost = status.iter().find(|s| s.job == "lost").unwrap();
+    assert_eq!(lost.count(TaskState::Parked), 1);
+    assert!(
+        lost.parked[0].1.contains("stopped responding 2 times"),
+        "{:?}",
+        lost.parked
+    );
+    // Enqueueing parked work again gives it fresh attempts.
+    assert_eq!(queue.enqueue(&plan).await.unwrap().added, 1);
+    let again = queue.claim("d", lease).await.unwrap().unwrap();
+    assert_eq!(again.attempt, 1);
+    queue.complete(&again.id, None).await.unwrap();
+
+    // Retryable failures come back after their back-off, then park.
+    let plan = JobPlan {
+        job: "flaky".into(),
+        tasks: vec![task("synth:flaky", TaskKind::Synth, &[], 2)],
+    };
+    queue.enqueue(&plan).await.unwrap();
+    let t = queue.claim("a", lease).await.unwrap().unwrap();
+    let state = queue
+        .fail(&t.id, "a", "HTTP 503", true, Duration::from_millis(200))
+        .await
+        .unwrap();
+    assert_eq!(state, TaskState::Queued);
+    assert!(
+        queue.claim("a", lease).await.unwrap().is_none(),
+        "claimed during back-off"
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let t = queue.claim("a", lease).await.unwrap().unwrap();
+    let state = queue
+        .fail(&t.id, "a", "HTTP 503 again", true, Duration::ZERO)
+        .await
+        .unwrap();
+    assert_eq!(state, TaskState::Parked);
+    assert_eq!(
+        state_of(queue.as_ref(), "flaky").await[&TaskState::Parked],
+        1
+    );
+
+    // A chapter waiting on 40 chunks completed concurrently by many
+    // workers is readied exactly once, after the last of them.
+    let ids: Vec<String> = (0..40).map(|i| format!("synth:c{i}")).collect();
+    let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
+    let mut tasks: Vec<NewTask> = refs
+        .iter()
+        .map(|id| task(id, TaskKind::Synth, &[], 3))
+        .collect();
+    tasks.push(task("mix:ch", TaskKind::Mix, &refs, 3));
+    tasks.push(task("book:b", TaskKind::Book, &["mix:ch"], 3));
+    queue
+        .enqueue(&JobPlan {
+            job: "deps".into(),
+            tasks,
+        })
+        .await
+        .unwrap();
+    let mut handles = Vec::new();
+    for w in 0..8 {
+        let queue = std::sync::Arc::clone(&queue);
+        handles.push(tokio::spawn(async move {
+            let mut done = Vec::new();
+            while let Some(t) = queue
+                .claim(&format!("w{w}"), Duration::from_secs(30))
+                .await
+                .unwrap()
+            {
+                if t.kind != TaskKind::Synth {
+                    done.push(t.id.clone());
+                    continue;
+                }
+                queue.complete(&t.id, Some(&t.id)).await.unwrap();
+            }
+            done
+        }));
+    }
+    let mut claimed_after = Vec::new();
+    for h in handles {
+        claimed_after.extend(h.await.unwrap());
+    }
+    // The mix task may have been claimed once by a worker still looping.
+    assert!(claimed_after.len() <= 1, "{claimed_after:?}");
+    let mix = match claimed_after.pop() {
+        Some(id) => id,
+        None => {
+            queue
+                .claim("z", lease)
+                .await
+                .unwrap()
+                .expect("mix ready")
+                .id
+        }
+    };
+    assert_eq!(mix, "mix:ch");
+    assert!(
+        queue.claim("z", lease).await.unwrap().is_none(),
+        "book ran before its chapter"
+    );
+    let results = queue.dependency_results("mix:ch").await.unwrap();
+    assert_eq!(results.len(), 40);
+    queue.complete("mix:ch", Some("chapter")).await.unwrap();
+    let book = queue.claim("z", lease).await.unwrap().expect("book ready");
+    assert_eq!(book.id, "book:b");
+    assert_eq!(
+        queue.dependency_results("book:b").await.unwrap(),
+        ["chapter"]
+    );
+}
+
+/// What byte-identical rendering across machines rests on: with
+/// `reproducible = true` a chunk's samples do not depend on what the
+/// engine process said before, so two builds give the same files.
+#[test]
+fn reproducible_espeak_builds_are_byte_identical() {
+    let render = Render::new(3);
+    let first = render.build();
+    let again = render.root.join("again");
+    std::fs::rename(&first, &again).expect("move first build aside");
+    let second = render.build();
+    assert_same_output(&again, &second);
+}
