@@ -292,9 +292,14 @@ fn synthesize_in_child(engine: &Engine, req: &EngineRequest) -> std::io::Result<
     }
     if pid == 0 {
         drop(read_end);
-        let reply = encode_reply(&speak(engine, req));
-        let mut pipe = std::fs::File::from(write_end);
-        let code = if pipe.write_all(&reply).is_ok() { 0 } else { 1 };
+        // A panic must not unwind into the parent's frames (the child would
+        // go on serving requests): it ends the child like any failure.
+        let code = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let reply = encode_reply(&speak(engine, req));
+            let mut pipe = std::fs::File::from(write_end);
+            if pipe.write_all(&reply).is_ok() { 0 } else { 1 }
+        }))
+        .unwrap_or(2);
         // SAFETY: ends the child at once, without running destructors or
         // flushing buffers that belong to the parent.
         unsafe { libc::_exit(code) }
