@@ -236,17 +236,14 @@ impl Service {
 // ---------------------------------------------------------------------------
 // Fixtures
 
-/// The built-in voices with reproducible espeak-ng output, so two renders
-/// of one chunk give the same samples wherever they run.
+/// The built-in voices with two espeak-ng workers (whose output does not
+/// depend on what a worker said before).
 fn reproducible_voices(dir: &Path) -> PathBuf {
     let text = tingshu::config::DEFAULT_VOICES.replace(
         "[backends.local]\ntype = \"espeak\"\n",
-        "[backends.local]\ntype = \"espeak\"\nreproducible = true\nworkers = 2\n",
+        "[backends.local]\ntype = \"espeak\"\nworkers = 2\n",
     );
-    assert!(
-        text.contains("reproducible = true"),
-        "default voices changed shape"
-    );
+    assert!(text.contains("workers = 2"), "default voices changed shape");
     let path = dir.join("voices.toml");
     std::fs::write(&path, text).expect("write voices");
     path
@@ -869,9 +866,9 @@ async fn leases_expire_failures_park_and_dependents_wait(engine: Engine) {
     );
 }
 
-/// What byte-identical rendering across machines rests on: with
-/// `reproducible = true` a chunk's samples do not depend on what the
-/// engine process said before, so two builds give the same files.
+/// What byte-identical rendering across machines rests on: a chunk's
+/// samples do not depend on what the engine process said before, so two
+/// builds give the same files.
 #[test]
 fn reproducible_espeak_builds_are_byte_identical() {
     let render = Render::new(3);

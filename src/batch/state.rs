@@ -158,6 +158,12 @@ pub struct LastRun {
     pub pending: usize,
     /// Seconds of audio rendered by this run.
     pub audio_s: f64,
+    /// Requests sent to synthesis backends (every attempt counts).
+    #[serde(default)]
+    pub requests: usize,
+    /// Chunks taken from the synthesis cache.
+    #[serde(default)]
+    pub cache_hits: usize,
     pub failures: Vec<String>,
 }
 

@@ -3,6 +3,7 @@
 //! `tingshu build`.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -113,6 +114,8 @@ async fn daemon(
                 rendered = report.rendered,
                 pending = report.pending,
                 audio_s = report.audio_s,
+                requests = report.requests,
+                cache_hits = report.cache_hits,
                 failures = report.failures.len(),
                 "batch run finished"
             );
@@ -147,13 +150,15 @@ fn status(args: &BatchJobsArgs) -> anyhow::Result<u8> {
         let last_line = match &last {
             None => "never".to_owned(),
             Some(run) => format!(
-                "{} ({}): {} rendered, {} pending, {} audio, took {}",
+                "{} ({}): {} rendered, {} pending, {} audio, took {}, {} requests sent, {} chunks from the cache",
                 run.finished.format("%Y-%m-%d %H:%M:%S UTC"),
                 outcome_word(run.outcome),
                 run.rendered,
                 run.pending,
                 format_duration(run.audio_s),
                 format_duration((run.finished - run.started).num_milliseconds() as f64 / 1000.0),
+                run.requests,
+                run.cache_hits,
             ),
         };
         out.push_str(&format!("  last run: {last_line}\n"));
@@ -266,6 +271,10 @@ pub struct JobReport {
     pub rendered: usize,
     pub pending: usize,
     pub audio_s: f64,
+    /// Requests sent to backends (every attempt counts).
+    pub requests: usize,
+    /// Chunks taken from the synthesis cache instead.
+    pub cache_hits: usize,
     pub failures: Vec<String>,
     /// Another process holds the job's lock: nothing was done.
     pub busy: Option<String>,
@@ -285,13 +294,15 @@ impl JobReport {
         let mut line = match self.outcome {
             RunOutcome::Failed => format!("{head}: failed: {}", self.failures.join("; ")),
             _ => format!(
-                "{head}: {} of {} chapters rendered ({} audio), {} pending, {} failed → {}",
+                "{head}: {} of {} chapters rendered ({} audio), {} pending, {} failed → {}; {} requests sent, {} chunks from the cache",
                 self.rendered,
                 self.chapters,
                 format_duration(self.audio_s),
                 self.pending,
                 self.failures.len(),
-                self.book_dir.display()
+                self.book_dir.display(),
+                self.requests,
+                self.cache_hits,
             ),
         };
         if self.outcome == RunOutcome::Interrupted {
@@ -322,6 +333,8 @@ pub async fn run_job(
         rendered: 0,
         pending: 0,
         audio_s: 0.0,
+        requests: 0,
+        cache_hits: 0,
         failures: Vec::new(),
         busy: None,
     };
@@ -357,6 +370,8 @@ pub async fn run_job(
         rendered: report.rendered,
         pending: report.pending,
         audio_s: (report.audio_s * 1000.0).round() / 1000.0,
+        requests: report.requests,
+        cache_hits: report.cache_hits,
         failures: report.failures.clone(),
     };
     if let Err(e) = last.write(&dir) {
@@ -442,8 +457,10 @@ async fn render_job(
                 Err(e) => {
                     progress.chapter_done(&outcome.title, None);
                     failures.push(format!(
-                        "chapter {} ({}): {e}",
-                        outcome.index, outcome.title
+                        "chapter {} ({}): {}",
+                        outcome.index,
+                        outcome.title,
+                        super::error_chain(&e)
                     ));
                     state.remove(planned.index);
                     if let Err(e) = state.write(dir) {
@@ -460,6 +477,9 @@ async fn render_job(
         interrupted
     };
 
+    let stats = &inputs.renderer.client.stats;
+    report.requests = stats.requests.load(Ordering::Relaxed);
+    report.cache_hits = stats.cache_hits.load(Ordering::Relaxed);
     report.rendered = written.len();
     report.pending -= written.len();
     report.audio_s = written.iter().fold(0.0, |sum, c| sum + c.duration_s);

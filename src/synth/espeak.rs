@@ -40,13 +40,6 @@ pub struct EspeakConfig {
     /// Longest chunk (characters) per request.
     #[serde(default = "default_max_chars")]
     pub max_chars: usize,
-    /// libespeak-ng carries state from one request to the next, so the same
-    /// chunk can come out a few samples different. With `true` every request
-    /// gets a fresh worker process (about 12 ms more each) and the same
-    /// chunk always gives the same samples — for byte-identical renders
-    /// across runs and machines.
-    #[serde(default)]
-    pub reproducible: bool,
 }
 
 fn default_rate() -> u32 {
@@ -132,15 +125,27 @@ fn engine() -> Result<&'static Mutex<Engine>, String> {
 pub fn synthesize_blocking(req: &EngineRequest) -> Result<AudioClip, String> {
     let engine = engine()?;
     let guard = engine.lock().unwrap_or_else(|e| e.into_inner());
-    let voice =
-        CString::new(req.voice.as_str()).map_err(|_| "voice name contains NUL".to_owned())?;
+    select_voice(&guard, &req.voice)?;
+    speak(&guard, req)
+}
+
+/// Makes `voice` the engine's voice.
+fn select_voice(_engine: &Engine, voice: &str) -> Result<(), String> {
+    let name = CString::new(voice).map_err(|_| "voice name contains NUL".to_owned())?;
+    // SAFETY: the engine is initialized and the caller holds its lock; the
+    // name outlives the call.
+    if unsafe { sys::espeak_SetVoiceByName(name.as_ptr()) } != sys::espeak_ERROR_EE_OK {
+        return Err(format!("espeak-ng has no voice '{voice}'"));
+    }
+    Ok(())
+}
+
+/// Speaks `req.text` with the selected voice at the request's rate and pitch.
+fn speak(engine: &Engine, req: &EngineRequest) -> Result<AudioClip, String> {
     let text = CString::new(req.text.as_str()).map_err(|_| "text contains NUL".to_owned())?;
-    // SAFETY: the engine is initialized and we hold its lock; all pointers
-    // outlive the calls.
+    // SAFETY: the engine is initialized and the caller holds its lock; all
+    // pointers outlive the calls.
     unsafe {
-        if sys::espeak_SetVoiceByName(voice.as_ptr()) != sys::espeak_ERROR_EE_OK {
-            return Err(format!("espeak-ng has no voice '{}'", req.voice));
-        }
         sys::espeak_SetParameter(sys::espeak_PARAMETER_espeakRATE, req.rate as c_int, 0);
         if let Some(pitch) = req.pitch {
             sys::espeak_SetParameter(
@@ -167,45 +172,175 @@ pub fn synthesize_blocking(req: &EngineRequest) -> Result<AudioClip, String> {
         }
     }
     let samples = CAPTURE.with(|c| std::mem::take(&mut *c.borrow_mut()));
-    Ok(AudioClip::from_i16(&samples, guard.sample_rate))
+    Ok(AudioClip::from_i16(&samples, engine.sample_rate))
 }
 
 /// Worker mode: read JSON requests from stdin, one per line; answer each with
 /// a JSON line, then the samples as 16-bit little-endian PCM.
-pub fn run_worker(input: impl BufRead, mut output: impl Write) -> std::io::Result<()> {
+///
+/// Each request is synthesized in a child process forked for it from the
+/// initialized engine, so every request starts from the same engine state
+/// and the same request always gives the same samples. libespeak-ng keeps
+/// state from one synthesis to the next that no API resets (the position in
+/// its pitch-flutter table and the roughness cycle counter are static
+/// variables; `espeak_Cancel`, re-selecting the voice or parameters and even
+/// `espeak_Terminate` + `espeak_Initialize` leave them alone), which made a
+/// chunk's audio depend on what the worker had spoken before.
+///
+/// Call it only from a single-threaded process (the worker mode of the
+/// binary, before any runtime starts): the child of a multi-threaded process
+/// may find a lock held by a thread that does not exist there.
+pub fn run_worker(input: impl BufRead, output: impl Write) -> std::io::Result<()> {
+    serve(input, output, Isolation::ForkPerRequest)
+}
+
+/// How [`serve`] runs each request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Isolation {
+    /// In a child process forked from the initialized engine (reproducible).
+    ForkPerRequest,
+    /// In this process (output depends on earlier requests).
+    #[cfg_attr(not(test), allow(dead_code))]
+    InProcess,
+}
+
+fn serve(input: impl BufRead, mut output: impl Write, isolation: Isolation) -> std::io::Result<()> {
+    // Initialized before the first fork, so that no child pays for it and
+    // every child starts from this state.
+    let ready = engine();
+    // The voice selected in this process: loading a voice takes longer than
+    // forking, so the parent loads it once and the children only speak.
+    let mut selected: Option<String> = None;
     for line in input.lines() {
         let line = line?;
-        let reply = serde_json::from_str::<EngineRequest>(&line)
-            .map_err(|e| format!("bad request: {e}"))
-            .and_then(|req| synthesize_blocking(&req));
-        match reply {
-            Ok(clip) => {
-                let header = WorkerReply {
-                    samples: Some(clip.samples.len()),
-                    sample_rate: Some(clip.sample_rate),
-                    error: None,
-                };
-                serde_json::to_writer(&mut output, &header)?;
-                output.write_all(b"\n")?;
-                let mut bytes = Vec::with_capacity(clip.samples.len() * 2);
-                for s in &clip.samples {
-                    bytes.extend_from_slice(
-                        &((s * 32768.0).round().clamp(-32768.0, 32767.0) as i16).to_le_bytes(),
-                    );
+        let reply = match (serde_json::from_str::<EngineRequest>(&line), &ready) {
+            (Err(e), _) => encode_reply(&Err(format!("bad request: {e}"))),
+            (Ok(_), Err(e)) => encode_reply(&Err(e.clone())),
+            (Ok(req), Ok(engine)) => match isolation {
+                Isolation::InProcess => encode_reply(&synthesize_blocking(&req)),
+                Isolation::ForkPerRequest => {
+                    let guard = engine.lock().unwrap_or_else(|e| e.into_inner());
+                    let voice = if selected.as_deref() == Some(req.voice.as_str()) {
+                        Ok(())
+                    } else {
+                        selected = None;
+                        select_voice(&guard, &req.voice)
+                            .inspect(|()| selected = Some(req.voice.clone()))
+                    };
+                    match voice {
+                        Err(e) => encode_reply(&Err(e)),
+                        Ok(()) => synthesize_in_child(&guard, &req).unwrap_or_else(|e| {
+                            encode_reply(&Err(format!("synthesis process failed: {e}")))
+                        }),
+                    }
                 }
-                output.write_all(&bytes)?;
-            }
-            Err(error) => {
-                let header = WorkerReply {
-                    samples: None,
-                    sample_rate: None,
-                    error: Some(error),
-                };
-                serde_json::to_writer(&mut output, &header)?;
-                output.write_all(b"\n")?;
-            }
-        }
+            },
+        };
+        output.write_all(&reply)?;
         output.flush()?;
+    }
+    Ok(())
+}
+
+/// A reply in the worker protocol: a JSON line, then the samples as 16-bit
+/// little-endian PCM.
+fn encode_reply(result: &Result<AudioClip, String>) -> Vec<u8> {
+    let header = match result {
+        Ok(clip) => WorkerReply {
+            samples: Some(clip.samples.len()),
+            sample_rate: Some(clip.sample_rate),
+            error: None,
+        },
+        Err(error) => WorkerReply {
+            samples: None,
+            sample_rate: None,
+            error: Some(error.clone()),
+        },
+    };
+    let mut bytes = serde_json::to_vec(&header).unwrap_or_default();
+    bytes.push(b'\n');
+    if let Ok(clip) = result {
+        bytes.reserve(clip.samples.len() * 2);
+        for s in &clip.samples {
+            bytes.extend_from_slice(
+                &((s * 32768.0).round().clamp(-32768.0, 32767.0) as i16).to_le_bytes(),
+            );
+        }
+    }
+    bytes
+}
+
+/// Speaks `req` with the selected voice in a child process forked for it;
+/// returns the child's reply (checked for completeness).
+fn synthesize_in_child(engine: &Engine, req: &EngineRequest) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    use std::os::fd::{FromRawFd, OwnedFd};
+
+    let mut fds: [c_int; 2] = [0; 2];
+    // SAFETY: `pipe` writes two new descriptors into `fds`.
+    if unsafe { libc::pipe(fds.as_mut_ptr()) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: both descriptors were just created and are owned by nobody else.
+    let (read_end, write_end) =
+        unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    // SAFETY: the worker process is single-threaded (see `run_worker`), so
+    // the child may run ordinary code: no lock can be held by another thread.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    if pid == 0 {
+        drop(read_end);
+        // A panic must not unwind into the parent's frames (the child would
+        // go on serving requests): it ends the child like any failure.
+        let code = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let reply = encode_reply(&speak(engine, req));
+            let mut pipe = std::fs::File::from(write_end);
+            if pipe.write_all(&reply).is_ok() { 0 } else { 1 }
+        }))
+        .unwrap_or(2);
+        // SAFETY: ends the child at once, without running destructors or
+        // flushing buffers that belong to the parent.
+        unsafe { libc::_exit(code) }
+    }
+    drop(write_end);
+    let mut reply = Vec::new();
+    let read = std::fs::File::from(read_end).read_to_end(&mut reply);
+    let mut status: c_int = 0;
+    loop {
+        // SAFETY: `pid` is our child; `status` is a valid out-pointer.
+        let r = unsafe { libc::waitpid(pid, &mut status, 0) };
+        if r == pid {
+            break;
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+    read?;
+    if !(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0) {
+        return Err(std::io::Error::other(format!(
+            "child ended abnormally (wait status {status})"
+        )));
+    }
+    check_reply(&reply)?;
+    Ok(reply)
+}
+
+/// Checks that `reply` is one whole reply.
+fn check_reply(reply: &[u8]) -> std::io::Result<()> {
+    let bad = |what: &str| std::io::Error::other(format!("bad reply from child: {what}"));
+    let end = reply
+        .iter()
+        .position(|&b| b == b'\n')
+        .ok_or_else(|| bad("no header"))?;
+    let header: WorkerReply =
+        serde_json::from_slice(&reply[..end]).map_err(|_| bad("unreadable header"))?;
+    let expected = end + 1 + header.samples.unwrap_or(0) * 2;
+    if reply.len() != expected {
+        return Err(bad(&format!("{} bytes, expected {expected}", reply.len())));
     }
     Ok(())
 }
@@ -239,6 +374,8 @@ struct Worker {
     _child: Child,
     stdin: ChildStdin,
     stdout: BufReader<ChildStdout>,
+    /// The voice of its last request (the one it has loaded).
+    voice: Option<String>,
 }
 
 /// The `espeak` backend.
@@ -299,6 +436,7 @@ impl Espeak {
             _child: child,
             stdin,
             stdout: BufReader::new(stdout),
+            voice: None,
         })
     }
 
@@ -361,7 +499,18 @@ impl Synthesizer for Espeak {
                 .map_err(|e| self.engine_error(format!("synthesis task failed: {e}")))?
                 .map_err(|e| self.engine_error(e));
         };
-        let popped = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        // Prefer a worker that has this voice loaded: loading another voice
+        // costs about a millisecond.
+        let popped = {
+            let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+            match idle
+                .iter()
+                .rposition(|w| w.voice.as_deref() == Some(engine_req.voice.as_str()))
+            {
+                Some(i) => Some(idle.remove(i)),
+                None => idle.pop(),
+            }
+        };
         let mut worker = match popped {
             Some(w) => w,
             None => self
@@ -373,12 +522,11 @@ impl Synthesizer for Espeak {
         };
         match Self::ask_worker(&mut worker, &engine_req).await {
             Ok(reply) => {
-                if !self.config.reproducible {
-                    self.idle
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .push(worker);
-                }
+                worker.voice = Some(engine_req.voice.clone());
+                self.idle
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(worker);
                 reply.map_err(|e| self.engine_error(e))
             }
             // The worker is dropped (and killed); the next request starts a new one.
@@ -394,6 +542,14 @@ impl Synthesizer for Espeak {
 mod tests {
     use super::*;
 
+    /// Tests that synthesize in this process take turns: the forked test
+    /// needs the engine's state to stay put between its requests.
+    static TURN: Mutex<()> = Mutex::new(());
+
+    fn turn() -> std::sync::MutexGuard<'static, ()> {
+        TURN.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     fn req(voice: &str, text: &str) -> EngineRequest {
         EngineRequest {
             voice: voice.into(),
@@ -405,6 +561,7 @@ mod tests {
 
     #[test]
     fn speaks_pinyin_in_process() {
+        let _turn = turn();
         let clip = synthesize_blocking(&req("cmn-latn-pinyin", "ni3 hao3, shi4 jie4.")).unwrap();
         assert_eq!(clip.sample_rate, 22050);
         let secs = clip.duration_s();
@@ -414,21 +571,51 @@ mod tests {
 
     #[test]
     fn unknown_voice_is_an_error() {
+        let _turn = turn();
         let err = synthesize_blocking(&req("no-such-voice-xx", "ni3")).unwrap_err();
         assert!(err.contains("no-such-voice-xx"), "{err}");
     }
 
     #[test]
     fn worker_protocol_round_trip() {
+        let _turn = turn();
         let mut input = serde_json::to_string(&req("cmn-latn-pinyin", "ma1 ma1")).unwrap();
         input.push('\n');
         input.push_str("not json\n");
         let mut out = Vec::new();
-        run_worker(input.as_bytes(), &mut out).unwrap();
+        serve(input.as_bytes(), &mut out, Isolation::InProcess).unwrap();
         let mut reader = std::io::Cursor::new(out);
         let clip = read_reply(&mut reader).unwrap().unwrap();
         assert!(clip.duration_s() > 0.2);
         let err = read_reply(&mut reader).unwrap().unwrap_err();
         assert!(err.starts_with("bad request"), "{err}");
+    }
+
+    #[test]
+    fn forked_requests_do_not_depend_on_earlier_ones() {
+        let _turn = turn();
+        let same = req(
+            "cmn-latn-pinyin",
+            "chao2 shui3 tui4 dao4 jiao1 shi2 hou4 mian4.",
+        );
+        let mut other = req("cmn-latn-pinyin+m3", "jin1 wan3 you3 chuan2 jin4 gang3.");
+        other.pitch = Some(70);
+        let mut input = String::new();
+        for r in [&same, &other, &same, &same, &other, &same] {
+            input.push_str(&serde_json::to_string(r).unwrap());
+            input.push('\n');
+        }
+        let mut out = Vec::new();
+        serve(input.as_bytes(), &mut out, Isolation::ForkPerRequest).unwrap();
+        let mut reader = std::io::Cursor::new(out);
+        let clips: Vec<AudioClip> = (0..6)
+            .map(|_| read_reply(&mut reader).unwrap().unwrap())
+            .collect();
+        assert!(clips[0].duration_s() > 0.5);
+        for i in [2, 3, 5] {
+            assert_eq!(clips[i], clips[0], "reply {i}");
+        }
+        assert_eq!(clips[4], clips[1]);
+        assert_ne!(clips[0], clips[1]);
     }
 }
