@@ -1,7 +1,10 @@
-//! Reading a book file from disk into its reading script.
+//! Reading a book file from disk into its reading script: a TXT file in any
+//! supported encoding, or an EPUB (recognised by its content, a zip archive
+//! whose `mimetype` says EPUB, or by its `.epub` extension).
 
 use std::path::{Path, PathBuf};
 
+use crate::epub::{self, EpubError};
 use crate::text::{DecodeError, Script, decode};
 
 /// Why a book file cannot be read.
@@ -23,6 +26,36 @@ pub enum BookError {
         #[source]
         source: DecodeError,
     },
+    #[error("{path}")]
+    Epub {
+        path: PathBuf,
+        #[source]
+        source: EpubError,
+    },
+}
+
+/// What kind of file the book came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BookFormat {
+    Text,
+    Epub,
+}
+
+/// A cover image taken from the book.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cover {
+    /// As the book declares it (`image/jpeg`, `image/png`, …).
+    pub media_type: String,
+    pub bytes: Vec<u8>,
+}
+
+/// What the book says about itself (EPUB OPF metadata; empty for TXT).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Metadata {
+    pub title: Option<String>,
+    pub author: Option<String>,
+    pub language: Option<String>,
+    pub cover: Option<Cover>,
 }
 
 /// A book read from disk.
@@ -30,8 +63,17 @@ pub enum BookError {
 pub struct Book {
     /// File stem, used for the output directory and as a fallback title.
     pub stem: String,
+    pub format: BookFormat,
+    /// Text encoding of a TXT book; "UTF-8" for EPUB.
     pub encoding: &'static str,
     pub script: Script,
+    pub metadata: Metadata,
+    /// Ruby base text → its pinyin as the book gives it (EPUB `<ruby>`),
+    /// for the lexicon.
+    pub readings: Vec<(String, String)>,
+    /// Parts of the book that could not be read and were left out, one
+    /// line each; the rest of the book is still usable.
+    pub skipped: Vec<String>,
 }
 
 /// Reads, decodes and splits the book at `path`.
@@ -47,19 +89,41 @@ pub fn read_book(path: &Path) -> Result<Book, BookError> {
             source,
         },
     })?;
-    let decoded = decode(&bytes).map_err(|source| BookError::Decode {
-        path: path_buf(),
-        source,
-    })?;
     let stem = path
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .filter(|s| !s.is_empty())
         .unwrap_or_else(|| "book".to_owned());
+    let epub_extension = path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("epub"));
+    if epub_extension || bytes.starts_with(b"PK\x03\x04") {
+        let book = epub::read_epub(&bytes, &stem).map_err(|source| BookError::Epub {
+            path: path_buf(),
+            source,
+        })?;
+        return Ok(Book {
+            script: Script::from_chapters(book.chapters, &stem),
+            stem,
+            format: BookFormat::Epub,
+            encoding: "UTF-8",
+            metadata: book.metadata,
+            readings: book.readings,
+            skipped: book.skipped,
+        });
+    }
+    let decoded = decode(&bytes).map_err(|source| BookError::Decode {
+        path: path_buf(),
+        source,
+    })?;
     let script = Script::from_text(&decoded.text, &stem);
     Ok(Book {
         stem,
+        format: BookFormat::Text,
         encoding: decoded.encoding,
         script,
+        metadata: Metadata::default(),
+        readings: Vec::new(),
+        skipped: Vec::new(),
     })
 }

@@ -59,6 +59,24 @@ impl Script {
         }
     }
 
+    /// Builds the reading script of chapters split elsewhere (an EPUB's
+    /// spine and TOC); chapters without speakable text are left out.
+    pub fn from_chapters(chapters: Vec<Chapter>, book: &str) -> Script {
+        let chapters = chapters
+            .into_iter()
+            .map(|ch| ScriptChapter {
+                number: ch.number,
+                title: ch.title,
+                segments: segments_of(&ch.paragraphs),
+            })
+            .filter(|ch| !ch.segments.is_empty())
+            .collect();
+        Script {
+            book: book.to_owned(),
+            chapters,
+        }
+    }
+
     /// Number of Han characters in the whole script.
     pub fn han_count(&self) -> usize {
         self.chapters.iter().map(ScriptChapter::han_count).sum()

@@ -1,0 +1,466 @@
+//! EPUB 2 and 3 books → chapters. The zip's `container.xml` names the OPF;
+//! the OPF gives metadata, manifest and spine; chapters follow the spine and
+//! take their titles from the table of contents (nav or NCX). A spine item
+//! holding several 第N章 headings is split with the TXT chapter rules, and
+//! spine items the TOC does not point at continue the chapter before them.
+
+pub mod package;
+pub mod xhtml;
+
+use std::io::{Cursor, Read};
+
+use zip::ZipArchive;
+use zip::result::ZipError;
+
+use crate::book::{Cover, Metadata};
+use crate::text::chapter::{self, Chapter};
+use package::{Package, TocEntry, XmlError};
+use xhtml::Block;
+
+const MIMETYPE: &str = "application/epub+zip";
+const CONTAINER: &str = "META-INF/container.xml";
+const ENCRYPTION: &str = "META-INF/encryption.xml";
+/// Largest file read out of an archive (guards against zip bombs).
+const MAX_PART_BYTES: u64 = 256 << 20;
+
+/// Why an EPUB cannot be read at all; each names the part that is wrong.
+#[derive(Debug, thiserror::Error)]
+pub enum EpubError {
+    #[error("not an EPUB: not a zip archive")]
+    NotZip(#[source] ZipError),
+    #[error("not an EPUB: mimetype is {found:?}, not {MIMETYPE}")]
+    Mimetype { found: String },
+    #[error("{CONTAINER}: missing, so the OPF package file cannot be found")]
+    NoContainer,
+    #[error("{CONTAINER}: names no OPF package file (rootfile)")]
+    NoRootfile,
+    #[error("{part}: OPF package file named by {CONTAINER} is missing")]
+    NoOpf { part: String },
+    #[error("{part}: missing from the archive")]
+    Missing { part: String },
+    #[error("{part}")]
+    Xml {
+        part: String,
+        #[source]
+        source: XmlError,
+    },
+    #[error("{part}: cannot read from the archive")]
+    Read {
+        part: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{part}: not UTF-8 text")]
+    Text { part: String },
+    #[error(
+        "{ENCRYPTION}: {first}{more} DRM-encrypted; tingshu reads only books without DRM",
+        more = if *others > 0 { format!(" and {others} more files are") } else { " is".to_owned() }
+    )]
+    Drm { first: String, others: usize },
+    #[error("{opf}: the spine lists no XHTML content documents")]
+    EmptySpine { opf: String },
+    #[error("no readable text: {skipped}")]
+    NoText { skipped: String },
+}
+
+/// A book read from an EPUB.
+#[derive(Debug, Clone, Default)]
+pub struct EpubBook {
+    pub metadata: Metadata,
+    /// Chapters in reading order (front matter numbered 0, then 1, 2, …).
+    pub chapters: Vec<Chapter>,
+    /// Ruby base text → reading, for the lexicon.
+    pub readings: Vec<(String, String)>,
+    /// Parts that could not be read and were left out, one line each
+    /// (`OEBPS/c3.xhtml: broken XHTML at byte 812: …`).
+    pub skipped: Vec<String>,
+}
+
+/// True for a zip archive whose `mimetype` file says EPUB.
+pub fn is_epub(bytes: &[u8]) -> bool {
+    bytes.starts_with(b"PK\x03\x04")
+        && ZipArchive::new(Cursor::new(bytes))
+            .ok()
+            .and_then(|mut zip| read_entry(&mut zip, "mimetype").ok())
+            .is_some_and(|m| m.trim_ascii() == MIMETYPE.as_bytes())
+}
+
+/// Reads an EPUB file's bytes. `fallback_title` titles text that no heading
+/// or TOC entry names (normally the file stem, as for TXT books).
+pub fn read_epub(bytes: &[u8], fallback_title: &str) -> Result<EpubBook, EpubError> {
+    let mut zip = ZipArchive::new(Cursor::new(bytes)).map_err(EpubError::NotZip)?;
+    if let Ok(found) = read_entry(&mut zip, "mimetype") {
+        let found = String::from_utf8_lossy(found.trim_ascii()).into_owned();
+        if found != MIMETYPE {
+            return Err(EpubError::Mimetype { found });
+        }
+    }
+    check_drm(&mut zip)?;
+
+    let container = read_text(&mut zip, CONTAINER).map_err(|e| match e {
+        EpubError::Missing { .. } => EpubError::NoContainer,
+        e => e,
+    })?;
+    let opf_path = package::rootfile(&container)
+        .map_err(|source| EpubError::Xml {
+            part: CONTAINER.to_owned(),
+            source,
+        })?
+        .ok_or(EpubError::NoRootfile)?;
+    let opf_path = package::resolve("", &opf_path).0;
+    let opf = read_text(&mut zip, &opf_path).map_err(|e| match e {
+        EpubError::Missing { part } => EpubError::NoOpf { part },
+        e => e,
+    })?;
+    let package = package::parse_opf(&opf, &opf_path).map_err(|source| EpubError::Xml {
+        part: opf_path.clone(),
+        source,
+    })?;
+
+    let mut skipped = Vec::new();
+    let toc = read_toc(&mut zip, &package, &mut skipped);
+    let cover = package.cover().and_then(|item| {
+        let bytes = read_entry(&mut zip, &item.path).ok()?;
+        Some(Cover {
+            media_type: item.media_type.clone(),
+            bytes,
+        })
+    });
+    let metadata = Metadata {
+        title: package.title.clone(),
+        author: package.author.clone(),
+        language: package.language.clone(),
+        cover,
+    };
+
+    let nav_path = package.nav().map(|item| item.path.clone());
+    let documents: Vec<&package::Item> = package
+        .spine
+        .iter()
+        .filter(|s| s.linear)
+        .filter_map(|s| package.manifest.get(&s.idref))
+        .filter(|item| item.is_xhtml() && Some(&item.path) != nav_path.as_ref())
+        .collect();
+    if documents.is_empty() {
+        return Err(EpubError::EmptySpine { opf: opf_path });
+    }
+
+    let mut chapters = Assembler::new(fallback_title, !toc.is_empty());
+    let mut readings: Vec<(String, String)> = Vec::new();
+    let mut parsed = 0;
+    for item in documents {
+        let doc = match read_entry(&mut zip, &item.path) {
+            Ok(bytes) => xhtml::parse(&bytes).map_err(|e| format!("{}: {e}", item.path)),
+            Err(e) => Err(one_line(&e)),
+        };
+        let doc = match doc {
+            Ok(doc) => doc,
+            Err(line) => {
+                tracing::warn!("skipped {line}");
+                skipped.push(line);
+                continue;
+            }
+        };
+        parsed += 1;
+        for pair in doc.readings {
+            if !readings.contains(&pair) {
+                readings.push(pair);
+            }
+        }
+        let marks = marks_in(&toc, &item.path, &doc.anchors, &doc.blocks);
+        chapters.add_document(&doc.blocks, marks);
+    }
+    let chapters = chapters.finish();
+    if parsed == 0 || chapters.is_empty() {
+        let skipped = if skipped.is_empty() {
+            "the content documents hold no text".to_owned()
+        } else {
+            skipped.join("; ")
+        };
+        return Err(EpubError::NoText { skipped });
+    }
+    Ok(EpubBook {
+        metadata,
+        chapters,
+        readings,
+        skipped,
+    })
+}
+
+/// Refuses books whose content (not just fonts) is encrypted.
+fn check_drm(zip: &mut ZipArchive<Cursor<&[u8]>>) -> Result<(), EpubError> {
+    let xml = match read_text(zip, ENCRYPTION) {
+        Ok(xml) => xml,
+        Err(EpubError::Missing { .. }) => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    let files = package::encrypted_files(&xml).map_err(|source| EpubError::Xml {
+        part: ENCRYPTION.to_owned(),
+        source,
+    })?;
+    match files.split_first() {
+        Some((first, others)) => Err(EpubError::Drm {
+            first: first.clone(),
+            others: others.len(),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// The table of contents: the EPUB 3 nav, else the NCX; a broken TOC is
+/// reported in `skipped` and the book falls back to headings.
+fn read_toc(
+    zip: &mut ZipArchive<Cursor<&[u8]>>,
+    package: &Package,
+    skipped: &mut Vec<String>,
+) -> Vec<TocEntry> {
+    type Parser = fn(&str, &str) -> Result<Vec<TocEntry>, XmlError>;
+    let sources: [(Option<&package::Item>, Parser); 2] = [
+        (package.nav(), package::parse_nav),
+        (package.ncx(), package::parse_ncx),
+    ];
+    for (item, parse) in sources {
+        let Some(item) = item else { continue };
+        let entries = read_text(zip, &item.path).and_then(|xml| {
+            parse(&xml, &item.path).map_err(|source| EpubError::Xml {
+                part: item.path.clone(),
+                source,
+            })
+        });
+        match entries {
+            Ok(entries) if !entries.is_empty() => return entries,
+            Ok(_) => {}
+            Err(e) => {
+                let line = one_line(&e);
+                tracing::warn!("table of contents ignored: {line}");
+                skipped.push(line);
+            }
+        }
+    }
+    Vec::new()
+}
+
+/// TOC entries pointing into the document at `path`: (block index, title),
+/// in block order; of several at one place, the last (innermost) wins.
+fn marks_in(
+    toc: &[TocEntry],
+    path: &str,
+    anchors: &std::collections::HashMap<String, usize>,
+    blocks: &[Block],
+) -> Vec<(usize, String)> {
+    let mut marks: Vec<(usize, String)> = toc
+        .iter()
+        .filter(|e| e.path.eq_ignore_ascii_case(path))
+        .map(|e| {
+            let at = e
+                .fragment
+                .as_ref()
+                .and_then(|f| anchors.get(f).copied())
+                .unwrap_or(0);
+            let title = match (e.title.is_empty(), blocks.get(at)) {
+                (true, Some(block)) if block.heading => block.text.clone(),
+                _ => e.title.clone(),
+            };
+            (at, title)
+        })
+        .collect();
+    marks.sort_by_key(|(at, _)| *at);
+    let mut kept: Vec<(usize, String)> = Vec::new();
+    for mark in marks {
+        match kept.last_mut() {
+            Some(last) if last.0 == mark.0 => *last = mark,
+            _ => kept.push(mark),
+        }
+    }
+    kept
+}
+
+/// Builds chapters from content documents in spine order.
+struct Assembler {
+    fallback_title: String,
+    has_toc: bool,
+    chapters: Vec<Chapter>,
+}
+
+impl Assembler {
+    fn new(fallback_title: &str, has_toc: bool) -> Assembler {
+        Assembler {
+            fallback_title: fallback_title.to_owned(),
+            has_toc,
+            chapters: Vec::new(),
+        }
+    }
+
+    fn add_document(&mut self, blocks: &[Block], marks: Vec<(usize, String)>) {
+        if blocks.is_empty() && marks.is_empty() {
+            return;
+        }
+        let text: Vec<&str> = blocks.iter().map(|b| b.text.as_str()).collect();
+        let parts = chapter::split_chapters(&text.join("\n"), "");
+        let titled = parts.iter().filter(|p| !p.title.is_empty()).count();
+        let heading_first = parts.first().is_some_and(|p| !p.title.is_empty());
+        let by_headings = marks.len() <= 1
+            && (titled >= 2 || (titled == 1 && (marks.is_empty() || !heading_first)));
+        if by_headings {
+            self.add_by_headings(parts, marks.into_iter().next());
+        } else {
+            self.add_by_toc(blocks, marks);
+        }
+    }
+
+    /// Several 第N章 headings in one document: the TXT rules split it; text
+    /// before the first heading belongs to the TOC entry or the chapter before.
+    fn add_by_headings(&mut self, parts: Vec<Chapter>, mark: Option<(usize, String)>) {
+        let mut mark = mark.map(|(_, title)| title);
+        for part in parts {
+            if part.title.is_empty() {
+                if let Some(title) = mark.take() {
+                    self.start(title);
+                }
+                self.extend(part.paragraphs);
+                continue;
+            }
+            let title = mark.take().unwrap_or(part.title);
+            let continues = self
+                .chapters
+                .last()
+                .is_some_and(|c| c.number != 0 && squash(&c.title) == squash(&title));
+            if !continues {
+                self.start(title);
+            }
+            self.extend(part.paragraphs);
+        }
+    }
+
+    /// Chapters start where the TOC points (or, in a book without a TOC, at
+    /// a document that opens with a heading element).
+    fn add_by_toc(&mut self, blocks: &[Block], marks: Vec<(usize, String)>) {
+        let mut marks = marks.into_iter().peekable();
+        for (i, block) in blocks.iter().enumerate() {
+            let mut marked = false;
+            while let Some((_, title)) = marks.next_if(|(at, _)| *at <= i) {
+                self.start(title);
+                marked = true;
+            }
+            if i == 0 && !marked && !self.has_toc && block.heading {
+                self.start(block.text.clone());
+            }
+            self.push(block);
+        }
+        for (_, title) in marks {
+            self.start(title);
+        }
+    }
+
+    fn start(&mut self, title: String) {
+        self.chapters.push(Chapter {
+            number: 1,
+            title,
+            paragraphs: Vec::new(),
+        });
+    }
+
+    fn current(&mut self) -> &mut Chapter {
+        if self.chapters.is_empty() {
+            self.chapters.push(Chapter {
+                number: 0,
+                title: self.fallback_title.clone(),
+                paragraphs: Vec::new(),
+            });
+        }
+        self.chapters.last_mut().expect("a chapter was just pushed")
+    }
+
+    /// Adds a paragraph, except a heading that repeats the chapter title
+    /// at the chapter's start.
+    fn push(&mut self, block: &Block) {
+        let chapter = self.current();
+        if chapter.number != 0 && chapter.paragraphs.is_empty() && echoes(block, &chapter.title) {
+            return;
+        }
+        chapter.paragraphs.push(block.text.clone());
+    }
+
+    fn extend(&mut self, paragraphs: Vec<String>) {
+        self.current().paragraphs.extend(paragraphs);
+    }
+
+    /// Chapters with text, numbered like TXT chapters: front matter 0 (only
+    /// when real chapters follow), then 1, 2, …
+    fn finish(self) -> Vec<Chapter> {
+        let mut chapters: Vec<Chapter> = self
+            .chapters
+            .into_iter()
+            .filter(|c| !c.paragraphs.is_empty())
+            .collect();
+        if let [only] = chapters.as_mut_slice() {
+            only.number = only.number.max(1);
+        }
+        let mut next = 1;
+        for chapter in &mut chapters {
+            if chapter.number != 0 {
+                chapter.number = next;
+                next += 1;
+            }
+        }
+        chapters
+    }
+}
+
+/// A chapter's first block that only repeats its title (`<h1>第一章 风起</h1>`).
+fn echoes(block: &Block, title: &str) -> bool {
+    let (text, title) = (squash(&block.text), squash(title));
+    text == title || (block.heading && (title.contains(&text) || text.contains(&title)))
+}
+
+/// Text without any whitespace, for comparing titles.
+fn squash(s: &str) -> String {
+    s.chars()
+        .filter(|c| !c.is_whitespace() && *c != '\u{3000}')
+        .collect()
+}
+
+fn read_entry(zip: &mut ZipArchive<Cursor<&[u8]>>, path: &str) -> Result<Vec<u8>, EpubError> {
+    let name = if zip.index_for_name(path).is_some() {
+        path.to_owned()
+    } else {
+        zip.file_names()
+            .flatten()
+            .find(|n| n.eq_ignore_ascii_case(path))
+            .map(|n| n.into_owned())
+            .ok_or_else(|| EpubError::Missing {
+                part: path.to_owned(),
+            })?
+    };
+    let read_error = |source: std::io::Error| EpubError::Read {
+        part: path.to_owned(),
+        source,
+    };
+    let file = zip
+        .by_name(&name)
+        .map_err(|e| read_error(std::io::Error::other(e)))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_PART_BYTES)
+        .read_to_end(&mut bytes)
+        .map_err(read_error)?;
+    Ok(bytes)
+}
+
+fn read_text(zip: &mut ZipArchive<Cursor<&[u8]>>, path: &str) -> Result<String, EpubError> {
+    let bytes = read_entry(zip, path)?;
+    xhtml::decode(&bytes).map_err(|_| EpubError::Text {
+        part: path.to_owned(),
+    })
+}
+
+/// An error and its sources on one line.
+fn one_line(error: &dyn std::error::Error) -> String {
+    let mut line = error.to_string();
+    let mut source = error.source();
+    while let Some(e) = source {
+        line.push_str(": ");
+        line.push_str(&e.to_string());
+        source = e.source();
+    }
+    line
+}
