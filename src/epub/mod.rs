@@ -156,7 +156,6 @@ pub fn read_epub(bytes: &[u8], fallback_title: &str) -> Result<EpubBook, EpubErr
         let doc = match doc {
             Ok(doc) => doc,
             Err(line) => {
-                tracing::warn!("skipped {line}");
                 skipped.push(line);
                 continue;
             }
@@ -178,6 +177,9 @@ pub fn read_epub(bytes: &[u8], fallback_title: &str) -> Result<EpubBook, EpubErr
             skipped.join("; ")
         };
         return Err(EpubError::NoText { skipped });
+    }
+    for line in &skipped {
+        tracing::warn!("skipped {line}");
     }
     Ok(EpubBook {
         metadata,
@@ -231,9 +233,7 @@ fn read_toc(
             Ok(entries) if !entries.is_empty() => return entries,
             Ok(_) => {}
             Err(e) => {
-                let line = one_line(&e);
-                tracing::warn!("table of contents ignored: {line}");
-                skipped.push(line);
+                skipped.push(format!("table of contents {}", one_line(&e)));
             }
         }
     }
@@ -320,7 +320,12 @@ impl Assembler {
                 self.extend(part.paragraphs);
                 continue;
             }
-            let title = mark.take().unwrap_or(part.title);
+            // The TOC names the first chapter unless it names something
+            // wider (a volume, 正文) that holds the headings.
+            let title = match mark.take() {
+                Some(toc) if related(&toc, &part.title) => toc,
+                _ => part.title,
+            };
             let continues = self
                 .chapters
                 .last()
@@ -409,8 +414,13 @@ impl Assembler {
 
 /// A chapter's first block that only repeats its title (`<h1>第一章 风起</h1>`).
 fn echoes(block: &Block, title: &str) -> bool {
-    let (text, title) = (squash(&block.text), squash(title));
-    text == title || (block.heading && (title.contains(&text) || text.contains(&title)))
+    squash(&block.text) == squash(title) || (block.heading && related(&block.text, title))
+}
+
+/// One title contains the other, spaces aside (`第一章 灯塔` / `第一章　灯塔`).
+fn related(a: &str, b: &str) -> bool {
+    let (a, b) = (squash(a), squash(b));
+    a.contains(&b) || b.contains(&a)
 }
 
 /// Text without any whitespace, for comparing titles.
@@ -463,4 +473,115 @@ fn one_line(error: &dyn std::error::Error) -> String {
         source = e.source();
     }
     line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(text: &str) -> Block {
+        Block {
+            text: text.to_owned(),
+            heading: false,
+        }
+    }
+
+    fn h(text: &str) -> Block {
+        Block {
+            text: text.to_owned(),
+            heading: true,
+        }
+    }
+
+    fn mark(at: usize, title: &str) -> Vec<(usize, String)> {
+        vec![(at, title.to_owned())]
+    }
+
+    fn outline(chapters: &[Chapter]) -> Vec<(usize, &str, Vec<&str>)> {
+        chapters
+            .iter()
+            .map(|c| {
+                let paragraphs = c.paragraphs.iter().map(String::as_str).collect();
+                (c.number, c.title.as_str(), paragraphs)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn toc_titles_chapters_and_joins_unlisted_documents() {
+        let mut a = Assembler::new("书", true);
+        a.add_document(&[p("书名页")], vec![]);
+        a.add_document(&[h("第一章 风起"), p("甲。")], mark(0, "第一章 风起"));
+        a.add_document(&[p("乙。")], vec![]);
+        a.add_document(&[h("尾声"), p("丙。")], mark(0, "尾声"));
+        a.add_document(&[], vec![]);
+        assert_eq!(
+            outline(&a.finish()),
+            [
+                (0, "书", vec!["书名页"]),
+                (1, "第一章 风起", vec!["甲。", "乙。"]),
+                (2, "尾声", vec!["丙。"]),
+            ]
+        );
+    }
+
+    #[test]
+    fn toc_anchors_split_one_document() {
+        let mut a = Assembler::new("书", true);
+        let blocks = [h("上"), p("甲。"), h("下"), p("乙。")];
+        a.add_document(
+            &blocks,
+            vec![(0, "上篇".to_owned()), (2, "下篇".to_owned())],
+        );
+        assert_eq!(
+            outline(&a.finish()),
+            [(1, "上篇", vec!["甲。"]), (2, "下篇", vec!["乙。"])]
+        );
+    }
+
+    #[test]
+    fn several_headings_in_one_document_use_txt_rules() {
+        let mut a = Assembler::new("书", true);
+        let blocks = [
+            p("卷首语。"),
+            p("第一章 开端"),
+            p("甲。"),
+            h("第二章 转折"),
+            p("乙。"),
+        ];
+        a.add_document(&blocks, mark(0, "第一卷"));
+        a.add_document(&[p("第三章"), p("丙。")], vec![]);
+        assert_eq!(
+            outline(&a.finish()),
+            [
+                (1, "第一卷", vec!["卷首语。"]),
+                (2, "第一章 开端", vec!["甲。"]),
+                (3, "第二章 转折", vec!["乙。"]),
+                (4, "第三章", vec!["丙。"]),
+            ]
+        );
+    }
+
+    #[test]
+    fn repeated_heading_in_next_document_continues_the_chapter() {
+        let mut a = Assembler::new("书", true);
+        a.add_document(&[h("第一章"), p("甲。")], mark(0, "第一章"));
+        a.add_document(&[h("第一章"), p("乙。")], vec![]);
+        assert_eq!(outline(&a.finish()), [(1, "第一章", vec!["甲。", "乙。"])]);
+    }
+
+    #[test]
+    fn without_toc_heading_elements_start_chapters() {
+        let mut a = Assembler::new("书", false);
+        a.add_document(&[h("风起"), p("甲。")], vec![]);
+        a.add_document(&[p("乙。")], vec![]);
+        a.add_document(&[h("云涌"), p("丙。")], vec![]);
+        assert_eq!(
+            outline(&a.finish()),
+            [(1, "风起", vec!["甲。", "乙。"]), (2, "云涌", vec!["丙。"])]
+        );
+        let mut a = Assembler::new("短篇", false);
+        a.add_document(&[p("甲。")], vec![]);
+        assert_eq!(outline(&a.finish()), [(1, "短篇", vec!["甲。"])]);
+    }
 }
