@@ -134,10 +134,12 @@ pub fn read_epub(bytes: &[u8], fallback_title: &str) -> Result<EpubBook, EpubErr
     };
 
     let nav_path = package.nav().map(|item| item.path.clone());
+    // Non-linear items (notes, pop-ups) are left out, unless all are.
+    let all_auxiliary = package.spine.iter().all(|s| !s.linear);
     let documents: Vec<&package::Item> = package
         .spine
         .iter()
-        .filter(|s| s.linear)
+        .filter(|s| s.linear || all_auxiliary)
         .filter_map(|s| package.manifest.get(&s.idref))
         .filter(|item| item.is_xhtml() && Some(&item.path) != nav_path.as_ref())
         .collect();
@@ -161,6 +163,10 @@ pub fn read_epub(bytes: &[u8], fallback_title: &str) -> Result<EpubBook, EpubErr
             }
         };
         parsed += 1;
+        if doc.is_link_list() {
+            tracing::debug!(path = %item.path, "table-of-contents page not read");
+            continue;
+        }
         for pair in doc.readings {
             if !readings.contains(&pair) {
                 readings.push(pair);

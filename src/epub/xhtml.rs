@@ -45,6 +45,17 @@ pub struct Document {
     pub anchors: HashMap<String, usize>,
     /// Ruby base text → its reading (`<ruby>字<rt>zì</rt></ruby>`), in order.
     pub readings: Vec<(String, String)>,
+    /// Number of links (`<a href>`) and of characters inside them / in all.
+    pub links: usize,
+    pub link_chars: usize,
+    pub chars: usize,
+}
+
+impl Document {
+    /// A page that is mostly links (a table of contents in the spine).
+    pub fn is_link_list(&self) -> bool {
+        self.links >= 3 && self.link_chars * 5 >= self.chars * 4
+    }
 }
 
 /// Parses an XHTML content document (raw bytes, any declared encoding).
@@ -299,6 +310,8 @@ struct Frame {
     marker_from: Option<usize>,
     /// An internal link (`href="…#…"`), or a superscript holding one.
     links: bool,
+    /// Any link (`<a href>`).
+    href: bool,
 }
 
 #[derive(Debug, Default)]
@@ -315,6 +328,10 @@ struct Builder {
     anchors: HashMap<String, usize>,
     ruby: Option<Ruby>,
     readings: Vec<(String, String)>,
+    link_depth: usize,
+    links: usize,
+    link_chars: usize,
+    chars: usize,
 }
 
 #[derive(Debug, Default)]
@@ -341,10 +358,15 @@ impl Builder {
         if skip {
             self.skipping += 1;
         }
-        let internal_link = name == "a"
-            && e.attributes()
-                .flatten()
-                .any(|a| a.key.as_ref() == "href" && a.value.contains('#'));
+        let href = (name == "a")
+            .then(|| e.attributes().flatten().find(|a| a.key.as_ref() == "href"))
+            .flatten();
+        let internal_link = href.as_ref().is_some_and(|a| a.value.contains('#'));
+        let href = href.is_some();
+        if href {
+            self.link_depth += 1;
+            self.links += 1;
+        }
         let marker_from = matches!(name.as_str(), "a" | "sup").then_some(self.line.len());
         if internal_link && let Some(sup) = self.stack.iter_mut().rev().find(|f| f.name == "sup") {
             sup.links = true;
@@ -365,6 +387,7 @@ impl Builder {
             skip,
             marker_from,
             links: internal_link,
+            href,
         });
     }
 
@@ -374,6 +397,9 @@ impl Builder {
         };
         if frame.skip {
             self.skipping -= 1;
+        }
+        if frame.href {
+            self.link_depth -= 1;
         }
         if frame.links
             && let Some(from) = frame.marker_from
@@ -444,6 +470,10 @@ impl Builder {
         self.pending_break = false;
         self.line.push(c);
         self.line_heading |= self.headings > 0;
+        self.chars += 1;
+        if self.link_depth > 0 {
+            self.link_chars += 1;
+        }
     }
 
     fn flush(&mut self) {
@@ -465,6 +495,9 @@ impl Builder {
             blocks: self.blocks,
             anchors: self.anchors,
             readings: self.readings,
+            links: self.links,
+            link_chars: self.link_chars,
+            chars: self.chars,
         }
     }
 }
@@ -559,6 +592,16 @@ mod tests {
         assert_eq!(doc.anchors["c2"], 2);
         assert_eq!(doc.anchors["end"], 4);
         assert!(doc.blocks[2].heading && !doc.blocks[3].heading);
+    }
+
+    #[test]
+    fn link_lists_are_recognised() {
+        let toc = "<body><h1>目录</h1><p><a href=\"c1.xhtml\">第一章 起锚</a></p>\
+                   <p><a href=\"c2.xhtml\">第二章 风暴</a></p><p><a href=\"c3.xhtml\">第三章 靠岸</a></p></body>";
+        assert!(parse(toc.as_bytes()).unwrap().is_link_list());
+        let prose = "<body><p>他读完<a href=\"c1.xhtml\">第一章</a>，又翻到<a href=\"#x\">后面</a>，\
+                     再看<a href=\"c3.xhtml\">第三章</a>，天已经亮了，窗外的船都出海了。</p></body>";
+        assert!(!parse(prose.as_bytes()).unwrap().is_link_list());
     }
 
     #[test]
