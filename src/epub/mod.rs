@@ -297,7 +297,17 @@ impl Assembler {
         }
     }
 
-    fn add_document(&mut self, blocks: &[Block], marks: Vec<(usize, String)>) {
+    fn add_document(&mut self, blocks: &[Block], mut marks: Vec<(usize, String)>) {
+        // A heading that repeats the TOC title is the title, not text.
+        let blocks = match (marks.first(), blocks.first()) {
+            (Some((0, title)), Some(first)) if echoes(first, title) => {
+                for (at, _) in &mut marks {
+                    *at = at.saturating_sub(1);
+                }
+                &blocks[1..]
+            }
+            _ => blocks,
+        };
         if blocks.is_empty() && marks.is_empty() {
             return;
         }
@@ -565,6 +575,17 @@ mod tests {
                 (3, "第二章 转折", vec!["乙。"]),
                 (4, "第三章", vec!["丙。"]),
             ]
+        );
+    }
+
+    #[test]
+    fn toc_title_heading_is_dropped_before_txt_rules() {
+        let mut a = Assembler::new("书", true);
+        let blocks = [h("一、出海"), p("甲。"), p("第二章"), p("乙。")];
+        a.add_document(&blocks, mark(0, "一、出海"));
+        assert_eq!(
+            outline(&a.finish()),
+            [(1, "一、出海", vec!["甲。"]), (2, "第二章", vec!["乙。"])]
         );
     }
 

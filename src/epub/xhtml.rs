@@ -93,6 +93,13 @@ pub fn parse(bytes: &[u8]) -> Result<Document, XhtmlError> {
                 match doc.stack.last() {
                     Some(open) if open.name == name => doc.close_top(),
                     _ if is_void(&name) => {}
+                    // HTML leaves the end tags of `p`, `li`, … out: close them.
+                    Some(_) if doc.closes_implicitly(&name) => {
+                        while doc.stack.last().is_some_and(|open| open.name != name) {
+                            doc.close_top();
+                        }
+                        doc.close_top();
+                    }
                     Some(open) => {
                         return Err(XhtmlError::Mismatch {
                             position: reader.buffer_position(),
@@ -391,6 +398,23 @@ impl Builder {
         });
     }
 
+    /// True if `name` is open and only elements whose end tag HTML lets
+    /// one leave out (`p`, `li`, `td`, …) are open inside it.
+    fn closes_implicitly(&self, name: &str) -> bool {
+        let inner = self.stack.iter().rev().take_while(|f| f.name != name);
+        let mut inner_count = 0;
+        for frame in inner {
+            inner_count += 1;
+            if !matches!(
+                frame.name.as_str(),
+                "p" | "li" | "dt" | "dd" | "tr" | "td" | "th" | "rb" | "rt" | "rp" | "option"
+            ) {
+                return false;
+            }
+        }
+        inner_count < self.stack.len()
+    }
+
     fn close_top(&mut self) {
         let Some(frame) = self.stack.pop() else {
             return;
@@ -605,18 +629,23 @@ mod tests {
     }
 
     #[test]
-    fn html_void_elements_are_tolerated() {
+    fn html_void_elements_and_optional_end_tags_are_tolerated() {
         assert_eq!(
             texts("<body><p>一<br>二<img src=\"a.png\"></p></body>"),
             ["一", "二"]
+        );
+        assert_eq!(
+            texts("<body><ul><li>甲<li>乙</ul><p>丙</body>"),
+            ["甲", "乙", "丙"]
         );
     }
 
     #[test]
     fn broken_markup_is_an_error() {
         for bad in [
-            "<body><p>未完</body>",
             "<body><p>未完</p>",
+            "<body><p><b>未完</p></body>",
+            "<body><p>未完</div></body>",
             "<body><p class=>x</p></body>",
         ] {
             assert!(parse(bad.as_bytes()).is_err(), "{bad}");
