@@ -449,7 +449,7 @@ fn bad_epubs_exit_2_with_one_line_naming_the_part() {
     let all_broken: Vec<_> = good
         .iter()
         .map(|(n, b)| {
-            let broken = n.starts_with("OEBPS/text/c");
+            let broken = n.starts_with("OEBPS/text/");
             (
                 n.clone(),
                 if broken {
@@ -461,6 +461,21 @@ fn bad_epubs_exit_2_with_one_line_naming_the_part() {
         })
         .collect();
     let opf_broken = replaced("OEBPS/content.opf", b"<package><manifest></package>");
+    let cover_page = good
+        .iter()
+        .find(|(n, _)| n == "OEBPS/text/cover.xhtml")
+        .map(|(_, b)| b.clone())
+        .unwrap();
+    let images_only: Files = good
+        .iter()
+        .map(|(n, b)| {
+            let image = n.starts_with("OEBPS/text/");
+            (
+                n.clone(),
+                if image { cover_page.clone() } else { b.clone() },
+            )
+        })
+        .collect();
     let cases: Vec<(&str, Option<Files>, &str)> = vec![
         ("notzip", None, "not a zip archive"),
         (
@@ -477,7 +492,12 @@ fn bad_epubs_exit_2_with_one_line_naming_the_part() {
         (
             "badxhtml",
             Some(all_broken),
-            "OEBPS/text/c1.xhtml: broken XHTML",
+            "no readable text: OEBPS/text/cover.xhtml: broken XHTML at byte 27: </div> closes <p> (and 4 more files)",
+        ),
+        (
+            "notext",
+            Some(images_only),
+            "OEBPS/content.opf: the content documents of the spine hold no text",
         ),
         (
             "drm",
@@ -512,6 +532,7 @@ fn a_broken_chapter_file_is_reported_and_skipped() {
         vec![
             doc("a.xhtml", Some("第一章"), "<p>第一段好好的。</p>"),
             doc("b.xhtml", Some("第二章"), "<p>这里<b>坏了</p>"),
+            doc("b2.xhtml", None, "<p>第二章的后半还在。</p>"),
             doc("c.xhtml", Some("第三章"), "<p>第三段也好好的。</p>"),
         ],
     )
@@ -529,7 +550,36 @@ fn a_broken_chapter_file_is_reported_and_skipped() {
     let text = std::fs::read_to_string(out.join("partly/manifest.json")).unwrap();
     let chapters = outline(&serde_json::from_str(&text).unwrap());
     let titles: Vec<_> = chapters.iter().map(|c| c.0.as_str()).collect();
-    assert_eq!(titles, ["第一章", "第三章"]);
+    // The rest of chapter 2 stays in chapter 2.
+    assert_eq!(titles, ["第一章", "第二章", "第三章"]);
+    assert_eq!(texts(&chapters[1]), ["第二章的后半还在。"]);
+}
+
+#[test]
+fn a_broken_table_of_contents_falls_back_to_headings() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("badnav.epub");
+    let files: Files = lighthouse(3)
+        .files()
+        .into_iter()
+        .map(|(n, b)| {
+            let b = if n.ends_with("nav.xhtml") {
+                b"<html><body><nav><ol><li>".to_vec()
+            } else {
+                b
+            };
+            (n, b)
+        })
+        .collect();
+    write_zip(&path, &files);
+    let o = build(&path, &tmp.path().join("out"));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("OEBPS/nav.xhtml"), "{stderr}");
+    let text = std::fs::read_to_string(tmp.path().join("out/badnav/manifest.json")).unwrap();
+    let chapters = outline(&serde_json::from_str(&text).unwrap());
+    let titles: Vec<_> = chapters.iter().map(|c| c.0.as_str()).collect();
+    assert_eq!(titles, ["第一章　灯塔", "第二章 归船"]);
 }
 
 /// Writes `txt` as an EPUB: one `<p>` per line, a document per chapter of

@@ -7,6 +7,7 @@
 pub mod package;
 pub mod xhtml;
 
+use std::collections::{HashMap, HashSet};
 use std::io::{Cursor, Read};
 
 use zip::ZipArchive;
@@ -59,8 +60,13 @@ pub enum EpubError {
     Drm { first: String, others: usize },
     #[error("{opf}: the spine lists no XHTML content documents")]
     EmptySpine { opf: String },
-    #[error("no readable text: {skipped}")]
-    NoText { skipped: String },
+    #[error("{opf}: the content documents of the spine hold no text")]
+    NoText { opf: String },
+    #[error(
+        "no readable text: {first}{more}",
+        more = if *others > 0 { format!(" (and {others} more files)") } else { String::new() }
+    )]
+    Unreadable { first: String, others: usize },
 }
 
 /// A book read from an EPUB.
@@ -117,8 +123,7 @@ pub fn read_epub(bytes: &[u8], fallback_title: &str) -> Result<EpubBook, EpubErr
         source,
     })?;
 
-    let mut skipped = Vec::new();
-    let toc = read_toc(&mut zip, &package, &mut skipped);
+    let toc = read_toc(&mut zip, &package);
     let cover = package.cover().and_then(|item| {
         let bytes = read_entry(&mut zip, &item.path).ok()?;
         Some(Cover {
@@ -149,26 +154,29 @@ pub fn read_epub(bytes: &[u8], fallback_title: &str) -> Result<EpubBook, EpubErr
 
     let mut chapters = Assembler::new(fallback_title, !toc.is_empty());
     let mut readings: Vec<(String, String)> = Vec::new();
-    let mut parsed = 0;
+    let mut seen_readings = HashSet::new();
+    let mut skipped = Vec::new();
     for item in documents {
         let doc = match read_entry(&mut zip, &item.path) {
             Ok(bytes) => xhtml::parse(&bytes).map_err(|e| format!("{}: {e}", item.path)),
             Err(e) => Err(one_line(&e)),
         };
         let doc = match doc {
-            Ok(doc) => doc,
-            Err(line) => {
-                skipped.push(line);
+            Ok(doc) if !doc.is_link_list() => doc,
+            unread => {
+                if let Err(line) = unread {
+                    skipped.push(line);
+                } else {
+                    tracing::debug!(path = %item.path, "table-of-contents page not read");
+                }
+                // Chapters the TOC starts here still start here.
+                let marks = marks_in(&toc, &item.path, &HashMap::new(), &[]);
+                chapters.add_document(&[], marks);
                 continue;
             }
         };
-        parsed += 1;
-        if doc.is_link_list() {
-            tracing::debug!(path = %item.path, "table-of-contents page not read");
-            continue;
-        }
         for pair in doc.readings {
-            if !readings.contains(&pair) {
+            if seen_readings.insert(pair.clone()) {
                 readings.push(pair);
             }
         }
@@ -176,13 +184,14 @@ pub fn read_epub(bytes: &[u8], fallback_title: &str) -> Result<EpubBook, EpubErr
         chapters.add_document(&doc.blocks, marks);
     }
     let chapters = chapters.finish();
-    if parsed == 0 || chapters.is_empty() {
-        let skipped = if skipped.is_empty() {
-            "the content documents hold no text".to_owned()
-        } else {
-            skipped.join("; ")
-        };
-        return Err(EpubError::NoText { skipped });
+    if chapters.is_empty() {
+        return Err(match skipped.split_first() {
+            None => EpubError::NoText { opf: opf_path },
+            Some((first, others)) => EpubError::Unreadable {
+                first: first.clone(),
+                others: others.len(),
+            },
+        });
     }
     for line in &skipped {
         tracing::warn!("skipped {line}");
@@ -216,12 +225,8 @@ fn check_drm(zip: &mut ZipArchive<Cursor<&[u8]>>) -> Result<(), EpubError> {
 }
 
 /// The table of contents: the EPUB 3 nav, else the NCX; a broken TOC is
-/// reported in `skipped` and the book falls back to headings.
-fn read_toc(
-    zip: &mut ZipArchive<Cursor<&[u8]>>,
-    package: &Package,
-    skipped: &mut Vec<String>,
-) -> Vec<TocEntry> {
+/// logged and the book falls back to headings.
+fn read_toc(zip: &mut ZipArchive<Cursor<&[u8]>>, package: &Package) -> Vec<TocEntry> {
     type Parser = fn(&str, &str) -> Result<Vec<TocEntry>, XmlError>;
     let sources: [(Option<&package::Item>, Parser); 2] = [
         (package.nav(), package::parse_nav),
@@ -239,7 +244,7 @@ fn read_toc(
             Ok(entries) if !entries.is_empty() => return entries,
             Ok(_) => {}
             Err(e) => {
-                skipped.push(format!("table of contents {}", one_line(&e)));
+                tracing::warn!("table of contents ignored: {}", one_line(&e));
             }
         }
     }
@@ -251,7 +256,7 @@ fn read_toc(
 fn marks_in(
     toc: &[TocEntry],
     path: &str,
-    anchors: &std::collections::HashMap<String, usize>,
+    anchors: &HashMap<String, usize>,
     blocks: &[Block],
 ) -> Vec<(usize, String)> {
     let mut marks: Vec<(usize, String)> = toc

@@ -43,7 +43,8 @@ pub struct Document {
     /// Element `id` → index of the block that holds the element's first text
     /// (equal to `blocks.len()` for an anchor after the last text).
     pub anchors: HashMap<String, usize>,
-    /// Ruby base text → its reading (`<ruby>字<rt>zì</rt></ruby>`), in order.
+    /// Ruby base text → its reading (`<ruby>字<rt>zì</rt></ruby>`), in
+    /// order, repeats included.
     pub readings: Vec<(String, String)>,
     /// Number of links (`<a href>`) and of characters inside them / in all.
     pub links: usize,
@@ -448,10 +449,7 @@ impl Builder {
         let reading = ruby.reading.take().unwrap_or_default();
         let (base, reading) = (trim(&ruby.base), trim(&reading));
         if !base.is_empty() && !reading.is_empty() {
-            let pair = (base.to_owned(), reading.to_owned());
-            if !self.readings.contains(&pair) {
-                self.readings.push(pair);
-            }
+            self.readings.push((base.to_owned(), reading.to_owned()));
         }
         ruby.base.clear();
     }
