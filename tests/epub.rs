@@ -48,7 +48,7 @@ type Files = Vec<(String, Vec<u8>)>;
 /// A fixture book: EPUB 3 with a nav document, or EPUB 2 with an NCX.
 struct Fixture {
     version: u8,
-    title: &'static str,
+    title: String,
     author: &'static str,
     docs: Vec<Doc>,
 }
@@ -57,7 +57,7 @@ impl Fixture {
     fn new(version: u8, docs: Vec<Doc>) -> Fixture {
         Fixture {
             version,
-            title: "雾港夜话",
+            title: "雾港夜话".to_owned(),
             author: "林照",
             docs,
         }
@@ -609,7 +609,10 @@ fn epub_from_txt(txt: &str, stem: &str, path: &Path) {
             &paragraphs[half..].concat(),
         ));
     }
-    Fixture::new(3, docs).write(path);
+    let mut book = Fixture::new(3, docs);
+    // Untitled text (front matter) is titled after the book, as in TXT.
+    book.title = stem.to_owned();
+    book.write(path);
 }
 
 #[test]

@@ -91,8 +91,9 @@ pub fn is_epub(bytes: &[u8]) -> bool {
             .is_some_and(|m| m.trim_ascii() == MIMETYPE.as_bytes())
 }
 
-/// Reads an EPUB file's bytes. `fallback_title` titles text that no heading
-/// or TOC entry names (normally the file stem, as for TXT books).
+/// Reads an EPUB file's bytes. Text that no heading or TOC entry names is
+/// titled with the book's title, or `fallback_title` (normally the file
+/// stem, as for TXT books) when the OPF has none.
 pub fn read_epub(bytes: &[u8], fallback_title: &str) -> Result<EpubBook, EpubError> {
     let mut zip = ZipArchive::new(Cursor::new(bytes)).map_err(EpubError::NotZip)?;
     if let Ok(found) = read_entry(&mut zip, "mimetype") {
@@ -152,7 +153,17 @@ pub fn read_epub(bytes: &[u8], fallback_title: &str) -> Result<EpubBook, EpubErr
         return Err(EpubError::EmptySpine { opf: opf_path });
     }
 
-    let mut chapters = Assembler::new(fallback_title, !toc.is_empty());
+    // A TOC that points at none of the documents is no guide: use headings.
+    let toc_fits = toc.iter().any(|entry| {
+        documents
+            .iter()
+            .any(|item| item.path.eq_ignore_ascii_case(&entry.path))
+    });
+    if !toc.is_empty() && !toc_fits {
+        tracing::warn!("table of contents ignored: it points at no document of the spine");
+    }
+    let title = package.title.as_deref().unwrap_or(fallback_title);
+    let mut chapters = Assembler::new(title, toc_fits);
     let mut readings: Vec<(String, String)> = Vec::new();
     let mut seen_readings = HashSet::new();
     let mut skipped = Vec::new();

@@ -268,11 +268,12 @@ fn is_skipped(name: &str) -> bool {
     )
 }
 
-/// Footnotes and their markers, by `epub:type` or ARIA `role`.
+/// Footnotes, their markers and back links, by `epub:type`, ARIA `role`
+/// or the class names converters give them (`footnotes`, `footnote-back`).
 fn is_note(e: &BytesStart<'_>) -> bool {
     e.attributes().flatten().any(|a| {
         let key = a.key.as_ref();
-        let semantic = key == "role" || key.ends_with(":type") || key == "type";
+        let semantic = key == "role" || key.ends_with(":type") || key == "type" || key == "class";
         semantic
             && a.value.split_ascii_whitespace().any(|token| {
                 matches!(
@@ -285,6 +286,8 @@ fn is_note(e: &BytesStart<'_>) -> bool {
                         | "rearnote"
                         | "rearnotes"
                         | "biblioref"
+                        | "backlink"
+                        | "footnote-back"
                 )
             })
     })
@@ -598,7 +601,8 @@ mod tests {
         let got = texts(
             "<body xmlns:epub=\"http://www.idpf.org/2007/ops\"><p>江南<a href=\"#n1\">[1]</a>多雨\
              <sup><a href=\"notes.xhtml#n2\">2</a></sup>，<a epub:type=\"noteref\" href=\"#n3\">注</a>\
-             10<sup>3</sup>年。</p><aside epub:type=\"footnote\" id=\"n1\"><p>注释</p></aside></body>",
+             10<sup>3</sup>年。</p><aside epub:type=\"footnote\" id=\"n1\"><p>注释</p></aside>\
+             <div class=\"footnotes\"><ol><li id=\"n2\"><p>另一条<a href=\"#r2\" class=\"footnote-back\">↩</a></p></li></ol></div></body>",
         );
         assert_eq!(got, ["江南多雨，103年。"]);
     }
