@@ -582,6 +582,36 @@ fn a_broken_table_of_contents_falls_back_to_headings() {
     assert_eq!(titles, ["第一章　灯塔", "第二章 归船"]);
 }
 
+#[test]
+fn a_table_of_contents_pointing_nowhere_is_ignored() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("stray.epub");
+    let files: Files = lighthouse(2)
+        .files()
+        .into_iter()
+        .map(|(n, b)| {
+            let b = if n.ends_with("toc.ncx") {
+                String::from_utf8(b)
+                    .unwrap()
+                    .replace("src=\"text/", "src=\"gone/")
+                    .into_bytes()
+            } else {
+                b
+            };
+            (n, b)
+        })
+        .collect();
+    write_zip(&path, &files);
+    let book = read_book(&path).unwrap();
+    let titles: Vec<_> = book
+        .script
+        .chapters
+        .iter()
+        .map(|c| c.title.as_str())
+        .collect();
+    assert_eq!(titles, ["第一章　灯塔", "第二章 归船"]);
+}
+
 /// Writes `txt` as an EPUB: one `<p>` per line, a document per chapter of
 /// the TXT rules (front matter in a document the TOC does not list), and
 /// each chapter's text spread over two documents of which the TOC lists the

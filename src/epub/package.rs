@@ -70,9 +70,16 @@ impl Package {
             .values()
             .find(|item| item.has_property("cover-image"))
             .or_else(|| {
-                self.cover_id
-                    .as_ref()
-                    .and_then(|id| self.manifest.get(id))
+                // `<meta name="cover" content="…">` names an id, or at times a file.
+                let named = self.cover_id.as_ref()?;
+                self.manifest
+                    .get(named)
+                    .or_else(|| {
+                        let named = named.trim_start_matches("../");
+                        self.manifest
+                            .values()
+                            .find(|item| item.path.ends_with(named))
+                    })
                     .filter(image)
             })
             .or_else(|| {
@@ -498,6 +505,9 @@ mod tests {
         assert_eq!(p.spine.len(), 2);
         assert!(p.spine[0].linear && !p.spine[1].linear);
         assert!(parse_opf("<package><manifest></package>", "x.opf").is_err());
+        let by_file = opf.replace(r#"content="img""#, r#"content="images/c.jpg""#);
+        let p = parse_opf(&by_file, "OPS/book.opf").unwrap();
+        assert_eq!(p.cover().unwrap().path, "OPS/images/c.jpg");
     }
 
     #[test]
