@@ -1,8 +1,11 @@
-//! Reading a book file from disk into its reading script.
+//! Reading a book file from disk into its reading script: a TXT file in any
+//! supported encoding, or an EPUB (recognised by its content, a zip archive
+//! whose `mimetype` says EPUB, or by its `.epub` extension).
 
 use std::path::{Path, PathBuf};
 
-use crate::text::{Cast, DecodeError, Script, decode};
+use crate::epub::{self, EpubBook, EpubError};
+use crate::text::{Cast, DecodeError, Decoded, Script, decode};
 
 /// Why a book file cannot be read.
 #[derive(Debug, thiserror::Error)]
@@ -23,6 +26,36 @@ pub enum BookError {
         #[source]
         source: DecodeError,
     },
+    #[error("{path}")]
+    Epub {
+        path: PathBuf,
+        #[source]
+        source: EpubError,
+    },
+}
+
+/// What kind of file the book came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BookFormat {
+    Text,
+    Epub,
+}
+
+/// A cover image taken from the book.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cover {
+    /// As the book declares it (`image/jpeg`, `image/png`, …).
+    pub media_type: String,
+    pub bytes: Vec<u8>,
+}
+
+/// What the book says about itself (EPUB OPF metadata; empty for TXT).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Metadata {
+    pub title: Option<String>,
+    pub author: Option<String>,
+    pub language: Option<String>,
+    pub cover: Option<Cover>,
 }
 
 /// A book read from disk.
@@ -30,8 +63,23 @@ pub enum BookError {
 pub struct Book {
     /// File stem, used for the output directory and as a fallback title.
     pub stem: String,
+    pub format: BookFormat,
+    /// Text encoding of a TXT book; "UTF-8" for EPUB.
     pub encoding: &'static str,
     pub script: Script,
+    pub metadata: Metadata,
+    /// Ruby base text → its pinyin as the book gives it (EPUB `<ruby>`),
+    /// for the lexicon.
+    pub readings: Vec<(String, String)>,
+    /// Parts of the book that could not be read and were left out, one
+    /// line each; the rest of the book is still usable.
+    pub skipped: Vec<String>,
+}
+
+/// A book file, read and decoded but not yet turned into a script.
+enum Source {
+    Text(Decoded),
+    Epub(EpubBook),
 }
 
 /// Reads, decodes and splits the book at `path`.
@@ -41,17 +89,54 @@ pub fn read_book(path: &Path) -> Result<Book, BookError> {
 
 /// Reads, decodes and splits the book at `path`, naming speakers from `cast`.
 pub fn read_book_with_cast(path: &Path, cast: Option<&Cast>) -> Result<Book, BookError> {
-    let (stem, decoded) = read_text(path)?;
-    let script = Script::from_text_with_cast(&decoded.text, &stem, cast);
-    Ok(Book {
-        stem,
-        encoding: decoded.encoding,
-        script,
+    let (stem, source) = read_source(path)?;
+    Ok(match source {
+        Source::Text(decoded) => Book {
+            script: Script::from_text_with_cast(&decoded.text, &stem, cast),
+            stem,
+            format: BookFormat::Text,
+            encoding: decoded.encoding,
+            metadata: Metadata::default(),
+            readings: Vec::new(),
+            skipped: Vec::new(),
+        },
+        Source::Epub(book) => Book {
+            script: Script::from_chapters_with_cast(book.chapters, &stem, cast),
+            stem,
+            format: BookFormat::Epub,
+            encoding: "UTF-8",
+            metadata: book.metadata,
+            readings: book.readings,
+            skipped: book.skipped,
+        },
     })
 }
 
 /// Reads and decodes the book at `path`: its file stem and decoded text.
-pub fn read_text(path: &Path) -> Result<(String, crate::text::Decoded), BookError> {
+/// An EPUB's text is its chapters, each title on a line before its
+/// paragraphs.
+pub fn read_text(path: &Path) -> Result<(String, Decoded), BookError> {
+    let (stem, source) = read_source(path)?;
+    let decoded = match source {
+        Source::Text(decoded) => decoded,
+        Source::Epub(book) => {
+            let mut text = String::new();
+            for chapter in &book.chapters {
+                for line in std::iter::once(&chapter.title).chain(&chapter.paragraphs) {
+                    text.push_str(line);
+                    text.push('\n');
+                }
+            }
+            Decoded {
+                text,
+                encoding: "UTF-8",
+            }
+        }
+    };
+    Ok((stem, decoded))
+}
+
+fn read_source(path: &Path) -> Result<(String, Source), BookError> {
     let path_buf = || path.to_owned();
     if path.is_dir() {
         return Err(BookError::Directory { path: path_buf() });
@@ -63,14 +148,26 @@ pub fn read_text(path: &Path) -> Result<(String, crate::text::Decoded), BookErro
             source,
         },
     })?;
-    let decoded = decode(&bytes).map_err(|source| BookError::Decode {
-        path: path_buf(),
-        source,
-    })?;
     let stem = path
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .filter(|s| !s.is_empty())
         .unwrap_or_else(|| "book".to_owned());
-    Ok((stem, decoded))
+    let epub_extension = path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("epub"));
+    let source = if epub_extension || bytes.starts_with(b"PK\x03\x04") {
+        let book = epub::read_epub(&bytes, &stem).map_err(|source| BookError::Epub {
+            path: path_buf(),
+            source,
+        })?;
+        Source::Epub(book)
+    } else {
+        let decoded = decode(&bytes).map_err(|source| BookError::Decode {
+            path: path_buf(),
+            source,
+        })?;
+        Source::Text(decoded)
+    };
+    Ok((stem, source))
 }

@@ -13,6 +13,7 @@ pub mod book;
 pub mod cli;
 pub mod commands;
 pub mod config;
+pub mod epub;
 pub mod frontend;
 pub mod manifest;
 pub mod pipeline;

@@ -177,7 +177,10 @@ fn narration_and_dialogue_voices_sound_different() {
     };
     let narration = pitch(&ch["segments"][0]);
     let dialogue = pitch(&ch["segments"][1]);
-    assert!(dialogue > narration * 1.15, "F0 narration {narration:.1} Hz, dialogue {dialogue:.1} Hz");
+    assert!(
+        dialogue > narration * 1.15,
+        "F0 narration {narration:.1} Hz, dialogue {dialogue:.1} Hz"
+    );
 }
 
 /// Median fundamental frequency of the voiced 40 ms frames (autocorrelation).
@@ -190,7 +193,9 @@ fn median_f0(samples: &[i16], rate: f64) -> f64 {
         .filter_map(|f| {
             (min_lag..max_lag)
                 .map(|lag| {
-                    let r: f64 = (0..frame - lag).map(|j| f64::from(f[j]) * f64::from(f[j + lag])).sum();
+                    let r: f64 = (0..frame - lag)
+                        .map(|j| f64::from(f[j]) * f64::from(f[j + lag]))
+                        .sum();
                     (r, lag)
                 })
                 .max_by(|x, y| x.0.total_cmp(&y.0))

@@ -91,7 +91,8 @@ pub async fn run(args: &BuildArgs, worker_program: Option<PathBuf>) -> anyhow::R
     for failure in &failures {
         eprintln!("failed: {failure}");
     }
-    Ok(if failures.is_empty() {
+    // Parts of the book that could not be read were reported while reading.
+    Ok(if failures.is_empty() && book.skipped.is_empty() {
         EXIT_OK
     } else {
         EXIT_PARTIAL
