@@ -76,6 +76,21 @@ pub struct Book {
     pub skipped: Vec<String>,
 }
 
+impl Book {
+    /// A book of plain text (no metadata, nothing skipped) with its script.
+    pub fn from_script(stem: String, encoding: &'static str, script: Script) -> Book {
+        Book {
+            stem,
+            format: BookFormat::Text,
+            encoding,
+            script,
+            metadata: Metadata::default(),
+            readings: Vec::new(),
+            skipped: Vec::new(),
+        }
+    }
+}
+
 /// A book file, read and decoded but not yet turned into a script.
 enum Source {
     Text(Decoded),
@@ -91,15 +106,10 @@ pub fn read_book(path: &Path) -> Result<Book, BookError> {
 pub fn read_book_with_cast(path: &Path, cast: Option<&Cast>) -> Result<Book, BookError> {
     let (stem, source) = read_source(path)?;
     Ok(match source {
-        Source::Text(decoded) => Book {
-            script: Script::from_text_with_cast(&decoded.text, &stem, cast),
-            stem,
-            format: BookFormat::Text,
-            encoding: decoded.encoding,
-            metadata: Metadata::default(),
-            readings: Vec::new(),
-            skipped: Vec::new(),
-        },
+        Source::Text(decoded) => {
+            let script = Script::from_text_with_cast(&decoded.text, &stem, cast);
+            Book::from_script(stem, decoded.encoding, script)
+        }
         Source::Epub(book) => Book {
             script: Script::from_chapters_with_cast(book.chapters, &stem, cast),
             stem,

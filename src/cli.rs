@@ -25,6 +25,13 @@ pub enum Command {
     Build(BuildArgs),
     /// Print the reading script of a book: chapters, narration and dialogue, speakers.
     Split(SplitArgs),
+    /// Render one passage with the book's casting to a WAV file.
+    Preview(PreviewArgs),
+    /// List backends and voices; `--check NAME` tries one voice.
+    Voices(VoicesArgs),
+    /// Keep a library of books up to date: render new or changed chapters of
+    /// every job in a jobs file, once or on cron schedules.
+    Batch(BatchArgs),
 }
 
 #[derive(Debug, Args)]
@@ -43,6 +50,9 @@ pub struct BuildArgs {
     /// Cast file (TOML): characters, aliases and genders, for speakers.
     #[arg(long, env = "TINGSHU_CAST")]
     pub cast: Option<PathBuf>,
+    /// Synthesis cache directory (default OUT/.cache).
+    #[arg(long, env = "TINGSHU_CACHE")]
+    pub cache: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -65,4 +75,66 @@ pub struct SplitArgs {
 pub enum SplitFormat {
     Text,
     Jsonl,
+}
+
+#[derive(Debug, Args)]
+pub struct PreviewArgs {
+    /// Text to read; `-` reads it from stdin. Not needed with --book.
+    pub text: Option<String>,
+    /// Take the passage from this book instead.
+    #[arg(long)]
+    pub book: Option<PathBuf>,
+    /// Chapter of --book, 1-based (default 1).
+    #[arg(long)]
+    pub chapter: Option<usize>,
+    /// Paragraphs of that chapter, 1-based: 3-5, 4 (default: all).
+    #[arg(long)]
+    pub paragraphs: Option<String>,
+    /// Voices file (TOML); the built-in espeak-ng voices when absent.
+    #[arg(long, env = "TINGSHU_VOICES")]
+    pub voices: Option<PathBuf>,
+    /// Output WAV file.
+    #[arg(long, short, default_value = "output/preview.wav")]
+    pub output: PathBuf,
+    /// Play the result with aplay, paplay, pw-play, ffplay or afplay.
+    #[arg(long)]
+    pub play: bool,
+    /// Synthesis cache directory (default: the output file's directory/.cache).
+    #[arg(long, env = "TINGSHU_CACHE")]
+    pub cache: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct VoicesArgs {
+    /// Voices file (TOML); the built-in espeak-ng voices when absent.
+    #[arg(long, env = "TINGSHU_VOICES")]
+    pub voices: Option<PathBuf>,
+    /// Synthesize a test phrase with this voice and report latency and duration.
+    #[arg(long, value_name = "NAME")]
+    pub check: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct BatchArgs {
+    #[command(subcommand)]
+    pub command: BatchCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BatchCommand {
+    /// Render every job once, incrementally (only new or changed chapters).
+    Run(BatchJobsArgs),
+    /// Stay running and run each job on its `schedule`; SIGTERM/SIGINT stop it.
+    Daemon(BatchJobsArgs),
+    /// Show each job's last run, next run, pending chapters and failures.
+    Status(BatchJobsArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BatchJobsArgs {
+    /// The jobs file (TOML, `[[job]]` tables).
+    pub jobs: PathBuf,
+    /// Only the job with this name.
+    #[arg(long)]
+    pub job: Option<String>,
 }

@@ -5,12 +5,22 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
+use async_trait::async_trait;
 use serde::Deserialize;
 
-use crate::audio::MixConfig;
+use crate::audio::{AudioClip, MixConfig};
+use crate::synth::azure::{Azure, AzureConfig};
+use crate::synth::cache::Cache;
+use crate::synth::client::{ClientBackend, SynthClient};
+use crate::synth::command::{CommandBackend, CommandConfig};
 use crate::synth::espeak::{Espeak, EspeakConfig};
-use crate::synth::{Synthesizer, VoiceSettings};
+use crate::synth::http::{Http, HttpConfig, Secret};
+use crate::synth::limit::{Limiter, RateLimit};
+use crate::synth::openai::{Openai, OpenaiConfig};
+use crate::synth::retry::RetryPolicy;
+use crate::synth::{Limits, SynthError, SynthRequest, Synthesizer, VoiceSettings};
 use crate::text::SegmentKind;
 
 /// The embedded default voices file.
@@ -39,11 +49,89 @@ pub enum ConfigError {
     },
 }
 
-/// `[backends.NAME]`: which engine, with its settings.
+/// `[backends.NAME]`: which engine, with its settings. The keys every
+/// backend takes (`max_in_flight`, `rate_limit`, …) are in [`ClientConfig`].
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]
 pub enum BackendConfig {
     Espeak(EspeakConfig),
+    Openai(OpenaiConfig),
+    Http(HttpConfig),
+    Azure(AzureConfig),
+    Command(CommandConfig),
+}
+
+impl BackendConfig {
+    /// The type name used in the voices file.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            BackendConfig::Espeak(_) => "espeak",
+            BackendConfig::Openai(_) => "openai",
+            BackendConfig::Http(_) => "http",
+            BackendConfig::Azure(_) => "azure",
+            BackendConfig::Command(_) => "command",
+        }
+    }
+
+    fn default_in_flight(&self) -> usize {
+        match self {
+            BackendConfig::Espeak(_) => usize::MAX,
+            BackendConfig::Openai(_) | BackendConfig::Azure(_) => 4,
+            BackendConfig::Http(_) => 2,
+            BackendConfig::Command(_) => 1,
+        }
+    }
+}
+
+/// Keys every backend takes, beside its type's own.
+#[derive(Debug, Clone, PartialEq, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct ClientConfig {
+    /// Requests sent at once (default: espeak one per worker, openai/azure 4,
+    /// http 2, command 1).
+    #[serde(default)]
+    pub max_in_flight: Option<usize>,
+    /// At most N request starts per window: "20/60s".
+    #[serde(default)]
+    pub rate_limit: Option<String>,
+    /// Seconds one request may take (default 60).
+    #[serde(default)]
+    pub timeout_s: Option<f64>,
+    /// Retries after a transient failure (default 3).
+    #[serde(default)]
+    pub retries: Option<u32>,
+    /// Another backend for requests this one fails for good.
+    #[serde(default)]
+    pub fallback: Option<String>,
+    /// Voice id asked of the fallback backend (default: the same id).
+    #[serde(default)]
+    pub fallback_voice: Option<String>,
+}
+
+const CLIENT_KEYS: [&str; 6] = [
+    "max_in_flight",
+    "rate_limit",
+    "timeout_s",
+    "retries",
+    "fallback",
+    "fallback_voice",
+];
+
+impl ClientConfig {
+    pub fn timeout(&self) -> Duration {
+        Duration::from_secs_f64(self.timeout_s.unwrap_or(60.0))
+    }
+
+    pub fn rate(&self) -> Option<RateLimit> {
+        self.rate_limit.as_deref().and_then(|r| r.parse().ok())
+    }
+
+    pub fn retry_policy(&self) -> RetryPolicy {
+        RetryPolicy {
+            retries: self.retries.unwrap_or(3),
+            ..RetryPolicy::default()
+        }
+    }
 }
 
 /// `[voices.NAME]`.
@@ -56,6 +144,16 @@ pub struct VoiceConfig {
     pub speed: f32,
     #[serde(default)]
     pub pitch: Option<u8>,
+    /// Speaking style (Azure `express-as`).
+    #[serde(default)]
+    pub style: Option<String>,
+    /// Role (Azure `express-as`).
+    #[serde(default)]
+    pub role: Option<String>,
+    /// Convert Traditional text to Simplified before sending it (for voices
+    /// that only read Simplified); otherwise text goes as written.
+    #[serde(default)]
+    pub simplified: bool,
 }
 
 fn one() -> f32 {
@@ -69,22 +167,52 @@ pub struct CastingConfig {
     pub narrator: String,
     #[serde(default)]
     pub dialogue: Option<String>,
+    /// Default voice for dialogue of male characters.
+    #[serde(default)]
+    pub male: Option<String>,
+    /// Default voice for dialogue of female characters.
+    #[serde(default)]
+    pub female: Option<String>,
     #[serde(default)]
     pub characters: BTreeMap<String, String>,
 }
 
-/// A whole voices file.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+/// What a cast file says about one character, as far as voices go.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct CastMember {
+    /// "male", "female" or anything else for unknown.
+    pub gender: Option<String>,
+    /// A voice name from the voices file.
+    pub voice: Option<String>,
+}
+
+/// The voices file as written, before backends are split into their kind
+/// and the keys all backends share.
+#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
+struct RawVoicesFile {
+    backends: BTreeMap<String, toml::Table>,
+    voices: BTreeMap<String, VoiceConfig>,
+    casting: CastingConfig,
+    #[serde(default)]
+    mix: MixConfig,
+}
+
+/// A whole voices file.
+#[derive(Debug, Clone, PartialEq)]
 pub struct VoicesConfig {
     pub backends: BTreeMap<String, BackendConfig>,
+    /// Shared client keys of each backend (same names as `backends`).
+    pub clients: BTreeMap<String, ClientConfig>,
     pub voices: BTreeMap<String, VoiceConfig>,
     pub casting: CastingConfig,
-    #[serde(default)]
     pub mix: MixConfig,
+    /// Characters from a cast file (see [`VoicesConfig::set_cast`]).
+    pub cast: BTreeMap<String, CastMember>,
     /// Where it came from, for messages.
-    #[serde(skip)]
     pub source: String,
+    /// Values of the environment variables the backends name.
+    env: BTreeMap<String, Secret>,
 }
 
 impl VoicesConfig {
@@ -103,16 +231,57 @@ impl VoicesConfig {
     }
 
     /// Parses and checks a voices file's text; `file` names it in errors.
+    /// Environment variables are read from the process environment.
     pub fn parse(text: &str, file: &str) -> Result<VoicesConfig, ConfigError> {
-        let mut config: VoicesConfig = toml::from_str(text).map_err(|e| ConfigError::Parse {
+        VoicesConfig::parse_with_env(text, file, &|name| std::env::var(name).ok())
+    }
+
+    /// [`VoicesConfig::parse`] with environment variables from `env`.
+    pub fn parse_with_env(
+        text: &str,
+        file: &str,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<VoicesConfig, ConfigError> {
+        let raw: RawVoicesFile = toml::from_str(text).map_err(|e| ConfigError::Parse {
             file: file.to_owned(),
             line: e.span().map_or(0, |s| {
                 text[..s.start.min(text.len())].lines().count().max(1)
             }),
             message: e.message().trim().replace('\n', " "),
         })?;
-        config.source = file.to_owned();
+        let invalid = |key: String, message: String| ConfigError::Invalid {
+            file: file.to_owned(),
+            key,
+            message,
+        };
+        let mut backends = BTreeMap::new();
+        let mut clients = BTreeMap::new();
+        for (name, mut table) in raw.backends {
+            let mut shared = toml::Table::new();
+            for key in CLIENT_KEYS {
+                if let Some(v) = table.remove(key) {
+                    shared.insert(key.to_owned(), v);
+                }
+            }
+            let client = ClientConfig::deserialize(toml::Value::Table(shared))
+                .map_err(|e| invalid(format!("backends.{name}"), one_line(&e.to_string())))?;
+            let backend = BackendConfig::deserialize(toml::Value::Table(table))
+                .map_err(|e| invalid(format!("backends.{name}"), one_line(&e.to_string())))?;
+            backends.insert(name.clone(), backend);
+            clients.insert(name, client);
+        }
+        let mut config = VoicesConfig {
+            backends,
+            clients,
+            voices: raw.voices,
+            casting: raw.casting,
+            mix: raw.mix,
+            cast: BTreeMap::new(),
+            source: file.to_owned(),
+            env: BTreeMap::new(),
+        };
         config.check()?;
+        config.read_env(env)?;
         Ok(config)
     }
 
@@ -124,7 +293,108 @@ impl VoicesConfig {
         }
     }
 
+    /// The environment variables a backend needs: (key, variable, required).
+    fn env_vars(name: &str, backend: &BackendConfig) -> Vec<(String, String, bool)> {
+        match backend {
+            BackendConfig::Openai(c) => c
+                .api_key_env
+                .iter()
+                .map(|v| (format!("backends.{name}.api_key_env"), v.clone(), true))
+                .collect(),
+            BackendConfig::Http(c) => c
+                .api_key_env
+                .iter()
+                .map(|v| (format!("backends.{name}.api_key_env"), v.clone(), true))
+                .collect(),
+            BackendConfig::Azure(c) => vec![
+                (
+                    format!("backends.{name}.api_key_env"),
+                    c.api_key_env.clone(),
+                    true,
+                ),
+                (
+                    format!("backends.{name}.region_env"),
+                    c.region_env.clone(),
+                    c.endpoint.is_none(),
+                ),
+            ],
+            BackendConfig::Espeak(_) | BackendConfig::Command(_) => Vec::new(),
+        }
+    }
+
+    fn read_env(&mut self, env: &dyn Fn(&str) -> Option<String>) -> Result<(), ConfigError> {
+        for (name, backend) in &self.backends {
+            for (key, var, required) in Self::env_vars(name, backend) {
+                match env(&var).filter(|v| !v.is_empty()) {
+                    Some(value) => {
+                        self.env.insert(var, Secret::new(value));
+                    }
+                    None if required => {
+                        return Err(
+                            self.invalid(key, format!("environment variable {var} is not set"))
+                        );
+                    }
+                    None => {}
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn secret(&self, var: Option<&String>) -> Secret {
+        var.and_then(|v| self.env.get(v))
+            .cloned()
+            .unwrap_or_default()
+    }
+
     fn check(&self) -> Result<(), ConfigError> {
+        for (name, backend) in &self.backends {
+            let checked = match backend {
+                BackendConfig::Espeak(_) => Ok(()),
+                BackendConfig::Openai(c) => c.check(),
+                BackendConfig::Http(c) => c.check(),
+                BackendConfig::Azure(_) => Ok(()),
+                BackendConfig::Command(c) => c.check(),
+            };
+            if let Err((key, message)) = checked {
+                return Err(self.invalid(format!("backends.{name}.{key}"), message));
+            }
+            let client = &self.clients[name];
+            if let Some(rate) = &client.rate_limit
+                && let Err(e) = rate.parse::<RateLimit>()
+            {
+                return Err(self.invalid(format!("backends.{name}.rate_limit"), e.to_string()));
+            }
+            if client.max_in_flight == Some(0) {
+                return Err(self.invalid(
+                    format!("backends.{name}.max_in_flight"),
+                    "must be at least 1".into(),
+                ));
+            }
+            if client.timeout_s.is_some_and(|t| !(t > 0.0 && t <= 86400.0)) {
+                return Err(self.invalid(
+                    format!("backends.{name}.timeout_s"),
+                    "must be between 0 and 86400 seconds".into(),
+                ));
+            }
+            if let Some(fallback) = &client.fallback {
+                if !self.backends.contains_key(fallback) {
+                    return Err(self.invalid(
+                        format!("backends.{name}.fallback"),
+                        format!(
+                            "unknown backend '{fallback}' (known: {})",
+                            keys(&self.backends)
+                        ),
+                    ));
+                }
+                if fallback == name {
+                    return Err(self.invalid(
+                        format!("backends.{name}.fallback"),
+                        "a backend cannot fall back to itself".into(),
+                    ));
+                }
+            }
+        }
         for (name, voice) in &self.voices {
             if !self.backends.contains_key(&voice.backend) {
                 return Err(self.invalid(
@@ -147,12 +417,13 @@ impl VoicesConfig {
             }
         }
         let mut refs = vec![("casting.narrator".to_owned(), &self.casting.narrator)];
-        refs.extend(
-            self.casting
-                .dialogue
-                .iter()
-                .map(|d| ("casting.dialogue".to_owned(), d)),
-        );
+        for (key, value) in [
+            ("casting.dialogue", &self.casting.dialogue),
+            ("casting.male", &self.casting.male),
+            ("casting.female", &self.casting.female),
+        ] {
+            refs.extend(value.iter().map(|v| (key.to_owned(), v)));
+        }
         refs.extend(
             self.casting
                 .characters
@@ -173,10 +444,54 @@ impl VoicesConfig {
         Ok(())
     }
 
-    /// The voice (by name) that reads a segment.
+    /// Adds the characters of a cast file (`file` names it in errors):
+    /// (canonical name, member). A `voice` must name a voice of this file.
+    pub fn set_cast(
+        &mut self,
+        file: &str,
+        members: impl IntoIterator<Item = (String, CastMember)>,
+    ) -> Result<(), ConfigError> {
+        for (name, member) in members {
+            if let Some(voice) = &member.voice
+                && !self.voices.contains_key(voice)
+            {
+                return Err(ConfigError::Invalid {
+                    file: file.to_owned(),
+                    key: format!("character.{name}.voice"),
+                    message: format!(
+                        "unknown voice '{voice}' (known in {}: {})",
+                        self.source,
+                        keys(&self.voices)
+                    ),
+                });
+            }
+            self.cast.insert(name, member);
+        }
+        Ok(())
+    }
+
+    /// The voice (by name) that reads a segment: the character's voice from
+    /// `[casting.characters]`, then from the cast file, then by the
+    /// character's gender, then the dialogue or narrator voice.
     pub fn voice_for(&self, kind: SegmentKind, speaker: Option<&str>) -> &str {
-        if let Some(voice) = speaker.and_then(|s| self.casting.characters.get(s)) {
-            return voice;
+        if let Some(speaker) = speaker {
+            if let Some(voice) = self.casting.characters.get(speaker) {
+                return voice;
+            }
+            let member = self.cast.get(speaker);
+            if let Some(voice) = member.and_then(|m| m.voice.as_deref()) {
+                return voice;
+            }
+            if kind == SegmentKind::Dialogue {
+                let by_gender = match member.and_then(|m| m.gender.as_deref()) {
+                    Some("male") => self.casting.male.as_deref(),
+                    Some("female") => self.casting.female.as_deref(),
+                    _ => None,
+                };
+                if let Some(voice) = by_gender {
+                    return voice;
+                }
+            }
         }
         match (kind, &self.casting.dialogue) {
             (SegmentKind::Dialogue, Some(dialogue)) => dialogue,
@@ -192,11 +507,14 @@ impl VoicesConfig {
             voice: v.voice.clone(),
             speed: v.speed,
             pitch: v.pitch,
+            style: v.style.clone(),
+            role: v.role.clone(),
         }
     }
 
     /// Builds every backend. `worker_program` is the binary that can run
-    /// espeak-ng workers (normally this executable).
+    /// espeak-ng workers (normally this executable). A backend that cannot
+    /// be built fails each of its requests with the reason.
     pub fn build_backends(
         &self,
         worker_program: Option<PathBuf>,
@@ -204,15 +522,118 @@ impl VoicesConfig {
         self.backends
             .iter()
             .map(|(name, config)| {
-                let backend: Arc<dyn Synthesizer> = match config {
-                    BackendConfig::Espeak(c) => {
-                        Arc::new(Espeak::new(name, c.clone(), worker_program.clone()))
-                    }
-                };
+                let backend = self
+                    .build_backend(name, config, worker_program.clone())
+                    .unwrap_or_else(|e| Arc::new(Unavailable(e.to_string(), name.clone())));
                 (name.clone(), backend)
             })
             .collect()
     }
+
+    fn build_backend(
+        &self,
+        name: &str,
+        config: &BackendConfig,
+        worker_program: Option<PathBuf>,
+    ) -> Result<Arc<dyn Synthesizer>, SynthError> {
+        let client = &self.clients[name];
+        let timeout = client.timeout();
+        let in_flight = client
+            .max_in_flight
+            .unwrap_or_else(|| config.default_in_flight());
+        Ok(match config {
+            BackendConfig::Espeak(c) => {
+                let mut c = c.clone();
+                if c.workers == 0
+                    && let Some(n) = client.max_in_flight
+                {
+                    c.workers = n;
+                }
+                Arc::new(Espeak::new(name, c, worker_program))
+            }
+            BackendConfig::Openai(c) => Arc::new(Openai::new(
+                name,
+                c.clone(),
+                self.secret(c.api_key_env.as_ref()),
+                timeout,
+                in_flight,
+            )?),
+            BackendConfig::Http(c) => Arc::new(Http::new(
+                name,
+                c.clone(),
+                self.secret(c.api_key_env.as_ref()),
+                timeout,
+                in_flight,
+            )?),
+            BackendConfig::Azure(c) => Arc::new(Azure::new(
+                name,
+                c.clone(),
+                self.secret(Some(&c.api_key_env)),
+                self.secret(Some(&c.region_env)).expose(),
+                timeout,
+                in_flight,
+            )?),
+            BackendConfig::Command(c) => {
+                Arc::new(CommandBackend::new(name, c.clone(), timeout, in_flight))
+            }
+        })
+    }
+
+    /// Builds the synthesis client: every backend with its limiter, retry
+    /// policy and fallback, and the cache when `cache` is given.
+    pub fn build_client(
+        &self,
+        worker_program: Option<PathBuf>,
+        cache: Option<Cache>,
+    ) -> SynthClient {
+        let backends = self
+            .build_backends(worker_program)
+            .into_iter()
+            .map(|(name, synth)| {
+                let client = &self.clients[&name];
+                let entry = ClientBackend {
+                    limiter: Limiter::new(synth.limits().max_in_flight, client.rate()),
+                    retry: client.retry_policy(),
+                    fallback: client
+                        .fallback
+                        .clone()
+                        .map(|f| (f, client.fallback_voice.clone())),
+                    synth,
+                };
+                (name, entry)
+            })
+            .collect();
+        SynthClient::new(backends, cache)
+    }
+}
+
+/// A backend that could not be built: every request fails with the reason.
+struct Unavailable(String, String);
+
+#[async_trait]
+impl Synthesizer for Unavailable {
+    fn name(&self) -> &str {
+        &self.1
+    }
+
+    fn limits(&self) -> Limits {
+        Limits::default()
+    }
+
+    fn fingerprint(&self) -> String {
+        format!("unavailable/{}", self.1)
+    }
+
+    async fn synthesize(&self, _req: &SynthRequest) -> Result<AudioClip, SynthError> {
+        Err(SynthError::Setup {
+            backend: self.1.clone(),
+            message: self.0.clone(),
+        })
+    }
+}
+
+fn one_line(message: &str) -> String {
+    message.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 fn keys<V>(map: &BTreeMap<String, V>) -> String {
@@ -239,12 +660,24 @@ mod tests {
 
     #[test]
     fn shipped_voice_files_parse() {
-        for entry in std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/voices")).unwrap() {
-            let path = entry.unwrap().path();
-            if path.extension().is_some_and(|e| e == "toml") {
-                VoicesConfig::load(Some(&path)).unwrap_or_else(|e| panic!("{e}"));
+        let mut parsed = 0;
+        for dir in ["voices", "voices/examples"] {
+            let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
+            for entry in std::fs::read_dir(dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.extension().is_some_and(|e| e == "toml") {
+                    let text = std::fs::read_to_string(&path).unwrap();
+                    let config =
+                        VoicesConfig::parse_with_env(&text, &path.display().to_string(), &|_| {
+                            Some("set-in-test".into())
+                        })
+                        .unwrap_or_else(|e| panic!("{e}"));
+                    assert!(!config.build_backends(None).is_empty());
+                    parsed += 1;
+                }
             }
         }
+        assert!(parsed >= 6, "{parsed}");
     }
 
     #[test]
@@ -254,7 +687,10 @@ mod tests {
         let err = VoicesConfig::parse(bad_key, "v.toml")
             .unwrap_err()
             .to_string();
-        assert!(err.starts_with("v.toml:1: unknown field `speed`"), "{err}");
+        assert!(
+            err.starts_with("v.toml: backends.a: unknown field `speed`"),
+            "{err}"
+        );
         let bad_ref = "[backends.a]\ntype = \"espeak\"\n[voices.n]\nbackend = \"b\"\nvoice = \"x\"\n[casting]\nnarrator = \"n\"\n";
         let err = VoicesConfig::parse(bad_ref, "v.toml")
             .unwrap_err()
@@ -270,6 +706,167 @@ mod tests {
         assert_eq!(
             err,
             "v.toml: casting.narrator: unknown voice 'm' (known: n)"
+        );
+    }
+
+    const MIXED: &str = r#"
+[backends.local]
+type = "espeak"
+
+[backends.server]
+type = "openai"
+base_url = "http://127.0.0.1:8000/v1"
+api_key_env = "TTS_API_KEY"
+max_in_flight = 8
+rate_limit = "20/60s"
+timeout_s = 30
+retries = 4
+fallback = "local"
+fallback_voice = "cmn-latn-pinyin"
+
+[voices.narrator]
+backend = "local"
+voice = "cmn-latn-pinyin"
+
+[voices.hero]
+backend = "server"
+voice = "alloy"
+
+[voices.heroine]
+backend = "server"
+voice = "nova"
+style = "gentle"
+
+[casting]
+narrator = "narrator"
+dialogue = "hero"
+male = "hero"
+female = "heroine"
+characters = { "毛仲" = "narrator" }
+"#;
+
+    fn env_with_key(name: &str) -> Option<String> {
+        (name == "TTS_API_KEY").then(|| "sk-test-key".to_owned())
+    }
+
+    #[test]
+    fn reads_shared_backend_keys_and_casting() {
+        let config = VoicesConfig::parse_with_env(MIXED, "m.toml", &env_with_key).unwrap();
+        let client = &config.clients["server"];
+        assert_eq!(client.max_in_flight, Some(8));
+        assert_eq!(client.retry_policy().retries, 4);
+        assert_eq!(client.timeout(), Duration::from_secs(30));
+        assert_eq!(client.rate().unwrap().requests, 20);
+        assert_eq!(config.backends["server"].type_name(), "openai");
+        let backends = config.build_backends(None);
+        assert_eq!(backends["server"].limits().max_in_flight, 8);
+        // Debug output never shows the key.
+        assert!(!format!("{config:?}").contains("sk-test-key"));
+    }
+
+    #[test]
+    fn casting_by_character_cast_file_and_gender() {
+        let mut config = VoicesConfig::parse_with_env(MIXED, "m.toml", &env_with_key).unwrap();
+        let d = SegmentKind::Dialogue;
+        config
+            .set_cast(
+                "cast.toml",
+                [
+                    (
+                        "少安".to_owned(),
+                        CastMember {
+                            gender: Some("male".into()),
+                            voice: None,
+                        },
+                    ),
+                    (
+                        "润叶".to_owned(),
+                        CastMember {
+                            gender: Some("female".into()),
+                            voice: None,
+                        },
+                    ),
+                    (
+                        "老王".to_owned(),
+                        CastMember {
+                            gender: Some("male".into()),
+                            voice: Some("narrator".into()),
+                        },
+                    ),
+                ],
+            )
+            .unwrap();
+        assert_eq!(config.voice_for(d, Some("毛仲")), "narrator");
+        assert_eq!(config.voice_for(d, Some("润叶")), "heroine");
+        assert_eq!(config.voice_for(d, Some("少安")), "hero");
+        assert_eq!(config.voice_for(d, Some("老王")), "narrator");
+        assert_eq!(config.voice_for(d, None), "hero");
+        assert_eq!(
+            config.voice_for(SegmentKind::Narration, Some("润叶")),
+            "narrator"
+        );
+        let err = config
+            .set_cast(
+                "cast.toml",
+                [(
+                    "甲".to_owned(),
+                    CastMember {
+                        gender: None,
+                        voice: Some("ghost".into()),
+                    },
+                )],
+            )
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("cast.toml: character.甲.voice: unknown voice 'ghost'"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn backend_errors_name_file_key_and_problem() {
+        let cases = [
+            (
+                "",
+                "environment variable TTS_API_KEY is not set",
+                "backends.server.api_key_env",
+            ),
+            (
+                "rate_limit = \"lots\"",
+                "is not a rate",
+                "backends.server.rate_limit",
+            ),
+            (
+                "fallback = \"nowhere\"",
+                "unknown backend 'nowhere'",
+                "backends.server.fallback",
+            ),
+            (
+                "max_in_flight = 0",
+                "must be at least 1",
+                "backends.server.max_in_flight",
+            ),
+            ("colour = 1", "unknown field `colour`", "backends.server"),
+        ];
+        for (extra, problem, key) in cases {
+            let text = format!(
+                "[backends.server]\ntype = \"openai\"\nbase_url = \"http://h/v1\"\napi_key_env = \"TTS_API_KEY\"\n{extra}\n[voices.v]\nbackend = \"server\"\nvoice = \"alloy\"\n[casting]\nnarrator = \"v\"\n"
+            );
+            let env = |name: &str| (!extra.is_empty()).then(|| env_with_key(name)).flatten();
+            let err = VoicesConfig::parse_with_env(&text, "x.toml", &env)
+                .unwrap_err()
+                .to_string();
+            assert!(err.starts_with(&format!("x.toml: {key}: ")), "{err}");
+            assert!(err.contains(problem), "{err}");
+        }
+        let unknown_type = "[backends.b]\ntype = \"gpt\"\n[voices]\n[casting]\nnarrator = \"x\"\n";
+        let err = VoicesConfig::parse(unknown_type, "y.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("y.toml: backends.b: unknown variant `gpt`"),
+            "{err}"
         );
     }
 }

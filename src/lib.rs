@@ -9,6 +9,7 @@
 //! [`pipeline`] runs the stages; [`commands`] holds the CLI commands.
 
 pub mod audio;
+pub mod batch;
 pub mod book;
 pub mod cli;
 pub mod commands;

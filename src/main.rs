@@ -43,6 +43,9 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         match &cli.command {
             Command::Build(args) => commands::build::run(args, worker_program).await,
             Command::Split(args) => commands::split::run(args),
+            Command::Preview(args) => commands::preview::run(args, worker_program).await,
+            Command::Voices(args) => commands::voices::run(args, worker_program).await,
+            Command::Batch(args) => commands::batch::run(args, worker_program).await,
         }
     })
 }

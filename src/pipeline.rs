@@ -8,7 +8,6 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use futures::StreamExt;
 
@@ -16,7 +15,8 @@ use crate::audio::{AudioClip, ChapterMix, wav};
 use crate::config::VoicesConfig;
 use crate::frontend;
 use crate::manifest::{ManifestChapter, ManifestSegment};
-use crate::synth::{SynthError, SynthRequest, Synthesizer};
+use crate::synth::cache::Cache;
+use crate::synth::{SynthClient, SynthError, SynthRequest, Synthesizer};
 use crate::text::chunk::{self, Boundary};
 use crate::text::{ScriptChapter, Segment};
 
@@ -56,6 +56,8 @@ pub struct ChapterOutcome {
 pub struct Renderer {
     pub config: Arc<VoicesConfig>,
     pub backends: BTreeMap<String, Arc<dyn Synthesizer>>,
+    /// The backends behind their limiters, retries, fallbacks and cache.
+    pub client: Arc<SynthClient>,
 }
 
 /// A synthesized chunk: (segment index, boundary after it, audio or error).
@@ -65,20 +67,35 @@ type Piece = (usize, Boundary, Result<AudioClip, SynthError>);
 struct Task {
     chapter: usize,
     segment: usize,
+    /// Position of the chunk within its segment.
+    chunk: usize,
     boundary: Boundary,
     backend: Arc<dyn Synthesizer>,
     request: SynthRequest,
 }
 
-/// How many times a retryable failure is tried again.
-const RETRIES: u32 = 2;
-
 impl Renderer {
+    /// A renderer without a cache.
     pub fn new(config: VoicesConfig, worker_program: Option<PathBuf>) -> Renderer {
-        let backends = config.build_backends(worker_program);
+        Renderer::with_cache(config, worker_program, None)
+    }
+
+    /// A renderer that reads and fills `cache`: unchanged chunks are never
+    /// synthesized twice, and a killed run resumes where it stopped.
+    pub fn with_cache(
+        config: VoicesConfig,
+        worker_program: Option<PathBuf>,
+        cache: Option<Cache>,
+    ) -> Renderer {
+        let client = config.build_client(worker_program, cache);
+        let backends = client
+            .backends()
+            .map(|(name, b)| (name.to_owned(), Arc::clone(b)))
+            .collect();
         Renderer {
             config: Arc::new(config),
             backends,
+            client: Arc::new(client),
         }
     }
 
@@ -91,6 +108,7 @@ impl Renderer {
             .config
             .voice_for(segment.kind, segment.speaker.as_deref());
         let voice = self.config.voice_settings(voice_name);
+        let simplified = self.config.voices[voice_name].simplified;
         let backend = Arc::clone(&self.backends[&self.config.voices[voice_name].backend]);
         let max_chars = backend.limits().max_chars;
         chunk::chunk(&segment.text, max_chars)
@@ -98,7 +116,11 @@ impl Renderer {
             .map(|c| {
                 let spoken = frontend::prepare(&c.text);
                 let request = SynthRequest {
-                    text: spoken.text,
+                    text: if simplified {
+                        crate::synth::to_simplified(&spoken.text)
+                    } else {
+                        spoken.text
+                    },
                     pinyin: spoken.pinyin,
                     voice: voice.clone(),
                 };
@@ -123,10 +145,13 @@ impl Renderer {
         for (ci, job) in jobs.iter().enumerate() {
             let before = tasks.len();
             for (si, segment) in job.chapter.segments.iter().enumerate() {
-                for (boundary, backend, request) in self.plan_segment(segment) {
+                for (chunk, (boundary, backend, request)) in
+                    self.plan_segment(segment).into_iter().enumerate()
+                {
                     tasks.push(Task {
                         chapter: ci,
                         segment: si,
+                        chunk,
                         boundary,
                         backend,
                         request,
@@ -136,24 +161,35 @@ impl Renderer {
             remaining.push(tasks.len() - before);
         }
 
-        let mut results: Vec<Vec<Piece>> = jobs.iter().map(|_| Vec::new()).collect();
+        let mut results: Vec<Vec<(usize, Piece)>> = jobs.iter().map(|_| Vec::new()).collect();
         // Chapters with no chunks at all finish at once.
         for (ci, job) in jobs.iter().enumerate() {
             if remaining[ci] == 0 {
                 on_chapter(self.finish_chapter(job, Vec::new()));
             }
         }
+        // Unordered: a slow request does not hold back finished ones; the
+        // pieces of a chapter are put back in order before mixing.
+        let client = &self.client;
         let mut stream = futures::stream::iter(tasks)
             .map(|task| async move {
-                let result = synthesize_with_retry(&task).await;
-                (task.chapter, task.segment, task.boundary, result)
+                let result = synthesize_task(client, &task).await;
+                (
+                    task.chapter,
+                    task.segment,
+                    task.chunk,
+                    task.boundary,
+                    result,
+                )
             })
-            .buffered(self.concurrency());
-        while let Some((ci, si, boundary, result)) = stream.next().await {
-            results[ci].push((si, boundary, result));
+            .buffer_unordered(self.concurrency());
+        while let Some((ci, si, chunk, boundary, result)) = stream.next().await {
+            results[ci].push((chunk, (si, boundary, result)));
             remaining[ci] -= 1;
             if remaining[ci] == 0 {
-                let pieces = std::mem::take(&mut results[ci]);
+                let mut pieces = std::mem::take(&mut results[ci]);
+                pieces.sort_by_key(|(chunk, (si, _, _))| (*si, *chunk));
+                let pieces = pieces.into_iter().map(|(_, piece)| piece).collect();
                 on_chapter(self.finish_chapter(&jobs[ci], pieces));
             }
         }
@@ -236,21 +272,15 @@ impl Renderer {
     }
 }
 
-async fn synthesize_with_retry(task: &Task) -> Result<AudioClip, SynthError> {
+/// One chunk through the client (cache, limiter, retries, fallback).
+async fn synthesize_task(client: &SynthClient, task: &Task) -> Result<AudioClip, SynthError> {
     if task.request.pinyin.is_empty() && task.request.text.chars().all(|c| !c.is_alphanumeric()) {
         return Ok(AudioClip::new(Vec::new(), 0));
     }
-    let mut attempt = 0;
-    loop {
-        match task.backend.synthesize(&task.request).await {
-            Err(e) if e.is_retryable() && attempt < RETRIES => {
-                attempt += 1;
-                tracing::warn!(backend = task.backend.name(), attempt, error = %e, "retrying chunk");
-                tokio::time::sleep(Duration::from_millis(100 << attempt)).await;
-            }
-            other => return other,
-        }
-    }
+    client
+        .synthesize(task.backend.name(), &task.request)
+        .await
+        .map(|done| done.clip)
 }
 
 fn round_ms(s: f64) -> f64 {

@@ -1,6 +1,7 @@
 //! Stage 4 — mixer: turn synthesized clips into chapter files.
 
 pub mod clip;
+pub mod decode;
 pub mod mix;
 pub mod resample;
 pub mod wav;

@@ -13,7 +13,9 @@ use crate::config::VoicesConfig;
 use crate::manifest::Manifest;
 use crate::pipeline::{ChapterJob, Renderer};
 use crate::progress::Progress;
+use crate::synth::cache::Cache;
 use crate::text::Cast;
+use crate::text::ScriptChapter;
 
 /// Runs `build`. Bad input is an `Err` (exit 2) before anything is written.
 pub async fn run(args: &BuildArgs, worker_program: Option<PathBuf>) -> anyhow::Result<u8> {
@@ -27,28 +29,21 @@ pub async fn run(args: &BuildArgs, worker_program: Option<PathBuf>) -> anyhow::R
     };
     tracing::info!(book = %args.book.display(), encoding = book.encoding, chapters = count, "read book");
 
-    let book_dir = args.out.join(sanitize_file_name(&book.stem));
+    let book_dir = book_dir(&args.out, &book.stem);
     let created = !book_dir.exists();
     std::fs::create_dir_all(&book_dir)
         .with_context(|| format!("cannot create output directory {}", book_dir.display()))?;
 
     let jobs: Vec<ChapterJob> = selected
         .iter()
-        .map(|&index| {
-            let chapter = book.script.chapters[index - 1].clone();
-            let path = book_dir.join(format!(
-                "{index:04}-{}.wav",
-                sanitize_file_name(&chapter.title)
-            ));
-            ChapterJob {
-                index,
-                chapter,
-                path,
-            }
-        })
+        .map(|&index| chapter_job(&book_dir, index, &book.script.chapters[index - 1]))
         .collect();
 
-    let renderer = Renderer::new(config, worker_program);
+    let cache_dir = args
+        .cache
+        .clone()
+        .unwrap_or_else(|| args.out.join(".cache"));
+    let renderer = Renderer::with_cache(config, worker_program, Some(Cache::new(&cache_dir)));
     let mut progress = Progress::new(jobs.len());
     let mut written = Vec::new();
     let mut failures = Vec::new();
@@ -61,8 +56,10 @@ pub async fn run(args: &BuildArgs, worker_program: Option<PathBuf>) -> anyhow::R
             Err(e) => {
                 progress.chapter_done(&outcome.title, None);
                 failures.push(format!(
-                    "chapter {} ({}): {e}",
-                    outcome.index, outcome.title
+                    "chapter {} ({}): {}",
+                    outcome.index,
+                    outcome.title,
+                    super::error_chain(&e)
                 ));
             }
         })
@@ -88,6 +85,13 @@ pub async fn run(args: &BuildArgs, worker_program: Option<PathBuf>) -> anyhow::R
         book_dir.display(),
         crate::progress::format_duration(audio_s)
     );
+    let stats = &renderer.client.stats;
+    eprintln!(
+        "{} requests sent, {} chunks from the cache in {}",
+        stats.requests.load(std::sync::atomic::Ordering::Relaxed),
+        stats.cache_hits.load(std::sync::atomic::Ordering::Relaxed),
+        cache_dir.display()
+    );
     for failure in &failures {
         eprintln!("failed: {failure}");
     }
@@ -99,9 +103,28 @@ pub async fn run(args: &BuildArgs, worker_program: Option<PathBuf>) -> anyhow::R
     })
 }
 
+/// Where a book's files go: `OUT/<sanitized stem>/`.
+pub fn book_dir(out: &Path, stem: &str) -> PathBuf {
+    out.join(sanitize_file_name(stem))
+}
+
+/// A chapter's WAV file name: `NNNN-<sanitized title>.wav`.
+pub fn chapter_file_name(index: usize, title: &str) -> String {
+    format!("{index:04}-{}.wav", sanitize_file_name(title))
+}
+
+/// The render job of chapter `index` (1-based) into `book_dir`.
+pub fn chapter_job(book_dir: &Path, index: usize, chapter: &ScriptChapter) -> ChapterJob {
+    ChapterJob {
+        index,
+        chapter: chapter.clone(),
+        path: book_dir.join(chapter_file_name(index, &chapter.title)),
+    }
+}
+
 /// Merges newly rendered chapters into the book's manifest (chapters rendered
 /// by earlier runs with other `--chapters` stay listed while their files exist).
-fn write_manifest(
+pub fn write_manifest(
     book_dir: &Path,
     book: &str,
     sample_rate: u32,

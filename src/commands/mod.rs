@@ -1,8 +1,11 @@
 //! The CLI commands. Each returns the process exit status or a fatal error.
 
+pub mod batch;
 pub mod build;
+pub mod preview;
 pub mod select;
 pub mod split;
+pub mod voices;
 
 /// Exit status: everything done.
 pub const EXIT_OK: u8 = 0;
@@ -10,6 +13,18 @@ pub const EXIT_OK: u8 = 0;
 pub const EXIT_PARTIAL: u8 = 1;
 /// Exit status: bad input or a fatal error; nothing was written.
 pub const EXIT_FATAL: u8 = 2;
+
+/// An error and its sources on one line, joined by ": ".
+pub fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut out = error.to_string();
+    let mut source = error.source();
+    while let Some(e) = source {
+        out.push_str(": ");
+        out.push_str(&e.to_string());
+        source = e.source();
+    }
+    out
+}
 
 /// Turns a title into a safe file-name part: no path separators, control
 /// or reserved characters, no leading dots, at most 60 characters.

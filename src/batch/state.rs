@@ -1,0 +1,258 @@
+//! What a job knows between runs, kept beside the book's output in
+//! `OUT/<book>/.tingshu-batch/`:
+//! - `state.json` — per chapter: file, content hash, size and modification
+//!   time of the file written; rewritten only when a chapter changed;
+//! - `last-run.json` — the last run: when, outcome, counts and failures.
+//!
+//! Both are written atomically (temporary file, fsync, rename).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::UNIX_EPOCH;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::text::ScriptChapter;
+
+/// Name of the state directory inside a book's output directory.
+pub const STATE_DIR: &str = ".tingshu-batch";
+
+/// Bump when the meaning of the hashes changes.
+const STATE_VERSION: u32 = 1;
+
+/// Why a state file could not be written.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write {path}: {source}")]
+pub struct StateError {
+    pub path: PathBuf,
+    #[source]
+    pub source: std::io::Error,
+}
+
+/// Chapter hashes of one book.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct BookState {
+    pub version: u32,
+    pub job: String,
+    /// Ordered by index.
+    pub chapters: Vec<ChapterState>,
+}
+
+/// A chapter file as last written by a batch run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChapterState {
+    pub index: usize,
+    pub title: String,
+    /// File name inside the book directory.
+    pub file: String,
+    /// [`chapter_hash`] of what the file was rendered from.
+    pub hash: String,
+    /// Size and modification time of the file when written, to notice a file
+    /// replaced or damaged by something else.
+    pub bytes: u64,
+    pub mtime_ns: u128,
+}
+
+impl ChapterState {
+    /// Whether `file` in `book_dir` still is the file this entry describes.
+    pub fn file_matches(&self, book_dir: &Path) -> bool {
+        file_stamp(&book_dir.join(&self.file)) == Some((self.bytes, self.mtime_ns))
+    }
+}
+
+/// Size and modification time (ns since the epoch) of a file.
+pub fn file_stamp(path: &Path) -> Option<(u64, u128)> {
+    let meta = std::fs::metadata(path).ok()?;
+    let mtime = meta.modified().ok()?.duration_since(UNIX_EPOCH).ok()?;
+    meta.is_file().then_some((meta.len(), mtime.as_nanos()))
+}
+
+impl BookState {
+    pub fn path(book_dir: &Path) -> PathBuf {
+        book_dir.join(STATE_DIR).join("state.json")
+    }
+
+    /// Reads the state of `book_dir`; empty when absent, unreadable or from
+    /// another version (every chapter then counts as new).
+    pub fn read(book_dir: &Path, job: &str) -> BookState {
+        let path = BookState::path(book_dir);
+        let fresh = || BookState {
+            version: STATE_VERSION,
+            job: job.to_owned(),
+            chapters: Vec::new(),
+        };
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            return fresh();
+        };
+        match serde_json::from_str::<BookState>(&text) {
+            Ok(state) if state.version == STATE_VERSION => BookState {
+                job: job.to_owned(),
+                ..state
+            },
+            Ok(_) => fresh(),
+            Err(e) => {
+                tracing::warn!(path = %path.display(), error = %e, "unreadable batch state; every chapter counts as changed");
+                fresh()
+            }
+        }
+    }
+
+    pub fn write(&self, book_dir: &Path) -> Result<(), StateError> {
+        write_json(&BookState::path(book_dir), self)
+    }
+
+    pub fn get(&self, index: usize) -> Option<&ChapterState> {
+        self.chapters.iter().find(|c| c.index == index)
+    }
+
+    /// Records a chapter, replacing the entry of the same index.
+    pub fn set(&mut self, chapter: ChapterState) {
+        self.remove(chapter.index);
+        self.chapters.push(chapter);
+        self.chapters.sort_by_key(|c| c.index);
+    }
+
+    pub fn remove(&mut self, index: usize) {
+        self.chapters.retain(|c| c.index != index);
+    }
+}
+
+/// Hash of everything a chapter's audio is made from: the render fingerprint
+/// (voices, backends, cast) and the chapter's reading script.
+pub fn chapter_hash(fingerprint: &str, chapter: &ScriptChapter) -> String {
+    let mut h = Sha256::new();
+    h.update(fingerprint.as_bytes());
+    h.update([0]);
+    h.update(serde_json::to_vec(chapter).unwrap_or_default());
+    hex::encode(h.finalize())
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunOutcome {
+    /// Every chapter is up to date.
+    Ok,
+    /// Some chapters failed; they are pending for the next run.
+    Partial,
+    /// Stopped by a signal; the rest is pending for the next run.
+    Interrupted,
+    /// The job could not run at all (unreadable source, voices, …).
+    Failed,
+}
+
+/// The last run of a job.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LastRun {
+    pub job: String,
+    pub started: DateTime<Utc>,
+    pub finished: DateTime<Utc>,
+    pub outcome: RunOutcome,
+    /// Chapters in the book.
+    pub chapters: usize,
+    /// Chapters rendered by this run.
+    pub rendered: usize,
+    /// Chapters left pending (failed or not reached).
+    pub pending: usize,
+    /// Seconds of audio rendered by this run.
+    pub audio_s: f64,
+    pub failures: Vec<String>,
+}
+
+impl LastRun {
+    pub fn path(book_dir: &Path) -> PathBuf {
+        book_dir.join(STATE_DIR).join("last-run.json")
+    }
+
+    pub fn read(book_dir: &Path) -> Option<LastRun> {
+        let text = std::fs::read_to_string(LastRun::path(book_dir)).ok()?;
+        serde_json::from_str(&text).ok()
+    }
+
+    pub fn write(&self, book_dir: &Path) -> Result<(), StateError> {
+        write_json(&LastRun::path(book_dir), self)
+    }
+}
+
+/// Writes pretty JSON through a synced temporary file renamed into place.
+fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<(), StateError> {
+    let err = |source| StateError {
+        path: path.to_owned(),
+        source,
+    };
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(err)?;
+    }
+    let tmp = crate::audio::wav::temp_path(path);
+    let json = serde_json::to_vec_pretty(value).map_err(|e| err(std::io::Error::other(e)))?;
+    let mut file = std::fs::File::create(&tmp).map_err(err)?;
+    file.write_all(&json)
+        .and_then(|()| file.write_all(b"\n"))
+        .and_then(|()| file.sync_all())
+        .map_err(err)?;
+    std::fs::rename(&tmp, path).map_err(err)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::text::{Segment, SegmentKind};
+
+    fn chapter(text: &str) -> ScriptChapter {
+        ScriptChapter {
+            number: 1,
+            title: "第一章 雾".to_owned(),
+            volume: None,
+            skipped: Vec::new(),
+            segments: vec![Segment {
+                kind: SegmentKind::Narration,
+                speaker: None,
+                paragraph: 1,
+                text: text.to_owned(),
+            }],
+        }
+    }
+
+    #[test]
+    fn hash_changes_with_text_and_with_voices() {
+        let a = chapter_hash("v1", &chapter("雾起了。"));
+        assert_eq!(a, chapter_hash("v1", &chapter("雾起了。")));
+        assert_ne!(a, chapter_hash("v1", &chapter("雾散了。")));
+        assert_ne!(a, chapter_hash("v2", &chapter("雾起了。")));
+    }
+
+    #[test]
+    fn state_round_trips_and_bad_state_starts_fresh() {
+        let dir = tempfile::tempdir().unwrap();
+        let book = dir.path();
+        std::fs::write(book.join("0001-a.wav"), b"RIFF").unwrap();
+        let (bytes, mtime_ns) = file_stamp(&book.join("0001-a.wav")).unwrap();
+        let mut state = BookState::read(book, "job");
+        assert!(state.chapters.is_empty());
+        state.set(ChapterState {
+            index: 1,
+            title: "a".to_owned(),
+            file: "0001-a.wav".to_owned(),
+            hash: "h".to_owned(),
+            bytes,
+            mtime_ns,
+        });
+        state.write(book).unwrap();
+        let back = BookState::read(book, "job");
+        assert_eq!(back, state);
+        assert!(back.get(1).unwrap().file_matches(book));
+        std::fs::write(book.join("0001-a.wav"), b"RIFF-and-more").unwrap();
+        assert!(!back.get(1).unwrap().file_matches(book));
+
+        std::fs::write(BookState::path(book), "{ not json").unwrap();
+        assert!(BookState::read(book, "job").chapters.is_empty());
+        let leftovers: Vec<_> = std::fs::read_dir(book.join(STATE_DIR))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".part"))
+            .collect();
+        assert!(leftovers.is_empty(), "{leftovers:?}");
+    }
+}

@@ -1,0 +1,544 @@
+//! `tingshu batch run|daemon|status JOBS.toml`: keep a library of books up to
+//! date, rendering only new or changed chapters through the same path as
+//! `tingshu build`.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::Context;
+use chrono::Utc;
+use tokio::sync::watch;
+
+use super::build::{chapter_file_name, chapter_job, write_manifest};
+use super::{EXIT_FATAL, EXIT_OK, EXIT_PARTIAL};
+use crate::batch::lock::{JobLock, LockError};
+use crate::batch::schedule::{Clock, SystemClock, Timetable};
+use crate::batch::source::read_source;
+use crate::batch::state::{BookState, ChapterState, LastRun, RunOutcome, STATE_DIR, file_stamp};
+use crate::batch::{Job, JobsFile, Plan, format_indices, lock_path, render_fingerprint};
+use crate::cli::{BatchArgs, BatchCommand, BatchJobsArgs};
+use crate::config::{DEFAULT_VOICES, VoicesConfig};
+use crate::pipeline::{ChapterJob, Renderer};
+use crate::progress::{Progress, format_duration};
+
+/// Runs a `batch` subcommand.
+pub async fn run(args: &BatchArgs, worker_program: Option<PathBuf>) -> anyhow::Result<u8> {
+    match &args.command {
+        BatchCommand::Run(a) => run_once(a, worker_program).await,
+        BatchCommand::Daemon(a) => daemon(a, worker_program, &SystemClock).await,
+        BatchCommand::Status(a) => status(a),
+    }
+}
+
+/// Reads the jobs file and picks the jobs to work on.
+fn load_jobs(args: &BatchJobsArgs) -> anyhow::Result<Vec<Job>> {
+    let file = JobsFile::load(&args.jobs)?;
+    Ok(file.select(args.job.as_deref())?)
+}
+
+/// `batch run`: every job once.
+async fn run_once(args: &BatchJobsArgs, worker_program: Option<PathBuf>) -> anyhow::Result<u8> {
+    let jobs = load_jobs(args)?;
+    let mut shutdown = Shutdown::on_signals().context("cannot install signal handlers")?;
+    let mut code = EXIT_OK;
+    for job in &jobs {
+        if shutdown.requested() {
+            eprintln!("job \"{}\": not started (stopping)", job.name);
+            code = EXIT_PARTIAL;
+            continue;
+        }
+        let report = run_job(job, worker_program.clone(), &mut shutdown).await;
+        eprintln!("{}", report.line());
+        if !report.is_ok() {
+            code = EXIT_PARTIAL;
+        }
+    }
+    Ok(code)
+}
+
+/// `batch daemon`: each scheduled job on its schedule until SIGTERM/SIGINT.
+async fn daemon(
+    args: &BatchJobsArgs,
+    worker_program: Option<PathBuf>,
+    clock: &dyn Clock,
+) -> anyhow::Result<u8> {
+    let jobs: Vec<Job> = load_jobs(args)?
+        .into_iter()
+        .filter(|j| j.schedule.is_some())
+        .collect();
+    if jobs.is_empty() {
+        anyhow::bail!(
+            "{}: no job has a schedule (add schedule = \"0 3 * * *\" to a [[job]])",
+            args.jobs.display()
+        );
+    }
+    let mut shutdown = Shutdown::on_signals().context("cannot install signal handlers")?;
+    let schedules = jobs.iter().filter_map(|j| j.schedule.clone()).collect();
+    let mut table = Timetable::new(schedules, clock.now());
+    for (i, job) in jobs.iter().enumerate() {
+        let next = match (table.next_of(i), &job.schedule) {
+            (Some(t), Some(s)) => s.display_time(t),
+            _ => "never".to_owned(),
+        };
+        eprintln!(
+            "job \"{}\": scheduled \"{}\", next run {next}",
+            job.name,
+            schedule_expr(job)
+        );
+    }
+    tracing::info!(jobs = jobs.len(), "batch daemon started");
+    loop {
+        let Some(wake) = table.next_wake() else {
+            eprintln!("no schedule fires again; daemon stops");
+            return Ok(EXIT_OK);
+        };
+        // Wake at least once a minute, so that a changed wall clock is seen.
+        let delay = (wake - clock.now())
+            .to_std()
+            .unwrap_or(Duration::ZERO)
+            .min(Duration::from_secs(60));
+        tokio::select! {
+            () = tokio::time::sleep(delay) => {}
+            () = shutdown.wait() => break,
+        }
+        for i in table.due(clock.now()) {
+            if shutdown.requested() {
+                break;
+            }
+            let job = &jobs[i];
+            let report = run_job(job, worker_program.clone(), &mut shutdown).await;
+            tracing::info!(
+                job = %job.name,
+                outcome = ?report.outcome,
+                rendered = report.rendered,
+                pending = report.pending,
+                audio_s = report.audio_s,
+                failures = report.failures.len(),
+                "batch run finished"
+            );
+            table.done(i, clock.now());
+            let next = match (table.next_of(i), &job.schedule) {
+                (Some(t), Some(s)) => s.display_time(t),
+                _ => "never".to_owned(),
+            };
+            eprintln!("{}; next run {next}", report.line());
+        }
+        if shutdown.requested() {
+            break;
+        }
+    }
+    eprintln!("batch daemon stopped");
+    Ok(EXIT_OK)
+}
+
+fn schedule_expr(job: &Job) -> &str {
+    job.schedule.as_ref().map_or("", |s| s.expr.as_str())
+}
+
+/// `batch status`: last run, next run, pending chapters and failures.
+fn status(args: &BatchJobsArgs) -> anyhow::Result<u8> {
+    let jobs = load_jobs(args)?;
+    let now = Utc::now();
+    let mut out = String::new();
+    for job in &jobs {
+        let dir = job.book_dir();
+        out.push_str(&format!("job \"{}\" → {}\n", job.name, dir.display()));
+        let last = LastRun::read(&dir);
+        let last_line = match &last {
+            None => "never".to_owned(),
+            Some(run) => format!(
+                "{} ({}): {} rendered, {} pending, {} audio, took {}",
+                run.finished.format("%Y-%m-%d %H:%M:%S UTC"),
+                outcome_word(run.outcome),
+                run.rendered,
+                run.pending,
+                format_duration(run.audio_s),
+                format_duration((run.finished - run.started).num_milliseconds() as f64 / 1000.0),
+            ),
+        };
+        out.push_str(&format!("  last run: {last_line}\n"));
+        let next_line = match &job.schedule {
+            None => "not scheduled (no schedule key)".to_owned(),
+            Some(s) => match s.next_after(now) {
+                Some(t) => format!("{} ({})", s.display_time(t), s.expr),
+                None => format!("never ({})", s.expr),
+            },
+        };
+        out.push_str(&format!("  next run: {next_line}\n"));
+        let pending_line = match pending_chapters(job, &dir) {
+            Ok((pending, total)) if pending.is_empty() => {
+                format!("none ({total} chapters up to date)")
+            }
+            Ok((pending, total)) => format!(
+                "{} of {total} chapters: {}",
+                pending.len(),
+                format_indices(&pending)
+            ),
+            Err(e) => format!("unknown: {e:#}"),
+        };
+        out.push_str(&format!("  pending:  {pending_line}\n"));
+        match last.as_ref().map(|r| r.failures.as_slice()) {
+            None | Some([]) => out.push_str("  failures: none\n"),
+            Some(failures) => {
+                out.push_str(&format!("  failures: {}\n", failures.len()));
+                for f in failures {
+                    out.push_str(&format!("    {f}\n"));
+                }
+            }
+        }
+    }
+    print!("{out}");
+    Ok(EXIT_OK)
+}
+
+fn outcome_word(outcome: RunOutcome) -> &'static str {
+    match outcome {
+        RunOutcome::Ok => "ok",
+        RunOutcome::Partial => "some chapters failed",
+        RunOutcome::Interrupted => "interrupted",
+        RunOutcome::Failed => "failed",
+    }
+}
+
+/// The chapters of `job` a run would render now, and the book's chapter count.
+fn pending_chapters(job: &Job, dir: &Path) -> anyhow::Result<(Vec<usize>, usize)> {
+    let inputs = Inputs::read(job, None)?;
+    let state = BookState::read(dir, &job.name);
+    let plan = Plan::new(
+        &inputs.book,
+        dir,
+        &state,
+        &inputs.fingerprint,
+        chapter_file_name,
+    );
+    let pending = plan.pending().map(|c| c.index).collect();
+    Ok((pending, plan.chapters.len()))
+}
+
+/// Everything a job renders from.
+struct Inputs {
+    book: crate::book::Book,
+    renderer: Renderer,
+    fingerprint: String,
+}
+
+impl Inputs {
+    fn read(job: &Job, worker_program: Option<PathBuf>) -> anyhow::Result<Inputs> {
+        let voices_bytes = match &job.voices {
+            Some(path) => std::fs::read(path)
+                .with_context(|| format!("cannot read voices file {}", path.display()))?,
+            None => DEFAULT_VOICES.as_bytes().to_vec(),
+        };
+        let config = VoicesConfig::load(job.voices.as_deref())?;
+        let cast = match &job.cast {
+            Some(path) => Some(
+                std::fs::read(path)
+                    .with_context(|| format!("cannot read cast file {}", path.display()))?,
+            ),
+            None => None,
+        };
+        let parsed_cast = match &job.cast {
+            Some(path) => Some(crate::text::Cast::load(path)?),
+            None => None,
+        };
+        let book = read_source(&job.source, parsed_cast.as_ref())?;
+        let cache = crate::synth::cache::Cache::new(job.out.join(".cache"));
+        let renderer = Renderer::with_cache(config, worker_program, Some(cache));
+        let fingerprint = render_fingerprint(&voices_bytes, &renderer.backends, cast.as_deref());
+        Ok(Inputs {
+            book,
+            renderer,
+            fingerprint,
+        })
+    }
+}
+
+/// What one run of one job did.
+#[derive(Debug)]
+pub struct JobReport {
+    pub job: String,
+    pub book_dir: PathBuf,
+    pub outcome: RunOutcome,
+    pub chapters: usize,
+    pub rendered: usize,
+    pub pending: usize,
+    pub audio_s: f64,
+    pub failures: Vec<String>,
+    /// Another process holds the job's lock: nothing was done.
+    pub busy: Option<String>,
+}
+
+impl JobReport {
+    fn is_ok(&self) -> bool {
+        self.busy.is_none() && self.outcome == RunOutcome::Ok
+    }
+
+    /// The one line logged per run.
+    fn line(&self) -> String {
+        if let Some(message) = &self.busy {
+            return message.clone();
+        }
+        let head = format!("job \"{}\"", self.job);
+        let mut line = match self.outcome {
+            RunOutcome::Failed => format!("{head}: failed: {}", self.failures.join("; ")),
+            _ => format!(
+                "{head}: {} of {} chapters rendered ({} audio), {} pending, {} failed → {}",
+                self.rendered,
+                self.chapters,
+                format_duration(self.audio_s),
+                self.pending,
+                self.failures.len(),
+                self.book_dir.display()
+            ),
+        };
+        if self.outcome == RunOutcome::Interrupted {
+            line.push_str("; interrupted, a later run renders the rest");
+        }
+        if self.outcome == RunOutcome::Partial {
+            for f in &self.failures {
+                line.push_str(&format!("\n  failed: {f}"));
+            }
+        }
+        line
+    }
+}
+
+/// Runs one job once under its lock and records the run beside the output.
+pub async fn run_job(
+    job: &Job,
+    worker_program: Option<PathBuf>,
+    shutdown: &mut Shutdown,
+) -> JobReport {
+    let started = Utc::now();
+    let dir = job.book_dir();
+    let mut report = JobReport {
+        job: job.name.clone(),
+        book_dir: dir.clone(),
+        outcome: RunOutcome::Failed,
+        chapters: 0,
+        rendered: 0,
+        pending: 0,
+        audio_s: 0.0,
+        failures: Vec::new(),
+        busy: None,
+    };
+    if !job.source.exists() {
+        report.failures.push(format!(
+            "source {}: no such file or directory",
+            job.source.display()
+        ));
+        return report;
+    }
+    let lock = match JobLock::acquire(&lock_path(&dir), &job.name) {
+        Ok(lock) => lock,
+        Err(e @ LockError::Busy { .. }) => {
+            report.busy = Some(e.to_string());
+            return report;
+        }
+        Err(e) => {
+            report.failures.push(e.to_string());
+            return report;
+        }
+    };
+    tracing::debug!(job = %job.name, lock = %lock.path().display(), "lock taken");
+    if let Err(e) = render_job(job, &dir, worker_program, shutdown, &mut report).await {
+        report.outcome = RunOutcome::Failed;
+        report.failures.push(format!("{e:#}"));
+    }
+    let last = LastRun {
+        job: job.name.clone(),
+        started,
+        finished: Utc::now(),
+        outcome: report.outcome,
+        chapters: report.chapters,
+        rendered: report.rendered,
+        pending: report.pending,
+        audio_s: (report.audio_s * 1000.0).round() / 1000.0,
+        failures: report.failures.clone(),
+    };
+    if let Err(e) = last.write(&dir) {
+        tracing::warn!(error = %e, "cannot record the last run");
+    }
+    drop(lock);
+    report
+}
+
+/// The work of a run, with the lock held. Fills `report` as it goes.
+async fn render_job(
+    job: &Job,
+    dir: &Path,
+    worker_program: Option<PathBuf>,
+    shutdown: &mut Shutdown,
+    report: &mut JobReport,
+) -> anyhow::Result<()> {
+    let inputs = Inputs::read(job, worker_program)?;
+    remove_partial_files(dir);
+    let mut state = BookState::read(dir, &job.name);
+    let plan = Plan::new(
+        &inputs.book,
+        dir,
+        &state,
+        &inputs.fingerprint,
+        chapter_file_name,
+    );
+    report.chapters = plan.chapters.len();
+    for orphan in &plan.orphans {
+        match std::fs::remove_file(dir.join(&orphan.file)) {
+            Ok(()) => tracing::info!(
+                file = orphan.file,
+                "removed the file of a chapter that is gone"
+            ),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                tracing::warn!(file = orphan.file, error = %e, "cannot remove old chapter file")
+            }
+        }
+        state.remove(orphan.index);
+    }
+    if !plan.orphans.is_empty() {
+        state.write(dir)?;
+    }
+    let chapter_jobs: Vec<ChapterJob> = plan
+        .pending()
+        .map(|c| chapter_job(dir, c.index, &inputs.book.script.chapters[c.index - 1]))
+        .collect();
+    report.pending = chapter_jobs.len();
+    tracing::info!(
+        job = %job.name,
+        chapters = plan.chapters.len(),
+        pending = chapter_jobs.len(),
+        "planned run"
+    );
+
+    let mut written = Vec::new();
+    let mut failures = Vec::new();
+    let interrupted = if chapter_jobs.is_empty() {
+        false
+    } else {
+        let mut progress = Progress::new(chapter_jobs.len());
+        let render = inputs.renderer.render(chapter_jobs, |outcome| {
+            let planned = &plan.chapters[outcome.index - 1];
+            match outcome.result {
+                Ok(chapter) => {
+                    progress.chapter_done(&outcome.title, Some(chapter.duration_s));
+                    let path = dir.join(&planned.file);
+                    let (bytes, mtime_ns) = file_stamp(&path).unwrap_or_default();
+                    state.set(ChapterState {
+                        index: planned.index,
+                        title: outcome.title.clone(),
+                        file: planned.file.clone(),
+                        hash: planned.hash.clone(),
+                        bytes,
+                        mtime_ns,
+                    });
+                    if let Err(e) = state.write(dir) {
+                        failures.push(e.to_string());
+                    }
+                    written.push(chapter);
+                }
+                Err(e) => {
+                    progress.chapter_done(&outcome.title, None);
+                    failures.push(format!(
+                        "chapter {} ({}): {e}",
+                        outcome.index, outcome.title
+                    ));
+                    state.remove(planned.index);
+                    if let Err(e) = state.write(dir) {
+                        failures.push(e.to_string());
+                    }
+                }
+            }
+        });
+        let interrupted = tokio::select! {
+            () = render => false,
+            () = shutdown.wait() => true,
+        };
+        progress.finish();
+        interrupted
+    };
+
+    report.rendered = written.len();
+    report.pending -= written.len();
+    report.audio_s = written.iter().fold(0.0, |sum, c| sum + c.duration_s);
+    report.failures.extend(failures);
+    if !written.is_empty() || !plan.orphans.is_empty() {
+        write_manifest(
+            dir,
+            &inputs.book.script.book,
+            inputs.renderer.config.mix.sample_rate,
+            written,
+        )?;
+    }
+    report.outcome = if interrupted {
+        RunOutcome::Interrupted
+    } else if report.failures.is_empty() {
+        RunOutcome::Ok
+    } else {
+        RunOutcome::Partial
+    };
+    Ok(())
+}
+
+/// Removes temporary files (`.NAME.part`) a killed run left in `dir`; the
+/// job's lock is held, so no one else is writing them.
+fn remove_partial_files(dir: &Path) {
+    for d in [dir.to_owned(), dir.join(STATE_DIR)] {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.starts_with('.') && name.ends_with(".part") {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
+    }
+}
+
+/// Set once SIGTERM or SIGINT arrives; a second SIGINT/SIGTERM exits at once.
+#[derive(Debug, Clone)]
+pub struct Shutdown(watch::Receiver<bool>);
+
+impl Shutdown {
+    pub fn on_signals() -> std::io::Result<Shutdown> {
+        use tokio::signal::unix::{SignalKind, signal};
+        let (tx, rx) = watch::channel(false);
+        let mut term = signal(SignalKind::terminate())?;
+        let mut int = signal(SignalKind::interrupt())?;
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
+            eprintln!(
+                "stopping: finished chapter files are kept, chapters in progress are left for the next run (signal again to quit at once)"
+            );
+            let _ = tx.send(true);
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
+            std::process::exit(i32::from(EXIT_FATAL));
+        });
+        Ok(Shutdown(rx))
+    }
+
+    pub fn requested(&self) -> bool {
+        *self.0.borrow()
+    }
+
+    /// Resolves once a stop was requested.
+    pub async fn wait(&mut self) {
+        loop {
+            if *self.0.borrow_and_update() {
+                return;
+            }
+            if self.0.changed().await.is_err() {
+                if *self.0.borrow() {
+                    return;
+                }
+                std::future::pending::<()>().await;
+            }
+        }
+    }
+}

@@ -1,0 +1,125 @@
+//! `tingshu voices [--voices FILE] [--check NAME]`: what a voices file
+//! offers, and a quick test of one voice.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::bail;
+
+use super::{EXIT_OK, EXIT_PARTIAL};
+use crate::cli::VoicesArgs;
+use crate::config::VoicesConfig;
+use crate::frontend;
+use crate::synth::SynthRequest;
+
+/// The phrase `--check` reads.
+pub const TEST_PHRASE: &str = "你好，这是一段试音。今天的天气很不错。";
+
+pub async fn run(args: &VoicesArgs, worker_program: Option<PathBuf>) -> anyhow::Result<u8> {
+    let config = VoicesConfig::load(args.voices.as_deref())?;
+    let Some(name) = &args.check else {
+        print!("{}", listing(&config));
+        return Ok(EXIT_OK);
+    };
+    if !config.voices.contains_key(name) {
+        let known: Vec<&str> = config.voices.keys().map(String::as_str).collect();
+        bail!(
+            "{}: no voice '{name}' (known: {})",
+            config.source,
+            known.join(", ")
+        );
+    }
+    let backend = config.voices[name].backend.clone();
+    let client = config.build_client(worker_program, None);
+    let spoken = frontend::prepare(TEST_PHRASE);
+    let request = SynthRequest {
+        text: spoken.text,
+        pinyin: spoken.pinyin,
+        voice: config.voice_settings(name),
+    };
+    let start = Instant::now();
+    match client.synthesize(&backend, &request).await {
+        Ok(done) => {
+            println!(
+                "{name}: ok via {} — latency {:.0} ms, {:.2} s of audio at {} Hz",
+                done.backend,
+                start.elapsed().as_secs_f64() * 1000.0,
+                done.clip.duration_s(),
+                done.clip.sample_rate
+            );
+            Ok(EXIT_OK)
+        }
+        Err(e) => {
+            println!(
+                "{name}: failed after {:.0} ms: {e}",
+                start.elapsed().as_secs_f64() * 1000.0
+            );
+            Ok(EXIT_PARTIAL)
+        }
+    }
+}
+
+/// The human-readable listing of backends, voices and casting.
+pub fn listing(config: &VoicesConfig) -> String {
+    let mut out = format!("voices file: {}\n\nbackends:\n", config.source);
+    for (name, backend) in &config.backends {
+        let client = &config.clients[name];
+        let mut line = format!("  {name:<12} {:<8}", backend.type_name());
+        if let Some(n) = client.max_in_flight {
+            line.push_str(&format!(" max_in_flight={n}"));
+        }
+        if let Some(rate) = &client.rate_limit {
+            line.push_str(&format!(" rate_limit={rate}"));
+        }
+        if let Some(fallback) = &client.fallback {
+            line.push_str(&format!(" fallback={fallback}"));
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out.push_str("\nvoices:\n");
+    for (name, voice) in &config.voices {
+        out.push_str(&format!(
+            "  {name:<12} {}:{} speed={}{}\n",
+            voice.backend,
+            voice.voice,
+            voice.speed,
+            voice
+                .pitch
+                .map(|p| format!(" pitch={p}"))
+                .unwrap_or_default()
+        ));
+    }
+    let c = &config.casting;
+    out.push_str(&format!("\ncasting:\n  narrator  = {}\n", c.narrator));
+    for (role, voice) in [
+        ("dialogue", &c.dialogue),
+        ("male", &c.male),
+        ("female", &c.female),
+    ] {
+        if let Some(voice) = voice {
+            out.push_str(&format!("  {role:<9} = {voice}\n"));
+        }
+    }
+    for (who, voice) in &c.characters {
+        out.push_str(&format!("  {who} = {voice}\n"));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lists_the_default_voices() {
+        let config = VoicesConfig::load(None).unwrap();
+        let text = listing(&config);
+        assert!(text.contains("  local        espeak"), "{text}");
+        assert!(
+            text.contains("  narrator     local:cmn-latn-pinyin speed=1 pitch=35"),
+            "{text}"
+        );
+        assert!(text.contains("  dialogue  = dialogue"), "{text}");
+    }
+}

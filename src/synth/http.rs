@@ -1,0 +1,541 @@
+//! The `http` backend — a request template in the style of Legado's HTTP TTS
+//! — and the HTTP plumbing every network backend shares (error mapping,
+//! `Retry-After`, secret redaction).
+//!
+//! ```toml
+//! [backends.sovits]
+//! type = "http"
+//! method = "POST"
+//! url = "http://127.0.0.1:9880/tts"
+//! json = { text = "{text}", text_lang = "zh", speed_factor = "{speed}" }
+//! response = "audio"           # or "pcm" (+ sample_rate) or "json" (+ audio_path)
+//! ```
+//! Placeholders: `{text}` `{voice}` `{speed}` `{lang}` `{pitch}` and `{key}`
+//! (the secret from `api_key_env`). In the URL they are percent-encoded; in
+//! `json` string values they are JSON-escaped, and a value that is exactly
+//! `"{speed}"` or `"{pitch}"` becomes a JSON number.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use base64::Engine as _;
+use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
+use serde::Deserialize;
+
+use super::retry::parse_retry_after;
+use super::{Limits, SynthError, SynthRequest, Synthesizer, check_duration, decode_checked};
+use crate::audio::AudioClip;
+
+/// A secret (API key) that never prints.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(value: String) -> Secret {
+        Secret(value)
+    }
+
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+
+    /// `text` with every occurrence of the secret replaced by `***`.
+    pub fn redact(&self, text: &str) -> String {
+        if self.0.len() < 4 {
+            return text.to_owned();
+        }
+        text.replace(&self.0, "***")
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret(***)")
+    }
+}
+
+/// Builds the shared HTTP client of one backend.
+pub fn client(backend: &str, timeout: Duration) -> Result<reqwest::Client, SynthError> {
+    reqwest::Client::builder()
+        .timeout(timeout)
+        .connect_timeout(timeout.min(Duration::from_secs(10)))
+        .user_agent(concat!("tingshu/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .map_err(|e| SynthError::Setup {
+            backend: backend.to_owned(),
+            message: format!("cannot build HTTP client: {e}"),
+        })
+}
+
+/// Sends `request` and returns the body of a 2xx answer; everything else
+/// becomes a [`SynthError`] with the secret redacted.
+pub async fn send(
+    backend: &str,
+    request: reqwest::RequestBuilder,
+    timeout: Duration,
+    secret: &Secret,
+) -> Result<Vec<u8>, SynthError> {
+    let transport = |e: reqwest::Error| {
+        if e.is_timeout() {
+            SynthError::Timeout {
+                backend: backend.to_owned(),
+                after: timeout,
+            }
+        } else {
+            SynthError::Connect {
+                backend: backend.to_owned(),
+                message: secret.redact(&error_chain(&e.without_url())),
+            }
+        }
+    };
+    let response = request.send().await.map_err(transport)?;
+    let status = response.status();
+    let retry_after = response
+        .headers()
+        .get(reqwest::header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(parse_retry_after);
+    let body = response.bytes().await.map_err(transport)?;
+    if !status.is_success() {
+        return Err(SynthError::Http {
+            backend: backend.to_owned(),
+            status: status.as_u16(),
+            message: secret.redact(&body_excerpt(&body)),
+            retry_after,
+        });
+    }
+    Ok(body.to_vec())
+}
+
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut message = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        message.push_str(": ");
+        message.push_str(&s.to_string());
+        source = s.source();
+    }
+    message
+}
+
+/// The start of an error body, on one line.
+fn body_excerpt(body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(&body[..body.len().min(300)]);
+    let line: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .take(120)
+        .collect();
+    line.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// How the `http` backend reads an answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum ResponseKind {
+    /// An audio file (WAV, MP3, OGG, FLAC).
+    #[default]
+    Audio,
+    /// Raw 16-bit little-endian mono PCM at `sample_rate`.
+    Pcm,
+    /// JSON with base64 audio at `audio_path` (dot-separated keys).
+    Json,
+}
+
+/// `[backends.NAME] type = "http"`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpConfig {
+    /// GET or POST (default GET).
+    #[serde(default = "default_method")]
+    pub method: String,
+    /// URL template.
+    pub url: String,
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// JSON body template (a table; string values may hold placeholders).
+    #[serde(default)]
+    pub json: Option<toml::Table>,
+    /// Form body template (`application/x-www-form-urlencoded`).
+    #[serde(default)]
+    pub form: Option<BTreeMap<String, String>>,
+    /// Raw body template, sent as is after substitution.
+    #[serde(default)]
+    pub body: Option<String>,
+    #[serde(default)]
+    pub response: ResponseKind,
+    /// Sample rate of `response = "pcm"`.
+    #[serde(default)]
+    pub sample_rate: Option<u32>,
+    /// Where the base64 audio sits in a `response = "json"` answer.
+    #[serde(default)]
+    pub audio_path: Option<String>,
+    /// Value of `{lang}`.
+    #[serde(default = "default_lang")]
+    pub lang: String,
+    /// Environment variable holding the secret for `{key}`.
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+    /// Longest text per request, in characters.
+    #[serde(default = "default_max_chars")]
+    pub max_chars: usize,
+}
+
+fn default_method() -> String {
+    "GET".into()
+}
+
+fn default_lang() -> String {
+    "zh".into()
+}
+
+fn default_max_chars() -> usize {
+    150
+}
+
+impl HttpConfig {
+    /// Checks the template; returns (key suffix, problem).
+    pub fn check(&self) -> Result<(), (String, String)> {
+        if !matches!(
+            self.method.to_ascii_uppercase().as_str(),
+            "GET" | "POST" | "PUT"
+        ) {
+            return Err((
+                "method".into(),
+                format!("'{}' is not GET, POST or PUT", self.method),
+            ));
+        }
+        let bodies = [
+            self.json.is_some(),
+            self.form.is_some(),
+            self.body.is_some(),
+        ];
+        if bodies.iter().filter(|b| **b).count() > 1 {
+            return Err(("json".into(), "give only one of json, form and body".into()));
+        }
+        if !self.url.starts_with("http://") && !self.url.starts_with("https://") {
+            return Err(("url".into(), "must start with http:// or https://".into()));
+        }
+        match self.response {
+            ResponseKind::Pcm if self.sample_rate.is_none() => {
+                return Err((
+                    "sample_rate".into(),
+                    "required with response = \"pcm\"".into(),
+                ));
+            }
+            ResponseKind::Json if self.audio_path.is_none() => {
+                return Err((
+                    "audio_path".into(),
+                    "required with response = \"json\"".into(),
+                ));
+            }
+            _ => {}
+        }
+        if self.max_chars == 0 {
+            return Err(("max_chars".into(), "must be at least 1".into()));
+        }
+        Ok(())
+    }
+}
+
+/// The `http` backend.
+pub struct Http {
+    name: String,
+    config: HttpConfig,
+    secret: Secret,
+    timeout: Duration,
+    max_in_flight: usize,
+    client: reqwest::Client,
+}
+
+impl Http {
+    pub fn new(
+        name: &str,
+        config: HttpConfig,
+        secret: Secret,
+        timeout: Duration,
+        max_in_flight: usize,
+    ) -> Result<Http, SynthError> {
+        Ok(Http {
+            client: client(name, timeout)?,
+            name: name.to_owned(),
+            config,
+            secret,
+            timeout,
+            max_in_flight,
+        })
+    }
+
+    fn values(&self, req: &SynthRequest) -> Vec<(&'static str, String)> {
+        vec![
+            ("{text}", req.text.clone()),
+            ("{voice}", req.voice.voice.clone()),
+            ("{speed}", format_number(f64::from(req.voice.speed))),
+            ("{pitch}", req.voice.pitch.unwrap_or(50).to_string()),
+            ("{lang}", self.config.lang.clone()),
+            ("{key}", self.secret.expose().to_owned()),
+        ]
+    }
+
+    fn substitute(template: &str, values: &[(&str, String)], encode: fn(&str) -> String) -> String {
+        // One pass, left to right, so substituted text is never re-read.
+        let mut out = String::new();
+        let mut rest = template;
+        'outer: while !rest.is_empty() {
+            for (name, value) in values {
+                if let Some(after) = rest.strip_prefix(name) {
+                    out.push_str(&encode(value));
+                    rest = after;
+                    continue 'outer;
+                }
+            }
+            let c = rest.chars().next().expect("rest is not empty");
+            out.push(c);
+            rest = &rest[c.len_utf8()..];
+        }
+        out
+    }
+
+    fn json_value(value: &toml::Value, values: &[(&str, String)]) -> serde_json::Value {
+        use serde_json::Value as J;
+        match value {
+            toml::Value::String(s) => {
+                if matches!(s.as_str(), "{speed}" | "{pitch}")
+                    && let Some((_, v)) = values.iter().find(|(n, _)| *n == s)
+                    && let Ok(n) = v.parse::<f64>()
+                {
+                    return serde_json::Number::from_f64(n).map_or(J::Null, J::Number);
+                }
+                J::String(Self::substitute(s, values, str::to_owned))
+            }
+            toml::Value::Integer(i) => J::from(*i),
+            toml::Value::Float(f) => J::from(*f),
+            toml::Value::Boolean(b) => J::Bool(*b),
+            toml::Value::Datetime(d) => J::String(d.to_string()),
+            toml::Value::Array(a) => {
+                J::Array(a.iter().map(|v| Self::json_value(v, values)).collect())
+            }
+            toml::Value::Table(t) => J::Object(
+                t.iter()
+                    .map(|(k, v)| (k.clone(), Self::json_value(v, values)))
+                    .collect(),
+            ),
+        }
+    }
+
+    fn request(&self, req: &SynthRequest) -> reqwest::RequestBuilder {
+        let values = self.values(req);
+        let url = Self::substitute(&self.config.url, &values, |v| {
+            utf8_percent_encode(v, NON_ALPHANUMERIC).to_string()
+        });
+        let method =
+            reqwest::Method::from_bytes(self.config.method.to_ascii_uppercase().as_bytes())
+                .unwrap_or(reqwest::Method::GET);
+        let mut builder = self.client.request(method, url);
+        for (name, value) in &self.config.headers {
+            builder = builder.header(name, Self::substitute(value, &values, str::to_owned));
+        }
+        if let Some(json) = &self.config.json {
+            let body = Self::json_value(&toml::Value::Table(json.clone()), &values);
+            builder = builder
+                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .body(body.to_string());
+        } else if let Some(form) = &self.config.form {
+            let mut encoder = form_urlencoded::Serializer::new(String::new());
+            for (k, v) in form {
+                encoder.append_pair(k, &Self::substitute(v, &values, str::to_owned));
+            }
+            builder = builder
+                .header(
+                    reqwest::header::CONTENT_TYPE,
+                    "application/x-www-form-urlencoded",
+                )
+                .body(encoder.finish());
+        } else if let Some(body) = &self.config.body {
+            builder = builder.body(Self::substitute(body, &values, str::to_owned));
+        }
+        builder
+    }
+
+    fn bad(&self, message: String) -> SynthError {
+        SynthError::BadAudio {
+            backend: self.name.clone(),
+            message,
+        }
+    }
+
+    fn read_answer(&self, body: &[u8], req: &SynthRequest) -> Result<AudioClip, SynthError> {
+        match self.config.response {
+            ResponseKind::Audio => decode_checked(&self.name, body, req),
+            ResponseKind::Pcm => {
+                if body.len() < 2 {
+                    return Err(self.bad("empty PCM body".into()));
+                }
+                let samples: Vec<i16> = body
+                    .chunks_exact(2)
+                    .map(|b| i16::from_le_bytes([b[0], b[1]]))
+                    .collect();
+                let clip = AudioClip::from_i16(&samples, self.config.sample_rate.unwrap_or(22050));
+                check_duration(&self.name, clip, req)
+            }
+            ResponseKind::Json => {
+                let json: serde_json::Value = serde_json::from_slice(body)
+                    .map_err(|e| self.bad(format!("answer is not JSON: {e}")))?;
+                let path = self.config.audio_path.as_deref().unwrap_or("audio");
+                let mut node = &json;
+                for part in path.split('.') {
+                    node = match node {
+                        serde_json::Value::Array(a) => {
+                            part.parse::<usize>().ok().and_then(|i| a.get(i))
+                        }
+                        other => other.get(part),
+                    }
+                    .ok_or_else(|| self.bad(format!("answer has no '{path}'")))?;
+                }
+                let encoded = node
+                    .as_str()
+                    .ok_or_else(|| self.bad(format!("'{path}' is not a string")))?;
+                let encoded = encoded
+                    .split_once("base64,")
+                    .map_or(encoded, |(_, data)| data);
+                let audio = base64::engine::general_purpose::STANDARD
+                    .decode(encoded.trim())
+                    .map_err(|e| self.bad(format!("'{path}' is not base64: {e}")))?;
+                decode_checked(&self.name, &audio, req)
+            }
+        }
+    }
+}
+
+/// `1`, `1.25` — no trailing zeros.
+fn format_number(n: f64) -> String {
+    let s = format!("{n:.3}");
+    s.trim_end_matches('0').trim_end_matches('.').to_owned()
+}
+
+#[async_trait]
+impl Synthesizer for Http {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn limits(&self) -> Limits {
+        Limits {
+            max_chars: self.config.max_chars,
+            max_in_flight: self.max_in_flight,
+        }
+    }
+
+    fn fingerprint(&self) -> String {
+        // The template decides the audio; the secret and the timeout do not.
+        let c = &self.config;
+        format!(
+            "http/{} {}/{:?}/{:?}/{:?}/{:?}/{:?}/{}",
+            c.method,
+            c.url,
+            c.headers.keys().collect::<Vec<_>>(),
+            c.json,
+            c.form,
+            c.body,
+            c.response,
+            c.lang
+        )
+    }
+
+    async fn synthesize(&self, req: &SynthRequest) -> Result<AudioClip, SynthError> {
+        let body = send(&self.name, self.request(req), self.timeout, &self.secret).await?;
+        self.read_answer(&body, req)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::synth::VoiceSettings;
+
+    fn backend(config: HttpConfig) -> Http {
+        Http::new(
+            "t",
+            config,
+            Secret::new("sk-top-secret".into()),
+            Duration::from_secs(1),
+            1,
+        )
+        .unwrap()
+    }
+
+    fn config(toml_text: &str) -> HttpConfig {
+        toml::from_str(toml_text).unwrap()
+    }
+
+    fn req() -> SynthRequest {
+        SynthRequest {
+            text: "你好 & \"再见\"".into(),
+            pinyin: String::new(),
+            voice: VoiceSettings {
+                name: "n".into(),
+                voice: "中文女".into(),
+                speed: 1.25,
+                ..Default::default()
+            },
+        }
+    }
+
+    #[test]
+    fn url_placeholders_are_percent_encoded() {
+        let b = backend(config(
+            r#"url = "http://h/tts?text={text}&spk={voice}&s={speed}""#,
+        ));
+        let built = b.request(&req()).build().unwrap();
+        assert_eq!(
+            built.url().as_str(),
+            "http://h/tts?text=%E4%BD%A0%E5%A5%BD%20%26%20%22%E5%86%8D%E8%A7%81%22&spk=%E4%B8%AD%E6%96%87%E5%A5%B3&s=1%2E25"
+        );
+    }
+
+    #[test]
+    fn json_template_escapes_text_and_types_numbers() {
+        let b = backend(config(
+            "method = \"POST\"\nurl = \"http://h/tts\"\njson = { text = \"{text}\", speed_factor = \"{speed}\", batch = 1, tag = \"{lang}-{voice}\" }\n",
+        ));
+        let built = b.request(&req()).build().unwrap();
+        let body: serde_json::Value =
+            serde_json::from_slice(built.body().unwrap().as_bytes().unwrap()).unwrap();
+        assert_eq!(
+            body,
+            serde_json::json!({"text": "你好 & \"再见\"", "speed_factor": 1.25, "batch": 1, "tag": "zh-中文女"})
+        );
+    }
+
+    #[test]
+    fn form_template_and_substitution_is_single_pass() {
+        let b = backend(config(
+            "method = \"POST\"\nurl = \"http://h/\"\nform = { tts_text = \"{text}\", spk_id = \"{voice}\" }\n",
+        ));
+        let mut r = req();
+        r.text = "{voice}".into();
+        let built = b.request(&r).build().unwrap();
+        let body = std::str::from_utf8(built.body().unwrap().as_bytes().unwrap()).unwrap();
+        assert_eq!(
+            body,
+            "spk_id=%E4%B8%AD%E6%96%87%E5%A5%B3&tts_text=%7Bvoice%7D"
+        );
+    }
+
+    #[test]
+    fn secrets_are_redacted_and_never_debug_printed() {
+        let s = Secret::new("sk-top-secret".into());
+        assert_eq!(format!("{s:?}"), "Secret(***)");
+        assert_eq!(s.redact("bad key sk-top-secret!"), "bad key ***!");
+    }
+
+    #[test]
+    fn template_checks_name_the_key() {
+        let c = config("url = \"http://h/\"\nresponse = \"pcm\"\n");
+        assert_eq!(c.check().unwrap_err().0, "sample_rate");
+        let c = config("url = \"ftp://h/\"\n");
+        assert_eq!(c.check().unwrap_err().0, "url");
+    }
+}

@@ -1,0 +1,185 @@
+//! The `openai` backend: any server with OpenAI's `POST {base_url}/audio/speech`
+//! (OpenAI itself, and the CosyVoice, IndexTTS, Kokoro … wrappers that copy it).
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde::Deserialize;
+
+use super::http::{Secret, client, send};
+use super::{Limits, SynthError, SynthRequest, Synthesizer, decode_checked};
+use crate::audio::AudioClip;
+
+/// `[backends.NAME] type = "openai"`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OpenaiConfig {
+    /// e.g. `http://127.0.0.1:8000/v1`; `/audio/speech` is appended.
+    pub base_url: String,
+    /// Environment variable holding the bearer key (optional).
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+    #[serde(default = "default_model")]
+    pub model: String,
+    /// `wav` (default), `mp3`, `flac` or `opus`.
+    #[serde(default = "default_format")]
+    pub response_format: String,
+    /// Optional style prompt (`instructions`) for models that take one.
+    #[serde(default)]
+    pub instructions: Option<String>,
+    /// Longest text per request, in characters.
+    #[serde(default = "default_max_chars")]
+    pub max_chars: usize,
+}
+
+fn default_model() -> String {
+    "tts-1".into()
+}
+
+fn default_format() -> String {
+    "wav".into()
+}
+
+fn default_max_chars() -> usize {
+    300
+}
+
+impl OpenaiConfig {
+    pub fn check(&self) -> Result<(), (String, String)> {
+        if !self.base_url.starts_with("http://") && !self.base_url.starts_with("https://") {
+            return Err((
+                "base_url".into(),
+                "must start with http:// or https://".into(),
+            ));
+        }
+        if !matches!(
+            self.response_format.as_str(),
+            "wav" | "mp3" | "flac" | "opus" | "aac"
+        ) {
+            return Err((
+                "response_format".into(),
+                format!(
+                    "'{}' is not wav, mp3, flac, opus or aac",
+                    self.response_format
+                ),
+            ));
+        }
+        if self.max_chars == 0 {
+            return Err(("max_chars".into(), "must be at least 1".into()));
+        }
+        Ok(())
+    }
+}
+
+/// The `openai` backend.
+pub struct Openai {
+    name: String,
+    config: OpenaiConfig,
+    url: String,
+    secret: Secret,
+    timeout: Duration,
+    max_in_flight: usize,
+    client: reqwest::Client,
+}
+
+impl Openai {
+    pub fn new(
+        name: &str,
+        config: OpenaiConfig,
+        secret: Secret,
+        timeout: Duration,
+        max_in_flight: usize,
+    ) -> Result<Openai, SynthError> {
+        Ok(Openai {
+            client: client(name, timeout)?,
+            url: format!("{}/audio/speech", config.base_url.trim_end_matches('/')),
+            name: name.to_owned(),
+            config,
+            secret,
+            timeout,
+            max_in_flight,
+        })
+    }
+
+    fn body(&self, req: &SynthRequest) -> serde_json::Value {
+        let mut body = serde_json::json!({
+            "model": self.config.model,
+            "voice": req.voice.voice,
+            "input": req.text,
+            "response_format": self.config.response_format,
+            "speed": req.voice.speed,
+        });
+        if let Some(instructions) = &self.config.instructions {
+            body["instructions"] = instructions.clone().into();
+        }
+        body
+    }
+}
+
+#[async_trait]
+impl Synthesizer for Openai {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn limits(&self) -> Limits {
+        Limits {
+            max_chars: self.config.max_chars,
+            max_in_flight: self.max_in_flight,
+        }
+    }
+
+    fn fingerprint(&self) -> String {
+        format!(
+            "openai/{}/{}/{}/{:?}",
+            self.url, self.config.model, self.config.response_format, self.config.instructions
+        )
+    }
+
+    async fn synthesize(&self, req: &SynthRequest) -> Result<AudioClip, SynthError> {
+        let mut request = self
+            .client
+            .post(&self.url)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(self.body(req).to_string());
+        if !self.secret.expose().is_empty() {
+            request = request.bearer_auth(self.secret.expose());
+        }
+        let body = send(&self.name, request, self.timeout, &self.secret).await?;
+        decode_checked(&self.name, &body, req)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::synth::VoiceSettings;
+
+    #[test]
+    fn request_body_follows_the_openai_shape() {
+        let config: OpenaiConfig = toml::from_str("base_url = \"http://h/v1/\"").unwrap();
+        let b = Openai::new("s", config, Secret::default(), Duration::from_secs(1), 1).unwrap();
+        assert_eq!(b.url, "http://h/v1/audio/speech");
+        let req = SynthRequest {
+            text: "你好。".into(),
+            pinyin: "ni3 hao3.".into(),
+            voice: VoiceSettings {
+                name: "hero".into(),
+                voice: "alloy".into(),
+                speed: 1.5,
+                ..Default::default()
+            },
+        };
+        assert_eq!(
+            b.body(&req),
+            serde_json::json!({"model": "tts-1", "voice": "alloy", "input": "你好。", "response_format": "wav", "speed": 1.5})
+        );
+    }
+
+    #[test]
+    fn bad_settings_name_the_key() {
+        let config: OpenaiConfig =
+            toml::from_str("base_url = \"h\"\nresponse_format = \"ogg\"").unwrap();
+        assert_eq!(config.check().unwrap_err().0, "base_url");
+    }
+}

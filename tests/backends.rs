@@ -1,0 +1,852 @@
+//! The synthesis client against real HTTP servers started here on
+//! 127.0.0.1 (port 0), driven through the real `tingshu` binary: faults,
+//! retries (exact numbers of attempts), secrets, resume and mixed casting.
+
+use std::io::Cursor;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use base64::Engine as _;
+use tingshu::audio::AudioClip;
+
+const KEY: &str = "sk-live-7Hq2ZrT9secret";
+const TEXT: &str = "今天天气很好，我们出去走走吧。";
+
+/// What the server does with one request.
+#[derive(Debug, Clone)]
+enum Reply {
+    /// Audio for the text, in the server's format.
+    Audio,
+    /// An error status, optionally with `Retry-After` seconds; the body
+    /// echoes the request's credentials (a careless server).
+    Status(u16, Option<u32>),
+    /// Answer only after this long.
+    Slow(Duration),
+    /// HTTP 200 with a JSON error instead of audio.
+    NotAudio,
+    /// The first tenth of an MP3 file.
+    TruncatedMp3,
+}
+
+/// Answer format of the fake server.
+#[derive(Debug, Clone, Copy)]
+enum Format {
+    /// A streamed WAV with placeholder sizes (as OpenAI sends it).
+    StreamedWav,
+    /// JSON `{"data": {"audio": "<base64 wav>"}}`.
+    JsonBase64,
+    /// MP3 bytes (a 2 s tone, whatever the text).
+    Mp3,
+}
+
+#[derive(Debug)]
+struct Recorded {
+    body: String,
+    headers: HeaderMap,
+    at: Instant,
+}
+
+struct Fake {
+    script: Mutex<Vec<Reply>>,
+    default: Reply,
+    format: Format,
+    delay: Duration,
+    requests: Mutex<Vec<Recorded>>,
+}
+
+#[derive(Clone)]
+struct Server {
+    addr: SocketAddr,
+    fake: Arc<Fake>,
+}
+
+impl Server {
+    /// Starts a server that answers the scripted replies in order, then
+    /// `default` forever.
+    async fn start(script: Vec<Reply>, default: Reply, format: Format, delay: Duration) -> Server {
+        let fake = Arc::new(Fake {
+            script: Mutex::new(script.into_iter().rev().collect()),
+            default,
+            format,
+            delay,
+            requests: Mutex::new(Vec::new()),
+        });
+        let app = Router::new().fallback(handle).with_state(fake.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        Server { addr, fake }
+    }
+
+    fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    fn count(&self) -> usize {
+        self.fake.requests.lock().unwrap().len()
+    }
+
+    fn bodies(&self) -> Vec<String> {
+        self.fake
+            .requests
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|r| r.body.clone())
+            .collect()
+    }
+
+    fn times(&self) -> Vec<Instant> {
+        self.fake
+            .requests
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|r| r.at)
+            .collect()
+    }
+}
+
+async fn handle(State(fake): State<Arc<Fake>>, headers: HeaderMap, body: Bytes) -> Response {
+    let body = String::from_utf8_lossy(&body).into_owned();
+    fake.requests.lock().unwrap().push(Recorded {
+        body: body.clone(),
+        headers: headers.clone(),
+        at: Instant::now(),
+    });
+    let reply = fake
+        .script
+        .lock()
+        .unwrap()
+        .pop()
+        .unwrap_or_else(|| fake.default.clone());
+    tokio::time::sleep(fake.delay).await;
+    match reply {
+        Reply::Audio => audio(fake.format, &spoken_text(&body)),
+        Reply::Status(code, retry_after) => {
+            let echo = format!(
+                "denied for {:?} {:?}",
+                headers.get(header::AUTHORIZATION),
+                headers.get("ocp-apim-subscription-key")
+            );
+            let mut response = (StatusCode::from_u16(code).unwrap(), echo).into_response();
+            if let Some(secs) = retry_after {
+                response
+                    .headers_mut()
+                    .insert(header::RETRY_AFTER, secs.to_string().parse().unwrap());
+            }
+            response
+        }
+        Reply::Slow(d) => {
+            tokio::time::sleep(d).await;
+            audio(fake.format, &spoken_text(&body))
+        }
+        Reply::NotAudio => (
+            [(header::CONTENT_TYPE, "application/json")],
+            r#"{"error": {"message": "model is warming up"}}"#,
+        )
+            .into_response(),
+        Reply::TruncatedMp3 => {
+            let mp3 = mp3_bytes();
+            mp3[..mp3.len() / 10].to_vec().into_response()
+        }
+    }
+}
+
+/// The text to speak in any of the request shapes the tests send.
+fn spoken_text(body: &str) -> String {
+    if let Ok(json) = serde_json::from_str::<serde_json::Value>(body) {
+        for key in ["input", "text"] {
+            if let Some(t) = json.get(key).and_then(|v| v.as_str()) {
+                return t.to_owned();
+            }
+        }
+    }
+    // SSML: the text between tags.
+    let mut text = String::new();
+    let mut in_tag = false;
+    for c in body.chars() {
+        match c {
+            '<' => in_tag = true,
+            '>' => in_tag = false,
+            c if !in_tag => text.push(c),
+            _ => {}
+        }
+    }
+    text
+}
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+fn mp3_bytes() -> Vec<u8> {
+    std::fs::read(fixture("tone.mp3")).unwrap()
+}
+
+/// A tone lasting 0.2 s per character of the text, as 16 kHz WAV.
+fn tone_wav(text: &str) -> Vec<u8> {
+    let n = text.chars().count().max(1) * 3200;
+    let samples = (0..n)
+        .map(|i| (i as f32 * 0.06).sin() * 0.3)
+        .collect::<Vec<_>>();
+    let mut out = Cursor::new(Vec::new());
+    tingshu::audio::wav::write_wav(&AudioClip::new(samples, 16000), &mut out).unwrap();
+    out.into_inner()
+}
+
+fn audio(format: Format, text: &str) -> Response {
+    match format {
+        Format::StreamedWav => {
+            let mut wav = tone_wav(text);
+            wav[4..8].copy_from_slice(&0xFFFF_FFFFu32.to_le_bytes());
+            wav[40..44].copy_from_slice(&0xFFFF_FFFFu32.to_le_bytes());
+            ([(header::CONTENT_TYPE, "audio/wav")], wav).into_response()
+        }
+        Format::JsonBase64 => {
+            let encoded = base64::engine::general_purpose::STANDARD.encode(tone_wav(text));
+            axum::Json(serde_json::json!({"code": 0, "data": {"audio": encoded}})).into_response()
+        }
+        Format::Mp3 => ([(header::CONTENT_TYPE, "audio/mpeg")], mp3_bytes()).into_response(),
+    }
+}
+
+/// A voices file: narration and dialogue through `backend` (TOML body of
+/// `[backends.server]`), or narration by espeak when `espeak_narrator`.
+fn voices_file(dir: &Path, backend: &str, espeak_narrator: bool) -> PathBuf {
+    let narrator = if espeak_narrator { "local" } else { "server" };
+    let text = format!(
+        r#"
+[backends.local]
+type = "espeak"
+workers = 1
+
+[backends.server]
+{backend}
+
+[voices.narrator]
+backend = "{narrator}"
+voice = "{}"
+
+[voices.hero]
+backend = "server"
+voice = "alloy"
+
+[casting]
+narrator = "narrator"
+dialogue = "hero"
+"#,
+        if espeak_narrator {
+            "cmn-latn-pinyin"
+        } else {
+            "echo"
+        }
+    );
+    let path = dir.join("voices.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn openai_backend(server: &Server, extra: &str) -> String {
+    format!(
+        "type = \"openai\"\nbase_url = \"{}/v1\"\napi_key_env = \"TEST_TTS_KEY\"\n{extra}",
+        server.url()
+    )
+}
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+    elapsed: Duration,
+}
+
+async fn tingshu(dir: &Path, args: &[&str]) -> Run {
+    let start = Instant::now();
+    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_tingshu"))
+        .args(args)
+        .current_dir(dir)
+        .env("TEST_TTS_KEY", KEY)
+        .env("TEST_AZURE_KEY", KEY)
+        .env("RUST_LOG", "debug")
+        .env_remove("TINGSHU_VOICES")
+        .env_remove("TINGSHU_OUT")
+        .env_remove("TINGSHU_CACHE")
+        .output()
+        .await
+        .unwrap();
+    Run {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        elapsed: start.elapsed(),
+    }
+}
+
+/// `tingshu preview TEXT` through a one-backend voices file.
+async fn preview(server_toml: &str, text: &str) -> (Run, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    voices_file(dir.path(), server_toml, false);
+    let run = tingshu(
+        dir.path(),
+        &["preview", text, "--voices", "voices.toml", "-o", "out.wav"],
+    )
+    .await;
+    assert!(!run.stderr.contains(KEY), "key leaked: {}", run.stderr);
+    assert!(!run.stdout.contains(KEY), "key leaked: {}", run.stdout);
+    (run, dir)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn openai_429_waits_for_retry_after() {
+    let server = Server::start(
+        vec![Reply::Status(429, Some(1))],
+        Reply::Audio,
+        Format::StreamedWav,
+        Duration::ZERO,
+    )
+    .await;
+    let (run, dir) = preview(&openai_backend(&server, "retries = 3"), TEXT).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(server.count(), 2);
+    let times = server.times();
+    assert!(
+        times[1] - times[0] >= Duration::from_millis(990),
+        "{times:?}"
+    );
+    let clip = hound::WavReader::open(dir.path().join("out.wav")).unwrap();
+    // 14 characters × 0.2 s of the fake voice, plus the preview's pauses.
+    assert!(clip.duration() as f64 / f64::from(clip.spec().sample_rate) > 2.8);
+    // The request had the OpenAI shape and the bearer key.
+    let request = &server.fake.requests.lock().unwrap()[0];
+    let body: serde_json::Value = serde_json::from_str(&request.body).unwrap();
+    assert_eq!(body["input"], TEXT);
+    assert_eq!(body["voice"], "echo");
+    assert_eq!(body["model"], "tts-1");
+    assert_eq!(
+        request.headers[header::AUTHORIZATION].to_str().unwrap(),
+        format!("Bearer {KEY}")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn openai_500_then_success() {
+    let server = Server::start(
+        vec![Reply::Status(500, None)],
+        Reply::Audio,
+        Format::StreamedWav,
+        Duration::ZERO,
+    )
+    .await;
+    let (run, _dir) = preview(&openai_backend(&server, "retries = 3"), TEXT).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(server.count(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn openai_timeout_is_retried_then_fails_the_chapter() {
+    let server = Server::start(
+        vec![],
+        Reply::Slow(Duration::from_secs(3)),
+        Format::StreamedWav,
+        Duration::ZERO,
+    )
+    .await;
+    let (run, dir) = preview(
+        &openai_backend(&server, "retries = 1\ntimeout_s = 0.4"),
+        TEXT,
+    )
+    .await;
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!(server.count(), 2);
+    assert!(
+        run.stderr.contains(
+            "segment 1 (\"今天天气很好，我们出去走走吧。\"): backend server: no answer within 0.4s"
+        ),
+        "{}",
+        run.stderr
+    );
+    assert!(run.elapsed < Duration::from_secs(3), "{:?}", run.elapsed);
+    assert!(!dir.path().join("out.wav").exists());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn openai_non_audio_body_is_retried() {
+    let server = Server::start(vec![], Reply::NotAudio, Format::StreamedWav, Duration::ZERO).await;
+    let (run, _dir) = preview(&openai_backend(&server, "retries = 2"), TEXT).await;
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!(server.count(), 3);
+    assert!(
+        run.stderr.contains("backend server: bad audio: not audio")
+            && run.stderr.contains("model is warming up"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn openai_truncated_mp3_is_retried() {
+    let server = Server::start(
+        vec![Reply::TruncatedMp3],
+        Reply::Audio,
+        Format::Mp3,
+        Duration::ZERO,
+    )
+    .await;
+    let (run, dir) = preview(
+        &openai_backend(&server, "retries = 2\nresponse_format = \"mp3\""),
+        TEXT,
+    )
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(server.count(), 2);
+    assert!(run.stderr.contains("bad audio"), "{}", run.stderr);
+    let clip = hound::WavReader::open(dir.path().join("out.wav")).unwrap();
+    let secs = clip.duration() as f64 / f64::from(clip.spec().sample_rate);
+    assert!(secs > 2.0, "{secs}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn openai_401_is_not_retried_and_the_key_stays_secret() {
+    let server = Server::start(
+        vec![],
+        Reply::Status(401, None),
+        Format::StreamedWav,
+        Duration::ZERO,
+    )
+    .await;
+    let (run, dir) = preview(&openai_backend(&server, "retries = 4"), TEXT).await;
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!(server.count(), 1);
+    // Names the segment, the backend and the status; the echoed key is redacted.
+    assert!(
+        run.stderr.contains("segment 1 (")
+            && run
+                .stderr
+                .contains("backend server: HTTP 401: denied for Some(\"Bearer ***\")"),
+        "{}",
+        run.stderr
+    );
+    assert!(!dir.path().join("out.wav").exists());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn missing_key_variable_is_a_config_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let backend = "type = \"openai\"\nbase_url = \"http://127.0.0.1:9/v1\"\napi_key_env = \"TINGSHU_TEST_UNSET_KEY\"";
+    voices_file(dir.path(), backend, false);
+    let run = tingshu(dir.path(), &["voices", "--voices", "voices.toml"]).await;
+    assert_eq!(run.code, 2);
+    assert!(
+        run.stderr.contains("voices.toml: backends.server.api_key_env: environment variable TINGSHU_TEST_UNSET_KEY is not set"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn failed_backend_falls_back_to_espeak() {
+    let server = Server::start(
+        vec![],
+        Reply::Status(503, None),
+        Format::StreamedWav,
+        Duration::ZERO,
+    )
+    .await;
+    let backend = openai_backend(
+        &server,
+        "retries = 1\nfallback = \"local\"\nfallback_voice = \"cmn-latn-pinyin\"",
+    );
+    let (run, dir) = preview(&backend, TEXT).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(server.count(), 2);
+    assert!(dir.path().join("out.wav").is_file());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn http_template_json_base64_with_retries() {
+    let server = Server::start(
+        vec![Reply::Status(503, Some(0)), Reply::NotAudio],
+        Reply::Audio,
+        Format::JsonBase64,
+        Duration::ZERO,
+    )
+    .await;
+    let backend = format!(
+        r#"type = "http"
+method = "POST"
+url = "{}/tts?key={{key}}"
+json = {{ text = "{{text}}", spk = "{{voice}}", speed_factor = "{{speed}}" }}
+response = "json"
+audio_path = "data.audio"
+api_key_env = "TEST_TTS_KEY"
+retries = 3"#,
+        server.url()
+    );
+    let (run, _dir) = preview(&backend, TEXT).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(server.count(), 3);
+    let body: serde_json::Value = serde_json::from_str(&server.bodies()[2]).unwrap();
+    assert_eq!(
+        body,
+        serde_json::json!({"text": TEXT, "spk": "echo", "speed_factor": 1.0})
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn http_401_once() {
+    let server = Server::start(
+        vec![],
+        Reply::Status(401, None),
+        Format::JsonBase64,
+        Duration::ZERO,
+    )
+    .await;
+    let backend = format!(
+        "type = \"http\"\nurl = \"{}/tts?text={{text}}\"\nretries = 3",
+        server.url()
+    );
+    let (run, _dir) = preview(&backend, TEXT).await;
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!(server.count(), 1);
+    assert!(
+        run.stderr.contains("backend server: HTTP 401"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn azure_ssml_429_then_success_and_500s() {
+    let server = Server::start(
+        vec![Reply::Status(429, Some(0)), Reply::Status(500, None)],
+        Reply::Audio,
+        Format::StreamedWav,
+        Duration::ZERO,
+    )
+    .await;
+    let backend = format!(
+        "type = \"azure\"\nendpoint = \"{}/cognitiveservices/v1\"\napi_key_env = \"TEST_AZURE_KEY\"\nretries = 3",
+        server.url()
+    );
+    let (run, _dir) = preview(&backend, TEXT).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(server.count(), 3);
+    let requests = server.fake.requests.lock().unwrap();
+    let last = &requests[2];
+    assert_eq!(last.headers["ocp-apim-subscription-key"], KEY);
+    assert_eq!(last.headers[header::CONTENT_TYPE], "application/ssml+xml");
+    assert!(
+        last.body
+            .contains(r#"<voice name="echo">今天天气很好，我们出去走走吧。</voice>"#),
+        "{}",
+        last.body
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn azure_timeout_and_401() {
+    let server = Server::start(
+        vec![Reply::Slow(Duration::from_secs(2))],
+        Reply::Status(401, None),
+        Format::StreamedWav,
+        Duration::ZERO,
+    )
+    .await;
+    let backend = format!(
+        "type = \"azure\"\nendpoint = \"{}/v1\"\napi_key_env = \"TEST_AZURE_KEY\"\nretries = 3\ntimeout_s = 0.3",
+        server.url()
+    );
+    let (run, _dir) = preview(&backend, TEXT).await;
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    // The timeout is retried; the 401 that follows is not.
+    assert_eq!(server.count(), 2);
+    assert!(
+        run.stderr
+            .contains("HTTP 401: denied for None Some(\"***\")"),
+        "{}",
+        run.stderr
+    );
+}
+
+/// A book of `chapters` chapters whose every sentence differs.
+fn write_book(dir: &Path, chapters: usize, paragraphs: usize) -> PathBuf {
+    const DIGITS: [&str; 10] = ["零", "一", "二", "三", "四", "五", "六", "七", "八", "九"];
+    let mut text = String::new();
+    for c in 1..=chapters {
+        text.push_str(&format!("第{}章 第{}夜\n", DIGITS[c % 10], DIGITS[c % 10]));
+        for p in 1..=paragraphs {
+            let n = format!("{}{}", DIGITS[c % 10], DIGITS[p % 10]);
+            text.push_str(&format!(
+                "　　守夜人记下第{n}号船的灯光，他说：“第{n}号船回来了。”\n"
+            ));
+        }
+    }
+    let path = dir.join("book.txt");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn cache_entries(dir: &Path) -> usize {
+    tingshu::synth::cache::Cache::new(dir).len()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn killed_build_resumes_without_repeating_requests() {
+    let server = Server::start(
+        vec![],
+        Reply::Audio,
+        Format::StreamedWav,
+        Duration::from_millis(120),
+    )
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    voices_file(
+        dir.path(),
+        &openai_backend(&server, "max_in_flight = 1"),
+        false,
+    );
+    write_book(dir.path(), 2, 6);
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_tingshu"))
+        .args([
+            "build",
+            "book.txt",
+            "--voices",
+            "voices.toml",
+            "--cache",
+            "cache",
+        ])
+        .current_dir(dir.path())
+        .env("TEST_TTS_KEY", KEY)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while server.count() < 8 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    child.kill().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let first = server.count();
+    let cached = cache_entries(&dir.path().join("cache"));
+    assert!(cached >= 6 && cached <= first, "{cached} cached of {first}");
+
+    let run = tingshu(
+        dir.path(),
+        &[
+            "build",
+            "book.txt",
+            "--voices",
+            "voices.toml",
+            "--cache",
+            "cache",
+        ],
+    )
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let total = cache_entries(&dir.path().join("cache"));
+    // 2 chapters × 6 paragraphs × (narration + dialogue), all different.
+    assert_eq!(total, 24);
+    assert_eq!(server.count() - first, total - cached);
+
+    let again = tingshu(
+        dir.path(),
+        &[
+            "build",
+            "book.txt",
+            "--voices",
+            "voices.toml",
+            "--cache",
+            "cache",
+        ],
+    )
+    .await;
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    assert_eq!(
+        server.count() - first,
+        total - cached,
+        "a full rerun sends nothing"
+    );
+    assert!(
+        again
+            .stderr
+            .contains("0 requests sent, 24 chunks from the cache"),
+        "{}",
+        again.stderr
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn edited_paragraph_resynthesizes_only_its_segments() {
+    let server = Server::start(vec![], Reply::Audio, Format::StreamedWav, Duration::ZERO).await;
+    let dir = tempfile::tempdir().unwrap();
+    voices_file(
+        dir.path(),
+        &openai_backend(&server, "max_in_flight = 4"),
+        false,
+    );
+    let book = write_book(dir.path(), 1, 5);
+    let run = tingshu(
+        dir.path(),
+        &["build", "book.txt", "--voices", "voices.toml"],
+    )
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(server.count(), 10);
+    assert_eq!(cache_entries(&dir.path().join("output/.cache")), 10);
+    let text = std::fs::read_to_string(&book).unwrap();
+    std::fs::write(
+        &book,
+        text.replacen(
+            "他说：“第一三号船回来了。”",
+            "他说：“第一三号船终于回来了。”",
+            1,
+        ),
+    )
+    .unwrap();
+    let run = tingshu(
+        dir.path(),
+        &["build", "book.txt", "--voices", "voices.toml"],
+    )
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(server.count(), 11);
+    assert!(server.bodies()[10].contains("第一三号船终于回来了。"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn espeak_narration_with_openai_dialogue_in_the_manifest() {
+    let server = Server::start(vec![], Reply::Audio, Format::StreamedWav, Duration::ZERO).await;
+    let dir = tempfile::tempdir().unwrap();
+    voices_file(
+        dir.path(),
+        &openai_backend(&server, "max_in_flight = 4"),
+        true,
+    );
+    write_book(dir.path(), 2, 3);
+    let run = tingshu(
+        dir.path(),
+        &["build", "book.txt", "--voices", "voices.toml"],
+    )
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let manifest: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("output/book/manifest.json")).unwrap(),
+    )
+    .unwrap();
+    let chapters = manifest["chapters"].as_array().unwrap();
+    assert_eq!(chapters.len(), 2);
+    let mut seen = 0;
+    for chapter in chapters {
+        for segment in chapter["segments"].as_array().unwrap() {
+            let expected = match segment["kind"].as_str().unwrap() {
+                "dialogue" => "hero",
+                _ => "narrator",
+            };
+            assert_eq!(segment["voice"], expected, "{segment}");
+            seen += 1;
+        }
+    }
+    assert_eq!(seen, 12);
+    // Only the dialogue went to the server.
+    let bodies = server.bodies();
+    assert_eq!(bodies.len(), 6);
+    assert!(
+        bodies.iter().all(|b| b.contains("号船回来了。")),
+        "{bodies:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn one_failed_segment_fails_only_its_chapter() {
+    // The 8th request is refused for good; chapter 1 has 6 chunks.
+    let mut script = vec![Reply::Audio; 7];
+    script.push(Reply::Status(400, None));
+    let server = Server::start(script, Reply::Audio, Format::StreamedWav, Duration::ZERO).await;
+    let dir = tempfile::tempdir().unwrap();
+    voices_file(
+        dir.path(),
+        &openai_backend(&server, "max_in_flight = 1"),
+        false,
+    );
+    write_book(dir.path(), 2, 3);
+    let run = tingshu(
+        dir.path(),
+        &["build", "book.txt", "--voices", "voices.toml"],
+    )
+    .await;
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!(server.count(), 12);
+    assert!(
+        run.stderr.contains("1 of 2 chapters rendered"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr
+            .contains("failed: chapter 2 (第二章 第二夜): segment 2 ("),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("backend server: HTTP 400"),
+        "{}",
+        run.stderr
+    );
+    // The rest of chapter 2 is cached: a rerun asks only for the failed chunk.
+    let run = tingshu(
+        dir.path(),
+        &["build", "book.txt", "--voices", "voices.toml"],
+    )
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(server.count(), 13);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn traditional_text_goes_as_written_unless_the_voice_asks_for_simplified() {
+    let server = Server::start(vec![], Reply::Audio, Format::StreamedWav, Duration::ZERO).await;
+    let dir = tempfile::tempdir().unwrap();
+    let voices = format!(
+        "[backends.server]\n{}\n[voices.tw]\nbackend = \"server\"\nvoice = \"a\"\n[voices.cn]\nbackend = \"server\"\nvoice = \"b\"\nsimplified = true\n[casting]\nnarrator = \"tw\"\ndialogue = \"cn\"\n",
+        openai_backend(&server, "")
+    );
+    std::fs::write(dir.path().join("voices.toml"), voices).unwrap();
+    let run = tingshu(
+        dir.path(),
+        &[
+            "preview",
+            "他們說：「這些傢伙還聰明！」",
+            "--voices",
+            "voices.toml",
+            "-o",
+            "p.wav",
+        ],
+    )
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let inputs: Vec<String> = server
+        .bodies()
+        .iter()
+        .map(|b| {
+            serde_json::from_str::<serde_json::Value>(b).unwrap()["input"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert!(inputs.iter().any(|t| t.starts_with("他們說")), "{inputs:?}");
+    assert!(
+        inputs.iter().any(|t| t.contains("这些家伙还聪明")),
+        "{inputs:?}"
+    );
+}
