@@ -6,6 +6,9 @@
 # Turns the instances into a book (one chapter per instance) and the name
 # list into a cast file, runs `tingshu split --cast … --format jsonl`, and
 # prints accuracy overall and per category (explicit / implicit / latent).
+# With NO_CAST=1 the book is split without the cast file (names discovered in
+# the text), and discovered names are mapped to canonical ones by the name
+# list's aliases before scoring.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DATA=${1:-../shared/data/speaker/wp2021-dev.txt}
@@ -20,5 +23,10 @@ BIN=${TINGSHU_BIN:-target/release/tingshu}
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 python3 scripts/eval_speakers.py make "$DATA" "$NAMES" "$WORK"
-"$BIN" split "$WORK/book.txt" --cast "$WORK/cast.toml" --format jsonl > "$WORK/script.jsonl"
-python3 scripts/eval_speakers.py score "$WORK" "$WORK/script.jsonl" "$@"
+if [[ -n ${NO_CAST:-} ]]; then
+    "$BIN" split "$WORK/book.txt" --format jsonl > "$WORK/script.jsonl"
+    python3 scripts/eval_speakers.py score "$WORK" "$WORK/script.jsonl" --map-names "$@"
+else
+    "$BIN" split "$WORK/book.txt" --cast "$WORK/cast.toml" --format jsonl > "$WORK/script.jsonl"
+    python3 scripts/eval_speakers.py score "$WORK" "$WORK/script.jsonl" "$@"
+fi

@@ -2,7 +2,10 @@
 """Speaker-attribution evaluation on the WP2021 format (see eval-speakers.sh).
 
   eval_speakers.py make DATA NAMES WORKDIR   -> WORKDIR/book.txt, WORKDIR/cast.toml, WORKDIR/gold.tsv
-  eval_speakers.py score WORKDIR SCRIPT.jsonl [--errors N]
+  eval_speakers.py score WORKDIR SCRIPT.jsonl [--errors N] [--map-names]
+
+--map-names maps predicted names through the cast's aliases (for a run
+without --cast, where discovered names may be aliases such as 少平).
 
 Each instance is 21 lines with the target quote on line 11, then
 "Speaker: …", "Speaker index: …", "Category: …" and a blank line. The book
@@ -63,7 +66,23 @@ def make(data, names, workdir):
     print(f"{len(instances)} instances", file=sys.stderr)
 
 
-def score(workdir, jsonl, show_errors=0):
+def alias_map(workdir):
+    """Name or alias -> canonical name, from the generated cast file."""
+    canonical, names = {}, {}
+    name = None
+    for line in open(f"{workdir}/cast.toml", encoding="utf-8"):
+        if line.startswith("name = "):
+            name = json.loads(line.split("=", 1)[1])
+            names[name] = name
+        elif line.startswith("aliases = ") and name:
+            for a in json.loads(line.split("=", 1)[1]):
+                names.setdefault(a, name)
+    canonical.update(names)
+    return canonical
+
+
+def score(workdir, jsonl, show_errors=0, map_names=False):
+    names = alias_map(workdir) if map_names else {}
     gold = {}
     for line in open(f"{workdir}/gold.tsv", encoding="utf-8"):
         n, speaker, category, text = line.rstrip("\n").split("\t")
@@ -76,7 +95,7 @@ def score(workdir, jsonl, show_errors=0):
             continue
         n = int(title[1:-1])
         if seg["paragraph"] == TARGET and seg["kind"] == "dialogue" and n not in predicted:
-            predicted[n] = seg["speaker"]
+            predicted[n] = names.get(seg["speaker"], seg["speaker"])
     right = defaultdict(int)
     total = defaultdict(int)
     errors = []
@@ -97,7 +116,8 @@ if __name__ == "__main__":
     if len(sys.argv) >= 5 and sys.argv[1] == "make":
         make(sys.argv[2], sys.argv[3], sys.argv[4])
     elif len(sys.argv) >= 4 and sys.argv[1] == "score":
-        n = int(sys.argv[5]) if len(sys.argv) >= 6 and sys.argv[4] == "--errors" else 0
-        score(sys.argv[2], sys.argv[3], n)
+        rest = sys.argv[4:]
+        n = int(rest[rest.index("--errors") + 1]) if "--errors" in rest else 0
+        score(sys.argv[2], sys.argv[3], n, map_names="--map-names" in rest)
     else:
         sys.exit(__doc__)

@@ -32,6 +32,27 @@ pub enum Command {
     /// Keep a library of books up to date: render new or changed chapters of
     /// every job in a jobs file, once or on cron schedules.
     Batch(BatchArgs),
+    /// Print the spoken form of each stdin line (numbers, units, dates → words).
+    Normalize(FrontendArgs),
+    /// Print the lexical tone-numbered pinyin of each stdin line.
+    Pinyin(PinyinArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct FrontendArgs {
+    /// Per-book pronunciation lexicon (TOML): "毛仲" = "mao2 zhong4",
+    /// "靼子" = { say = "鞑子" }.
+    #[arg(long, env = "TINGSHU_LEXICON")]
+    pub lexicon: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct PinyinArgs {
+    #[command(flatten)]
+    pub frontend: FrontendArgs,
+    /// One JSON array per line: a syllable or null per Unicode scalar value.
+    #[arg(long)]
+    pub jsonl: bool,
 }
 
 #[derive(Debug, Args)]
@@ -53,6 +74,9 @@ pub struct BuildArgs {
     /// Synthesis cache directory (default OUT/.cache).
     #[arg(long, env = "TINGSHU_CACHE")]
     pub cache: Option<PathBuf>,
+    /// Per-book pronunciation lexicon (TOML): "毛仲" = "mao2 zhong4".
+    #[arg(long, env = "TINGSHU_LEXICON")]
+    pub lexicon: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -102,6 +126,9 @@ pub struct PreviewArgs {
     /// Synthesis cache directory (default: the output file's directory/.cache).
     #[arg(long, env = "TINGSHU_CACHE")]
     pub cache: Option<PathBuf>,
+    /// Per-book pronunciation lexicon (TOML): "毛仲" = "mao2 zhong4".
+    #[arg(long, env = "TINGSHU_LEXICON")]
+    pub lexicon: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

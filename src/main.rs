@@ -46,6 +46,8 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             Command::Preview(args) => commands::preview::run(args, worker_program).await,
             Command::Voices(args) => commands::voices::run(args, worker_program).await,
             Command::Batch(args) => commands::batch::run(args, worker_program).await,
+            Command::Normalize(args) => commands::normalize::run(args),
+            Command::Pinyin(args) => commands::pinyin::run(args),
         }
     })
 }

@@ -13,7 +13,7 @@ use futures::StreamExt;
 
 use crate::audio::{AudioClip, ChapterMix, wav};
 use crate::config::VoicesConfig;
-use crate::frontend;
+use crate::frontend::{self, lexicon::Lexicon};
 use crate::manifest::{ManifestChapter, ManifestSegment};
 use crate::synth::cache::Cache;
 use crate::synth::{SynthClient, SynthError, SynthRequest, Synthesizer};
@@ -58,6 +58,8 @@ pub struct Renderer {
     pub backends: BTreeMap<String, Arc<dyn Synthesizer>>,
     /// The backends behind their limiters, retries, fallbacks and cache.
     pub client: Arc<SynthClient>,
+    /// Per-book pronunciation overrides for the front end.
+    pub lexicon: Lexicon,
 }
 
 /// A synthesized chunk: (segment index, boundary after it, audio or error).
@@ -96,7 +98,14 @@ impl Renderer {
             config: Arc::new(config),
             backends,
             client: Arc::new(client),
+            lexicon: Lexicon::default(),
         }
+    }
+
+    /// Uses a per-book pronunciation lexicon when preparing text.
+    pub fn with_lexicon(mut self, lexicon: Lexicon) -> Renderer {
+        self.lexicon = lexicon;
+        self
     }
 
     /// The chunks of one segment with their requests.
@@ -114,7 +123,7 @@ impl Renderer {
         chunk::chunk(&segment.text, max_chars)
             .into_iter()
             .map(|c| {
-                let spoken = frontend::prepare(&c.text);
+                let spoken = frontend::prepare_with(&c.text, &self.lexicon);
                 let request = SynthRequest {
                     text: if simplified {
                         crate::synth::to_simplified(&spoken.text)

@@ -402,3 +402,63 @@ fn bad_voices_file_names_file_and_key() {
     );
     assert!(!out.exists());
 }
+
+#[test]
+fn lexicon_changes_what_is_said_and_bad_lexicon_is_rejected() {
+    let tmp = tempfile::tempdir().unwrap();
+    let book = tmp.path().join("lex.txt");
+    std::fs::write(&book, "第一章 城外\n靼子们退到了河边。\n").unwrap();
+    let plain = build(&book, &tmp.path().join("plain"), &[]);
+    assert!(
+        plain.status.success(),
+        "{}",
+        String::from_utf8_lossy(&plain.stderr)
+    );
+    let lexicon = tmp.path().join("lexicon.toml");
+    std::fs::write(
+        &lexicon,
+        "\"靼子\" = { say = \"从北方草原远道而来的骑兵\" }\n",
+    )
+    .unwrap();
+    let said = build(
+        &book,
+        &tmp.path().join("said"),
+        &["--lexicon", lexicon.to_str().unwrap()],
+    );
+    assert!(
+        said.status.success(),
+        "{}",
+        String::from_utf8_lossy(&said.stderr)
+    );
+    let duration = |dir: &str| {
+        manifest(&tmp.path().join(dir).join("lex"))["chapters"][0]["duration_s"]
+            .as_f64()
+            .unwrap()
+    };
+    assert!(
+        duration("said") > duration("plain") + 1.0,
+        "{} vs {}",
+        duration("said"),
+        duration("plain")
+    );
+    // The manifest keeps the original text.
+    let m = manifest(&tmp.path().join("said/lex"));
+    assert_eq!(
+        m["chapters"][0]["segments"][0]["text"],
+        "靼子们退到了河边。"
+    );
+
+    std::fs::write(&lexicon, "\"靼子\" = 42\n").unwrap();
+    let bad = build(
+        &book,
+        &tmp.path().join("bad"),
+        &["--lexicon", lexicon.to_str().unwrap()],
+    );
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert_eq!(bad.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("lexicon.toml") && stderr.contains("靼子"),
+        "{stderr}"
+    );
+    assert!(!tmp.path().join("bad").exists());
+}

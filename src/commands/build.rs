@@ -10,6 +10,7 @@ use super::{EXIT_OK, EXIT_PARTIAL, sanitize_file_name};
 use crate::book::read_book_with_cast;
 use crate::cli::BuildArgs;
 use crate::config::VoicesConfig;
+use crate::frontend::Lexicon;
 use crate::manifest::Manifest;
 use crate::pipeline::{ChapterJob, Renderer};
 use crate::progress::Progress;
@@ -22,6 +23,7 @@ pub async fn run(args: &BuildArgs, worker_program: Option<PathBuf>) -> anyhow::R
     let cast = args.cast.as_deref().map(Cast::load).transpose()?;
     let book = read_book_with_cast(&args.book, cast.as_ref())?;
     let config = VoicesConfig::load(args.voices.as_deref())?;
+    let lexicon = args.lexicon.as_deref().map(Lexicon::load).transpose()?;
     let count = book.script.chapters.len();
     let selected = match &args.chapters {
         Some(spec) => ChapterSelection::parse(spec)?.resolve(spec, count)?,
@@ -43,7 +45,8 @@ pub async fn run(args: &BuildArgs, worker_program: Option<PathBuf>) -> anyhow::R
         .cache
         .clone()
         .unwrap_or_else(|| args.out.join(".cache"));
-    let renderer = Renderer::with_cache(config, worker_program, Some(Cache::new(&cache_dir)));
+    let renderer = Renderer::with_cache(config, worker_program, Some(Cache::new(&cache_dir)))
+        .with_lexicon(lexicon.unwrap_or_default());
     let mut progress = Progress::new(jobs.len());
     let mut written = Vec::new();
     let mut failures = Vec::new();

@@ -2,6 +2,8 @@
 
 pub mod batch;
 pub mod build;
+pub mod normalize;
+pub mod pinyin;
 pub mod preview;
 pub mod select;
 pub mod split;

@@ -10,6 +10,7 @@ use super::{EXIT_OK, EXIT_PARTIAL};
 use crate::book::read_book;
 use crate::cli::PreviewArgs;
 use crate::config::VoicesConfig;
+use crate::frontend::Lexicon;
 use crate::pipeline::{ChapterJob, Renderer};
 use crate::synth::cache::Cache;
 use crate::text::{Script, ScriptChapter};
@@ -25,6 +26,7 @@ const PLAYERS: [(&str, &[&str]); 5] = [
 
 pub async fn run(args: &PreviewArgs, worker_program: Option<PathBuf>) -> anyhow::Result<u8> {
     let config = VoicesConfig::load(args.voices.as_deref())?;
+    let lexicon = args.lexicon.as_deref().map(Lexicon::load).transpose()?;
     let chapter = passage(args)?;
     if chapter.segments.is_empty() {
         bail!("nothing to read: the passage has no speakable text");
@@ -48,7 +50,8 @@ pub async fn run(args: &PreviewArgs, worker_program: Option<PathBuf>) -> anyhow:
     std::fs::create_dir_all(dir)
         .with_context(|| format!("cannot create directory {}", dir.display()))?;
     let cache = args.cache.clone().unwrap_or_else(|| dir.join(".cache"));
-    let renderer = Renderer::with_cache(config, worker_program, Some(Cache::new(cache)));
+    let renderer = Renderer::with_cache(config, worker_program, Some(Cache::new(cache)))
+        .with_lexicon(lexicon.unwrap_or_default());
     let job = ChapterJob {
         index: 1,
         chapter,

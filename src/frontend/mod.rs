@@ -1,28 +1,76 @@
 //! Stage 2 — front end: turn original text into what a narrator says
 //! (normalized words) and how it sounds (tone-numbered pinyin).
+//!
+//! - [`normalize`]: numbers, units, dates, symbols → words;
+//! - [`pinyin`]: segmentation, phrase dictionary and the [`polyphone`]
+//!   model → lexical tones;
+//! - [`sandhi`]: the tones actually spoken (synthesis only);
+//! - [`lexicon`]: per-book overrides; [`dictionary`]: the embedded data.
 
+pub mod dictionary;
+pub mod lexicon;
 pub mod normalize;
 pub mod pinyin;
+pub mod polyphone;
+pub mod sandhi;
+
+pub use lexicon::{Lexicon, LexiconError};
 
 /// Version of the front end's output; part of every synthesis cache key so
 /// that a better front end re-renders what it would now say differently.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 
 /// What one chunk of text sounds like.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Spoken {
     /// Normalized text in the original script (for text-input backends).
     pub text: String,
-    /// Tone-numbered pinyin with ASCII phrasing marks (for the espeak voice).
+    /// Tone-numbered pinyin with ASCII phrasing marks and tone sandhi
+    /// applied (for the espeak voice).
     pub pinyin: String,
 }
 
 /// Prepares a chunk of original text for synthesis.
 pub fn prepare(text: &str) -> Spoken {
-    let normalized = normalize::normalize(text);
-    let readings = pinyin::syllables(&normalized);
+    prepare_with(text, &Lexicon::new())
+}
+
+/// Prepares a chunk of original text for synthesis with a per-book lexicon.
+pub fn prepare_with(text: &str, lexicon: &Lexicon) -> Spoken {
+    let normalized = normalize::normalize_with(text, lexicon);
+    let analysis = pinyin::Analysis::new(&normalized, lexicon);
+    let model = polyphone::Model::embedded();
+    let mut readings: Vec<Option<String>> = (0..analysis.len())
+        .map(|i| analysis.reading(i, model))
+        .collect();
+    let chars: Vec<char> = normalized.chars().collect();
+    sandhi::apply_in_words(&chars, &mut readings, analysis.word_ids());
     Spoken {
         pinyin: pinyin::speakable(&normalized, &readings),
         text: normalized,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prepare_normalizes_reads_and_applies_sandhi() {
+        let s = prepare("他有2个好朋友。");
+        assert_eq!(s.text, "他有两个好朋友。");
+        assert_eq!(s.pinyin, "ta1 you2 liang3 ge4 hao3 peng2 you5.");
+    }
+
+    #[test]
+    fn lexicon_replacement_reaches_synthesis() {
+        let lex = Lexicon::parse(
+            "\"靼子\" = { say = \"鞑子\" }",
+            std::path::Path::new("l.toml"),
+        )
+        .unwrap();
+        let s = prepare_with("靼子来了", &lex);
+        assert_eq!(s.text, "鞑子来了");
+        assert!(s.pinyin.starts_with("da2 zi"), "{}", s.pinyin);
     }
 }

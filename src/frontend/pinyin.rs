@@ -1,23 +1,57 @@
 //! Text → tone-numbered pinyin, one syllable per Han character
-//! (lowercase, `v` for ü, tone 5 for neutral).
-
-use pinyin::ToPinyin;
+//! (lowercase, `v` for ü, tone 5 for neutral), read in context.
+//!
+//! Each run of Han characters is segmented into the fewest dictionary
+//! phrases (per-book lexicon words first); a polyphonic character then takes
+//! the reading the [`polyphone`](super::polyphone) model chooses from its
+//! phrase reading and neighbours. Lookups use Simplified characters, so
+//! Traditional text reads the same.
 
 use crate::text::is_han;
+
+use super::dictionary::Dictionary;
+use super::lexicon::Lexicon;
+use super::polyphone::{Features, Model, word_hash};
 
 /// The pinyin of each character of `text`: `Some(syllable)` for a Han
 /// character with a known reading, `None` for anything else.
 pub fn syllables(text: &str) -> Vec<Option<String>> {
-    text.chars().map(syllable).collect()
+    syllables_with(text, &Lexicon::new())
 }
 
-/// Dictionary reading of one character.
+/// Like [`syllables`], with a per-book lexicon's readings taking precedence.
+pub fn syllables_with(text: &str, lexicon: &Lexicon) -> Vec<Option<String>> {
+    let analysis = Analysis::new(text, lexicon);
+    let model = Model::embedded();
+    (0..analysis.len())
+        .map(|i| analysis.reading(i, model))
+        .collect()
+}
+
+/// The lexical pinyin of each character of `text` as `tingshu pinyin`
+/// prints it: lexicon readings first, and `say` replacements that keep the
+/// word's length read in place of the word.
+pub fn lexical(text: &str, lexicon: &Lexicon) -> Vec<Option<String>> {
+    if lexicon.entries().iter().any(|e| e.say.is_some()) {
+        let replaced = super::normalize::replace_words(text, lexicon, true);
+        let mut readings = syllables_with(&replaced, lexicon);
+        // Keep non-Han characters of the original as non-Han.
+        for (r, c) in readings.iter_mut().zip(text.chars()) {
+            if !is_han(c) {
+                *r = None;
+            }
+        }
+        return readings;
+    }
+    syllables_with(text, lexicon)
+}
+
+/// Dictionary reading of one character, without context.
 pub fn syllable(c: char) -> Option<String> {
     if !is_han(c) {
         return None;
     }
-    let p = c.to_pinyin()?;
-    Some(tone_numbered(p.with_tone_num_end()))
+    Dictionary::get().default_reading(c).map(str::to_owned)
 }
 
 /// Normalizes a tone-numbered syllable: `ü` → `v`, a missing tone → 5.
@@ -30,6 +64,282 @@ pub fn tone_numbered(raw: &str) -> String {
         s.push('5');
     }
     s
+}
+
+/// Traditional characters that OpenCC leaves alone (they are also valid
+/// Simplified characters) or maps one way, but that often stand for
+/// another Simplified one: 睡著 → 睡着, 明瞭 → 明了, 乾坤 (乾 → 干 in the
+/// map) → 乾坤.
+const AMBIGUOUS_TRADITIONAL: [(char, char); 3] = [('著', '着'), ('瞭', '了'), ('干', '乾')];
+
+/// A phrase, looked up as written (in Simplified) and, failing that, with
+/// ambiguous Traditional characters read as their other form.
+fn phrase_either_script(word: &str) -> Option<super::dictionary::Phrase> {
+    let dict = Dictionary::get();
+    dict.phrase(word).or_else(|| {
+        if !word.contains(['著', '瞭', '干']) {
+            return None;
+        }
+        let alternative: String = word
+            .chars()
+            .map(
+                |c| match AMBIGUOUS_TRADITIONAL.iter().find(|(t, _)| *t == c) {
+                    Some(&(_, s)) => s,
+                    None => c,
+                },
+            )
+            .collect();
+        dict.phrase(&alternative)
+    })
+}
+
+/// Whether some phrase ends with `word`, as written or with ambiguous
+/// Traditional characters read as their other form.
+fn phrase_ending_either_script(word: &str) -> bool {
+    let dict = Dictionary::get();
+    dict.is_phrase_ending(word)
+        || word.contains(['著', '瞭', '干']) && dict.is_phrase_ending(&alternative_form(word))
+}
+
+fn alternative_form(word: &str) -> String {
+    word.chars()
+        .map(
+            |c| match AMBIGUOUS_TRADITIONAL.iter().find(|(t, _)| *t == c) {
+                Some(&(_, s)) => s,
+                None => c,
+            },
+        )
+        .collect()
+}
+
+/// Where a segmented word's reading comes from.
+#[derive(Debug, Clone, Copy)]
+enum Source<'l> {
+    Single,
+    Phrase(&'static str),
+    Lexicon(&'l [String]),
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Word<'l> {
+    start: usize,
+    len: usize,
+    source: Source<'l>,
+}
+
+/// A line split into characters and words, ready for reading.
+pub struct Analysis<'l> {
+    original: Vec<char>,
+    simplified: Vec<char>,
+    simplified_text: String,
+    /// Byte offset of each character in `simplified_text` (+ the end).
+    offsets: Vec<usize>,
+    /// For each character, the index of its word in `words` (Han only).
+    word_of: Vec<Option<usize>>,
+    words: Vec<Word<'l>>,
+}
+
+impl<'l> Analysis<'l> {
+    pub fn new(text: &str, lexicon: &'l Lexicon) -> Analysis<'l> {
+        let dict = Dictionary::get();
+        let original: Vec<char> = text.chars().collect();
+        let simplified: Vec<char> = original.iter().map(|&c| dict.simplified(c)).collect();
+        let simplified_text: String = simplified.iter().collect();
+        let mut offsets = Vec::with_capacity(simplified.len() + 1);
+        let mut at = 0;
+        for c in &simplified {
+            offsets.push(at);
+            at += c.len_utf8();
+        }
+        offsets.push(at);
+        let mut analysis = Analysis {
+            word_of: vec![None; original.len()],
+            original,
+            simplified,
+            simplified_text,
+            offsets,
+            words: Vec::new(),
+        };
+        let mut i = 0;
+        while i < analysis.original.len() {
+            if !is_han(analysis.original[i]) {
+                i += 1;
+                continue;
+            }
+            let start = i;
+            while i < analysis.original.len() && is_han(analysis.original[i]) {
+                i += 1;
+            }
+            analysis.segment(start, i, lexicon);
+        }
+        analysis
+    }
+
+    pub fn len(&self) -> usize {
+        self.original.len()
+    }
+
+    /// For each character, the index of the segmented word that holds it
+    /// (`None` outside Han runs).
+    pub fn word_ids(&self) -> &[Option<usize>] {
+        &self.word_of
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.original.is_empty()
+    }
+
+    fn slice(&self, start: usize, end: usize) -> &str {
+        &self.simplified_text[self.offsets[start]..self.offsets[end]]
+    }
+
+    /// Cheapest segmentation of the Han run `start..end`: a single character
+    /// or a phrase costs 2 and a lexicon word 1, so the fewest words win,
+    /// lexicon words first; among equals the longer last word (backward
+    /// maximum matching: 让|儿子, not 让儿|子).
+    fn segment(&mut self, start: usize, end: usize, lexicon: &'l Lexicon) {
+        let dict = Dictionary::get();
+        let max_len = dict.max_phrase_chars().max(lexicon.max_chars());
+        let n = end - start;
+        // best[j] = (cost of start..start+j, last word); among equal costs
+        // the longer last word wins (backward maximum matching: 眯着|眼睛).
+        let empty = Word {
+            start,
+            len: 0,
+            source: Source::Single,
+        };
+        let mut best: Vec<(u32, Word<'l>)> = vec![(0, empty); n + 1];
+        for j in 1..=n {
+            let last = start + j - 1;
+            let mut choice = (
+                best[j - 1].0 + 2,
+                Word {
+                    start: last,
+                    len: 1,
+                    source: Source::Single,
+                },
+            );
+            for len in 1..=max_len.min(j) {
+                let at = start + j - len;
+                let word = self.slice(at, start + j);
+                let lexicon_entry = (len <= lexicon.max_chars())
+                    .then(|| lexicon.lookup_simplified(word))
+                    .flatten()
+                    .and_then(|e| e.pinyin.as_deref());
+                let found = match lexicon_entry {
+                    Some(p) => Some((1, Source::Lexicon(p))),
+                    None if len < 2 || self.adverbial_de(at) => None,
+                    None => {
+                        if !phrase_ending_either_script(word) {
+                            // No longer phrase ends here either.
+                            if len >= lexicon.max_chars() {
+                                break;
+                            }
+                            continue;
+                        }
+                        phrase_either_script(word).map(|p| (2, Source::Phrase(p.readings)))
+                    }
+                };
+                if let Some((cost, source)) = found {
+                    let total = best[j - len].0 + cost;
+                    if total < choice.0 || (total == choice.0 && len > choice.1.len) {
+                        choice = (
+                            total,
+                            Word {
+                                start: at,
+                                len,
+                                source,
+                            },
+                        );
+                    }
+                }
+            }
+            best[j] = choice;
+        }
+        let mut words = Vec::new();
+        let mut j = n;
+        while j > 0 {
+            let word = best[j].1;
+            words.push(word);
+            j -= word.len;
+        }
+        for word in words.into_iter().rev() {
+            for k in word.start..word.start + word.len {
+                self.word_of[k] = Some(self.words.len());
+            }
+            self.words.push(word);
+        }
+    }
+
+    /// Whether character `at` is a 地 after a reduplication (慢慢地, 轻轻地):
+    /// the particle, never the start of a phrase such as 地转.
+    fn adverbial_de(&self, at: usize) -> bool {
+        at >= 2
+            && self.simplified[at] == '地'
+            && self.simplified[at - 1] == self.simplified[at - 2]
+            && is_han(self.original[at - 1])
+    }
+
+    /// The model's view of character `i`, with its word's text; `None` for
+    /// a character outside any word (not Han).
+    pub fn features(&self, i: usize) -> Option<(Features, &str)> {
+        let word = self.words[self.word_of[i]?];
+        let dict = Dictionary::get();
+        let c = self.simplified[i];
+        let mut candidates: Vec<&'static str> = dict.readings(self.original[i]).to_vec();
+        let phrase_reading = match word.source {
+            Source::Phrase(p) => p.split(' ').nth(i - word.start),
+            _ => None,
+        };
+        if let Some(p) = phrase_reading
+            && !candidates.contains(&p)
+        {
+            candidates.push(p);
+        }
+        let text = self.slice(word.start, word.start + word.len);
+        let features = Features {
+            c,
+            prev: if i == 0 {
+                '\u{2}'
+            } else {
+                self.simplified[i - 1]
+            },
+            next: self.simplified.get(i + 1).copied().unwrap_or('\u{3}'),
+            prev2: if i < 2 {
+                '\u{2}'
+            } else {
+                self.simplified[i - 2]
+            },
+            single: word.len == 1,
+            word: word_hash(text),
+            dict: phrase_reading,
+            candidates,
+            neutral: self.neutral_second(i, word),
+        };
+        Some((features, text))
+    }
+
+    /// The reading of character `i`.
+    pub fn reading(&self, i: usize, model: &Model) -> Option<String> {
+        let word = self.words[self.word_of[i]?];
+        if let Source::Lexicon(p) = word.source {
+            return p.get(i - word.start).cloned();
+        }
+        let (features, _) = self.features(i)?;
+        model.read(&features)
+    }
+
+    /// Second syllables that are neutral in speech whatever the phrase data
+    /// says: reduplicated kinship terms (弟弟, 叔叔) and the erhua of
+    /// 这儿, 那儿, 哪儿.
+    fn neutral_second(&self, i: usize, word: Word<'_>) -> bool {
+        const KINSHIP: &str = "爸妈哥姐弟妹爷奶叔婶舅姑姨伯婆公姥";
+        if word.len != 2 || i != word.start + 1 {
+            return false;
+        }
+        let (first, second) = (self.simplified[i - 1], self.simplified[i]);
+        (first == second && KINSHIP.contains(first)) || (second == '儿' && "这那哪".contains(first))
+    }
 }
 
 /// Renders text for espeak-ng's `cmn-latn-pinyin` voice: Han characters as
@@ -46,7 +356,11 @@ pub fn speakable(text: &str, readings: &[Option<String>]) -> String {
             None => {
                 if let Some(mark) = ascii_mark(c) {
                     trim_end_spaces(&mut out);
-                    out.push_str(mark);
+                    if !out.ends_with(mark.trim_end()) {
+                        out.push_str(mark);
+                    } else {
+                        out.push(' ');
+                    }
                 } else if c.is_ascii_alphanumeric() {
                     out.push(c);
                 } else if !out.ends_with(' ') {
@@ -66,8 +380,10 @@ fn trim_end_spaces(s: &mut String) {
 
 fn ascii_mark(c: char) -> Option<&'static str> {
     Some(match c {
-        '，' | '、' | ',' | '；' | ';' | '：' | ':' | '—' | '…' => ", ",
-        '。' | '.' => ". ",
+        '，' | '、' | ',' | '；' | ';' | '：' | ':' | '—' | '…' | '～' | '~' | '－' => {
+            ", "
+        }
+        '。' | '.' | '｡' => ". ",
         '！' | '!' => "! ",
         '？' | '?' => "? ",
         _ => return None,
@@ -78,12 +394,64 @@ fn ascii_mark(c: char) -> Option<&'static str> {
 mod tests {
     use super::*;
 
+    fn plain(text: &str) -> String {
+        syllables(text)
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
     #[test]
     fn tone_numbers_with_v_and_neutral_tone() {
         assert_eq!(syllable('好').as_deref(), Some("hao3"));
         assert_eq!(syllable('绿').as_deref(), Some("lv4"));
         assert_eq!(syllable('們').as_deref(), Some("men5"));
         assert_eq!(syllable('a'), None);
+    }
+
+    #[test]
+    fn phrases_choose_polyphone_readings() {
+        assert_eq!(plain("银行"), "yin2 hang2");
+        assert_eq!(plain("睡觉"), "shui4 jiao4");
+        assert_eq!(plain("重新"), "chong2 xin1");
+        assert_eq!(plain("音乐"), "yin1 yue4");
+        assert_eq!(plain("長大"), "zhang3 da4");
+        assert_eq!(plain("睡著了"), "shui4 zhao2 le5");
+        assert_eq!(plain("看著我"), "kan4 zhe5 wo3");
+        assert_eq!(plain("乾坤"), "qian2 kun1");
+    }
+
+    #[test]
+    fn particles_and_erhua_in_narrative() {
+        assert_eq!(plain("他跑得快"), "ta1 pao3 de5 kuai4");
+        assert_eq!(plain("我得走了"), "wo3 dei3 zou3 le5");
+        assert_eq!(plain("慢慢地走"), "man4 man4 de5 zou3");
+        assert_eq!(plain("那只小猴儿，"), "na4 zhi1 xiao3 hou2 er5");
+        assert_eq!(plain("他让儿子去"), "ta1 rang4 er2 zi5 qu4");
+        assert_eq!(plain("头也不抬地说"), "tou2 ye3 bu4 tai2 de5 shuo1");
+        assert_eq!(plain("慢慢地转"), "man4 man4 de5 zhuan3");
+        assert_eq!(plain("弟弟在这儿"), "di4 di5 zai4 zhe4 er5");
+        assert_eq!(plain("眯着眼睛"), "mi1 zhe5 yan3 jing5");
+    }
+
+    #[test]
+    fn one_reading_per_scalar() {
+        let r = syllables("我a，你");
+        assert_eq!(r.len(), 4);
+        assert_eq!(r[1], None);
+        assert_eq!(r[2], None);
+    }
+
+    #[test]
+    fn lexicon_overrides_dictionary() {
+        let lex =
+            Lexicon::parse("\"银行\" = \"yin2 xing2\"", std::path::Path::new("l.toml")).unwrap();
+        let r: Vec<String> = syllables_with("去银行", &lex)
+            .into_iter()
+            .flatten()
+            .collect();
+        assert_eq!(r, ["qu4", "yin2", "xing2"]);
     }
 
     #[test]

@@ -18,11 +18,12 @@ use serde::{Deserialize, Serialize};
 /// Why a cast file cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum CastError {
-    #[error("{path}: cannot read cast file: {source}")]
+    /// The reason is in the message (not a `#[source]`), so that it is
+    /// printed once by `{:#}` chains.
+    #[error("{path}: cannot read cast file: {reason}")]
     Io {
         path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        reason: std::io::Error,
     },
     #[error("{path}: {message}")]
     Parse { path: PathBuf, message: String },
@@ -84,9 +85,9 @@ pub struct Cast {
 impl Cast {
     /// Reads and checks a cast file.
     pub fn load(path: &Path) -> Result<Cast, CastError> {
-        let text = std::fs::read_to_string(path).map_err(|source| CastError::Io {
+        let text = std::fs::read_to_string(path).map_err(|reason| CastError::Io {
             path: path.to_owned(),
-            source,
+            reason,
         })?;
         Cast::parse(&text, path)
     }
@@ -95,7 +96,7 @@ impl Cast {
     pub fn parse(text: &str, path: &Path) -> Result<Cast, CastError> {
         let cast: Cast = toml::from_str(text).map_err(|e| CastError::Parse {
             path: path.to_owned(),
-            message: one_line(&e),
+            message: one_line(&e, text),
         })?;
         cast.check(path)?;
         Ok(cast)
@@ -172,11 +173,25 @@ fn toml_string(s: &str) -> String {
     toml::Value::String(s.to_owned()).to_string()
 }
 
-fn one_line(e: &toml::de::Error) -> String {
+/// The parser's message on one line, with the line it points at and that
+/// line's key (`line 3, key gender: unknown variant …`).
+fn one_line(e: &toml::de::Error, text: &str) -> String {
     let message = e.message().trim().replace('\n', " ");
-    match e.span() {
-        Some(span) => format!("{message} (at byte {})", span.start),
-        None => message,
+    let Some(span) = e.span() else {
+        return message;
+    };
+    let at = span.start.min(text.len());
+    let line_no = text.as_bytes()[..at]
+        .iter()
+        .filter(|b| **b == b'\n')
+        .count()
+        + 1;
+    let line = text.lines().nth(line_no - 1).unwrap_or("");
+    match line.split_once('=') {
+        Some((key, _)) if !key.trim().is_empty() && !key.contains('[') => {
+            format!("line {line_no}, key {}: {message}", key.trim())
+        }
+        _ => format!("line {line_no}: {message}"),
     }
 }
 

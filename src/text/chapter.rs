@@ -56,10 +56,13 @@ pub struct Heading<'a> {
     pub text: &'a str,
     /// (unit, number) for numbered headings, to spot duplicates written differently.
     pub key: Option<(char, u32)>,
+    /// The volume named on the same line (第一卷 第三章 …), if any.
+    pub volume: Option<&'a str>,
 }
 
 const NUMERALS: &str = "0-9０-９零〇一二两兩三四五六七八九十百千万萬壹贰貳叁參肆伍陆陸柒捌玖拾佰仟";
 const SEPARATORS: &str = r" \t　:：、.．·—\-";
+const SEPARATOR_CHARS: &str = " \t　:：、.．·—-";
 
 static NUMBERED: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(&format!(
@@ -98,19 +101,10 @@ const MAX_HEADING_BYTES: usize = 48 * 3;
 
 /// Returns the heading if `line` (already trimmed) is a chapter or volume heading.
 pub fn heading(line: &str) -> Option<Heading<'_>> {
-    if line.len() > MAX_HEADING_BYTES || line.ends_with(['。', '，', '！', '？', '；', '”', '」'])
-    {
+    if line.len() > MAX_HEADING_BYTES || line.ends_with(['。', '，', '；', '、']) {
         return None;
     }
     let first = line.chars().next()?;
-    let numbered = |caps: regex::Captures<'_>, kind: HeadingKind, unit: char| {
-        let key = parse_number(caps.name("num").map_or("", |m| m.as_str())).map(|n| (unit, n));
-        Some(Heading {
-            kind,
-            text: line,
-            key,
-        })
-    };
     match first {
         '第' | '正' => {
             let caps = NUMBERED.captures(line)?;
@@ -121,6 +115,7 @@ pub fn heading(line: &str) -> Option<Heading<'_>> {
                 _ => HeadingKind::Chapter,
             };
             numbered(
+                line,
                 caps,
                 kind,
                 if kind == HeadingKind::Volume {
@@ -132,21 +127,66 @@ pub fn heading(line: &str) -> Option<Heading<'_>> {
         }
         '卷' => {
             let caps = VOLUME.captures(line)?;
-            numbered(caps, HeadingKind::Volume, '卷')
+            numbered(line, caps, HeadingKind::Volume, '卷')
         }
         'C' | 'c' => {
             let caps = ENGLISH.captures(line)?;
-            numbered(caps, HeadingKind::Chapter, 'C')
+            numbered(line, caps, HeadingKind::Chapter, 'C')
         }
         '楔' | '序' | '引' | '前' | '尾' | '后' | '後' | '终' | '終' | '番' | '完' => {
             NAMED.is_match(line).then_some(Heading {
                 kind: HeadingKind::Chapter,
                 text: line,
                 key: None,
+                volume: None,
             })
         }
         _ => None,
     }
+}
+
+/// A numbered heading; a volume heading whose title holds a chapter heading
+/// (第一卷 潜龙 第三章 风起) is that chapter, of that volume.
+fn numbered<'a>(
+    line: &'a str,
+    caps: regex::Captures<'a>,
+    kind: HeadingKind,
+    unit: char,
+) -> Option<Heading<'a>> {
+    let key = parse_number(caps.name("num").map_or("", |m| m.as_str())).map(|n| (unit, n));
+    if kind != HeadingKind::Chapter
+        && let Some(title) = caps.name("title")
+    {
+        let inner = title
+            .as_str()
+            .match_indices('第')
+            .filter(|(at, _)| {
+                *at == 0
+                    || title.as_str()[..*at]
+                        .chars()
+                        .last()
+                        .is_some_and(|c| c.is_whitespace() || SEPARATOR_CHARS.contains(c))
+            })
+            .find_map(|(at, _)| {
+                heading(&title.as_str()[at..])
+                    .filter(|h| h.kind == HeadingKind::Chapter)
+                    .map(|h| (title.start() + at, h))
+            });
+        if let Some((at, inner)) = inner {
+            let volume = line[..at]
+                .trim_end_matches(|c: char| c.is_whitespace() || SEPARATOR_CHARS.contains(c));
+            return Some(Heading {
+                volume: Some(volume),
+                ..inner
+            });
+        }
+    }
+    Some(Heading {
+        kind,
+        text: line,
+        key,
+        volume: None,
+    })
 }
 
 /// Parses Arabic, full-width or Chinese numerals (一百二十三, 两千零五, 十二).
@@ -264,6 +304,7 @@ pub fn split_chapters(text: &str, fallback_title: &str) -> Vec<Chapter> {
                 kind: HeadingKind::Chapter,
                 text: line,
                 key: None,
+                volume: None,
             })
         })
     };
@@ -303,6 +344,9 @@ pub fn split_chapters(text: &str, fallback_title: &str) -> Vec<Chapter> {
         seen_heading = true;
         if is_volume {
             volume = Some(head.text.to_owned());
+        }
+        if let Some(v) = head.volume {
+            volume = Some(v.to_owned());
         }
         // Text right under a volume heading is read as a chapter titled by the volume.
         current = Chapter::new(1, head.text, volume.clone());
@@ -388,6 +432,8 @@ mod tests {
             "完本感言",
             "正文 第五章 雨夜",
             "第一百回 径回东土 五圣成真",
+            "第十章 杀！",
+            "第二章 “意外”",
         ] {
             assert!(heading(h).is_some(), "{h}");
         }
@@ -446,6 +492,19 @@ mod tests {
                 (1, "第一章 开端", Some("第一卷 潜龙")),
                 (2, "第二章 相遇", Some("第一卷 潜龙")),
                 (3, "第三章 远行", Some("卷二 飞龙"))
+            ]
+        );
+    }
+
+    #[test]
+    fn volume_and_chapter_on_one_line() {
+        let text = "第一卷 潜龙 第一章 开端\n他来了。\n第一卷 第二章 相遇\n她来了。\n";
+        let chapters = split_chapters(text, "书");
+        assert_eq!(
+            titles(&chapters),
+            [
+                (1, "第一章 开端", Some("第一卷 潜龙")),
+                (2, "第二章 相遇", Some("第一卷"))
             ]
         );
     }

@@ -40,7 +40,7 @@ pub struct SkippedLine {
 }
 
 /// A chapter of the reading script.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct ScriptChapter {
     /// 0 for front matter, then 1, 2, … in reading order.
     pub number: usize,
@@ -187,6 +187,16 @@ impl Script {
 }
 
 impl ScriptChapter {
+    /// A chapter outside any volume, with no skipped lines.
+    pub fn new(number: usize, title: impl Into<String>, segments: Vec<Segment>) -> ScriptChapter {
+        ScriptChapter {
+            number,
+            title: title.into(),
+            segments,
+            ..ScriptChapter::default()
+        }
+    }
+
     pub fn han_count(&self) -> usize {
         self.segments
             .iter()
@@ -280,5 +290,106 @@ mod tests {
             script.chapters[0].segments[1].speaker.as_deref(),
             Some("孙少安")
         );
+    }
+}
+
+#[cfg(test)]
+mod props {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// Characters that steer the splitter into its corners: every quote
+    /// mark, title marks, heading words, names, speech verbs, pronouns.
+    const ALPHABET: &[&str] = &[
+        "「",
+        "」",
+        "『",
+        "』",
+        "“",
+        "”",
+        "‘",
+        "’",
+        "＂",
+        "\"",
+        "《",
+        "》",
+        "：",
+        "，",
+        "。",
+        "！",
+        "？",
+        "…",
+        "—",
+        "\n",
+        "\n",
+        " ",
+        "　",
+        "第",
+        "一",
+        "百",
+        "章",
+        "回",
+        "卷",
+        "序",
+        "番外",
+        "Chapter 1",
+        "001 ",
+        "毛仲",
+        "苏晚",
+        "说",
+        "道",
+        "问",
+        "他",
+        "她",
+        "们",
+        "众人",
+        "的",
+        "www.",
+        "求月票",
+        "a",
+        "1",
+        "\u{feff}",
+        "\r",
+    ];
+
+    fn check(text: &str) {
+        let script = Script::from_text(text, "书");
+        for ch in &script.chapters {
+            for s in &ch.segments {
+                assert!(s.paragraph >= 1);
+                assert!(!s.text.is_empty());
+                assert!(text.contains(s.text.as_str()));
+                if s.kind == SegmentKind::Narration {
+                    assert!(s.speaker.is_none());
+                }
+            }
+        }
+        let cast = Cast {
+            characters: discover_cast(text, "书")
+                .into_iter()
+                .map(|d| d.character)
+                .collect(),
+        };
+        let _ = Script::from_text_with_cast(text, "书", Some(&cast));
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+
+        #[test]
+        fn never_panics_on_any_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..600)) {
+            if let Ok(decoded) = decode(&bytes) {
+                check(&decoded.text);
+            }
+            check(&String::from_utf8_lossy(&bytes));
+        }
+
+        #[test]
+        fn never_panics_on_novel_like_text(
+            parts in proptest::collection::vec(proptest::sample::select(ALPHABET), 0..300)
+        ) {
+            check(&parts.concat());
+        }
     }
 }

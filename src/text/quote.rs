@@ -85,16 +85,21 @@ pub fn scan_paragraph(paragraph: &str, out: &mut Vec<SpanRange>) {
     let bytes = paragraph.as_bytes();
     let mut narration_start = 0;
     let mut i = 0;
+    // Set once no 》 is left, so unclosed 《 do not rescan the paragraph.
+    let mut titles_closed = true;
     while i < bytes.len() {
         let Some(c) = paragraph[i..].chars().next() else {
             break;
         };
         let width = c.len_utf8();
-        if c == '《' {
+        if c == '《' && titles_closed {
             // A title is opaque: quote marks inside it are part of the title.
-            if let Some(rel) = paragraph[i + width..].find('》') {
-                i += width + rel + '》'.len_utf8();
-                continue;
+            match paragraph[i + width..].find('》') {
+                Some(rel) => {
+                    i += width + rel + '》'.len_utf8();
+                    continue;
+                }
+                None => titles_closed = false,
             }
         }
         let Some(close) = closer_of(c) else {
@@ -140,16 +145,25 @@ fn last_visible(paragraph: &str, out: &[SpanRange], first: usize, at: usize) -> 
 /// mark, closed?). Marks of the same pair nest; other marks are content.
 fn find_close(paragraph: &str, from: usize, open: char, close: char) -> (usize, usize, bool) {
     let mut depth = 0usize;
+    let mut first_reopen: Option<usize> = None;
+    let mut any_close = false;
     for (j, c) in paragraph[from..].char_indices() {
         if c == close {
+            any_close = true;
             if depth == 0 {
                 let at = from + j;
                 return (at, at + c.len_utf8(), true);
             }
             depth -= 1;
         } else if c == open && open != close {
+            first_reopen.get_or_insert(from + j);
             depth += 1;
         }
+    }
+    // “你好。“他说。: with no closing mark at all, a second opening mark
+    // stands for the closing one.
+    if let (false, Some(at)) = (any_close, first_reopen) {
+        return (at, at + open.len_utf8(), true);
     }
     (paragraph.len(), paragraph.len(), false)
 }
@@ -328,6 +342,21 @@ mod tests {
             ]
         );
         assert_eq!(kinds("＂来了！＂")[0].0, Dialogue);
+        assert_eq!(
+            kinds("‘走吧，“老地方”见。’他说。"),
+            [
+                (Dialogue, "‘走吧，“老地方”见。’".into()),
+                (Narration, "他说。".into())
+            ]
+        );
+    }
+
+    #[test]
+    fn opening_mark_used_to_close() {
+        assert_eq!(
+            kinds("“你好。“他说。"),
+            [(Dialogue, "“你好。“".into()), (Narration, "他说。".into())]
+        );
     }
 
     #[test]

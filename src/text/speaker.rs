@@ -7,9 +7,16 @@
 //! - the narration after it (`「…」毛仲說。`, between split quotes),
 //! - the previous paragraph ending in a colon, or the next paragraph opening
 //!   with a speech verb (`“想我了吗？”` / `她问。`),
-//! - turn-taking in a back-and-forth exchange (the addressee of the last
-//!   turn, or the speaker before the last one, answers),
+//! - the character acting right after the quote (next paragraph),
+//! - turn-taking in a back-and-forth exchange (the one addressed by name or
+//!   the addressee of the last turn, else the speaker before the last one,
+//!   else the character last mentioned who is not the last speaker),
 //! - the character acting in the sentence just before the quote.
+//!
+//! 他/她 resolve to the latest subject of that gender, skipping the subject
+//! of their own clause (老周问他); one with no antecedent in the chapter is
+//! "someone" (no name in the script, but still a party to turn-taking).
+//! Without a cast file, [`discover`] finds the names.
 
 use std::collections::HashMap;
 
@@ -328,11 +335,10 @@ impl Attributor {
             };
             for (k, s) in p.spans.iter().enumerate() {
                 if s.kind == SegmentKind::Dialogue {
+                    // `own` is in span order.
                     out[i][k] = own
-                        .iter()
-                        .find(|(at, _)| *at == k)
-                        .map(|(_, w)| Some(*w))
-                        .unwrap_or(speaker);
+                        .binary_search_by_key(&k, |(at, _)| *at)
+                        .map_or(speaker, |found| Some(own[found].1));
                 }
             }
             continued = match p.spans.last() {
@@ -406,6 +412,7 @@ impl Attributor {
         out: &mut Vec<Mention>,
     ) {
         let narration = &text[span.start..span.end];
+        let (mut clause, mut scanned) = (span.start, span.start);
         for m in self.matcher.find_iter(narration) {
             let (start, end) = (span.start + m.start(), span.start + m.end());
             let (who, pronoun) = match self.patterns[m.pattern().as_usize()] {
@@ -428,16 +435,16 @@ impl Attributor {
             if let Some(Who::Character(c)) = who
                 && let Some(slot) = gender_slot(self.genders[c])
             {
-                let subject = is_subject(
-                    text,
-                    &Mention {
-                        start,
-                        end,
-                        who,
-                        pronoun,
-                    },
-                    span.start,
-                );
+                // Clause starts move forward with the mentions: no rescanning.
+                if let Some((j, ch)) = text[scanned..start]
+                    .char_indices()
+                    .rev()
+                    .find(|(_, ch)| is_punct(*ch))
+                {
+                    clause = scanned + j + ch.len_utf8();
+                }
+                scanned = start;
+                let subject = opens_clause(&text[clause..start]);
                 last.note(slot, c, paragraph, end, subject);
             }
             out.push(Mention {
@@ -504,6 +511,7 @@ impl Recency {
         let same_clause = |(_, p, end): (usize, usize, usize)| {
             p == paragraph
                 && end <= at
+                && at - end <= MAX_CLAUSE_BYTES
                 && !text[end..at]
                     .chars()
                     .any(|ch| is_punct(ch) || ch == '”' || ch == '“')
@@ -613,6 +621,9 @@ impl Context<'_, '_> {
         let last_speaker = turns.last().and_then(|t| t.speaker);
         let recent = self.recent_mention(i, last_speaker.filter(|_| !turns.is_empty()));
         let turn = turn_taking(turns, vocative, recent);
+        if prev_is_turn && let Some(c) = self.next_paragraph_subject(i).filter(|c| accept(*c)) {
+            return (Some(c.who), c.addressee, own);
+        }
         if prev_is_turn && let Some(who) = turn {
             return (Some(who), last_speaker, own);
         }
@@ -715,12 +726,46 @@ impl Context<'_, '_> {
         let end = sentence_end(text, start, n.end);
         let sentence = &text[start..end];
         let mentions = self.mentions_in(i, start, end);
-        let (m, subject) = match mentions
+        // A mention in the first clause (這是毛仲的命令), else the first
+        // subject of the sentence, else its first mention.
+        let first_clause_end = text[start..end]
+            .char_indices()
+            .find(|(j, c)| *j > 0 && is_punct(*c))
+            .map_or(end, |(j, _)| start + j);
+        let in_first_clause = mentions
             .iter()
-            .find(|m| m.who.is_some() && is_subject(text, m, start))
-        {
-            Some(m) => (m, true),
-            None => (mentions.iter().find(|m| m.who.is_some())?, false),
+            .find(|m| m.who.is_some() && m.start < first_clause_end);
+        // The clause with the speech verb names the speaker (…，許多官兵大聲地喊著).
+        let mut verb_clause = None;
+        let mut clause_from = start;
+        for (j, c) in text[start..end].char_indices() {
+            let at = start + j;
+            let last = at + c.len_utf8() == end;
+            if !(is_punct(c) || last) {
+                continue;
+            }
+            let clause_end = if last { end } else { at };
+            // The mention must come before the verb (not 问秀莲).
+            if let Some(m) = mentions.iter().find(|m| {
+                m.who.is_some()
+                    && m.start >= clause_from
+                    && m.end <= clause_end
+                    && has_speech_verb(&text[m.end..clause_end])
+            }) {
+                verb_clause = Some(m);
+                break;
+            }
+            clause_from = at + c.len_utf8();
+        }
+        let (m, subject) = match verb_clause.or(in_first_clause) {
+            Some(m) => (m, is_subject(text, m, start)),
+            None => match mentions
+                .iter()
+                .find(|m| m.who.is_some() && is_subject(text, m, start))
+            {
+                Some(m) => (m, true),
+                None => (mentions.iter().find(|m| m.who.is_some())?, false),
+            },
         };
         let verb = has_speech_verb(&text[m.end..end]);
         let strength = match (subject, verb) {
@@ -863,6 +908,10 @@ fn turn_taking(turns: &[Turn], vocative: Option<Who>, recent: Option<Who>) -> Op
     let Some(last) = turns.last() else {
         return recent.filter(|r| Some(*r) != vocative);
     };
+    // A crowd shouts on (“快追！” “别让他们跑了！”) rather than taking turns.
+    if let Some(crowd @ Who::Crowd(_)) = last.speaker {
+        return Some(crowd);
+    }
     let candidates = [
         last.vocative.filter(|v| Some(*v) != last.speaker),
         last.addressee,
@@ -895,13 +944,22 @@ fn is_sentence_end(c: char) -> bool {
     matches!(c, '。' | '！' | '？' | '!' | '?' | '；' | ';')
 }
 
-/// Start of the clause that contains `pos` (not before `floor`).
+/// Longest clause looked at, in bytes: a longer run without punctuation is
+/// cut there, so no scan goes back further (linear time on any input).
+const MAX_CLAUSE_BYTES: usize = 64 * 3;
+
+/// Start of the clause that contains `pos` (not before `floor`, not more
+/// than [`MAX_CLAUSE_BYTES`] back).
 fn clause_start(text: &str, pos: usize, floor: usize) -> usize {
-    text[floor..pos]
+    let mut lo = floor.max(pos.saturating_sub(MAX_CLAUSE_BYTES));
+    while !text.is_char_boundary(lo) {
+        lo += 1;
+    }
+    text[lo..pos]
         .char_indices()
         .rev()
         .find(|(_, c)| is_punct(*c))
-        .map_or(floor, |(j, c)| floor + j + c.len_utf8())
+        .map_or(lo, |(j, c)| lo + j + c.len_utf8())
 }
 
 /// Start of the sentence that ends at `end` (not before `floor`).
@@ -927,9 +985,20 @@ fn last_clause(text: &str, floor: usize, end: usize) -> &str {
 
 /// True when the mention opens its clause, possibly after connectives (然后他说).
 fn is_subject(text: &str, m: &Mention, floor: usize) -> bool {
-    let mut prefix = text[clause_start(text, m.start, floor)..m.start].trim_start();
+    opens_clause(&text[clause_start(text, m.start, floor)..m.start])
+}
+
+/// Longest run of connectives before a subject, in bytes (3 × 3 characters).
+const MAX_CONNECTIVE_BYTES: usize = 27;
+
+/// True when `prefix` (clause start up to a mention) is empty or connectives only.
+fn opens_clause(prefix: &str) -> bool {
+    let mut prefix = prefix.trim_start();
     if prefix.is_empty() {
         return true;
+    }
+    if prefix.len() > MAX_CONNECTIVE_BYTES {
+        return false;
     }
     for _ in 0..3 {
         match CONNECTIVES.iter().find(|c| prefix.starts_with(**c)) {
@@ -1050,7 +1119,10 @@ fn has_speech_verb(s: &str) -> bool {
 }
 
 static SPEECH_MATCHER: std::sync::LazyLock<AhoCorasick> = std::sync::LazyLock::new(|| {
-    AhoCorasick::new(SPEECH_WORDS).expect("speech words are plain strings")
+    AhoCorasickBuilder::new()
+        .start_kind(aho_corasick::StartKind::Both)
+        .build(SPEECH_WORDS)
+        .expect("speech words are plain strings")
 });
 
 fn starts_with_speech_verb(s: &str) -> bool {
@@ -1058,7 +1130,9 @@ fn starts_with_speech_verb(s: &str) -> bool {
     let Some(c) = it.next() else { return false };
     let next = it.next();
     is_speech_char(None, c, next)
-        || SPEECH_WORDS.iter().any(|w| s.starts_with(w))
+        || SPEECH_MATCHER
+            .find(aho_corasick::Input::new(s).anchored(aho_corasick::Anchored::Yes))
+            .is_some()
         || matches!(c, '笑' | '冷' | '低' | '大' | '轻' | '輕' | '忙' | '急')
             && next.is_some_and(|n| is_speech_char(Some(c), n, None))
 }
@@ -1066,7 +1140,197 @@ fn starts_with_speech_verb(s: &str) -> bool {
 // ---------------------------------------------------------------------------
 // Discovery: characters of a book without a cast file.
 
-/// Characters that never appear in a name.
+/// True when a name of three or more characters opens with a common surname.
+fn has_surname(name: &str) -> bool {
+    const SURNAMES: &str = "王李张張刘劉陈陳杨楊黄黃赵趙吴吳周徐孙孫马馬朱胡郭何高林罗羅郑鄭梁谢謝宋唐许許韩韓冯馮邓鄧曹彭曾肖萧蕭田董袁潘于蒋蔣蔡余杜叶葉程苏蘇魏吕呂丁任沈姚卢盧姜崔钟鍾谭譚陆陸汪范金石廖贾賈夏韦韋付方白邹鄒孟熊秦邱江尹薛闫阎閻段雷侯龙龍史陶黎贺賀顾顧毛郝龚龔邵万萬钱錢严嚴覃武戴莫孔向汤湯常温溫康施文牛樊葛邢安齐齊易乔喬伍庞龐颜顏倪庄莊聂聶章鲁魯岳翟殷詹申欧歐耿关關兰蘭焦俞左柳甘祝包宁寧尚符舒阮柯纪紀梅童凌毕畢单單季裴霍涂成苗谷盛曲翁冉骆駱蓝藍路游辛靳管柴蒙鲍鮑华華喻祁蒲房滕屈饶饒解牟艾尤阳陽时時穆农農司卓古吉缪繆简簡车車项項连連芦蘆麦麥褚娄婁窦竇戚岑景党黨宫宮费費卜冷晏席卫衛米柏宗瞿桂全佟应應臧闵閔苟邬鄔边邊卞姬师師和仇栾欒隋商刁沙荣榮巫寇桑郎甄丛叢仲虞敖巩鞏明佘池查麻苑迟遲邝鄺猪豬";
+    name.chars().next().is_some_and(|c| SURNAMES.contains(c)) && name.chars().count() <= 3
+}
+
+/// Common words that open clauses in speaker positions but name nobody.
+const NOT_NAMES: &[&str] = &[
+    "似乎",
+    "常常",
+    "严肃",
+    "嚴肅",
+    "赶忙",
+    "趕忙",
+    "急忙",
+    "慌忙",
+    "顿时",
+    "頓時",
+    "立即",
+    "仍然",
+    "依然",
+    "已经",
+    "已經",
+    "正在",
+    "只好",
+    "不禁",
+    "忍不住",
+    "回话",
+    "回話",
+    "嘴里",
+    "嘴裡",
+    "或者",
+    "别人",
+    "別人",
+    "同样",
+    "同樣",
+    "直接",
+    "结果",
+    "結果",
+    "俗话",
+    "俗話",
+    "孩子",
+    "有人",
+    "对方",
+    "對方",
+    "自己",
+    "心里",
+    "心裡",
+    "脸上",
+    "臉上",
+    "眼里",
+    "眼裡",
+    "手里",
+    "手裡",
+    "随后",
+    "隨後",
+    "外面",
+    "里面",
+    "裡面",
+    "旁边",
+    "旁邊",
+    "对面",
+    "對面",
+    "那人",
+    "此人",
+    "原来",
+    "原來",
+    "真个",
+    "真個",
+    "须臾",
+    "須臾",
+    "二人",
+    "三人",
+    "两人",
+    "兩人",
+    "遂此",
+    "少时",
+    "少時",
+    "随即",
+    "隨即",
+    "今日",
+    "今天",
+    "明日",
+    "昨日",
+    "如今",
+    "后来",
+    "後來",
+    "先前",
+    "众位",
+    "眾位",
+    "其实",
+    "其實",
+    "果然",
+    "不久",
+    "片刻",
+    "半晌",
+    "良久",
+    "许久",
+    "許久",
+];
+
+/// Characters that never appear inside a name (particles, pronouns, speech verbs).
+fn is_non_name_inner(c: char) -> bool {
+    matches!(
+        c,
+        '的' | '了'
+            | '着'
+            | '著'
+            | '过'
+            | '過'
+            | '在'
+            | '是'
+            | '和'
+            | '与'
+            | '與'
+            | '把'
+            | '被'
+            | '让'
+            | '讓'
+            | '给'
+            | '給'
+            | '对'
+            | '對'
+            | '向'
+            | '从'
+            | '從'
+            | '说'
+            | '說'
+            | '道'
+            | '问'
+            | '問'
+            | '喊'
+            | '叫'
+            | '答'
+            | '笑'
+            | '们'
+            | '們'
+            | '么'
+            | '麼'
+            | '他'
+            | '她'
+            | '我'
+            | '你'
+            | '您'
+            | '它'
+            | '这'
+            | '這'
+            | '那'
+            | '就'
+            | '也'
+            | '都'
+            | '又'
+            | '还'
+            | '還'
+            | '不'
+            | '没'
+            | '沒'
+            | '很'
+            | '得'
+            | '地'
+            | '却'
+            | '卻'
+            | '便'
+            | '才'
+            | '再'
+            | '只'
+            | '听'
+            | '聽'
+            | '看'
+            | '想'
+            | '要'
+            | '会'
+            | '會'
+            | '能'
+            | '吗'
+            | '嗎'
+            | '呢'
+            | '吧'
+            | '啊'
+            | '呀'
+            | '嘛'
+            | '起'
+            | '到'
+            | '个'
+            | '個'
+            | '闻'
+            | '聞'
+    )
+}
+
+/// Characters that never open a name.
 fn is_non_name_char(c: char) -> bool {
     matches!(
         c,
@@ -1257,7 +1521,8 @@ pub struct Discovered {
 /// a cast of them, most frequent first, with genders guessed from the
 /// pronouns that follow them and from gendered characters.
 pub fn discover<'a>(chapters: &[Vec<ParagraphView<'a>>]) -> Vec<Discovered> {
-    let mut counts: HashMap<&str, usize> = HashMap::new();
+    // (times in a speaker position, times right before a verb or the clause end)
+    let mut counts: HashMap<&str, (usize, usize)> = HashMap::new();
     let mut add_clause = |text: &'a str, start: usize, end: usize| {
         let clause = &text[start..end];
         let mut rest = clause.trim_start();
@@ -1274,9 +1539,14 @@ pub fn discover<'a>(chapters: &[Vec<ParagraphView<'a>>]) -> Vec<Discovered> {
             }
             ends.push(j + c.len_utf8());
         }
-        for (n, &e) in ends.iter().enumerate().skip(1) {
-            let _ = n;
-            *counts.entry(&rest[..e]).or_default() += 1;
+        for &e in ends.iter().skip(1) {
+            let entry = counts.entry(&rest[..e]).or_default();
+            entry.0 += 1;
+            // Right before a speech verb or the end of the clause (毛仲說, 毛仲：).
+            let after = &rest[e..];
+            if after.is_empty() || starts_with_speech_verb(after) {
+                entry.1 += 1;
+            }
         }
     };
     for paragraphs in chapters {
@@ -1284,7 +1554,6 @@ pub fn discover<'a>(chapters: &[Vec<ParagraphView<'a>>]) -> Vec<Discovered> {
             if p.skipped {
                 continue;
             }
-            let quote_only = p.spans.iter().all(|s| s.kind == SegmentKind::Dialogue);
             for (k, s) in p.spans.iter().enumerate() {
                 if s.kind != SegmentKind::Narration {
                     continue;
@@ -1329,26 +1598,29 @@ pub fn discover<'a>(chapters: &[Vec<ParagraphView<'a>>]) -> Vec<Discovered> {
                     }
                 }
             }
-            let _ = quote_only;
         }
     }
     select_names(&counts)
 }
 
-fn select_names(counts: &HashMap<&str, usize>) -> Vec<Discovered> {
+fn select_names(seen: &HashMap<&str, (usize, usize)>) -> Vec<Discovered> {
     const MIN_COUNT: usize = 2;
+    // A name must stand right before a speech verb or a colon at least once.
+    let counts: HashMap<&str, usize> = seen.iter().map(|(k, (n, _))| (*k, *n)).collect();
+    let direct = |s: &str| seen.get(s).is_some_and(|(_, d)| *d > 0);
     let count_of = |s: &str| counts.get(s).copied().unwrap_or(0);
     let plausible = |s: &str| {
         let mut chars = s.chars();
         chars.next().is_some_and(|c| !is_non_name_char(c))
-            && s.chars()
-                .all(|c| super::decode::is_han(c) && !is_non_name_char(c))
+            && chars.all(|c| super::decode::is_han(c) && !is_non_name_inner(c))
             && !CROWDS.contains(&s)
+            && !NOT_NAMES.contains(&s)
+            && !has_speech_verb(s)
     };
     let mut chosen: HashMap<String, usize> = HashMap::new();
     // Longer strings by the string one character shorter that they extend.
     let mut longer: HashMap<&str, Vec<(&str, usize)>> = HashMap::new();
-    for (k, n) in counts {
+    for (k, n) in &counts {
         if let Some((last, _)) = k.char_indices().last()
             && last > 0
         {
@@ -1365,26 +1637,60 @@ fn select_names(counts: &HashMap<&str, usize>) -> Vec<Discovered> {
         if !two.chars().all(super::decode::is_han) {
             continue;
         }
-        // Grow the name while nearly every occurrence continues the same way.
-        let mut name = two;
-        let mut n = n2;
-        for ratio in [0.6, 0.8] {
-            let best = longer
+        // Grow the name while nearly every occurrence continues the same way
+        // (毛仲 stays, 陈青 → 陈青云); a longer name needs a surname.
+        let extensions = |name: &str| -> Vec<(&str, usize)> {
+            let mut v: Vec<(&str, usize)> = longer
                 .get(name)
-                .and_then(|v| v.iter().max_by_key(|(k, c)| (*c, std::cmp::Reverse(*k))));
-            match best {
-                Some((k, c)) if (*c as f64) >= ratio * n as f64 && plausible(k) => {
-                    name = k;
-                    n = *c;
+                .map(|v| {
+                    v.iter()
+                        .copied()
+                        .filter(|(k, _)| plausible(k) && has_surname(k))
+                        .collect()
+                })
+                .unwrap_or_default();
+            v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+            v
+        };
+        let mut found: Vec<(&str, usize)> = Vec::new();
+        let ext = extensions(two);
+        match ext.first() {
+            Some(&(k, c)) if c as f64 >= 0.6 * n2 as f64 => {
+                // A fourth character only when nearly always there (明軍官兵).
+                let four = longer.get(k).and_then(|v| {
+                    v.iter()
+                        .copied()
+                        .filter(|(f, _)| plausible(f))
+                        .max_by_key(|(f, n)| (*n, std::cmp::Reverse(*f)))
+                });
+                match four {
+                    Some((f, n)) if n as f64 >= 0.8 * c as f64 => found.push((f, n)),
+                    _ => found.push((k, c)),
                 }
-                _ => break,
+            }
+            _ => {
+                // 孙少 → 孙少安 and 孙少平: a shared prefix is no name.
+                let shared: Vec<(&str, usize)> = ext
+                    .iter()
+                    .copied()
+                    .filter(|(_, c)| *c >= MIN_COUNT && *c as f64 >= 0.2 * n2 as f64)
+                    .collect();
+                let covered: usize = shared.iter().map(|(_, c)| c).sum();
+                if shared.len() >= 2 && covered as f64 >= 0.6 * n2 as f64 {
+                    found.extend(shared);
+                } else {
+                    found.push((two, n2));
+                }
             }
         }
-        if !plausible(name) || n < MIN_COUNT {
-            continue;
+        for (name, n) in found {
+            let surname = has_surname(name) || name.chars().count() > 3;
+            if !plausible(name) || n < MIN_COUNT || !(surname || direct(name)) {
+                continue;
+            }
+            let entry = chosen.entry(name.to_owned()).or_default();
+            *entry = (*entry).max(n.max(count_of(name)));
         }
-        let entry = chosen.entry(name.to_owned()).or_default();
-        *entry = (*entry).max(n.max(count_of(name)));
     }
     let mut names: Vec<(String, usize)> = chosen.into_iter().collect();
     names.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
@@ -1440,6 +1746,14 @@ fn gender_hint(name: &str) -> Gender {
     let Some(last) = name.chars().last() else {
         return Gender::Unknown;
     };
+    // Words that make a name female wherever they stand (女子, 公主, 夫人 …).
+    const FEMALE_WORDS: &[&str] = &[
+        "女", "娘", "婆", "妇", "婦", "公主", "夫人", "太太", "小姐", "菩萨", "菩薩", "观音",
+        "觀音",
+    ];
+    if FEMALE_WORDS.iter().any(|w| name.contains(w)) {
+        return Gender::Female;
+    }
     if matches!(
         last,
         '娘' | '姐'
@@ -1570,12 +1884,15 @@ pub fn guess_genders(found: &mut [Discovered], chapters: &[Vec<ParagraphView<'_>
         }
     }
     for (d, [male, female]) in found.iter_mut().zip(votes) {
-        let g = if male >= 2 && male >= 2 * female {
+        // A gendered name beats the votes (classical texts use 他 for women too).
+        let g = if d.character.gender != Gender::Unknown {
+            d.character.gender
+        } else if male >= 2 && male >= 2 * female {
             Gender::Male
         } else if female >= 2 && female >= 2 * male {
             Gender::Female
         } else {
-            d.character.gender
+            Gender::Unknown
         };
         d.character.gender = g;
     }
@@ -1682,9 +1999,29 @@ mod tests {
     }
 
     #[test]
+    fn possessed_name_and_object_pronoun() {
+        let c = cast(&[("林一舟", &[], M), ("老周", &[], M), ("苏晚", &[], F)]);
+        // 他旁边的老周: 老周 speaks, not 他.
+        let text = "林一舟坐下。\n他旁边的老周突然大声说：“开船！”";
+        assert_eq!(names(&speakers(&c, text)), ["老周"]);
+        // 老周问他: 他 is 林一舟, the addressee, who answers.
+        let text = "林一舟走上甲板。\n老周站起来。\n“睡得好吗？”\n老周问他。\n“还行。”";
+        assert_eq!(names(&speakers(&c, text)), ["老周", "林一舟"]);
+    }
+
+    #[test]
+    fn actor_after_the_quote_speaks() {
+        let c = cast(&[("林一舟", &[], M), ("苏晚", &[], F)]);
+        let text = "林一舟问苏晚：“冷吗？”\n“有点。”\n“给你。”\n林一舟脱下外套递过去。";
+        assert_eq!(names(&speakers(&c, text)), ["林一舟", "苏晚", "林一舟"]);
+    }
+
+    #[test]
     fn crowds_speak() {
         let c = cast(&[("林一舟", &[], M)]);
         assert_eq!(names(&speakers(&c, "“万岁！”众人齐声喊道。")), ["众人"]);
+        let text = "林一舟说：“上船。”\n众人一面跑一面喊道：\n“开船！”\n“快开船！”";
+        assert_eq!(names(&speakers(&c, text)), ["林一舟", "众人", "众人"]);
     }
 
     #[test]
@@ -1742,5 +2079,7 @@ mod tests {
         assert_eq!(gender_hint("润叶姐"), Gender::Female);
         assert_eq!(gender_hint("福堂叔"), Gender::Male);
         assert_eq!(gender_hint("毛仲"), Gender::Unknown);
+        assert_eq!(gender_hint("公主"), Gender::Female);
+        assert_eq!(gender_hint("女王"), Gender::Female);
     }
 }

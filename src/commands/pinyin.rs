@@ -1,0 +1,37 @@
+//! `tingshu pinyin [--jsonl]`: stdin lines → lexical tone-numbered pinyin
+//! (no tone sandhi). Plain: the syllables of each line, space-separated.
+//! `--jsonl`: one JSON array per line, one element per Unicode scalar
+//! value (the syllable, or null for a non-Han character).
+
+use std::io::{BufWriter, Write};
+
+use super::EXIT_OK;
+use super::normalize::{finish, for_each_stdin_line, load_lexicon};
+use crate::cli::PinyinArgs;
+use crate::frontend::pinyin;
+
+/// Runs `pinyin`. Unreadable input or lexicon is an `Err` (exit 2).
+pub fn run(args: &PinyinArgs) -> anyhow::Result<u8> {
+    let lexicon = load_lexicon(&args.frontend)?;
+    let stdout = std::io::stdout().lock();
+    let mut out = BufWriter::new(stdout);
+    for_each_stdin_line(|line| {
+        let readings = pinyin::lexical(line, &lexicon);
+        if args.jsonl {
+            let json = serde_json::to_string(&readings).map_err(std::io::Error::other)?;
+            writeln!(out, "{json}")
+        } else {
+            let mut first = true;
+            for s in readings.iter().flatten() {
+                if !first {
+                    out.write_all(b" ")?;
+                }
+                out.write_all(s.as_bytes())?;
+                first = false;
+            }
+            writeln!(out)
+        }
+    })?;
+    finish(out)?;
+    Ok(EXIT_OK)
+}

@@ -1,0 +1,448 @@
+//! Choosing the reading of a polyphonic character (多音字) in context.
+//!
+//! A linear model scores each candidate reading with features of the
+//! character's surroundings: whether the phrase dictionary's reading agrees,
+//! the neighbouring characters, and the segmented word. The weights are an
+//! averaged perceptron fitted on the CPP polyphone data by
+//! `scripts/gen-polyphone-model.sh` (see `data/README.md`); characters the
+//! model never saw fall back to the phrase reading, then the most common one.
+//! A few rules for narrative prose (particles 得 地 着, erhua 儿, measure
+//! word 只) override the model for characters outside any phrase.
+
+use std::sync::LazyLock;
+
+use rustc_hash::{FxHashMap, FxHashSet};
+
+const MODEL: &str = include_str!("data/polyphone.tsv");
+
+/// What the model sees of one character.
+#[derive(Debug, Clone)]
+pub struct Features {
+    /// The character (Simplified).
+    pub c: char,
+    /// Previous and next character of the line (Simplified), `\u{2}` /
+    /// `\u{3}` at the line's ends.
+    pub prev: char,
+    pub next: char,
+    /// The character before `prev` (`\u{2}` before the line).
+    pub prev2: char,
+    /// Whether the character is a word by itself (not in any phrase).
+    pub single: bool,
+    /// Hash of the segmented word that holds the character ([`word_hash`]).
+    pub word: u64,
+    /// The phrase dictionary's reading for this character, if it is inside
+    /// a dictionary phrase.
+    pub dict: Option<&'static str>,
+    /// Candidate readings, the most common first.
+    pub candidates: Vec<&'static str>,
+    /// Whether the chosen syllable is said with the neutral tone whatever
+    /// its reading (the second 弟 of 弟弟, the 儿 of 这儿).
+    pub neutral: bool,
+}
+
+const BIAS: u8 = 0;
+const DICT_AGREES: u8 = 1;
+const PREV: u8 = 2;
+const NEXT: u8 = 3;
+const WORD: u8 = 4;
+const G_DICT: u8 = 5;
+const G_DEFAULT_NO_DICT: u8 = 6;
+const G_DEFAULT: u8 = 7;
+const KIND_NAMES: [&str; 8] = [
+    "bias",
+    "dict",
+    "prev",
+    "next",
+    "word",
+    "g-dict",
+    "g-def-nodict",
+    "g-def",
+];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct Key {
+    c: char,
+    reading: &'static str,
+    kind: u8,
+    ctx: u64,
+}
+
+/// Weights of the polyphone model.
+#[derive(Debug, Default, Clone)]
+pub struct Model {
+    weights: FxHashMap<Key, f32>,
+    chars: FxHashSet<char>,
+    /// Context text of each word feature, for writing the model out.
+    words: FxHashMap<u64, String>,
+}
+
+static EMBEDDED: LazyLock<Model> = LazyLock::new(|| Model::parse(MODEL));
+
+/// FNV-1a hash of a word, the key of word features.
+pub fn word_hash(word: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in word.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+fn features(f: &Features, reading: &'static str, mut emit: impl FnMut(Key)) {
+    let key = |c: char, kind: u8, ctx: u64| Key {
+        c,
+        // Global features (no character) weigh the same for any reading.
+        reading: if c == '\0' { "" } else { reading },
+        kind,
+        ctx,
+    };
+    let default = f.candidates.first().copied();
+    emit(key(f.c, BIAS, 0));
+    match f.dict {
+        Some(d) if d == reading => {
+            emit(key('\0', G_DICT, 0));
+            emit(key(f.c, DICT_AGREES, 0));
+        }
+        Some(_) => {}
+        None if default == Some(reading) => emit(key('\0', G_DEFAULT_NO_DICT, 0)),
+        None => {}
+    }
+    if default == Some(reading) {
+        emit(key('\0', G_DEFAULT, 0));
+    }
+    emit(key(f.c, PREV, u64::from(f.prev)));
+    emit(key(f.c, NEXT, u64::from(f.next)));
+    emit(key(f.c, WORD, f.word));
+}
+
+impl Model {
+    /// The model shipped in the binary.
+    pub fn embedded() -> &'static Model {
+        &EMBEDDED
+    }
+
+    /// Reads the TSV form written by [`Model::write`]; bad lines are skipped.
+    pub fn parse(text: &'static str) -> Model {
+        let mut model = Model::default();
+        for line in text.lines() {
+            let mut cols = line.split('\t');
+            let (Some(kind), Some(c), Some(reading), Some(ctx), Some(w)) = (
+                cols.next(),
+                cols.next(),
+                cols.next(),
+                cols.next(),
+                cols.next(),
+            ) else {
+                continue;
+            };
+            let Some(kind) = KIND_NAMES.iter().position(|k| *k == kind) else {
+                continue;
+            };
+            let Ok(weight) = w.parse::<f32>() else {
+                continue;
+            };
+            let c = c.chars().next().unwrap_or('\0');
+            let kind = kind as u8;
+            let ctx = match kind {
+                PREV | NEXT => ctx.chars().next().map_or(0, u64::from),
+                WORD => word_hash(ctx),
+                _ => 0,
+            };
+            if c != '\0' {
+                model.chars.insert(c);
+            }
+            model.weights.insert(
+                Key {
+                    c,
+                    reading,
+                    kind,
+                    ctx,
+                },
+                weight,
+            );
+        }
+        model
+    }
+
+    /// Writes the weights as TSV: kind, char, reading, context, weight.
+    pub fn write(&self, out: &mut impl std::io::Write) -> std::io::Result<()> {
+        let mut rows: Vec<(String, f32)> = self
+            .weights
+            .iter()
+            .filter(|(_, w)| w.abs() >= 5e-4)
+            .map(|(k, w)| {
+                let c = if k.c == '\0' {
+                    String::new()
+                } else {
+                    k.c.to_string()
+                };
+                let ctx = match k.kind {
+                    PREV | NEXT => char::from_u32(k.ctx as u32)
+                        .map(String::from)
+                        .unwrap_or_default(),
+                    WORD => self.words.get(&k.ctx).cloned().unwrap_or_default(),
+                    _ => String::new(),
+                };
+                let row = format!("{}\t{c}\t{}\t{ctx}", KIND_NAMES[k.kind as usize], k.reading);
+                (row, *w)
+            })
+            .collect();
+        rows.sort_by(|a, b| a.0.cmp(&b.0));
+        for (row, w) in rows {
+            writeln!(out, "{row}\t{w:.3}")?;
+        }
+        Ok(())
+    }
+
+    fn score(&self, f: &Features, reading: &'static str) -> f32 {
+        let mut s = 0.0;
+        features(f, reading, |k| {
+            s += self.weights.get(&k).copied().unwrap_or(0.0)
+        });
+        s
+    }
+
+    /// The syllable to say for a character: [`Model::choose`], in the
+    /// neutral tone where [`Features::neutral`] asks for it.
+    pub fn read(&self, f: &Features) -> Option<String> {
+        let chosen = self.choose(f)?;
+        Some(if f.neutral {
+            format!("{}5", chosen.trim_end_matches(|c: char| c.is_ascii_digit()))
+        } else {
+            chosen.to_owned()
+        })
+    }
+
+    /// The reading to use for a character.
+    pub fn choose(&self, f: &Features) -> Option<&'static str> {
+        let chosen = self.score_best(f);
+        particle_rule(f).or(chosen)
+    }
+
+    fn score_best(&self, f: &Features) -> Option<&'static str> {
+        if f.candidates.len() <= 1 || !self.chars.contains(&f.c) {
+            return f.dict.or_else(|| f.candidates.first().copied());
+        }
+        let mut best = None;
+        let mut best_score = f32::NEG_INFINITY;
+        for &r in &f.candidates {
+            let s = self.score(f, r);
+            if s > best_score {
+                best_score = s;
+                best = Some(r);
+            }
+        }
+        best
+    }
+}
+
+/// Characters after which a lone 地 is the adverbial particle de5
+/// (默默地, 突然地, 轻声地…), besides reduplications (慢慢地).
+const DE_BEFORE_DI: &str =
+    "然般样意心声断续觉静悄慢狠轻紧冷热柔细默怔愣呆缓急猛力勉淡低渐真认仔连迅速快重深暗独乎";
+
+/// Verbs of speech and motion that a lone 地 introduces as an adverbial
+/// (头也不抬地说, 轻轻地走).
+const VERB_AFTER_DE: &str = "说道问答笑叫喊哭走跑看望想回点摇叹喝吼骂应嚷嘀嘟念";
+
+/// Characters after which a lone 得 is the modal dei3 (我得走, 还得, 就得).
+const DEI_AFTER: &str = "我你他她它们就还也都总只必又可便才却谁咱俺";
+
+/// Readings of the particles 得, 地 and 着, of the erhua 儿 and of the
+/// measure word 只 when they stand alone (no phrase): the CPP data comes from
+/// encyclopaedic text where 地 is mostly di4 and 得 de2, while narrative
+/// prose uses them as particles.
+fn particle_rule(f: &Features) -> Option<&'static str> {
+    if !f.single {
+        return None;
+    }
+    let han = |c: char| crate::text::is_han(c);
+    match f.c {
+        '地' if han(f.next)
+            && (f.prev == f.prev2 && han(f.prev)
+                || DE_BEFORE_DI.contains(f.prev)
+                || VERB_AFTER_DE.contains(f.next)) =>
+        {
+            Some("de5")
+        }
+        '得' if !han(f.prev) || DEI_AFTER.contains(f.prev) => han(f.next).then_some("dei3"),
+        '得' => Some("de5"),
+        // Durative 着 (眯着眼睛); 睡不着, 找得着 reach zhao2. 着急, 着手…
+        // are phrases.
+        '着' | '著' if f.prev == '不' || f.prev == '得' => Some("zhao2"),
+        '着' | '著' if han(f.prev) => Some("zhe5"),
+        // Measure word after a demonstrative or numeral (那只猫, 两只手);
+        // 只是, 只有… are phrases.
+        '只' if "这那哪一两二三四五六七八九十几每半某".contains(f.prev) && han(f.next) => {
+            Some("zhi1")
+        }
+        // Erhua suffix at a word's end (小猴儿，): neutral; 儿子, 女儿… are phrases.
+        '儿' if han(f.prev) && (!han(f.next) || "的了呢啊吧呀么".contains(f.next)) => {
+            Some("er5")
+        }
+        _ => None,
+    }
+}
+
+/// One labelled example: the features of a character and its gold reading
+/// (one of the candidates).
+#[derive(Debug, Clone)]
+pub struct Example {
+    pub features: Features,
+    pub gold: &'static str,
+    /// The word text behind `features.word`, for writing the model out.
+    pub word: String,
+}
+
+/// Fits an averaged perceptron on `examples` (deterministic order).
+pub fn train(examples: &[Example], epochs: usize) -> Model {
+    let mut w: FxHashMap<Key, f64> = FxHashMap::default();
+    let mut u: FxHashMap<Key, f64> = FxHashMap::default();
+    let mut model = Model::default();
+    for e in examples {
+        model.chars.insert(e.features.c);
+        model.words.insert(e.features.word, e.word.clone());
+    }
+    let mut order: Vec<usize> = (0..examples.len()).collect();
+    let mut rng = 0x9e37_79b9_7f4a_7c15_u64;
+    let mut t = 1.0_f64;
+    for _ in 0..epochs {
+        shuffle(&mut order, &mut rng);
+        for &i in &order {
+            let e = &examples[i];
+            let pred = {
+                let mut best = e.features.candidates[0];
+                let mut best_score = f64::NEG_INFINITY;
+                for &r in &e.features.candidates {
+                    let mut s = 0.0;
+                    features(&e.features, r, |k| s += w.get(&k).copied().unwrap_or(0.0));
+                    if s > best_score {
+                        best_score = s;
+                        best = r;
+                    }
+                }
+                best
+            };
+            if pred != e.gold {
+                features(&e.features, e.gold, |k| {
+                    *w.entry(k).or_default() += 1.0;
+                    *u.entry(k).or_default() += t;
+                });
+                features(&e.features, pred, |k| {
+                    *w.entry(k).or_default() -= 1.0;
+                    *u.entry(k).or_default() -= t;
+                });
+            }
+            t += 1.0;
+        }
+    }
+    model.weights = w
+        .iter()
+        .map(|(k, wk)| (*k, (wk - u.get(k).copied().unwrap_or(0.0) / t) as f32))
+        .collect();
+    model
+}
+
+fn shuffle(v: &mut [usize], state: &mut u64) {
+    for i in (1..v.len()).rev() {
+        *state ^= *state << 13;
+        *state ^= *state >> 7;
+        *state ^= *state << 17;
+        let j = (*state % (i as u64 + 1)) as usize;
+        v.swap(i, j);
+    }
+}
+
+/// Number of `examples` the model reads right.
+pub fn correct(model: &Model, examples: &[Example]) -> usize {
+    examples
+        .iter()
+        .filter(|e| model.read(&e.features).as_deref() == Some(e.gold))
+        .count()
+}
+
+/// Accuracy of `k`-fold cross-validation: each fold is predicted by a
+/// model fitted on the other folds. Returns (correct, total).
+pub fn cross_validate(examples: &[Example], k: usize, epochs: usize) -> (usize, usize) {
+    let mut order: Vec<usize> = (0..examples.len()).collect();
+    let mut rng = 0x2545_f491_4f6c_dd1d_u64;
+    shuffle(&mut order, &mut rng);
+    let mut correct = 0;
+    for fold in 0..k {
+        let in_fold = |pos: usize| pos % k == fold;
+        let train_set: Vec<Example> = order
+            .iter()
+            .enumerate()
+            .filter(|(pos, _)| !in_fold(*pos))
+            .map(|(_, &i)| examples[i].clone())
+            .collect();
+        let model = train(&train_set, epochs);
+        correct += order
+            .iter()
+            .enumerate()
+            .filter(|(pos, _)| in_fold(*pos))
+            .filter(|&(_, &i)| {
+                model.read(&examples[i].features).as_deref() == Some(examples[i].gold)
+            })
+            .count();
+    }
+    (correct, examples.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn feats(c: char, prev: char, dict: Option<&'static str>, cands: &[&'static str]) -> Features {
+        Features {
+            c,
+            prev,
+            next: '\u{3}',
+            prev2: '\u{2}',
+            single: false,
+            neutral: false,
+            word: word_hash(&c.to_string()),
+            dict,
+            candidates: cands.to_vec(),
+        }
+    }
+
+    #[test]
+    fn untrained_model_prefers_phrase_then_default() {
+        let m = Model::default();
+        assert_eq!(
+            m.choose(&feats('行', '银', Some("hang2"), &["xing2", "hang2"])),
+            Some("hang2")
+        );
+        assert_eq!(
+            m.choose(&feats('行', '走', None, &["xing2", "hang2"])),
+            Some("xing2")
+        );
+    }
+
+    #[test]
+    fn perceptron_learns_context_and_round_trips() {
+        let mut ex = Vec::new();
+        for (prev, gold) in [
+            ('甲', "hang2"),
+            ('乙', "xing2"),
+            ('甲', "hang2"),
+            ('乙', "xing2"),
+        ] {
+            ex.push(Example {
+                features: feats('行', prev, None, &["xing2", "hang2"]),
+                gold,
+                word: "行".into(),
+            });
+        }
+        let m = train(&ex, 5);
+        assert_eq!(m.choose(&ex[0].features), Some("hang2"));
+        assert_eq!(m.choose(&ex[1].features), Some("xing2"));
+        let mut out = Vec::new();
+        m.write(&mut out).unwrap();
+        let text: &'static str = String::leak(String::from_utf8(out).unwrap());
+        let back = Model::parse(text);
+        assert_eq!(back.choose(&ex[0].features), Some("hang2"));
+        assert_eq!(back.choose(&ex[1].features), Some("xing2"));
+    }
+}

@@ -1,0 +1,207 @@
+//! Tone sandhi for synthesis: the tones a speaker actually says, applied
+//! only to the pinyin sent to the voice (`tingshu pinyin` keeps lexical
+//! tones).
+//!
+//! - 3-3: in a run of third tones, all but the last become second tone
+//!   (with word boundaries: inside each word, then across a boundary only
+//!   when one side is a one-syllable word, as in 很好, 我想);
+//! - 一 (yi1): yi2 before a fourth tone, yi4 before other tones, neutral
+//!   between two identical syllables (看一看), kept as a number (第一, 十一,
+//!   at the end of a phrase);
+//! - 不 (bu4): bu2 before a fourth tone, neutral between two identical
+//!   syllables (好不好).
+
+/// Characters that make a neighbouring 一 a number.
+const NUMERALS: &str = "零〇一二三四五六七八九十百千万亿两第";
+
+fn tone(s: &str) -> Option<u8> {
+    s.bytes()
+        .last()
+        .filter(u8::is_ascii_digit)
+        .map(|b| b - b'0')
+}
+
+fn retone(s: &str, t: u8) -> String {
+    format!("{}{}", &s[..s.len() - 1], t)
+}
+
+/// Applies tone sandhi in place; `chars` and `readings` run in parallel.
+/// Without word boundaries every run of third tones is one unit.
+pub fn apply(chars: &[char], readings: &mut [Option<String>]) {
+    yi_bu(chars, readings);
+    let n = readings.len().min(chars.len());
+    third_tone_runs(&mut readings[..n]);
+}
+
+/// Applies tone sandhi in place, using the word each character belongs to
+/// (`words[i]`, as from [`Analysis::word_ids`](super::pinyin::Analysis::word_ids)).
+pub fn apply_in_words(chars: &[char], readings: &mut [Option<String>], words: &[Option<usize>]) {
+    yi_bu(chars, readings);
+    let n = readings.len().min(chars.len()).min(words.len());
+    // Inside each word.
+    let mut start = 0;
+    while start < n {
+        let mut end = start + 1;
+        while end < n && words[end].is_some() && words[end] == words[start] {
+            end += 1;
+        }
+        if words[start].is_some() {
+            third_tone_runs(&mut readings[start..end]);
+        }
+        start = end;
+    }
+    // Across word boundaries, right to left, when one side is monosyllabic.
+    let mut lengths: Vec<usize> = Vec::new();
+    for w in words[..n].iter().flatten() {
+        if *w >= lengths.len() {
+            lengths.resize(w + 1, 0);
+        }
+        lengths[*w] += 1;
+    }
+    let len_of = |i: usize| words[i].map_or(0, |w| lengths[w]);
+    for i in (0..n.saturating_sub(1)).rev() {
+        let boundary = words[i].is_some() && words[i + 1].is_some() && words[i] != words[i + 1];
+        if boundary
+            && readings[i].as_deref().and_then(tone) == Some(3)
+            && readings[i + 1].as_deref().and_then(tone) == Some(3)
+            && (len_of(i) == 1 || len_of(i + 1) == 1)
+            && let Some(r) = readings[i].as_mut()
+        {
+            *r = retone(r, 2);
+        }
+    }
+}
+
+fn yi_bu(chars: &[char], readings: &mut [Option<String>]) {
+    let n = readings.len().min(chars.len());
+    for i in 0..n {
+        let (c, next) = (chars[i], readings.get(i + 1).and_then(|r| r.as_deref()));
+        let prev_char = i.checked_sub(1).map(|p| chars[p]);
+        let next_char = chars.get(i + 1).copied();
+        let reduplicated = prev_char.is_some() && prev_char == next_char;
+        let new = match (c, readings[i].as_deref()) {
+            ('一', Some("yi1")) => {
+                let numeric = prev_char.is_some_and(|p| NUMERALS.contains(p))
+                    || next_char.is_some_and(|n| NUMERALS.contains(n));
+                match next.and_then(tone) {
+                    _ if numeric => None,
+                    Some(_) if reduplicated => Some("yi5".to_owned()),
+                    Some(4) => Some("yi2".to_owned()),
+                    Some(1..=3) => Some("yi4".to_owned()),
+                    Some(5) => Some("yi2".to_owned()),
+                    _ => None,
+                }
+            }
+            ('不', Some("bu4")) => match next.and_then(tone) {
+                Some(_) if reduplicated => Some("bu5".to_owned()),
+                Some(4) => Some("bu2".to_owned()),
+                _ => None,
+            },
+            _ => None,
+        };
+        if let Some(new) = new {
+            readings[i] = Some(new);
+        }
+    }
+}
+
+/// 3-3: all but the last of each run of third tones become second tone.
+fn third_tone_runs(readings: &mut [Option<String>]) {
+    let n = readings.len();
+    let mut i = 0;
+    while i < n {
+        if readings[i].as_deref().and_then(tone) != Some(3) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < n && readings[i].as_deref().and_then(tone) == Some(3) {
+            i += 1;
+        }
+        for r in readings[start..i - 1].iter_mut().flatten() {
+            *r = retone(r, 2);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(text: &str, readings: &[&str]) -> Vec<String> {
+        let chars: Vec<char> = text.chars().collect();
+        let mut r: Vec<Option<String>> = readings
+            .iter()
+            .map(|s| (!s.is_empty()).then(|| (*s).to_owned()))
+            .collect();
+        apply(&chars, &mut r);
+        r.into_iter().map(Option::unwrap_or_default).collect()
+    }
+
+    #[test]
+    fn third_tone_runs() {
+        assert_eq!(run("你好", &["ni3", "hao3"]), ["ni2", "hao3"]);
+        assert_eq!(
+            run("我很好", &["wo3", "hen3", "hao3"]),
+            ["wo2", "hen2", "hao3"]
+        );
+        assert_eq!(run("好，我", &["hao3", "", "wo3"]), ["hao3", "", "wo3"]);
+    }
+
+    fn run_words(text: &str, readings: &[&str], words: &[usize]) -> Vec<String> {
+        let chars: Vec<char> = text.chars().collect();
+        let mut r: Vec<Option<String>> = readings.iter().map(|s| Some((*s).to_owned())).collect();
+        let words: Vec<Option<usize>> = words.iter().map(|w| Some(*w)).collect();
+        apply_in_words(&chars, &mut r, &words);
+        r.into_iter().flatten().collect()
+    }
+
+    #[test]
+    fn third_tones_by_word() {
+        // 我 | 很 | 好: right to left, 很 changes, then 我 sees a second tone.
+        assert_eq!(
+            run_words("我很好", &["wo3", "hen3", "hao3"], &[0, 1, 2]),
+            ["wo3", "hen2", "hao3"]
+        );
+        // One word: all but the last.
+        assert_eq!(
+            run_words("展览馆", &["zhan3", "lan3", "guan3"], &[0, 0, 0]),
+            ["zhan2", "lan2", "guan3"]
+        );
+        // 好 | 雨伞: inside the word first, so 好 keeps its third tone.
+        assert_eq!(
+            run_words("好雨伞", &["hao3", "yu3", "san3"], &[0, 1, 1]),
+            ["hao3", "yu2", "san3"]
+        );
+        // Two two-syllable words keep the boundary.
+        assert_eq!(
+            run_words(
+                "美好理想",
+                &["mei3", "hao3", "li3", "xiang3"],
+                &[0, 0, 1, 1]
+            ),
+            ["mei2", "hao3", "li2", "xiang3"]
+        );
+    }
+
+    #[test]
+    fn yi_and_bu() {
+        assert_eq!(run("一定", &["yi1", "ding4"]), ["yi2", "ding4"]);
+        assert_eq!(run("一天", &["yi1", "tian1"]), ["yi4", "tian1"]);
+        assert_eq!(run("第一", &["di4", "yi1"]), ["di4", "yi1"]);
+        assert_eq!(
+            run("十一月", &["shi2", "yi1", "yue4"]),
+            ["shi2", "yi1", "yue4"]
+        );
+        assert_eq!(
+            run("看一看", &["kan4", "yi1", "kan4"]),
+            ["kan4", "yi5", "kan4"]
+        );
+        assert_eq!(run("不对", &["bu4", "dui4"]), ["bu2", "dui4"]);
+        assert_eq!(run("不好", &["bu4", "hao3"]), ["bu4", "hao3"]);
+        assert_eq!(
+            run("好不好", &["hao3", "bu4", "hao3"]),
+            ["hao3", "bu5", "hao3"]
+        );
+    }
+}

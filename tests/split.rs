@@ -1,0 +1,279 @@
+//! `tingshu split`: golden reading scripts of the hard-case fixtures and of
+//! the shared samples, the chapter count of 西游记, cast file errors.
+//!
+//! Goldens live in `tests/golden/`. After a reviewed change of behaviour,
+//! rewrite them with `TINGSHU_UPDATE_GOLDEN=1 cargo test --release --test split`
+//! and review the diff.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const BIN: &str = env!("CARGO_BIN_EXE_tingshu");
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn fixture(name: &str) -> PathBuf {
+    root().join("tests/fixtures/split").join(name)
+}
+
+/// A file of the shared evaluation data, or `None` (with a note) when absent.
+fn shared(rel: &str) -> Option<PathBuf> {
+    let path = root().join("../shared").join(rel);
+    if path.is_file() {
+        Some(path)
+    } else {
+        println!("skipped: {} not found", path.display());
+        None
+    }
+}
+
+fn split(args: &[&str]) -> Output {
+    Command::new(BIN)
+        .arg("split")
+        .args(args)
+        .output()
+        .expect("run tingshu")
+}
+
+fn stdout_ok(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "exit {:?}: {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout.clone()).expect("UTF-8 output")
+}
+
+/// Compares `actual` with `tests/golden/<name>`, or writes it when
+/// `TINGSHU_UPDATE_GOLDEN` is set.
+fn golden(name: &str, actual: &str) {
+    let path = root().join("tests/golden").join(name);
+    if std::env::var_os("TINGSHU_UPDATE_GOLDEN").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, actual).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e} (set TINGSHU_UPDATE_GOLDEN=1)", path.display()));
+    if expected != actual {
+        let first = expected
+            .lines()
+            .zip(actual.lines())
+            .position(|(e, a)| e != a)
+            .unwrap_or(expected.lines().count().min(actual.lines().count()));
+        panic!(
+            "{} differs at line {}:\n  expected: {}\n  actual:   {}",
+            path.display(),
+            first + 1,
+            expected.lines().nth(first).unwrap_or("<end>"),
+            actual.lines().nth(first).unwrap_or("<end>")
+        );
+    }
+}
+
+fn json_lines(text: &str) -> Vec<serde_json::Value> {
+    text.lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
+        .collect()
+}
+
+fn path_str(p: &Path) -> &str {
+    p.to_str().expect("UTF-8 path")
+}
+
+#[test]
+fn hard_cases_script_matches_golden() {
+    let book = fixture("hard-cases.txt");
+    let cast = fixture("hard-cases.cast.toml");
+    let jsonl = stdout_ok(&split(&[
+        path_str(&book),
+        "--cast",
+        path_str(&cast),
+        "--format",
+        "jsonl",
+    ]));
+    golden("hard-cases.jsonl", &jsonl);
+    let text = stdout_ok(&split(&[path_str(&book), "--cast", path_str(&cast)]));
+    golden("hard-cases.txt", &text);
+}
+
+#[test]
+fn jsonl_schema_is_exact() {
+    let book = fixture("hard-cases.txt");
+    let out = stdout_ok(&split(&[path_str(&book), "--format", "jsonl"]));
+    let lines = json_lines(&out);
+    assert!(!lines.is_empty());
+    for v in &lines {
+        let obj = v.as_object().expect("object");
+        let keys: Vec<&str> = obj.keys().map(String::as_str).collect();
+        assert_eq!(
+            keys,
+            ["chapter", "kind", "paragraph", "speaker", "text", "title"],
+            "{v}"
+        );
+        assert!(v["chapter"].is_u64() && v["paragraph"].as_u64().unwrap() >= 1);
+        assert!(matches!(v["kind"].as_str(), Some("narration" | "dialogue")));
+        assert!(v["speaker"].is_null() || v["speaker"].is_string());
+        assert!(v["title"].is_string() && v["text"].is_string());
+    }
+    // Front matter is chapter 0, and the field order is the documented one.
+    assert_eq!(lines[0]["chapter"], 0);
+    assert!(out.starts_with("{\"chapter\":0,\"title\":\"hard-cases\",\"paragraph\":1,\"kind\":"));
+}
+
+#[test]
+fn numbered_lines_become_chapters_when_consistent() {
+    let out = stdout_ok(&split(&[path_str(&fixture("numbered.txt"))]));
+    golden("numbered.txt", &out);
+}
+
+#[test]
+fn suggested_cast_matches_golden_and_parses() {
+    let book = fixture("hard-cases.txt");
+    let out = stdout_ok(&split(&[path_str(&book), "--suggest-cast"]));
+    golden("hard-cases.suggested-cast.toml", &out);
+    // The suggestion is a valid cast file: split accepts it.
+    let dir = tempfile::tempdir().unwrap();
+    let cast = dir.path().join("cast.toml");
+    std::fs::write(&cast, &out).unwrap();
+    stdout_ok(&split(&[path_str(&book), "--cast", path_str(&cast)]));
+}
+
+/// Sample goldens hold no text of the sample, only the shape of its script:
+/// chapter, paragraph, kind, speaker and length of each segment.
+fn script_shape(jsonl: &str) -> String {
+    let mut out = String::new();
+    for v in json_lines(jsonl) {
+        out.push_str(&format!(
+            "{}\t{}\t{}\t{}\t{}\n",
+            v["chapter"],
+            v["paragraph"],
+            v["kind"].as_str().unwrap(),
+            v["speaker"].as_str().unwrap_or("-"),
+            v["text"].as_str().unwrap().chars().count()
+        ));
+    }
+    out
+}
+
+fn dialogue(lines: &[serde_json::Value]) -> Vec<&serde_json::Value> {
+    lines.iter().filter(|v| v["kind"] == "dialogue").collect()
+}
+
+#[test]
+fn sample_000_corner_brackets_and_speakers() {
+    let Some(book) = shared("samples/000_7b313e97eba21c0f.txt") else {
+        return;
+    };
+    let out = stdout_ok(&split(&[path_str(&book), "--format", "jsonl"]));
+    golden("samples/000_7b313e97eba21c0f.tsv", &script_shape(&out));
+    let lines = json_lines(&out);
+    let speech = dialogue(&lines);
+    assert_eq!(speech.len(), 12);
+    for opening in ["「諸位官兵", "「這些傢伙還聰明！」"] {
+        let seg = speech
+            .iter()
+            .find(|v| v["text"].as_str().unwrap().starts_with(opening))
+            .unwrap_or_else(|| panic!("no quote {opening}"));
+        assert_eq!(seg["speaker"], "毛仲", "{seg}");
+    }
+}
+
+#[test]
+fn sample_004_scare_quotes_are_narration() {
+    let Some(book) = shared("samples/004_a3a7bf909582209b.txt") else {
+        return;
+    };
+    let out = stdout_ok(&split(&[path_str(&book), "--format", "jsonl"]));
+    golden("samples/004_a3a7bf909582209b.tsv", &script_shape(&out));
+    let lines = json_lines(&out);
+    assert_eq!(dialogue(&lines).len(), 0);
+    assert!(
+        lines
+            .iter()
+            .any(|v| v["text"].as_str().unwrap().contains("“放风筝”"))
+    );
+}
+
+fn chinese_number(n: usize) -> String {
+    const DIGITS: [&str; 10] = ["零", "一", "二", "三", "四", "五", "六", "七", "八", "九"];
+    match n {
+        1..=9 => DIGITS[n].to_owned(),
+        10..=19 => format!("十{}", if n > 10 { DIGITS[n - 10] } else { "" }),
+        20..=99 => format!(
+            "{}十{}",
+            DIGITS[n / 10],
+            if !n.is_multiple_of(10) {
+                DIGITS[n % 10]
+            } else {
+                ""
+            }
+        ),
+        100 => "一百".to_owned(),
+        _ => unreachable!("1..=100 only"),
+    }
+}
+
+#[test]
+fn journey_to_the_west_has_one_hundred_chapters() {
+    let Some(book) = shared("data/novels/西游记.txt") else {
+        return;
+    };
+    let out = stdout_ok(&split(&[path_str(&book), "--format", "jsonl"]));
+    let mut chapters: Vec<(u64, String)> = Vec::new();
+    for v in json_lines(&out) {
+        let key = (
+            v["chapter"].as_u64().unwrap(),
+            v["title"].as_str().unwrap().to_owned(),
+        );
+        if chapters.last() != Some(&key) {
+            chapters.push(key);
+        }
+    }
+    let numbered: Vec<&(u64, String)> = chapters.iter().filter(|c| c.0 > 0).collect();
+    assert_eq!(numbered.len(), 100);
+    for (i, (number, title)) in numbered.iter().enumerate() {
+        assert_eq!(*number as usize, i + 1);
+        let heading = format!("第{}回", chinese_number(i + 1));
+        assert!(
+            title == &heading || title.starts_with(&format!("{heading} ")),
+            "chapter {number}: {title}"
+        );
+    }
+}
+
+#[test]
+fn bad_cast_file_is_exit_2_naming_file_and_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let cast = dir.path().join("cast.toml");
+    std::fs::write(&cast, "[[character]]\nname = \"甲\"\nvoce = \"x\"\n").unwrap();
+    let book = fixture("hard-cases.txt");
+    for command in ["split", "build"] {
+        let out = Command::new(BIN)
+            .args([command, path_str(&book), "--cast", path_str(&cast)])
+            .args(if command == "build" {
+                vec!["--out", path_str(dir.path())]
+            } else {
+                vec![]
+            })
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{command}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("cast.toml") && err.contains("voce"),
+            "{command}: {err}"
+        );
+        assert_eq!(err.trim().lines().count(), 1, "{command}: {err}");
+    }
+}
+
+#[test]
+fn missing_book_is_exit_2() {
+    let out = split(&["/nonexistent/book.txt"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/book.txt"));
+}
