@@ -4,7 +4,10 @@
 
 use std::path::{Path, PathBuf};
 
+use std::collections::HashMap;
+
 use crate::epub::{self, EpubBook, EpubError};
+use crate::frontend::lexicon::{Entry, Lexicon};
 use crate::text::{Cast, DecodeError, Decoded, Script, decode};
 
 /// Why a book file cannot be read.
@@ -74,6 +77,10 @@ pub struct Book {
     /// Parts of the book that could not be read and were left out, one
     /// line each; the rest of the book is still usable.
     pub skipped: Vec<String>,
+    /// Lexicon entries from ruby that hold everywhere in the book: words of
+    /// two or more characters always annotated alike, and single characters
+    /// annotated alike at every occurrence.
+    pub ruby_words: Vec<Entry>,
 }
 
 impl Book {
@@ -87,8 +94,60 @@ impl Book {
             metadata: Metadata::default(),
             readings: Vec::new(),
             skipped: Vec::new(),
+            ruby_words: Vec::new(),
         }
     }
+
+    /// Adds the ruby words to `lexicon`, below the entries already there.
+    pub fn add_ruby_words(&self, lexicon: &mut Lexicon) {
+        for entry in &self.ruby_words {
+            let known = lexicon.entries().iter().any(|e| e.word == entry.word)
+                || lexicon.lookup_simplified(&entry.word).is_some();
+            if !known {
+                lexicon.insert(entry.clone());
+            }
+        }
+    }
+}
+
+/// The ruby readings safe to apply to the whole book (see [`Book::ruby_words`]).
+fn ruby_words(
+    readings: &[(String, String)],
+    annotations: &HashMap<String, usize>,
+    script: &Script,
+) -> Vec<Entry> {
+    let mut by_base: HashMap<&str, Vec<&str>> = HashMap::new();
+    for (base, reading) in readings {
+        by_base.entry(base).or_default().push(reading);
+    }
+    let mut entries = Vec::new();
+    for (base, reading) in readings {
+        if by_base[base.as_str()].len() != 1 {
+            continue; // read differently in different places
+        }
+        let chars = base.chars().count();
+        let Some(pinyin) = epub::numbered_pinyin(reading).filter(|p| p.len() == chars) else {
+            continue;
+        };
+        if chars == 1 {
+            let c = base.chars().next().unwrap_or_default();
+            let occurrences: usize = script
+                .chapters
+                .iter()
+                .flat_map(|ch| &ch.segments)
+                .map(|s| s.text.chars().filter(|x| *x == c).count())
+                .sum();
+            if occurrences > annotations.get(base).copied().unwrap_or(0) {
+                continue;
+            }
+        }
+        entries.push(Entry {
+            word: base.clone(),
+            pinyin: Some(pinyin),
+            say: None,
+        });
+    }
+    entries
 }
 
 /// A book file, read and decoded but not yet turned into a script.
@@ -110,15 +169,19 @@ pub fn read_book_with_cast(path: &Path, cast: Option<&Cast>) -> Result<Book, Boo
             let script = Script::from_text_with_cast(&decoded.text, &stem, cast);
             Book::from_script(stem, decoded.encoding, script)
         }
-        Source::Epub(book) => Book {
-            script: Script::from_chapters_with_cast(book.chapters, &stem, cast),
-            stem,
-            format: BookFormat::Epub,
-            encoding: "UTF-8",
-            metadata: book.metadata,
-            readings: book.readings,
-            skipped: book.skipped,
-        },
+        Source::Epub(book) => {
+            let script = Script::from_chapters_with_cast(book.chapters, &stem, cast);
+            Book {
+                ruby_words: ruby_words(&book.readings, &book.annotations, &script),
+                script,
+                stem,
+                format: BookFormat::Epub,
+                encoding: "UTF-8",
+                metadata: book.metadata,
+                readings: book.readings,
+                skipped: book.skipped,
+            }
+        }
     })
 }
 
@@ -180,4 +243,25 @@ fn read_source(path: &Path) -> Result<(String, Source), BookError> {
         Source::Text(decoded)
     };
     Ok((stem, source))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ruby_words_go_below_the_users_lexicon() {
+        let mut book = Book::from_script("书".into(), "UTF-8", Script::from_text("银行。", "书"));
+        let entry = |word: &str, pinyin: &str| Entry {
+            word: word.to_owned(),
+            pinyin: Some(vec![pinyin.to_owned()]),
+            say: None,
+        };
+        book.ruby_words = vec![entry("银", "yin2"), entry("行", "hang2")];
+        let mut lexicon = Lexicon::parse("\"行\" = \"xing2\"", Path::new("l.toml")).unwrap();
+        book.add_ruby_words(&mut lexicon);
+        let reading = |w: &str| lexicon.lookup_simplified(w).and_then(|e| e.pinyin.clone());
+        assert_eq!(reading("银"), Some(vec!["yin2".to_owned()]));
+        assert_eq!(reading("行"), Some(vec!["xing2".to_owned()]));
+    }
 }

@@ -356,7 +356,7 @@ fn ruby_reads_base_text_and_offers_its_pinyin() {
             "r.xhtml",
             Some("第一章 長大"),
             "<p>孩子們都<ruby>長<rp>（</rp><rt>zhǎng</rt><rp>）</rp></ruby>大了，\
-             <ruby>银<rt>yín</rt>行<rt>háng</rt></ruby>也搬走了。</p>",
+             <ruby>银<rt>yín</rt>行<rt>háng</rt></ruby>也搬走了。</p><p>這條路很長。</p>",
         )],
     )
     .write(&path);
@@ -364,7 +364,10 @@ fn ruby_reads_base_text_and_offers_its_pinyin() {
     let chapters = outline(&m);
     assert_eq!(chapters[0].0, "第一章 長大");
     // Traditional characters stay as written; the annotation is not read.
-    assert_eq!(texts(&chapters[0]), ["孩子們都長大了，银行也搬走了。"]);
+    assert_eq!(
+        texts(&chapters[0]),
+        ["孩子們都長大了，银行也搬走了。", "這條路很長。"]
+    );
     let book = read_book(&path).unwrap();
     let pairs: Vec<(&str, &str)> = book
         .readings
@@ -372,6 +375,21 @@ fn ruby_reads_base_text_and_offers_its_pinyin() {
         .map(|(b, r)| (b.as_str(), r.as_str()))
         .collect();
     assert_eq!(pairs, [("長", "zhǎng"), ("银", "yín"), ("行", "háng")]);
+    // 長 also appears without ruby (cháng): only 银 and 行 hold book-wide.
+    let words: Vec<(&str, String)> = book
+        .ruby_words
+        .iter()
+        .map(|e| {
+            (
+                e.word.as_str(),
+                e.pinyin.clone().unwrap_or_default().join(" "),
+            )
+        })
+        .collect();
+    assert_eq!(
+        words,
+        [("银", "yin2".to_owned()), ("行", "hang2".to_owned())]
+    );
 }
 
 #[test]

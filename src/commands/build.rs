@@ -23,7 +23,13 @@ pub async fn run(args: &BuildArgs, worker_program: Option<PathBuf>) -> anyhow::R
     let cast = args.cast.as_deref().map(Cast::load).transpose()?;
     let book = read_book_with_cast(&args.book, cast.as_ref())?;
     let config = VoicesConfig::load(args.voices.as_deref())?;
-    let lexicon = args.lexicon.as_deref().map(Lexicon::load).transpose()?;
+    let mut lexicon = args
+        .lexicon
+        .as_deref()
+        .map(Lexicon::load)
+        .transpose()?
+        .unwrap_or_default();
+    book.add_ruby_words(&mut lexicon);
     let count = book.script.chapters.len();
     let selected = match &args.chapters {
         Some(spec) => ChapterSelection::parse(spec)?.resolve(spec, count)?,
@@ -46,7 +52,7 @@ pub async fn run(args: &BuildArgs, worker_program: Option<PathBuf>) -> anyhow::R
         .clone()
         .unwrap_or_else(|| args.out.join(".cache"));
     let renderer = Renderer::with_cache(config, worker_program, Some(Cache::new(&cache_dir)))
-        .with_lexicon(lexicon.unwrap_or_default());
+        .with_lexicon(lexicon);
     let mut progress = Progress::new(jobs.len());
     let mut written = Vec::new();
     let mut failures = Vec::new();

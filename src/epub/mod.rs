@@ -77,6 +77,8 @@ pub struct EpubBook {
     pub chapters: Vec<Chapter>,
     /// Ruby base text → reading, for the lexicon.
     pub readings: Vec<(String, String)>,
+    /// How many times each ruby base text is annotated in the book.
+    pub annotations: HashMap<String, usize>,
     /// Parts that could not be read and were left out, one line each
     /// (`OEBPS/c3.xhtml: broken XHTML at byte 812: …`).
     pub skipped: Vec<String>,
@@ -166,6 +168,7 @@ pub fn read_epub(bytes: &[u8], fallback_title: &str) -> Result<EpubBook, EpubErr
     let mut chapters = Assembler::new(title, toc_fits);
     let mut readings: Vec<(String, String)> = Vec::new();
     let mut seen_readings = HashSet::new();
+    let mut annotations: HashMap<String, usize> = HashMap::new();
     let mut skipped = Vec::new();
     for item in documents {
         let doc = match read_entry(&mut zip, &item.path) {
@@ -187,6 +190,7 @@ pub fn read_epub(bytes: &[u8], fallback_title: &str) -> Result<EpubBook, EpubErr
             }
         };
         for pair in doc.readings {
+            *annotations.entry(pair.0.clone()).or_default() += 1;
             if seen_readings.insert(pair.clone()) {
                 readings.push(pair);
             }
@@ -211,6 +215,7 @@ pub fn read_epub(bytes: &[u8], fallback_title: &str) -> Result<EpubBook, EpubErr
         metadata,
         chapters,
         readings,
+        annotations,
         skipped,
     })
 }
@@ -515,6 +520,44 @@ fn read_text(zip: &mut ZipArchive<Cursor<&[u8]>>, path: &str) -> Result<String, 
     })
 }
 
+/// Ruby pinyin as tone-numbered syllables (`zhǎng` → `zhang3`, `yín háng`
+/// → `yin2 hang2`, `ma` → `ma5`); `None` for anything else (zhuyin, prose).
+pub fn numbered_pinyin(reading: &str) -> Option<Vec<String>> {
+    const MARKS: [(&str, char); 6] = [
+        ("āáǎà", 'a'),
+        ("ēéěè", 'e'),
+        ("īíǐì", 'i'),
+        ("ōóǒò", 'o'),
+        ("ūúǔù", 'u'),
+        ("ǖǘǚǜ", 'v'),
+    ];
+    let mut syllables = Vec::new();
+    for raw in reading.split_whitespace() {
+        let mut letters = String::new();
+        let mut tone = None;
+        for c in raw.to_lowercase().chars() {
+            if let Some((marks, base)) = MARKS.iter().find(|(m, _)| m.contains(c)) {
+                let position = marks.chars().position(|m| m == c)?;
+                tone = Some(position as u8 + 1);
+                letters.push(*base);
+            } else if c == 'ü' {
+                letters.push('v');
+            } else if c.is_ascii_lowercase() {
+                letters.push(c);
+            } else if ('1'..='5').contains(&c) && tone.is_none() {
+                tone = Some(c as u8 - b'0');
+            } else {
+                return None;
+            }
+        }
+        if letters.is_empty() || letters.len() > 6 {
+            return None;
+        }
+        syllables.push(format!("{letters}{}", tone.unwrap_or(5)));
+    }
+    (!syllables.is_empty()).then_some(syllables)
+}
+
 /// An error and its sources on one line.
 fn one_line(error: &dyn std::error::Error) -> String {
     let mut line = error.to_string();
@@ -557,6 +600,17 @@ mod tests {
                 (c.number, c.title.as_str(), paragraphs)
             })
             .collect()
+    }
+
+    #[test]
+    fn ruby_pinyin_becomes_tone_numbers() {
+        let got = |r: &str| numbered_pinyin(r).map(|v| v.join(" "));
+        assert_eq!(got("zhǎng").as_deref(), Some("zhang3"));
+        assert_eq!(got("Yín háng").as_deref(), Some("yin2 hang2"));
+        assert_eq!(got("lǜ ma").as_deref(), Some("lv4 ma5"));
+        assert_eq!(got("zhong4").as_deref(), Some("zhong4"));
+        assert_eq!(got("ㄓㄤˇ"), None);
+        assert_eq!(got(""), None);
     }
 
     #[test]
