@@ -6,6 +6,8 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 cargo build --release
 for book in samples/*.txt; do
-  target/release/tingshu build "$book" --out output
+  cast=()
+  [ -f "${book%.txt}.cast.toml" ] && cast=(--cast "${book%.txt}.cast.toml")
+  target/release/tingshu build "$book" --out output "${cast[@]}"
 done
 echo "done: see output/"

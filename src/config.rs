@@ -47,6 +47,77 @@ pub enum ConfigError {
         key: String,
         message: String,
     },
+    /// [`ConfigError::Invalid`] with the line where the key (or its table) is.
+    #[error("{file}:{line}: {key}: {message}")]
+    InvalidAt {
+        file: String,
+        line: usize,
+        key: String,
+        message: String,
+    },
+}
+
+impl ConfigError {
+    /// Adds the line of the key in `text` to an `Invalid` error.
+    fn locate(self, text: &str) -> ConfigError {
+        match self {
+            ConfigError::Invalid { file, key, message } => match line_of(text, &key) {
+                Some(line) => ConfigError::InvalidAt {
+                    file,
+                    line,
+                    key,
+                    message,
+                },
+                None => ConfigError::Invalid { file, key, message },
+            },
+            other => other,
+        }
+    }
+}
+
+/// The 1-based line of a dotted key such as `backends.server.rate_limit`:
+/// the `key = …` line inside its `[table]`, else the table's header line.
+fn line_of(text: &str, key: &str) -> Option<usize> {
+    let parts: Vec<&str> = key.split('.').collect();
+    for split in (1..=parts.len()).rev() {
+        let (table, rest) = parts.split_at(split);
+        let header = format!("[{}]", table.join("."));
+        let quoted = format!(
+            "[{}]",
+            table
+                .iter()
+                .enumerate()
+                .map(|(i, p)| if i == 0 {
+                    (*p).to_owned()
+                } else {
+                    format!("\"{p}\"")
+                })
+                .collect::<Vec<_>>()
+                .join(".")
+        );
+        let lines: Vec<&str> = text.lines().collect();
+        let Some(start) = lines.iter().position(|l| {
+            let l = l.trim();
+            l.starts_with(&header) || l.starts_with(&quoted)
+        }) else {
+            continue;
+        };
+        if let Some(field) = rest.first() {
+            for (i, line) in lines.iter().enumerate().skip(start + 1) {
+                let line = line.trim_start();
+                if line.starts_with('[') {
+                    break;
+                }
+                if let Some(after) = line.strip_prefix(field)
+                    && after.trim_start().starts_with('=')
+                {
+                    return Some(i + 1);
+                }
+            }
+        }
+        return Some(start + 1);
+    }
+    None
 }
 
 /// `[backends.NAME]`: which engine, with its settings. The keys every
@@ -242,6 +313,14 @@ impl VoicesConfig {
         file: &str,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<VoicesConfig, ConfigError> {
+        VoicesConfig::parse_unlocated(text, file, env).map_err(|e| e.locate(text))
+    }
+
+    fn parse_unlocated(
+        text: &str,
+        file: &str,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<VoicesConfig, ConfigError> {
         let raw: RawVoicesFile = toml::from_str(text).map_err(|e| ConfigError::Parse {
             file: file.to_owned(),
             line: e.span().map_or(0, |s| {
@@ -377,6 +456,12 @@ impl VoicesConfig {
                     "must be between 0 and 86400 seconds".into(),
                 ));
             }
+            if client.fallback_voice.is_some() && client.fallback.is_none() {
+                return Err(self.invalid(
+                    format!("backends.{name}.fallback_voice"),
+                    "needs a fallback backend".into(),
+                ));
+            }
             if let Some(fallback) = &client.fallback {
                 if !self.backends.contains_key(fallback) {
                     return Err(self.invalid(
@@ -442,6 +527,18 @@ impl VoicesConfig {
             return Err(self.invalid("mix.sample_rate".into(), "must be 8000–96000".into()));
         }
         Ok(())
+    }
+
+    /// Adds the characters of a cast file (genders and `voice` entries).
+    pub fn apply_cast(&mut self, file: &Path, cast: &crate::text::Cast) -> Result<(), ConfigError> {
+        let members = cast.characters.iter().map(|c| {
+            let member = CastMember {
+                gender: Some(c.gender.as_str().to_owned()),
+                voice: c.voice.clone(),
+            };
+            (c.name.clone(), member)
+        });
+        self.set_cast(&file.display().to_string(), members)
     }
 
     /// Adds the characters of a cast file (`file` names it in errors):
@@ -594,6 +691,9 @@ impl VoicesConfig {
                 let entry = ClientBackend {
                     limiter: Limiter::new(synth.limits().max_in_flight, client.rate()),
                     retry: client.retry_policy(),
+                    // Network backends time out on their own at `timeout`;
+                    // this outer limit catches hung local engines.
+                    timeout: client.timeout() + Duration::from_secs(1),
                     fallback: client
                         .fallback
                         .clone()
@@ -681,6 +781,16 @@ mod tests {
     }
 
     #[test]
+    fn finds_the_line_of_a_key() {
+        let text = "[backends.a]\ntype = \"espeak\"\n\n[casting]\nnarrator = \"n\"\ncharacters = { \"毛仲\" = \"x\" }\n[voices.\"老 周\"]\nvoice = \"v\"\n";
+        assert_eq!(line_of(text, "backends.a.type"), Some(2));
+        assert_eq!(line_of(text, "backends.a.rate"), Some(1));
+        assert_eq!(line_of(text, "casting.characters.毛仲"), Some(6));
+        assert_eq!(line_of(text, "voices.老 周.voice"), Some(8));
+        assert_eq!(line_of(text, "mix.sample_rate"), None);
+    }
+
+    #[test]
     fn errors_name_file_and_key() {
         let bad_key =
             "[backends.a]\ntype = \"espeak\"\nspeed = 2\n[voices]\n[casting]\nnarrator = \"x\"\n";
@@ -688,7 +798,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(
-            err.starts_with("v.toml: backends.a: unknown field `speed`"),
+            err.starts_with("v.toml:1: backends.a: unknown field `speed`"),
             "{err}"
         );
         let bad_ref = "[backends.a]\ntype = \"espeak\"\n[voices.n]\nbackend = \"b\"\nvoice = \"x\"\n[casting]\nnarrator = \"n\"\n";
@@ -697,7 +807,7 @@ mod tests {
             .to_string();
         assert_eq!(
             err,
-            "v.toml: voices.n.backend: unknown backend 'b' (known: a)"
+            "v.toml:4: voices.n.backend: unknown backend 'b' (known: a)"
         );
         let bad_cast = "[backends.a]\ntype = \"espeak\"\n[voices.n]\nbackend = \"a\"\nvoice = \"x\"\n[casting]\nnarrator = \"m\"\n";
         let err = VoicesConfig::parse(bad_cast, "v.toml")
@@ -705,7 +815,7 @@ mod tests {
             .to_string();
         assert_eq!(
             err,
-            "v.toml: casting.narrator: unknown voice 'm' (known: n)"
+            "v.toml:7: casting.narrator: unknown voice 'm' (known: n)"
         );
     }
 
@@ -830,24 +940,24 @@ characters = { "毛仲" = "narrator" }
             (
                 "",
                 "environment variable TTS_API_KEY is not set",
-                "backends.server.api_key_env",
+                "4: backends.server.api_key_env",
             ),
             (
                 "rate_limit = \"lots\"",
                 "is not a rate",
-                "backends.server.rate_limit",
+                "5: backends.server.rate_limit",
             ),
             (
                 "fallback = \"nowhere\"",
                 "unknown backend 'nowhere'",
-                "backends.server.fallback",
+                "5: backends.server.fallback",
             ),
             (
                 "max_in_flight = 0",
                 "must be at least 1",
-                "backends.server.max_in_flight",
+                "5: backends.server.max_in_flight",
             ),
-            ("colour = 1", "unknown field `colour`", "backends.server"),
+            ("colour = 1", "unknown field `colour`", "1: backends.server"),
         ];
         for (extra, problem, key) in cases {
             let text = format!(
@@ -857,7 +967,7 @@ characters = { "毛仲" = "narrator" }
             let err = VoicesConfig::parse_with_env(&text, "x.toml", &env)
                 .unwrap_err()
                 .to_string();
-            assert!(err.starts_with(&format!("x.toml: {key}: ")), "{err}");
+            assert!(err.starts_with(&format!("x.toml:{key}: ")), "{err}");
             assert!(err.contains(problem), "{err}");
         }
         let unknown_type = "[backends.b]\ntype = \"gpt\"\n[voices]\n[casting]\nnarrator = \"x\"\n";
@@ -865,7 +975,7 @@ characters = { "毛仲" = "narrator" }
             .unwrap_err()
             .to_string();
         assert!(
-            err.starts_with("y.toml: backends.b: unknown variant `gpt`"),
+            err.starts_with("y.toml:1: backends.b: unknown variant `gpt`"),
             "{err}"
         );
     }

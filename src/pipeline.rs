@@ -42,6 +42,10 @@ pub enum ChapterError {
     },
     #[error(transparent)]
     Write(#[from] wav::WavError),
+    /// The synthesis task ended before every chunk was back (it failed
+    /// unexpectedly); the chapter was not written.
+    #[error("synthesis stopped with {missing} chunks outstanding")]
+    Incomplete { missing: usize },
 }
 
 /// A finished chapter: its manifest entry, or why it failed.
@@ -138,6 +142,19 @@ impl Renderer {
             .collect()
     }
 
+    /// How many chunks of `chapter` are not in the cache yet (all of them
+    /// without a cache): 0 means rendering it sends no request.
+    pub fn uncached_chunks(&self, chapter: &ScriptChapter) -> usize {
+        chapter
+            .segments
+            .iter()
+            .flat_map(|segment| self.plan_segment(segment))
+            .filter(|(_, backend, req)| {
+                !is_silent(req) && !self.client.is_cached(backend.name(), req)
+            })
+            .count()
+    }
+
     fn concurrency(&self) -> usize {
         let total: usize = self
             .backends
@@ -179,20 +196,34 @@ impl Renderer {
         }
         // Unordered: a slow request does not hold back finished ones; the
         // pieces of a chapter are put back in order before mixing.
-        let client = &self.client;
-        let mut stream = futures::stream::iter(tasks)
-            .map(|task| async move {
-                let result = synthesize_task(client, &task).await;
-                (
-                    task.chapter,
-                    task.segment,
-                    task.chunk,
-                    task.boundary,
-                    result,
-                )
-            })
-            .buffer_unordered(self.concurrency());
-        while let Some((ci, si, chunk, boundary, result)) = stream.next().await {
+        // Requests run in their own task and keep going while a finished
+        // chapter is mixed and written here.
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let client = Arc::clone(&self.client);
+        let concurrency = self.concurrency();
+        let _producer = AbortOnDrop(tokio::spawn(async move {
+            let mut stream = futures::stream::iter(tasks)
+                .map(|task| {
+                    let client = Arc::clone(&client);
+                    async move {
+                        let result = synthesize_task(&client, &task).await;
+                        (
+                            task.chapter,
+                            task.segment,
+                            task.chunk,
+                            task.boundary,
+                            result,
+                        )
+                    }
+                })
+                .buffer_unordered(concurrency);
+            while let Some(piece) = stream.next().await {
+                if tx.send(piece).is_err() {
+                    break;
+                }
+            }
+        }));
+        while let Some((ci, si, chunk, boundary, result)) = rx.recv().await {
             results[ci].push((chunk, (si, boundary, result)));
             remaining[ci] -= 1;
             if remaining[ci] == 0 {
@@ -200,6 +231,15 @@ impl Renderer {
                 pieces.sort_by_key(|(chunk, (si, _, _))| (*si, *chunk));
                 let pieces = pieces.into_iter().map(|(_, piece)| piece).collect();
                 on_chapter(self.finish_chapter(&jobs[ci], pieces));
+            }
+        }
+        for (job, missing) in jobs.iter().zip(remaining) {
+            if missing > 0 {
+                on_chapter(ChapterOutcome {
+                    index: job.index,
+                    title: job.chapter.title.clone(),
+                    result: Err(ChapterError::Incomplete { missing }),
+                });
             }
         }
     }
@@ -281,9 +321,23 @@ impl Renderer {
     }
 }
 
+/// A chunk with nothing to say (punctuation only) is not sent anywhere.
+fn is_silent(req: &SynthRequest) -> bool {
+    req.pinyin.is_empty() && req.text.chars().all(|c| !c.is_alphanumeric())
+}
+
+/// Aborts a spawned task when dropped (a cancelled render stops its requests).
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 /// One chunk through the client (cache, limiter, retries, fallback).
 async fn synthesize_task(client: &SynthClient, task: &Task) -> Result<AudioClip, SynthError> {
-    if task.request.pinyin.is_empty() && task.request.text.chars().all(|c| !c.is_alphanumeric()) {
+    if is_silent(&task.request) {
         return Ok(AudioClip::new(Vec::new(), 0));
     }
     client
@@ -302,4 +356,53 @@ fn excerpt(text: &str) -> String {
         s.push('…');
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::text::Script;
+
+    #[tokio::test]
+    async fn rendered_chunks_are_cached_and_counted() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = VoicesConfig::load(None).unwrap();
+        let renderer = Renderer::with_cache(config, None, Some(Cache::new(dir.path().join("c"))));
+        let script = Script::from_text("第一章 雨\n雨停了。他说：“走吧。”\n", "书");
+        let chapter = script.chapters[0].clone();
+        // 雨停了。| 他说： | “走吧。”
+        assert_eq!(renderer.uncached_chunks(&chapter), 3);
+        let job = ChapterJob {
+            index: 1,
+            chapter: chapter.clone(),
+            path: dir.path().join("1.wav"),
+        };
+        let mut outcomes = Vec::new();
+        renderer
+            .render(vec![job.clone()], |o| outcomes.push(o))
+            .await;
+        let first = outcomes.pop().unwrap().result.unwrap();
+        assert_eq!(renderer.uncached_chunks(&chapter), 0);
+        let sent = renderer
+            .client
+            .stats
+            .requests
+            .load(std::sync::atomic::Ordering::Relaxed);
+        assert_eq!(sent, 3);
+        // A rerun from the cache gives the same chapter and sends nothing.
+        let bytes = std::fs::read(&job.path).unwrap();
+        renderer
+            .render(vec![job.clone()], |o| outcomes.push(o))
+            .await;
+        assert_eq!(outcomes.pop().unwrap().result.unwrap(), first);
+        assert_eq!(std::fs::read(&job.path).unwrap(), bytes);
+        assert_eq!(
+            renderer
+                .client
+                .stats
+                .requests
+                .load(std::sync::atomic::Ordering::Relaxed),
+            3
+        );
+    }
 }

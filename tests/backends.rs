@@ -44,6 +44,8 @@ enum Format {
     JsonBase64,
     /// MP3 bytes (a 2 s tone, whatever the text).
     Mp3,
+    /// Raw 16-bit PCM at 22050 Hz (CosyVoice's FastAPI server).
+    Pcm,
 }
 
 #[derive(Debug)]
@@ -59,6 +61,8 @@ struct Fake {
     format: Format,
     delay: Duration,
     requests: Mutex<Vec<Recorded>>,
+    /// Requests being answered now, and the most at any time.
+    in_flight: Mutex<(usize, usize)>,
 }
 
 #[derive(Clone)]
@@ -77,6 +81,7 @@ impl Server {
             format,
             delay,
             requests: Mutex::new(Vec::new()),
+            in_flight: Mutex::new((0, 0)),
         });
         let app = Router::new().fallback(handle).with_state(fake.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -127,7 +132,13 @@ async fn handle(State(fake): State<Arc<Fake>>, headers: HeaderMap, body: Bytes) 
         .unwrap()
         .pop()
         .unwrap_or_else(|| fake.default.clone());
+    {
+        let mut in_flight = fake.in_flight.lock().unwrap();
+        in_flight.0 += 1;
+        in_flight.1 = in_flight.1.max(in_flight.0);
+    }
     tokio::time::sleep(fake.delay).await;
+    fake.in_flight.lock().unwrap().0 -= 1;
     match reply {
         Reply::Audio => audio(fake.format, &spoken_text(&body)),
         Reply::Status(code, retry_after) => {
@@ -168,6 +179,10 @@ fn spoken_text(body: &str) -> String {
                 return t.to_owned();
             }
         }
+    }
+    if let Some((_, text)) = form_urlencoded::parse(body.as_bytes()).find(|(k, _)| k == "tts_text")
+    {
+        return text.into_owned();
     }
     // SSML: the text between tags.
     let mut text = String::new();
@@ -217,6 +232,13 @@ fn audio(format: Format, text: &str) -> Response {
             axum::Json(serde_json::json!({"code": 0, "data": {"audio": encoded}})).into_response()
         }
         Format::Mp3 => ([(header::CONTENT_TYPE, "audio/mpeg")], mp3_bytes()).into_response(),
+        Format::Pcm => {
+            let n = text.chars().count().max(1) * 4410;
+            let pcm: Vec<u8> = (0..n)
+                .flat_map(|i| (((i as f32 * 0.07).sin() * 9000.0) as i16).to_le_bytes())
+                .collect();
+            pcm.into_response()
+        }
     }
 }
 
@@ -375,7 +397,8 @@ async fn openai_timeout_is_retried_then_fails_the_chapter() {
         "{}",
         run.stderr
     );
-    assert!(run.elapsed < Duration::from_secs(3), "{:?}", run.elapsed);
+    // Waiting for the server would take 2 × 3 s.
+    assert!(run.elapsed < Duration::from_secs(5), "{:?}", run.elapsed);
     assert!(!dir.path().join("out.wav").exists());
 }
 
@@ -440,6 +463,26 @@ async fn openai_401_is_not_retried_and_the_key_stays_secret() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn voices_lists_backends_with_their_key_variable_but_never_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let backend = "type = \"openai\"\nbase_url = \"http://127.0.0.1:9/v1\"\napi_key_env = \"TEST_TTS_KEY\"\nmax_in_flight = 6\nrate_limit = \"30/60s\"\nfallback = \"local\"";
+    voices_file(dir.path(), backend, true);
+    let run = tingshu(dir.path(), &["voices", "--voices", "voices.toml"]).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout.contains("  server       openai   max_in_flight=6 rate_limit=30/60s fallback=local key=$TEST_TTS_KEY\n"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("  hero         server:alloy speed=1\n"),
+        "{}",
+        run.stdout
+    );
+    assert!(!run.stdout.contains(KEY) && !run.stderr.contains(KEY));
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn missing_key_variable_is_a_config_error() {
     let dir = tempfile::tempdir().unwrap();
     let backend = "type = \"openai\"\nbase_url = \"http://127.0.0.1:9/v1\"\napi_key_env = \"TINGSHU_TEST_UNSET_KEY\"";
@@ -447,7 +490,7 @@ async fn missing_key_variable_is_a_config_error() {
     let run = tingshu(dir.path(), &["voices", "--voices", "voices.toml"]).await;
     assert_eq!(run.code, 2);
     assert!(
-        run.stderr.contains("voices.toml: backends.server.api_key_env: environment variable TINGSHU_TEST_UNSET_KEY is not set"),
+        run.stderr.starts_with("tingshu: error: voices.toml:9: backends.server.api_key_env: environment variable TINGSHU_TEST_UNSET_KEY is not set"),
         "{}",
         run.stderr
     );
@@ -849,4 +892,313 @@ async fn traditional_text_goes_as_written_unless_the_voice_asks_for_simplified()
         inputs.iter().any(|t| t.contains("这些家伙还聪明")),
         "{inputs:?}"
     );
+}
+
+/// The three network backends, configured against a fake server.
+#[derive(Debug, Clone, Copy)]
+enum Kind {
+    Openai,
+    Http,
+    Azure,
+}
+
+fn backend_toml(kind: Kind, server: &Server, extra: &str) -> String {
+    match kind {
+        Kind::Openai => openai_backend(server, extra),
+        Kind::Http => format!(
+            "type = \"http\"\nmethod = \"POST\"\nurl = \"{}/tts\"\njson = {{ text = \"{{text}}\", voice = \"{{voice}}\" }}\n{extra}",
+            server.url()
+        ),
+        Kind::Azure => format!(
+            "type = \"azure\"\nendpoint = \"{}/cognitiveservices/v1\"\napi_key_env = \"TEST_AZURE_KEY\"\n{extra}",
+            server.url()
+        ),
+    }
+}
+
+/// One fault scenario: what the server does, and what must come of it.
+struct Fault {
+    name: &'static str,
+    script: Vec<Reply>,
+    default: Reply,
+    format: Format,
+    extra: &'static str,
+    exit: i32,
+    attempts: usize,
+    stderr: &'static str,
+}
+
+fn faults() -> Vec<Fault> {
+    vec![
+        Fault {
+            name: "429 with Retry-After",
+            script: vec![Reply::Status(429, Some(1))],
+            default: Reply::Audio,
+            format: Format::StreamedWav,
+            extra: "retries = 3",
+            exit: 0,
+            attempts: 2,
+            stderr: "HTTP 429",
+        },
+        Fault {
+            name: "500 then success",
+            script: vec![Reply::Status(500, None)],
+            default: Reply::Audio,
+            format: Format::StreamedWav,
+            extra: "retries = 3",
+            exit: 0,
+            attempts: 2,
+            stderr: "HTTP 500",
+        },
+        Fault {
+            name: "timeout",
+            script: vec![],
+            default: Reply::Slow(Duration::from_secs(2)),
+            format: Format::StreamedWav,
+            extra: "retries = 1\ntimeout_s = 0.3",
+            exit: 1,
+            attempts: 2,
+            stderr: "no answer within 0.3s",
+        },
+        Fault {
+            name: "non-audio body",
+            script: vec![],
+            default: Reply::NotAudio,
+            format: Format::StreamedWav,
+            extra: "retries = 2",
+            exit: 1,
+            attempts: 3,
+            stderr: "bad audio: not audio",
+        },
+        Fault {
+            name: "truncated MP3",
+            script: vec![Reply::TruncatedMp3],
+            default: Reply::Audio,
+            format: Format::Mp3,
+            extra: "retries = 2",
+            exit: 0,
+            attempts: 2,
+            stderr: "bad audio",
+        },
+        Fault {
+            name: "401",
+            script: vec![],
+            default: Reply::Status(401, None),
+            format: Format::StreamedWav,
+            extra: "retries = 4",
+            exit: 1,
+            attempts: 1,
+            stderr: "backend server: HTTP 401",
+        },
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_fault_against_every_network_backend() {
+    let mut cases = Vec::new();
+    for kind in [Kind::Openai, Kind::Http, Kind::Azure] {
+        for fault in faults() {
+            cases.push(async move {
+                let server =
+                    Server::start(fault.script.clone(), fault.default.clone(), fault.format, Duration::ZERO)
+                        .await;
+                let (run, dir) = preview(&backend_toml(kind, &server, fault.extra), TEXT).await;
+                let what = format!("{kind:?} / {}", fault.name);
+                assert_eq!(run.code, fault.exit, "{what}: {}", run.stderr);
+                assert_eq!(server.count(), fault.attempts, "{what}: {}", run.stderr);
+                assert!(run.stderr.contains(fault.stderr), "{what}: {}", run.stderr);
+                assert_eq!(dir.path().join("out.wav").is_file(), fault.exit == 0, "{what}");
+                if fault.exit != 0 {
+                    assert!(
+                        run.stderr.contains("failed: segment 1 (\"今天天气很好，我们出去走走吧。\"): backend server: "),
+                        "{what}: {}",
+                        run.stderr
+                    );
+                }
+                if fault.name.starts_with("429") {
+                    let times = server.times();
+                    assert!(times[1] - times[0] >= Duration::from_millis(990), "{what}");
+                }
+            });
+        }
+    }
+    futures::future::join_all(cases).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn long_segments_are_split_at_punctuation_without_losing_text() {
+    let server = Server::start(vec![], Reply::Audio, Format::StreamedWav, Duration::ZERO).await;
+    let paragraph = "夜色渐深，海面上起了一层薄雾，远处的渔火一盏接一盏地熄灭了；老人把外套裹紧，沿着湿漉漉的石阶慢慢往上走，一边走一边数着台阶，数到一半又忘了，只好从头再数。";
+    let (run, _dir) = preview(
+        &openai_backend(&server, "max_chars = 20\nmax_in_flight = 3"),
+        paragraph,
+    )
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let inputs: Vec<String> = server
+        .bodies()
+        .iter()
+        .map(|b| {
+            serde_json::from_str::<serde_json::Value>(b).unwrap()["input"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert!(inputs.len() >= 4, "{inputs:?}");
+    assert!(inputs.iter().all(|t| t.chars().count() <= 20), "{inputs:?}");
+    // Every piece ends at punctuation, and together they are the paragraph.
+    assert!(
+        inputs.iter().all(|t| t.ends_with(['，', '；', '。'])),
+        "{inputs:?}"
+    );
+    let mut sorted = inputs.clone();
+    sorted.sort_by_key(|t| paragraph.find(t.as_str()).unwrap_or(usize::MAX));
+    assert_eq!(sorted.concat(), paragraph);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn max_in_flight_and_rate_limit_hold_at_the_server() {
+    let server = Server::start(
+        vec![],
+        Reply::Audio,
+        Format::StreamedWav,
+        Duration::from_millis(80),
+    )
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    voices_file(
+        dir.path(),
+        &openai_backend(&server, "max_in_flight = 3"),
+        false,
+    );
+    write_book(dir.path(), 2, 6);
+    let run = tingshu(
+        dir.path(),
+        &["build", "book.txt", "--voices", "voices.toml"],
+    )
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(server.count(), 24);
+    assert_eq!(
+        server.fake.in_flight.lock().unwrap().1,
+        3,
+        "peak requests at once"
+    );
+
+    let server = Server::start(vec![], Reply::Audio, Format::StreamedWav, Duration::ZERO).await;
+    let dir = tempfile::tempdir().unwrap();
+    voices_file(
+        dir.path(),
+        &openai_backend(&server, "max_in_flight = 8\nrate_limit = \"5/1s\""),
+        false,
+    );
+    write_book(dir.path(), 1, 4);
+    let run = tingshu(
+        dir.path(),
+        &["build", "book.txt", "--voices", "voices.toml"],
+    )
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let times = server.times();
+    assert_eq!(times.len(), 8);
+    // No window of one second holds more than 5 request starts.
+    for i in 5..times.len() {
+        assert!(
+            times[i] - times[i - 5] >= Duration::from_millis(990),
+            "{times:?}"
+        );
+    }
+}
+
+/// A shipped example voices file pointed at a fake server.
+async fn example_preview(file: &str, real_url: &str, format: Format, say: &str) -> (Server, Run) {
+    let server = Server::start(vec![], Reply::Audio, format, Duration::ZERO).await;
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("voices/examples")
+            .join(file),
+    )
+    .unwrap()
+    .replace(real_url, &server.url())
+    .replace("\"TTS_API_KEY\"", "\"TEST_TTS_KEY\"");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("voices.toml"), text).unwrap();
+    let run = tingshu(
+        dir.path(),
+        &["preview", say, "--voices", "voices.toml", "-o", "out.wav"],
+    )
+    .await;
+    (server, run)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn shipped_gpt_sovits_example_speaks_api_v2() {
+    let (server, run) = example_preview(
+        "gpt-sovits.toml",
+        "http://127.0.0.1:9880",
+        Format::StreamedWav,
+        TEXT,
+    )
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let requests = server.fake.requests.lock().unwrap();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(
+        requests[0].headers[header::CONTENT_TYPE],
+        "application/json"
+    );
+    let body: serde_json::Value = serde_json::from_str(&requests[0].body).unwrap();
+    assert_eq!(body["text"], TEXT);
+    assert_eq!(body["text_lang"], "zh");
+    assert_eq!(body["ref_audio_path"], "refs/narrator.wav");
+    assert_eq!(body["speed_factor"], 1.0);
+    assert_eq!(body["media_type"], "wav");
+    assert_eq!(body["streaming_mode"], false);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn shipped_cosyvoice_example_reads_raw_pcm() {
+    let (server, run) = example_preview(
+        "cosyvoice.toml",
+        "http://127.0.0.1:50000",
+        Format::Pcm,
+        TEXT,
+    )
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let requests = server.fake.requests.lock().unwrap();
+    assert_eq!(requests.len(), 1);
+    let form: Vec<(String, String)> = form_urlencoded::parse(requests[0].body.as_bytes())
+        .into_owned()
+        .collect();
+    assert_eq!(
+        form,
+        [
+            ("spk_id".to_owned(), "中文男".to_owned()),
+            ("tts_text".to_owned(), TEXT.to_owned())
+        ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn shipped_openai_example_casts_espeak_and_the_server() {
+    let (server, run) = example_preview(
+        "openai.toml",
+        "http://127.0.0.1:8880",
+        Format::StreamedWav,
+        "他说：“今天天气很好。”",
+    )
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        run.stdout,
+        "[narration → narrator] 他说：\n[dialogue → hero] “今天天气很好。”\n"
+    );
+    // Narration went to espeak; only the dialogue reached the server.
+    let bodies = server.bodies();
+    assert_eq!(bodies.len(), 1);
+    let body: serde_json::Value = serde_json::from_str(&bodies[0]).unwrap();
+    assert_eq!(body["voice"], "zm_yunxi");
+    assert_eq!(body["model"], "kokoro");
 }

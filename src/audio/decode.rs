@@ -1,5 +1,5 @@
-//! Encoded audio bodies (WAV, MP3, OGG/Vorbis, FLAC) → [`AudioClip`] with
-//! symphonia. Streamed WAVs whose RIFF and `data` sizes are placeholders
+//! Encoded audio bodies (WAV, MP3, OGG/Vorbis, FLAC, AAC in ADTS) →
+//! [`AudioClip`] with symphonia (0.5 has no Opus decoder). Streamed WAVs whose RIFF and `data` sizes are placeholders
 //! (0xFFFFFFFF, 0x7FFFFFFF, … as TTS servers and `espeak-ng --stdout` write
 //! them) are patched to the real sizes before decoding.
 
@@ -28,8 +28,17 @@ pub enum DecodeError {
     NoSamples,
 }
 
-/// Decodes a whole body into a mono clip (channels are averaged).
+/// Decodes a whole body into a mono clip (channels are averaged). Never
+/// panics: a decoder that panics on hostile input counts as corrupt audio.
 pub fn decode(bytes: &[u8]) -> Result<AudioClip, DecodeError> {
+    std::panic::catch_unwind(|| decode_unguarded(bytes)).unwrap_or_else(|_| {
+        Err(DecodeError::Corrupt(
+            "the decoder failed on this input".into(),
+        ))
+    })
+}
+
+fn decode_unguarded(bytes: &[u8]) -> Result<AudioClip, DecodeError> {
     if bytes.is_empty() {
         return Err(DecodeError::Empty);
     }
@@ -156,7 +165,12 @@ pub fn patch_wav_sizes(bytes: &[u8]) -> Result<Vec<u8>, DecodeError> {
             block_align = usize::from(u16::from_le_bytes([out[body + 12], out[body + 13]])).max(1);
         }
         if &id == b"data" {
-            let real = size.min(available);
+            // Streamers write a placeholder (0xFFFFFFFF, 0x7FFFFFFF…) or 0.
+            let real = if size == 0 {
+                available
+            } else {
+                size.min(available)
+            };
             let real = real - real % block_align;
             out[pos + 4..pos + 8].copy_from_slice(&(real as u32).to_le_bytes());
             out.truncate(body + real);
@@ -203,7 +217,7 @@ mod tests {
 
     #[test]
     fn decodes_streamed_wav_with_placeholder_sizes() {
-        for placeholder in [0xFFFF_FFFFu32, 0x7FFF_FFFF, 0x7FFF_F000] {
+        for placeholder in [0xFFFF_FFFFu32, 0x7FFF_FFFF, 0x7FFF_F000, 0] {
             let mut bytes = wav_bytes(&tone(2205, 24000));
             bytes[4..8].copy_from_slice(&placeholder.to_le_bytes());
             let data = bytes.windows(4).position(|w| w == b"data").unwrap();
@@ -234,9 +248,33 @@ mod tests {
     }
 
     #[test]
+    fn damaged_bodies_never_panic() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
+        let mut rng = fastrand::Rng::with_seed(7);
+        for name in ["tone.mp3", "tone.ogg", "tone.flac", "tone.aac"] {
+            let bytes = std::fs::read(format!("{dir}/{name}")).unwrap();
+            for cut in (0..bytes.len()).step_by(bytes.len() / 40 + 1) {
+                let _ = decode(&bytes[..cut]);
+            }
+            for _ in 0..40 {
+                let mut damaged = bytes.clone();
+                for _ in 0..20 {
+                    let i = rng.usize(..damaged.len());
+                    damaged[i] = rng.u8(..);
+                }
+                let _ = decode(&damaged);
+            }
+        }
+        let wav = wav_bytes(&tone(1000, 8000));
+        for cut in 0..60 {
+            let _ = decode(&wav[..cut]);
+        }
+    }
+
+    #[test]
     fn decodes_compressed_fixtures() {
         let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
-        for name in ["tone.mp3", "tone.ogg", "tone.flac"] {
+        for name in ["tone.mp3", "tone.ogg", "tone.flac", "tone.aac"] {
             let bytes = std::fs::read(format!("{dir}/{name}")).unwrap();
             let clip = decode(&bytes).unwrap_or_else(|e| panic!("{name}: {e}"));
             let secs = clip.duration_s();

@@ -229,7 +229,7 @@ impl Inputs {
                 .with_context(|| format!("cannot read voices file {}", path.display()))?,
             None => DEFAULT_VOICES.as_bytes().to_vec(),
         };
-        let config = VoicesConfig::load(job.voices.as_deref())?;
+        let mut config = VoicesConfig::load(job.voices.as_deref())?;
         let cast = match &job.cast {
             Some(path) => Some(
                 std::fs::read(path)
@@ -242,6 +242,9 @@ impl Inputs {
             None => None,
         };
         let book = read_source(&job.source, parsed_cast.as_ref())?;
+        if let (Some(path), Some(cast)) = (&job.cast, &parsed_cast) {
+            config.apply_cast(path, cast)?;
+        }
         let cache = crate::synth::cache::Cache::new(job.out.join(".cache"));
         let renderer = Renderer::with_cache(config, worker_program, Some(cache));
         let fingerprint = render_fingerprint(&voices_bytes, &renderer.backends, cast.as_deref());

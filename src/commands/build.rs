@@ -22,7 +22,10 @@ use crate::text::ScriptChapter;
 pub async fn run(args: &BuildArgs, worker_program: Option<PathBuf>) -> anyhow::Result<u8> {
     let cast = args.cast.as_deref().map(Cast::load).transpose()?;
     let book = read_book_with_cast(&args.book, cast.as_ref())?;
-    let config = VoicesConfig::load(args.voices.as_deref())?;
+    let mut config = VoicesConfig::load(args.voices.as_deref())?;
+    if let (Some(path), Some(cast)) = (&args.cast, &cast) {
+        config.apply_cast(path, cast)?;
+    }
     let mut lexicon = args
         .lexicon
         .as_deref()

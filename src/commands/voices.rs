@@ -8,7 +8,7 @@ use anyhow::bail;
 
 use super::{EXIT_OK, EXIT_PARTIAL};
 use crate::cli::VoicesArgs;
-use crate::config::VoicesConfig;
+use crate::config::{BackendConfig, VoicesConfig};
 use crate::frontend;
 use crate::synth::SynthRequest;
 
@@ -73,6 +73,15 @@ pub fn listing(config: &VoicesConfig) -> String {
         }
         if let Some(fallback) = &client.fallback {
             line.push_str(&format!(" fallback={fallback}"));
+        }
+        let key_env = match backend {
+            BackendConfig::Openai(c) => c.api_key_env.clone(),
+            BackendConfig::Http(c) => c.api_key_env.clone(),
+            BackendConfig::Azure(c) => Some(c.api_key_env.clone()),
+            BackendConfig::Espeak(_) | BackendConfig::Command(_) => None,
+        };
+        if let Some(var) = key_env {
+            line.push_str(&format!(" key=${var}"));
         }
         out.push_str(line.trim_end());
         out.push('\n');

@@ -7,7 +7,7 @@
 //! renamed into place, so a killed run never leaves a half-written entry.
 
 use std::fs;
-use std::io::{BufReader, BufWriter};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
@@ -72,8 +72,8 @@ impl Cache {
     /// removed and counts as a miss).
     pub fn get(&self, key: &CacheKey) -> Option<AudioClip> {
         let path = self.path(key);
-        let file = fs::File::open(&path).ok()?;
-        match read_clip(BufReader::new(file)) {
+        let bytes = fs::read(&path).ok()?;
+        match read_clip(&bytes) {
             Ok(clip) => Some(clip),
             Err(e) => {
                 tracing::warn!(path = %path.display(), error = %e, "dropping unreadable cache entry");
@@ -81,6 +81,11 @@ impl Cache {
                 None
             }
         }
+    }
+
+    /// Whether an entry for `key` exists (without reading it).
+    pub fn contains(&self, key: &CacheKey) -> bool {
+        self.path(key).is_file()
     }
 
     /// Stores `clip` under `key` atomically.
@@ -118,29 +123,59 @@ impl Cache {
     }
 }
 
+/// Writes a mono 32-bit float WAV (format 3) in one piece.
 fn write_clip(path: &Path, clip: &AudioClip) -> std::io::Result<()> {
-    let spec = hound::WavSpec {
-        channels: 1,
-        sample_rate: clip.sample_rate,
-        bits_per_sample: 32,
-        sample_format: hound::SampleFormat::Float,
-    };
-    let file = BufWriter::new(fs::File::create(path)?);
-    let mut writer = hound::WavWriter::new(file, spec).map_err(std::io::Error::other)?;
-    for &s in &clip.samples {
-        writer.write_sample(s).map_err(std::io::Error::other)?;
+    let data_len = u32::try_from(clip.samples.len() * 4)
+        .map_err(|_| std::io::Error::other("clip too long for a WAV file"))?;
+    let mut bytes = Vec::with_capacity(44 + data_len as usize);
+    bytes.extend_from_slice(b"RIFF");
+    bytes.extend_from_slice(&(36 + data_len).to_le_bytes());
+    bytes.extend_from_slice(b"WAVEfmt ");
+    bytes.extend_from_slice(&16u32.to_le_bytes());
+    bytes.extend_from_slice(&3u16.to_le_bytes()); // IEEE float
+    bytes.extend_from_slice(&1u16.to_le_bytes()); // mono
+    bytes.extend_from_slice(&clip.sample_rate.to_le_bytes());
+    bytes.extend_from_slice(&(clip.sample_rate * 4).to_le_bytes());
+    bytes.extend_from_slice(&4u16.to_le_bytes()); // block align
+    bytes.extend_from_slice(&32u16.to_le_bytes());
+    bytes.extend_from_slice(b"data");
+    bytes.extend_from_slice(&data_len.to_le_bytes());
+    for s in &clip.samples {
+        bytes.extend_from_slice(&s.to_le_bytes());
     }
-    writer.finalize().map_err(std::io::Error::other)?;
-    Ok(())
+    // No fsync: a killed process cannot lose written data, and an entry
+    // damaged by a power loss fails the length check and is dropped.
+    fs::File::create(path)?.write_all(&bytes)
 }
 
-fn read_clip(reader: impl std::io::Read) -> Result<AudioClip, hound::Error> {
-    let reader = hound::WavReader::new(reader)?;
-    let rate = reader.spec().sample_rate;
-    let samples = reader
-        .into_samples::<f32>()
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(AudioClip::new(samples, rate))
+/// Reads what [`write_clip`] wrote; anything else is an error.
+fn read_clip(bytes: &[u8]) -> Result<AudioClip, String> {
+    let u16_at = |i: usize| u16::from_le_bytes([bytes[i], bytes[i + 1]]);
+    let u32_at =
+        |i: usize| u32::from_le_bytes([bytes[i], bytes[i + 1], bytes[i + 2], bytes[i + 3]]);
+    if bytes.len() < 44
+        || &bytes[0..4] != b"RIFF"
+        || &bytes[8..16] != b"WAVEfmt "
+        || &bytes[36..40] != b"data"
+        || u16_at(20) != 3
+        || u16_at(22) != 1
+        || u16_at(34) != 32
+    {
+        return Err("not a tingshu cache entry".into());
+    }
+    let data_len = u32_at(40) as usize;
+    if bytes.len() != 44 + data_len || !data_len.is_multiple_of(4) {
+        return Err(format!(
+            "truncated: {} of {} data bytes",
+            bytes.len().saturating_sub(44),
+            data_len
+        ));
+    }
+    let samples = bytes[44..]
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect();
+    Ok(AudioClip::new(samples, u32_at(24)))
 }
 
 #[cfg(test)]
@@ -182,12 +217,19 @@ mod tests {
         assert!(cache.get(&key).is_none());
         let clip = AudioClip::new(vec![0.0, 0.123_456_7, -0.9], 24000);
         cache.put(&key, &clip).unwrap();
-        assert_eq!(cache.get(&key), Some(clip));
+        assert_eq!(cache.get(&key), Some(clip.clone()));
+        // Standard WAV that other tools (and hound) read.
+        let reader = hound::WavReader::open(cache.path(&key)).unwrap();
+        assert_eq!(reader.spec().sample_format, hound::SampleFormat::Float);
+        let samples: Vec<f32> = reader.into_samples().map(Result::unwrap).collect();
+        assert_eq!(samples, clip.samples);
         assert_eq!(cache.len(), 1);
         // No temporary files are left behind.
         let sub = dir.path().join(&key.as_str()[..2]);
         assert_eq!(fs::read_dir(&sub).unwrap().count(), 1);
-        fs::write(cache.path(&key), b"RIFF").unwrap();
+        // A hand-damaged entry is dropped, not trusted.
+        let full = fs::read(cache.path(&key)).unwrap();
+        fs::write(cache.path(&key), &full[..full.len() - 2]).unwrap();
         assert!(cache.get(&key).is_none());
         assert_eq!(cache.len(), 0);
     }

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
 use super::cache::{Cache, CacheKey};
 use super::limit::Limiter;
@@ -19,6 +20,9 @@ pub struct ClientBackend {
     /// Backend to use when this one fails for good, and the voice id to ask
     /// it for (`None` = the same voice id).
     pub fallback: Option<(String, Option<String>)>,
+    /// Longest a request may take, whatever the backend does (a hung local
+    /// engine or program counts as a timeout and is retried).
+    pub timeout: Duration,
 }
 
 /// A synthesized chunk and where it came from.
@@ -95,6 +99,19 @@ impl SynthClient {
         chain
     }
 
+    /// Whether `req` for `backend` (or one of its fallbacks) is in the cache.
+    pub fn is_cached(&self, backend: &str, req: &SynthRequest) -> bool {
+        let Some(cache) = &self.cache else {
+            return false;
+        };
+        self.chain(backend, req).iter().any(|(name, req)| {
+            cache.contains(&CacheKey::new(
+                &self.backends[*name].synth.fingerprint(),
+                req,
+            ))
+        })
+    }
+
     /// Synthesizes `req` with `backend`: from the cache when any backend of
     /// the fallback chain has it, else with retries, then with fallbacks.
     /// Fresh audio is stored in the cache.
@@ -114,27 +131,57 @@ impl SynthClient {
             .iter()
             .map(|(name, req)| CacheKey::new(&self.backends[*name].synth.fingerprint(), req))
             .collect();
-        if let Some(cache) = &self.cache {
-            for ((name, _), key) in chain.iter().zip(&keys) {
-                if let Some(clip) = cache.get(key) {
-                    self.stats.cache_hits.fetch_add(1, Ordering::Relaxed);
-                    return Ok(Synthesized {
-                        clip,
-                        backend: (*name).to_owned(),
-                        cached: true,
-                    });
-                }
+        // File I/O runs on the blocking pool so that a slow disk never
+        // stalls the threads that drive requests.
+        if let Some(cache) = self.cache.clone() {
+            let lookup = keys.clone();
+            let hit = tokio::task::spawn_blocking(move || {
+                lookup
+                    .iter()
+                    .enumerate()
+                    .find_map(|(i, key)| cache.get(key).map(|clip| (i, clip)))
+            })
+            .await
+            .ok()
+            .flatten();
+            if let Some((i, clip)) = hit {
+                self.stats.cache_hits.fetch_add(1, Ordering::Relaxed);
+                return Ok(Synthesized {
+                    clip,
+                    backend: chain[i].0.to_owned(),
+                    cached: true,
+                });
             }
         }
         let mut first_error = None;
         for ((name, req), key) in chain.iter().zip(&keys) {
             match self.with_retries(&self.backends[*name], req).await {
                 Ok(clip) => {
-                    if let Some(cache) = &self.cache
-                        && let Err(e) = cache.put(key, &clip)
-                    {
-                        tracing::warn!(dir = %cache.dir().display(), error = %e, "cannot store in cache");
-                    }
+                    let clip = match self.cache.clone() {
+                        Some(cache) => {
+                            let key = key.clone();
+                            let stored = tokio::task::spawn_blocking(move || {
+                                let result = cache.put(&key, &clip);
+                                (clip, result, cache)
+                            })
+                            .await;
+                            match stored {
+                                Ok((clip, result, cache)) => {
+                                    if let Err(e) = result {
+                                        tracing::warn!(dir = %cache.dir().display(), error = %e, "cannot store in cache");
+                                    }
+                                    clip
+                                }
+                                Err(e) => {
+                                    return Err(SynthError::Setup {
+                                        backend: (*name).to_owned(),
+                                        message: format!("cache task failed: {e}"),
+                                    });
+                                }
+                            }
+                        }
+                        None => clip,
+                    };
                     return Ok(Synthesized {
                         clip,
                         backend: (*name).to_owned(),
@@ -163,7 +210,14 @@ impl SynthClient {
             let result = {
                 let _permit = backend.limiter.acquire().await;
                 self.stats.requests.fetch_add(1, Ordering::Relaxed);
-                backend.synth.synthesize(req).await
+                tokio::time::timeout(backend.timeout, backend.synth.synthesize(req))
+                    .await
+                    .unwrap_or_else(|_| {
+                        Err(SynthError::Timeout {
+                            backend: backend.synth.name().to_owned(),
+                            after: backend.timeout,
+                        })
+                    })
             };
             match result {
                 Err(e) if e.is_retryable() && retry < backend.retry.retries => {
@@ -240,6 +294,7 @@ mod tests {
                     max: Duration::from_millis(5),
                 },
                 fallback: fallback.map(|f| (f.to_owned(), Some("backup-voice".to_owned()))),
+                timeout: Duration::from_secs(5),
             },
         )
     }
@@ -309,5 +364,40 @@ mod tests {
         assert_eq!(err.to_string(), "backend a: HTTP 500");
         assert_eq!(client.stats.requests.load(Ordering::Relaxed), 3);
         assert_eq!(client.stats.failures.load(Ordering::Relaxed), 1);
+    }
+
+    /// Never answers.
+    struct Hung;
+
+    #[async_trait]
+    impl Synthesizer for Hung {
+        fn name(&self) -> &str {
+            "hung"
+        }
+        fn fingerprint(&self) -> String {
+            "hung".into()
+        }
+        async fn synthesize(&self, _req: &SynthRequest) -> Result<AudioClip, SynthError> {
+            std::future::pending().await
+        }
+    }
+
+    #[tokio::test]
+    async fn a_hung_backend_times_out_and_is_retried() {
+        let entry = ClientBackend {
+            synth: Arc::new(Hung),
+            limiter: Limiter::new(1, None),
+            retry: RetryPolicy {
+                retries: 2,
+                base: Duration::from_millis(1),
+                max: Duration::from_millis(5),
+            },
+            fallback: None,
+            timeout: Duration::from_millis(50),
+        };
+        let client = SynthClient::new([("hung".to_owned(), entry)].into(), None);
+        let err = client.synthesize("hung", &req()).await.unwrap_err();
+        assert_eq!(err.to_string(), "backend hung: no answer within 0.05s");
+        assert_eq!(client.stats.requests.load(Ordering::Relaxed), 3);
     }
 }

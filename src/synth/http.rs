@@ -429,18 +429,12 @@ impl Synthesizer for Http {
     }
 
     fn fingerprint(&self) -> String {
-        // The template decides the audio; the secret and the timeout do not.
+        // The templates decide the audio (they hold `{key}`, never the
+        // secret itself); the secret and the timeout do not.
         let c = &self.config;
         format!(
-            "http/{} {}/{:?}/{:?}/{:?}/{:?}/{:?}/{}",
-            c.method,
-            c.url,
-            c.headers.keys().collect::<Vec<_>>(),
-            c.json,
-            c.form,
-            c.body,
-            c.response,
-            c.lang
+            "http/{} {}/{:?}/{:?}/{:?}/{:?}/{:?}/{:?}/{}",
+            c.method, c.url, c.headers, c.json, c.form, c.body, c.response, c.sample_rate, c.lang
         )
     }
 

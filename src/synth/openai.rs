@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use serde::Deserialize;
 
 use super::http::{Secret, client, send};
-use super::{Limits, SynthError, SynthRequest, Synthesizer, decode_checked};
+use super::{Limits, SynthError, SynthRequest, Synthesizer, check_duration, decode_checked};
 use crate::audio::AudioClip;
 
 /// `[backends.NAME] type = "openai"`.
@@ -21,7 +21,7 @@ pub struct OpenaiConfig {
     pub api_key_env: Option<String>,
     #[serde(default = "default_model")]
     pub model: String,
-    /// `wav` (default), `mp3`, `flac` or `opus`.
+    /// `wav` (default), `mp3`, `flac`, `aac` or `pcm` (raw 16-bit 24 kHz).
     #[serde(default = "default_format")]
     pub response_format: String,
     /// Optional style prompt (`instructions`) for models that take one.
@@ -52,17 +52,20 @@ impl OpenaiConfig {
                 "must start with http:// or https://".into(),
             ));
         }
-        if !matches!(
-            self.response_format.as_str(),
-            "wav" | "mp3" | "flac" | "opus" | "aac"
-        ) {
-            return Err((
-                "response_format".into(),
-                format!(
-                    "'{}' is not wav, mp3, flac, opus or aac",
-                    self.response_format
-                ),
-            ));
+        match self.response_format.as_str() {
+            "wav" | "mp3" | "flac" | "aac" | "pcm" => {}
+            "opus" => {
+                return Err((
+                    "response_format".into(),
+                    "Opus answers cannot be decoded (no Opus decoder in symphonia 0.5); use wav, mp3, flac, aac or pcm".into(),
+                ));
+            }
+            other => {
+                return Err((
+                    "response_format".into(),
+                    format!("'{other}' is not wav, mp3, flac, aac or pcm"),
+                ));
+            }
         }
         if self.max_chars == 0 {
             return Err(("max_chars".into(), "must be at least 1".into()));
@@ -146,6 +149,20 @@ impl Synthesizer for Openai {
             request = request.bearer_auth(self.secret.expose());
         }
         let body = send(&self.name, request, self.timeout, &self.secret).await?;
+        if self.config.response_format == "pcm" {
+            // OpenAI's raw format: 16-bit little-endian mono at 24 kHz.
+            if body.len() < 2 {
+                return Err(SynthError::BadAudio {
+                    backend: self.name.clone(),
+                    message: "empty PCM body".into(),
+                });
+            }
+            let samples: Vec<i16> = body
+                .chunks_exact(2)
+                .map(|b| i16::from_le_bytes([b[0], b[1]]))
+                .collect();
+            return check_duration(&self.name, AudioClip::from_i16(&samples, 24000), req);
+        }
         decode_checked(&self.name, &body, req)
     }
 }
@@ -181,5 +198,10 @@ mod tests {
         let config: OpenaiConfig =
             toml::from_str("base_url = \"h\"\nresponse_format = \"ogg\"").unwrap();
         assert_eq!(config.check().unwrap_err().0, "base_url");
+        let config: OpenaiConfig =
+            toml::from_str("base_url = \"http://h\"\nresponse_format = \"opus\"").unwrap();
+        let (key, message) = config.check().unwrap_err();
+        assert_eq!(key, "response_format");
+        assert!(message.contains("no Opus decoder"), "{message}");
     }
 }

@@ -1,0 +1,157 @@
+//! `tingshu preview` and `tingshu voices` through the real binary with the
+//! embedded espeak-ng voices.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+fn tingshu(dir: &Path, args: &[&str], stdin: Option<&str>) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tingshu"))
+        .args(args)
+        .current_dir(dir)
+        .env_remove("TINGSHU_VOICES")
+        .env_remove("TINGSHU_CACHE")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    if let Some(text) = stdin {
+        input.write_all(text.as_bytes()).unwrap();
+    }
+    drop(input);
+    child.wait_with_output().unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn wav_seconds(path: &Path) -> f64 {
+    let reader = hound::WavReader::open(path).unwrap();
+    f64::from(reader.duration()) / f64::from(reader.spec().sample_rate)
+}
+
+#[test]
+fn preview_prints_the_script_and_writes_the_default_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = tingshu(
+        dir.path(),
+        &["preview", "她问：“灯还亮着吗？”他点点头。"],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout),
+        "[narration → narrator] 她问：\n[dialogue → dialogue] “灯还亮着吗？”\n[narration → narrator] 他点点头。\n"
+    );
+    let wav = dir.path().join("output/preview.wav");
+    assert!(wav_seconds(&wav) > 1.5);
+    // The chunks were cached beside it.
+    assert!(dir.path().join("output/.cache").is_dir());
+}
+
+#[test]
+fn preview_reads_stdin_and_passages_of_a_book() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = tingshu(
+        dir.path(),
+        &["preview", "-", "-o", "a.wav"],
+        Some("海风很大。\n"),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "[narration → narrator] 海风很大。\n");
+
+    let book = dir.path().join("book.txt");
+    std::fs::write(
+        &book,
+        "第一章 起\n第一段。\n第二段。\n第二章 承\n甲段落。\n乙段落。\n丙段落。\n",
+    )
+    .unwrap();
+    let out = tingshu(
+        dir.path(),
+        &[
+            "preview",
+            "--book",
+            "book.txt",
+            "--chapter",
+            "2",
+            "--paragraphs",
+            "2-3",
+            "-o",
+            "b.wav",
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout),
+        "[narration → narrator] 乙段落。\n[narration → narrator] 丙段落。\n"
+    );
+    assert!(dir.path().join("b.wav").is_file());
+
+    for (args, message) in [
+        (
+            vec!["preview", "--book", "book.txt", "--chapter", "9"],
+            "--chapter 9: the book has 2 chapters",
+        ),
+        (
+            vec!["preview", "--book", "book.txt", "--paragraphs", "7-8"],
+            "--paragraphs 7-8: no such paragraphs in chapter 1",
+        ),
+        (vec!["preview"], "give the TEXT to read"),
+        (vec!["preview", "……"], "nothing to read"),
+    ] {
+        let out = tingshu(dir.path(), &args, None);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(
+            text(&out.stderr).contains(message),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+    }
+}
+
+#[test]
+fn play_without_a_player_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_tingshu"))
+        .args(["preview", "好。", "--play", "-o", "p.wav"])
+        .current_dir(dir.path())
+        .env("PATH", empty.path())
+        .env_remove("TINGSHU_VOICES")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr)
+            .contains("no audio player found (tried aplay, paplay, pw-play, ffplay, afplay)"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn voices_lists_and_checks() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = tingshu(dir.path(), &["voices"], None);
+    assert_eq!(out.status.code(), Some(0));
+    let listing = text(&out.stdout);
+    assert!(
+        listing.contains("backends:\n  local        espeak\n"),
+        "{listing}"
+    );
+    let out = tingshu(dir.path(), &["voices", "--check", "narrator"], None);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let report = text(&out.stdout);
+    assert!(
+        report.starts_with("narrator: ok via local — latency "),
+        "{report}"
+    );
+    assert!(report.contains(" s of audio at 22050 Hz"), "{report}");
+    let out = tingshu(dir.path(), &["voices", "--check", "nobody"], None);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("no voice 'nobody' (known: dialogue, narrator)"));
+}
