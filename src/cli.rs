@@ -21,7 +21,7 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Render a whole book (TXT) into one WAV file per chapter.
+    /// Render a whole book (TXT or EPUB) into one WAV file per chapter.
     Build(BuildArgs),
     /// Print the reading script of a book: chapters, narration and dialogue, speakers.
     Split(SplitArgs),
@@ -63,7 +63,7 @@ pub struct PinyinArgs {
 
 #[derive(Debug, Args)]
 pub struct BuildArgs {
-    /// The book: a TXT file in UTF-8, GB18030/GBK, Big5 or UTF-16.
+    /// The book: a TXT file in UTF-8, GB18030/GBK, Big5 or UTF-16, or an EPUB.
     pub book: PathBuf,
     /// Output directory; the book goes to DIR/<book file stem>/.
     #[arg(long, short, default_value = "output", env = "TINGSHU_OUT")]

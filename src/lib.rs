@@ -14,6 +14,7 @@ pub mod book;
 pub mod cli;
 pub mod commands;
 pub mod config;
+pub mod epub;
 pub mod frontend;
 pub mod manifest;
 pub mod pipeline;

@@ -149,11 +149,7 @@ mod tests {
     use crate::text::Script;
 
     fn book(text: &str) -> Book {
-        Book {
-            stem: "b".to_owned(),
-            encoding: "UTF-8",
-            script: Script::from_text(text, "b"),
-        }
+        Book::from_script("b".to_owned(), "UTF-8", Script::from_text(text, "b"))
     }
 
     fn name(index: usize, title: &str) -> String {

@@ -45,27 +45,32 @@ pub fn read_source(path: &Path, cast: Option<&Cast>) -> Result<Book, SourceError
     let files = chapter_files(path)?;
     let mut chapters = Vec::new();
     let mut encodings: Vec<&'static str> = Vec::new();
+    let (mut readings, mut skipped) = (Vec::new(), Vec::new());
     for file in &files {
         let book = read_book_with_cast(file, cast)?;
         if !encodings.contains(&book.encoding) {
             encodings.push(book.encoding);
         }
         chapters.extend(book.script.chapters);
+        readings.extend(book.readings);
+        skipped.extend(book.skipped);
     }
     for (i, chapter) in chapters.iter_mut().enumerate() {
         chapter.number = i + 1;
     }
     let stem = source_stem(path);
+    let encoding = match encodings.as_slice() {
+        [one] => one,
+        _ => "mixed",
+    };
+    let script = Script {
+        book: stem.clone(),
+        chapters,
+    };
     Ok(Book {
-        encoding: match encodings.as_slice() {
-            [one] => one,
-            _ => "mixed",
-        },
-        script: Script {
-            book: stem.clone(),
-            chapters,
-        },
-        stem,
+        readings,
+        skipped,
+        ..Book::from_script(stem, encoding, script)
     })
 }
 

@@ -96,7 +96,13 @@ pub async fn run(args: &BuildArgs, worker_program: Option<PathBuf>) -> anyhow::R
     if let (Some(path), Some(cast)) = (&args.cast, &cast) {
         config.apply_cast(path, cast)?;
     }
-    let lexicon = args.lexicon.as_deref().map(Lexicon::load).transpose()?;
+    let mut lexicon = args
+        .lexicon
+        .as_deref()
+        .map(Lexicon::load)
+        .transpose()?
+        .unwrap_or_default();
+    book.add_ruby_words(&mut lexicon);
     let outputs = Outputs::resolve(args)?;
     let count = book.script.chapters.len();
     let selected = match &args.chapters {
@@ -133,7 +139,7 @@ pub async fn run(args: &BuildArgs, worker_program: Option<PathBuf>) -> anyhow::R
         .clone()
         .unwrap_or_else(|| args.out.join(".cache"));
     let renderer = Renderer::with_cache(config, worker_program, Some(Cache::new(&cache_dir)))
-        .with_lexicon(lexicon.unwrap_or_default());
+        .with_lexicon(lexicon);
     let mut progress = Progress::new(jobs.len());
     let mut written = Vec::new();
     let mut failures = Vec::new();
@@ -239,7 +245,8 @@ pub async fn run(args: &BuildArgs, worker_program: Option<PathBuf>) -> anyhow::R
         std::fs::write(&path, report)
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
-    Ok(if failures.is_empty() {
+    // Parts of the book that could not be read were reported while reading.
+    Ok(if failures.is_empty() && book.skipped.is_empty() {
         EXIT_OK
     } else {
         EXIT_PARTIAL

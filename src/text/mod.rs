@@ -140,7 +140,10 @@ impl Script {
     /// Like [`Script::from_text`], with the speakers' names taken from `cast`
     /// when given.
     pub fn from_text_with_cast(text: &str, book: &str, cast: Option<&Cast>) -> Script {
-        let scanned = scan(text, book);
+        Script::from_scanned(scan(text, book), book, cast)
+    }
+
+    fn from_scanned(scanned: Vec<Scanned>, book: &str, cast: Option<&Cast>) -> Script {
         let discovered;
         let cast = match cast {
             Some(cast) => cast,
@@ -164,6 +167,17 @@ impl Script {
             book: book.to_owned(),
             chapters,
         }
+    }
+
+    /// Like [`Script::from_text_with_cast`], for chapters split elsewhere
+    /// (an EPUB's spine and table of contents).
+    pub fn from_chapters_with_cast(
+        chapters: Vec<Chapter>,
+        book: &str,
+        cast: Option<&Cast>,
+    ) -> Script {
+        let scanned = chapters.into_iter().map(Scanned::new).collect();
+        Script::from_scanned(scanned, book, cast)
     }
 
     /// Number of Han characters in the whole script.
