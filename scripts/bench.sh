@@ -33,7 +33,7 @@ done | best > "$tmp/espeak.s"
 audio_t=$(python3 -c "import json,glob;print(round(sum(c['duration_s'] for m in glob.glob('$tmp/out/*/manifest.json') for c in json.load(open(m))['chapters']),1))")
 audio_e=$(python3 -c "import wave;w=wave.open('$tmp/espeak.wav');print(round(w.getnframes()/w.getframerate(),1))")
 t=$(cat "$tmp/tingshu.s"); e=$(cat "$tmp/espeak.s")
-printf 'book:             %s (%s Han characters)\n' "$book" "$(grep -o '[一-龥]' "$book" | wc -l)"
+printf 'book:             %s (%s Han characters)\n' "$book" "$(python3 -c "import sys,re;print(len(re.findall(r'[\u4e00-\u9fff]',open(sys.argv[1],encoding='utf-8').read())))" "$book")"
 printf 'cores:            %s\n' "$(nproc)"
 printf 'tingshu build:    %.3f s wall (best of %s), %s s of audio\n' "$t" "$runs" "$audio_t"
 printf 'espeak-ng direct: %.3f s wall (best of %s), %s s of audio\n' "$e" "$runs" "$audio_e"
