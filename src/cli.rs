@@ -185,9 +185,31 @@ pub enum BatchCommand {
     /// Render every job once, incrementally (only new or changed chapters).
     Run(BatchJobsArgs),
     /// Stay running and run each job on its `schedule`; SIGTERM/SIGINT stop it.
-    Daemon(BatchJobsArgs),
-    /// Show each job's last run, next run, pending chapters and failures.
-    Status(BatchJobsArgs),
+    /// With --queue, each firing enqueues the job's pending chapters instead.
+    Daemon(BatchQueueOptArgs),
+    /// Show each job's last run, next run, pending chapters and failures;
+    /// with --queue, also the jobs' tasks on the queue.
+    Status(BatchQueueOptArgs),
+    /// Enqueue every job's new or changed chapters for `tingshu worker`s.
+    Enqueue(BatchEnqueueArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BatchQueueOptArgs {
+    #[command(flatten)]
+    pub jobs: BatchJobsArgs,
+    /// A queue (postgres://… or redis://…) shared with `tingshu worker`s.
+    #[arg(long)]
+    pub queue: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct BatchEnqueueArgs {
+    #[command(flatten)]
+    pub jobs: BatchJobsArgs,
+    /// The queue: postgres://user:password@host/db or redis://host/0.
+    #[arg(long, env = "TINGSHU_QUEUE")]
+    pub queue: String,
 }
 
 #[derive(Debug, Args)]

@@ -685,6 +685,131 @@ fn a_chunk_that_cannot_be_synthesized_is_parked_with_its_error(engine: Engine) {
     );
 }
 
+/// `N tasks planned, M new` of a `batch enqueue`/`daemon --queue` line.
+fn planned_and_new(line: &str) -> (usize, usize) {
+    let tail = line
+        .split("; ")
+        .find(|part| part.contains("tasks planned"))
+        .unwrap_or_else(|| panic!("no task counts: {line}"));
+    let numbers: Vec<usize> = tail
+        .split_whitespace()
+        .filter_map(|w| w.trim_end_matches(',').parse().ok())
+        .collect();
+    assert_eq!(numbers.len(), 2, "{line}");
+    (numbers[0], numbers[1])
+}
+
+fn line_with<'a>(log: &'a str, needle: &str) -> &'a str {
+    log.lines()
+        .find(|l| l.contains(needle))
+        .unwrap_or_else(|| panic!("no line with {needle:?} in:\n{log}"))
+}
+
+/// `batch enqueue` plans a jobs file's pending chapters onto the queue, a
+/// second time adds nothing, workers render it as `build` does; `batch
+/// status --queue` counts the job's tasks; `batch daemon --queue` enqueues
+/// an edited book on its schedule instead of rendering it.
+#[test]
+fn redis_batch_enqueue_status_and_daemon_go_through_the_queue() {
+    let Some(service) = Service::start(Engine::Redis) else {
+        return;
+    };
+    let url = service.url.as_str();
+    let render = Render::new(4);
+    let single = render.build();
+    let jobs = render.root.join("jobs.toml");
+    std::fs::write(
+        &jobs,
+        format!(
+            "[[job]]\nname = \"lamp\"\nsource = '{}'\nvoices = '{}'\nout = '{}'\n\
+             schedule = \"* * * * * *\"\ntimezone = \"UTC\"\n",
+            render.book.display(),
+            render.voices.display(),
+            render.root.join("multi").display(),
+        ),
+    )
+    .unwrap();
+    let jobs = jobs.to_string_lossy().into_owned();
+    let batch_enqueue = || {
+        let out = render.tingshu(&["batch", "enqueue", &jobs, "--queue", url]);
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "batch enqueue: {stderr}");
+        line_with(&stderr, "job \"lamp\": 4 of 4 chapters pending").to_owned()
+    };
+    let (planned, added) = planned_and_new(&batch_enqueue());
+    assert!(
+        planned > 4 && added == planned,
+        "{planned} planned, {added} new"
+    );
+    assert_eq!(
+        planned_and_new(&batch_enqueue()),
+        (planned, 0),
+        "a second batch enqueue added tasks"
+    );
+
+    let mut workers: Vec<(usize, Child)> =
+        (0..2).map(|n| (n, render.worker(url, n, &[]))).collect();
+    let codes = wait_all(&render, &mut workers, Duration::from_secs(300));
+    assert_eq!(codes, [0, 0], "{}", render.log(0));
+    let multi = render.root.join("multi/守灯");
+    assert_same_output(&single, &multi);
+    assert_eq!(files(&multi).len(), 5, "4 chapters and a manifest");
+
+    let status = render.tingshu(&["batch", "status", &jobs, "--queue", url]);
+    let table = String::from_utf8_lossy(&status.stdout).into_owned();
+    assert!(status.status.success(), "{table}");
+    let row: Vec<&str> = line_with(&table, "lamp ").split_whitespace().collect();
+    // job, waiting, queued, running, done, parked, chapters
+    assert_eq!(row[1..], ["0", "0", "0", &planned.to_string(), "0", "4/4"]);
+
+    // A fifth chapter: the daemon enqueues its work on the next firing.
+    let mut text = std::fs::read_to_string(&render.book).unwrap();
+    text.push_str("第5章 尾声之5\n\n灯塔的灯又亮了一整夜。\n\n");
+    std::fs::write(&render.book, text).unwrap();
+    let log_path = render.root.join("daemon.log");
+    let mut daemon = Command::new(BIN)
+        .args(["batch", "daemon", &jobs, "--queue", url])
+        .env("NO_COLOR", "1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(std::fs::File::create(&log_path).unwrap()))
+        .spawn()
+        .expect("start daemon");
+    let start = Instant::now();
+    let needle = "job \"lamp\": 5 of 5 chapters pending";
+    while !std::fs::read_to_string(&log_path)
+        .unwrap_or_default()
+        .contains(needle)
+    {
+        if start.elapsed() > Duration::from_secs(60) || daemon.try_wait().unwrap().is_some() {
+            let _ = daemon.kill();
+            let _ = daemon.wait();
+            panic!("daemon: {}", std::fs::read_to_string(&log_path).unwrap());
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let signal = Command::new("kill")
+        .args(["-TERM", &daemon.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(signal.success());
+    assert_eq!(daemon.wait().unwrap().code(), Some(0));
+    let log = std::fs::read_to_string(&log_path).unwrap();
+    let (_, added) = planned_and_new(line_with(&log, needle));
+    assert!(added >= 3, "new synth, mix and book tasks expected: {log}");
+    assert!(!log.contains("chapters rendered"), "daemon rendered: {log}");
+    assert!(
+        !files(&multi).keys().any(|name| name.starts_with("0005-")),
+        "chapter 5 rendered before a worker ran"
+    );
+
+    let mut workers = vec![(2, render.worker(url, 2, &[]))];
+    let codes = wait_all(&render, &mut workers, Duration::from_secs(300));
+    assert_eq!(codes, [0], "{}", render.log(2));
+    let single = render.build();
+    assert_same_output(&single, &multi);
+    assert_eq!(files(&multi).len(), 6, "5 chapters and a manifest");
+}
+
 // ---------------------------------------------------------------------------
 // Queue semantics through the library
 

@@ -1,6 +1,7 @@
-//! `tingshu batch run|daemon|status JOBS.toml`: keep a library of books up to
-//! date, rendering only new or changed chapters through the same path as
-//! `tingshu build`.
+//! `tingshu batch run|daemon|status|enqueue JOBS.toml`: keep a library of
+//! books up to date, rendering only new or changed chapters through the same
+//! path as `tingshu build` — here, or (`enqueue`, `daemon --queue`) as tasks
+//! on a shared queue for `tingshu worker`s.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -17,17 +18,26 @@ use crate::batch::schedule::{Clock, SystemClock, Timetable};
 use crate::batch::source::read_source;
 use crate::batch::state::{BookState, ChapterState, LastRun, RunOutcome, STATE_DIR, file_stamp};
 use crate::batch::{Job, JobsFile, Plan, format_indices, lock_path, render_fingerprint};
-use crate::cli::{BatchArgs, BatchCommand, BatchJobsArgs};
+use crate::cli::{BatchArgs, BatchCommand, BatchEnqueueArgs, BatchJobsArgs};
 use crate::config::{DEFAULT_VOICES, VoicesConfig};
 use crate::pipeline::{ChapterJob, Renderer};
 use crate::progress::{Progress, format_duration};
+use crate::queue::plan::VoicesSource;
+use crate::queue::{self, JobPlan, TaskQueue, TaskState};
 
 /// Runs a `batch` subcommand.
 pub async fn run(args: &BatchArgs, worker_program: Option<PathBuf>) -> anyhow::Result<u8> {
     match &args.command {
         BatchCommand::Run(a) => run_once(a, worker_program).await,
-        BatchCommand::Daemon(a) => daemon(a, worker_program, &SystemClock).await,
-        BatchCommand::Status(a) => status(a),
+        BatchCommand::Daemon(a) => {
+            let queue = match &a.queue {
+                Some(url) => Some(queue::connect(url, 2).await?),
+                None => None,
+            };
+            daemon(&a.jobs, worker_program, &SystemClock, queue.as_deref()).await
+        }
+        BatchCommand::Status(a) => status(&a.jobs, a.queue.as_deref()).await,
+        BatchCommand::Enqueue(a) => enqueue(a).await,
     }
 }
 
@@ -57,11 +67,14 @@ async fn run_once(args: &BatchJobsArgs, worker_program: Option<PathBuf>) -> anyh
     Ok(code)
 }
 
-/// `batch daemon`: each scheduled job on its schedule until SIGTERM/SIGINT.
+/// `batch daemon`: each scheduled job on its schedule until SIGTERM/SIGINT;
+/// with a `queue`, each firing enqueues the job's pending chapters instead of
+/// rendering them here.
 async fn daemon(
     args: &BatchJobsArgs,
     worker_program: Option<PathBuf>,
     clock: &dyn Clock,
+    queue: Option<&dyn TaskQueue>,
 ) -> anyhow::Result<u8> {
     let jobs: Vec<Job> = load_jobs(args)?
         .into_iter()
@@ -107,6 +120,15 @@ async fn daemon(
                 break;
             }
             let job = &jobs[i];
+            if let Some(queue) = queue {
+                let line = match enqueue_job(queue, job).await {
+                    Ok(line) => line,
+                    Err(e) => format!("job \"{}\": failed: {e:#}", job.name),
+                };
+                table.done(i, clock.now());
+                eprintln!("{line}; next run {}", next_run(&table, i, job));
+                continue;
+            }
             let report = run_job(job, worker_program.clone(), &mut shutdown).await;
             tracing::info!(
                 job = %job.name,
@@ -120,11 +142,7 @@ async fn daemon(
                 "batch run finished"
             );
             table.done(i, clock.now());
-            let next = match (table.next_of(i), &job.schedule) {
-                (Some(t), Some(s)) => s.display_time(t),
-                _ => "never".to_owned(),
-            };
-            eprintln!("{}; next run {next}", report.line());
+            eprintln!("{}; next run {}", report.line(), next_run(&table, i, job));
         }
         if shutdown.requested() {
             break;
@@ -134,12 +152,114 @@ async fn daemon(
     Ok(EXIT_OK)
 }
 
+/// When job `i` of `table` runs next, for people.
+fn next_run(table: &Timetable, i: usize, job: &Job) -> String {
+    match (table.next_of(i), &job.schedule) {
+        (Some(t), Some(s)) => s.display_time(t),
+        _ => "never".to_owned(),
+    }
+}
+
+/// `batch enqueue`: every job's pending chapters as tasks on the queue. All
+/// jobs are read and planned before anything is enqueued, so bad input adds
+/// nothing.
+async fn enqueue(args: &BatchEnqueueArgs) -> anyhow::Result<u8> {
+    let jobs = load_jobs(&args.jobs)?;
+    let mut planned = Vec::with_capacity(jobs.len());
+    for job in &jobs {
+        planned.push(plan_for_queue(job)?);
+    }
+    let queue = queue::connect(&args.queue, 2).await?;
+    for (job, planned) in jobs.iter().zip(&planned) {
+        let line = submit(queue.as_ref(), job, planned).await?;
+        eprintln!("{line}");
+    }
+    Ok(EXIT_OK)
+}
+
+/// Plans and enqueues one job; the line to log.
+async fn enqueue_job(queue: &dyn TaskQueue, job: &Job) -> anyhow::Result<String> {
+    let planned = plan_for_queue(job)?;
+    submit(queue, job, &planned).await
+}
+
+/// One job's pending chapters, planned as queue tasks.
+struct QueuePlan {
+    /// `None` when every chapter is up to date.
+    plan: Option<JobPlan>,
+    pending: Vec<usize>,
+    chapters: usize,
+    dir: PathBuf,
+}
+
+/// Plans the chapters `batch run` would render now (new or changed ones) as
+/// tasks named after the job.
+fn plan_for_queue(job: &Job) -> anyhow::Result<QueuePlan> {
+    if job.cast.is_some() {
+        anyhow::bail!(
+            "job \"{}\": key \"cast\": not supported with a queue yet (workers get the voices file only); use batch run",
+            job.name
+        );
+    }
+    let inputs = Inputs::read(job, None)?;
+    let dir = std::path::absolute(job.book_dir())
+        .with_context(|| format!("cannot resolve output directory {}", job.out.display()))?;
+    let state = BookState::read(&dir, &job.name);
+    let plan = Plan::new(
+        &inputs.book,
+        &dir,
+        &state,
+        &inputs.fingerprint,
+        chapter_file_name,
+    );
+    let pending: Vec<usize> = plan.pending().map(|c| c.index).collect();
+    let tasks = if pending.is_empty() {
+        None
+    } else {
+        let voices = VoicesSource::load(job.voices.as_deref())?;
+        Some(super::enqueue::plan_chapters(
+            &job.name,
+            &inputs.book,
+            voices,
+            &dir,
+            &pending,
+        )?)
+    };
+    Ok(QueuePlan {
+        plan: tasks,
+        pending,
+        chapters: plan.chapters.len(),
+        dir,
+    })
+}
+
+/// Enqueues a planned job; the line to log.
+async fn submit(queue: &dyn TaskQueue, job: &Job, planned: &QueuePlan) -> anyhow::Result<String> {
+    let Some(plan) = &planned.plan else {
+        return Ok(format!(
+            "job \"{}\": all {} chapters up to date, nothing enqueued",
+            job.name, planned.chapters
+        ));
+    };
+    let reports = super::enqueue::enqueue_plans(queue, std::slice::from_ref(plan)).await?;
+    let (tasks, added) = reports.first().map_or((0, 0), |r| (r.planned, r.added));
+    Ok(format!(
+        "job \"{}\": {} of {} chapters pending ({}) → {}; {tasks} tasks planned, {added} new",
+        job.name,
+        planned.pending.len(),
+        planned.chapters,
+        format_indices(&planned.pending),
+        planned.dir.display(),
+    ))
+}
+
 fn schedule_expr(job: &Job) -> &str {
     job.schedule.as_ref().map_or("", |s| s.expr.as_str())
 }
 
-/// `batch status`: last run, next run, pending chapters and failures.
-fn status(args: &BatchJobsArgs) -> anyhow::Result<u8> {
+/// `batch status`: last run, next run, pending chapters and failures; with a
+/// queue, the jobs' tasks on it.
+async fn status(args: &BatchJobsArgs, queue_url: Option<&str>) -> anyhow::Result<u8> {
     let jobs = load_jobs(args)?;
     let now = Utc::now();
     let mut out = String::new();
@@ -193,7 +313,24 @@ fn status(args: &BatchJobsArgs) -> anyhow::Result<u8> {
         }
     }
     print!("{out}");
-    Ok(EXIT_OK)
+    let Some(url) = queue_url else {
+        return Ok(EXIT_OK);
+    };
+    let queue = queue::connect(url, 1).await?;
+    let on_queue: Vec<_> = queue
+        .status()
+        .await?
+        .into_iter()
+        .filter(|s| jobs.iter().any(|j| j.name == s.job))
+        .collect();
+    println!("queue {}:", queue::redact(url));
+    if on_queue.is_empty() {
+        println!("no tasks of these jobs");
+    } else {
+        print!("{}", super::queue_status::render(&on_queue));
+    }
+    let parked: u64 = on_queue.iter().map(|j| j.count(TaskState::Parked)).sum();
+    Ok(if parked > 0 { EXIT_PARTIAL } else { EXIT_OK })
 }
 
 fn outcome_word(outcome: RunOutcome) -> &'static str {

@@ -1,19 +1,20 @@
 //! `tingshu enqueue BOOK… --queue URL`: plans every chapter of each book into
 //! idempotent tasks on a shared queue, for `tingshu worker` processes on any
-//! number of machines. (`batch enqueue JOBS.toml` hands its jobs to
-//! [`enqueue_jobs`].)
+//! number of machines. (`batch enqueue JOBS.toml` plans each job's pending
+//! chapters with [`plan_chapters`] and hands them to [`enqueue_plans`].)
 
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
+use super::build::{book_dir, chapter_job};
 use super::select::ChapterSelection;
 use super::{EXIT_OK, sanitize_file_name};
-use crate::book::read_book;
+use crate::book::{Book, read_book};
 use crate::cli::EnqueueArgs;
-use crate::pipeline::{ChapterJob, Renderer};
+use crate::pipeline::Renderer;
 use crate::queue::plan::{BookPlanInput, VoicesSource, plan_book};
-use crate::queue::{self, EnqueueReport, TaskQueue};
+use crate::queue::{self, EnqueueReport, JobPlan, TaskQueue};
 
 /// One book to render on the queue.
 #[derive(Debug, Clone, PartialEq)]
@@ -73,19 +74,26 @@ pub async fn enqueue_jobs(
     for job in jobs {
         plans.push(plan_job(job)?);
     }
+    enqueue_plans(queue, &plans).await
+}
+
+/// Enqueues planned jobs, one report per plan.
+pub async fn enqueue_plans(
+    queue: &dyn TaskQueue,
+    plans: &[JobPlan],
+) -> anyhow::Result<Vec<EnqueueReport>> {
     let mut reports = Vec::new();
-    for plan in &plans {
+    for plan in plans {
         reports.push(queue.enqueue(plan).await?);
     }
     Ok(reports)
 }
 
-fn plan_job(job: &EnqueueJob) -> anyhow::Result<crate::queue::JobPlan> {
+fn plan_job(job: &EnqueueJob) -> anyhow::Result<JobPlan> {
     let book = read_book(&job.book)?;
     let voices = VoicesSource::load(job.voices.as_deref())?;
-    let renderer = Renderer::new(voices.parse()?, None);
     let out = absolute(&job.out)?;
-    let dir = out.join(sanitize_file_name(&book.stem));
+    let dir = book_dir(&out, &book.stem);
     let count = book.script.chapters.len();
     let selected: Vec<usize> = match &job.chapters {
         Some(list) => list
@@ -95,23 +103,30 @@ fn plan_job(job: &EnqueueJob) -> anyhow::Result<crate::queue::JobPlan> {
             .collect(),
         None => (1..=count).collect(),
     };
-    let chapters = selected
-        .into_iter()
-        .map(|index| {
-            let chapter = book.script.chapters[index - 1].clone();
-            let path = dir.join(format!(
-                "{index:04}-{}.wav",
-                sanitize_file_name(&chapter.title)
-            ));
-            ChapterJob {
-                index,
-                chapter,
-                path,
-            }
+    plan_chapters(&job.name, &book, voices, &dir, &selected)
+}
+
+/// Plans chapters `chapters` (1-based, in range) of `book` as job `name`,
+/// written to `dir` (made absolute for workers elsewhere) under the same
+/// file names as `tingshu build`.
+pub fn plan_chapters(
+    name: &str,
+    book: &Book,
+    voices: VoicesSource,
+    dir: &Path,
+    chapters: &[usize],
+) -> anyhow::Result<JobPlan> {
+    let renderer = Renderer::new(voices.parse()?, None);
+    let dir = absolute(dir)?;
+    let chapters = chapters
+        .iter()
+        .filter_map(|&index| {
+            let chapter = book.script.chapters.get(index.checked_sub(1)?)?;
+            Some(chapter_job(&dir, index, chapter))
         })
         .collect();
     let input = BookPlanInput {
-        job: job.name.clone(),
+        job: name.to_owned(),
         book: book.script.book.clone(),
         dir,
         chapters,
