@@ -68,7 +68,7 @@ pub enum EncodeError {
     },
     #[error("ffmpeg failed writing {path}: {message}")]
     Failed { path: PathBuf, message: String },
-    #[error("cannot write {path}: {source}")]
+    #[error("cannot write {path}")]
     Io {
         path: PathBuf,
         #[source]

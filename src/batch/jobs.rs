@@ -20,7 +20,7 @@ const KEYS: &[&str] = &[
 /// A problem in a jobs file.
 #[derive(Debug, thiserror::Error)]
 pub enum JobsError {
-    #[error("cannot read jobs file {path}: {source}")]
+    #[error("cannot read jobs file {path}")]
     Read {
         path: PathBuf,
         #[source]

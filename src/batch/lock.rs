@@ -18,7 +18,7 @@ pub enum LockError {
         /// ` (pid N)` when the holder wrote its id.
         holder: String,
     },
-    #[error("cannot lock {path}: {source}")]
+    #[error("cannot lock {path}")]
     Io {
         path: PathBuf,
         #[source]

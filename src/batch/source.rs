@@ -14,7 +14,7 @@ use crate::text::Script;
 pub enum SourceError {
     #[error(transparent)]
     Book(#[from] BookError),
-    #[error("{path}: cannot list directory: {source}")]
+    #[error("{path}: cannot list directory")]
     List {
         path: PathBuf,
         #[source]

@@ -24,7 +24,7 @@ const STATE_VERSION: u32 = 1;
 
 /// Why a state file could not be written.
 #[derive(Debug, thiserror::Error)]
-#[error("cannot write {path}: {source}")]
+#[error("cannot write {path}")]
 pub struct StateError {
     pub path: PathBuf,
     #[source]
