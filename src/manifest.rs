@@ -9,6 +9,14 @@ use crate::text::SegmentKind;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Manifest {
     pub book: String,
+    /// The book's own title, author and language (EPUB metadata); absent
+    /// for plain text and in older manifests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub author: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub language: Option<String>,
     pub sample_rate: u32,
     pub chapters: Vec<ManifestChapter>,
 }
@@ -26,6 +34,17 @@ pub struct ManifestChapter {
     #[serde(default)]
     pub loudness_lufs: Option<f64>,
     pub segments: Vec<ManifestSegment>,
+    /// Lines left out of speech (site adverts, URLs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<ManifestSkipped>,
+}
+
+/// A line of the chapter that is not read aloud.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ManifestSkipped {
+    /// 1-based index of the line among the chapter's paragraphs.
+    pub paragraph: usize,
+    pub text: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -62,5 +81,51 @@ impl Manifest {
         let json = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
         std::fs::write(&tmp, json + "\n")?;
         std::fs::rename(&tmp, path)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn manifests_without_the_optional_fields_still_read() {
+        let old = r#"{"book":"b","sample_rate":24000,"chapters":[{"index":1,"title":"t",
+            "file":"0001-t.wav","duration_s":1.5,"segments":[]}]}"#;
+        let m: Manifest = serde_json::from_str(old).unwrap();
+        assert_eq!((m.title, m.author, m.language), (None, None, None));
+        assert!(m.chapters[0].skipped.is_empty());
+        assert_eq!(m.chapters[0].loudness_lufs, None);
+    }
+
+    #[test]
+    fn empty_optional_fields_are_not_written() {
+        let mut m = Manifest {
+            book: "b".into(),
+            title: None,
+            author: None,
+            language: None,
+            sample_rate: 24000,
+            chapters: vec![ManifestChapter {
+                index: 1,
+                title: "t".into(),
+                file: "0001-t.wav".into(),
+                duration_s: 1.0,
+                loudness_lufs: None,
+                segments: Vec::new(),
+                skipped: Vec::new(),
+            }],
+        };
+        let json = serde_json::to_string(&m).unwrap();
+        for key in ["\"title\":null", "author", "language", "skipped"] {
+            assert!(!json.contains(key), "{key} in {json}");
+        }
+        m.author = Some("某人".into());
+        m.chapters[0].skipped.push(ManifestSkipped {
+            paragraph: 2,
+            text: "www.example.com".into(),
+        });
+        let back: Manifest = serde_json::from_str(&serde_json::to_string(&m).unwrap()).unwrap();
+        assert_eq!(back, m);
     }
 }

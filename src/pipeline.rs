@@ -14,7 +14,7 @@ use futures::StreamExt;
 use crate::audio::{AudioClip, SegmentAudio, mix, wav};
 use crate::config::VoicesConfig;
 use crate::frontend::{self, lexicon::Lexicon};
-use crate::manifest::{ManifestChapter, ManifestSegment};
+use crate::manifest::{ManifestChapter, ManifestSegment, ManifestSkipped};
 use crate::synth::cache::Cache;
 use crate::synth::{SynthClient, SynthError, SynthRequest, Synthesizer};
 use crate::text::chunk::{self, Boundary};
@@ -364,6 +364,15 @@ impl Renderer {
                 .is_audible()
                 .then(|| (mixed.loudness.integrated_lufs * 100.0).round() / 100.0),
             segments: manifest_segments,
+            skipped: job
+                .chapter
+                .skipped
+                .iter()
+                .map(|line| ManifestSkipped {
+                    paragraph: line.paragraph,
+                    text: line.text.clone(),
+                })
+                .collect(),
         })
     }
 }

@@ -463,3 +463,56 @@ fn lexicon_changes_what_is_said_and_bad_lexicon_is_rejected() {
     );
     assert!(!tmp.path().join("bad").exists());
 }
+
+#[test]
+fn adverts_and_urls_are_not_read_but_listed_as_skipped() {
+    let tmp = tempfile::tempdir().unwrap();
+    let book = tmp.path().join("ads.txt");
+    std::fs::write(
+        &book,
+        "第一章 海雾\n他推开窗。\nhttps://www.example.com/book/12\n海上起了雾。\n（本章完）\n\
+         第二章 灯火\n求月票！\n她点亮了灯。\n\
+         第三章 归航\n船慢慢靠了岸。\n",
+    )
+    .unwrap();
+    let o = build(&book, &tmp.path().join("out"), &[]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let m = manifest(&tmp.path().join("out/ads"));
+    let chapters = m["chapters"].as_array().unwrap();
+    assert_eq!(chapters.len(), 3);
+
+    let spoken: Vec<String> = segments(&m).into_iter().map(|(_, text, _)| text).collect();
+    assert_eq!(
+        spoken,
+        [
+            "他推开窗。",
+            "海上起了雾。",
+            "她点亮了灯。",
+            "船慢慢靠了岸。"
+        ]
+    );
+
+    let skipped = |chapter: &Value| -> Vec<(u64, String)> {
+        chapter["skipped"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no skipped list in {chapter}"))
+            .iter()
+            .map(|s| {
+                (
+                    s["paragraph"].as_u64().unwrap(),
+                    s["text"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(
+        skipped(&chapters[0]),
+        [
+            (2, "https://www.example.com/book/12".to_owned()),
+            (4, "（本章完）".to_owned())
+        ]
+    );
+    assert_eq!(skipped(&chapters[1]), [(1, "求月票！".to_owned())]);
+    // A chapter with nothing skipped has no list at all.
+    assert!(chapters[2].get("skipped").is_none(), "{}", chapters[2]);
+}

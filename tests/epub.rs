@@ -693,3 +693,132 @@ fn novel_epub_has_the_reading_script_of_its_txt() {
     assert!(txt_book.script.chapters.len() > 50);
     assert_eq!(epub_book.script, txt_book.script);
 }
+
+/// ffmpeg and ffprobe on the PATH (the `ffmpeg` Debian package).
+fn ffmpeg_tools() -> bool {
+    let have = |program: &str| {
+        Command::new(program)
+            .arg("-version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    let ok = have("ffmpeg") && have("ffprobe");
+    if !ok {
+        eprintln!("skipping: ffmpeg/ffprobe not installed (Debian package `ffmpeg`)");
+    }
+    ok
+}
+
+fn ffprobe_json(path: &Path, what: &str) -> Value {
+    let out = Command::new("ffprobe")
+        .args(["-v", "error", "-of", "json", what])
+        .arg(path)
+        .output()
+        .expect("run ffprobe");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn epub_metadata_feeds_tags_cover_and_manifest() {
+    if !ffmpeg_tools() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    // A real image for the cover, so that ffmpeg can embed it.
+    let png = tmp.path().join("cover.png");
+    let made = Command::new("ffmpeg")
+        .args([
+            "-v",
+            "error",
+            "-f",
+            "lavfi",
+            "-i",
+            "color=c=0x206040:s=64x64",
+        ])
+        .args(["-frames:v", "1"])
+        .arg(&png)
+        .output()
+        .expect("run ffmpeg");
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let mut files = lighthouse(3).files();
+    for (name, bytes) in &mut files {
+        if name == "OEBPS/images/cover.png" {
+            *bytes = std::fs::read(&png).unwrap();
+        }
+    }
+    let path = tmp.path().join("lighthouse-meta.epub");
+    write_zip(&path, &files);
+
+    let build_mp3 = |out: &Path, extra: &[&str]| {
+        let o = Command::new(BIN)
+            .arg("build")
+            .arg(&path)
+            .arg("--out")
+            .arg(out)
+            .args(["--format", "mp3"])
+            .args(extra)
+            .output()
+            .expect("run tingshu");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let dir = out.join("lighthouse-meta");
+        let text = std::fs::read_to_string(dir.join("manifest.json")).unwrap();
+        (dir, serde_json::from_str::<Value>(&text).unwrap())
+    };
+    let (dir, m) = build_mp3(&tmp.path().join("out"), &[]);
+    assert_eq!(m["title"], "雾港夜话");
+    assert_eq!(m["author"], "林照");
+    assert_eq!(m["language"], "zh-CN");
+    // The file stem stays the book's key.
+    assert_eq!(m["book"], "lighthouse-meta");
+
+    let chapters = m["chapters"].as_array().unwrap();
+    assert_eq!(chapters.len(), 2);
+    for chapter in chapters {
+        let wav = Path::new(chapter["file"].as_str().unwrap());
+        let stem = wav.file_stem().unwrap().to_str().unwrap();
+        let mp3 = dir.join(format!("{stem}.mp3"));
+        let tags = ffprobe_json(&mp3, "-show_format")["format"]["tags"].clone();
+        assert_eq!(tags["artist"], "林照", "{}: {tags}", mp3.display());
+        assert_eq!(tags["album"], "雾港夜话", "{}: {tags}", mp3.display());
+        assert_eq!(tags["title"], chapter["title"], "{}", mp3.display());
+        let streams = ffprobe_json(&mp3, "-show_streams");
+        assert!(
+            streams["streams"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|s| s["disposition"]["attached_pic"] == 1),
+            "no cover in {}",
+            mp3.display()
+        );
+    }
+    // The cover written for ffmpeg does not stay behind.
+    let leftovers: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with(".cover"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+
+    // --author wins over the book's own author.
+    let (dir, m) = build_mp3(&tmp.path().join("out2"), &["--author", "另一位"]);
+    assert_eq!(m["author"], "另一位");
+    let first = Path::new(m["chapters"][0]["file"].as_str().unwrap())
+        .file_stem()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let tags =
+        ffprobe_json(&dir.join(format!("{first}.mp3")), "-show_format")["format"]["tags"].clone();
+    assert_eq!(tags["artist"], "另一位", "{tags}");
+}

@@ -13,11 +13,19 @@ use super::select::ChapterSelection;
 use super::{EXIT_OK, EXIT_PARTIAL, error_chain, sanitize_file_name};
 use crate::audio::encode::{BookChapter, Encoder, Format, Tags};
 use crate::audio::subtitle::{self, Cue, LrcTags};
-use crate::book::{Book, read_book_with_cast};
+use crate::book::{Book, Cover, read_book_with_cast};
 use crate::cli::{BuildArgs, Layout};
 use crate::config::VoicesConfig;
 use crate::frontend::Lexicon;
 use crate::manifest::{Manifest, ManifestChapter};
+
+/// The book's own description, written at the top of `manifest.json`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct BookInfo {
+    pub title: Option<String>,
+    pub author: Option<String>,
+    pub language: Option<String>,
+}
 use crate::pipeline::{ChapterJob, Renderer};
 use crate::progress::Progress;
 use crate::synth::cache::Cache;
@@ -32,13 +40,19 @@ struct Outputs {
     formats: Vec<Format>,
     encoder: Option<Encoder>,
     cover: Option<PathBuf>,
+    /// The book's own cover, used when no `--cover` is given; written to a
+    /// hidden file in the book directory by [`Outputs::place_book_cover`].
+    book_cover: Option<Cover>,
     author: Option<String>,
+    /// Album and book title: the book's own title, else its file stem.
+    title: String,
     layout: Layout,
 }
 
 impl Outputs {
     /// Checks formats, ffmpeg and the cover before anything is rendered.
-    fn resolve(args: &BuildArgs) -> anyhow::Result<Outputs> {
+    /// The book's metadata (EPUB) fills in what the arguments leave out.
+    fn resolve(args: &BuildArgs, book: &Book) -> anyhow::Result<Outputs> {
         let mut formats = args.format.clone();
         formats.sort();
         formats.dedup();
@@ -48,9 +62,16 @@ impl Outputs {
         if let Some(cover) = args.cover.as_ref().filter(|c| !c.is_file()) {
             anyhow::bail!("--cover {}: no such file", cover.display());
         }
+        let book_cover = match &args.cover {
+            Some(_) => None,
+            None => book.metadata.cover.clone().filter(|c| !c.bytes.is_empty()),
+        };
         // cover.jpg is converted by ffmpeg when the cover is not a JPEG.
         let converts_cover = args.layout == Layout::Audiobookshelf
-            && args.cover.as_ref().is_some_and(|c| !is_jpeg(c));
+            && (args.cover.as_ref().is_some_and(|c| !is_jpeg(c))
+                || book_cover
+                    .as_ref()
+                    .is_some_and(|c| !c.bytes.starts_with(JPEG_MAGIC)));
         let encoder = if formats.iter().any(|f| f.needs_ffmpeg()) || converts_cover {
             Some(Encoder::new(&args.ffmpeg)?)
         } else {
@@ -60,9 +81,26 @@ impl Outputs {
             formats,
             encoder,
             cover: args.cover.clone(),
-            author: args.author.clone().filter(|a| !a.trim().is_empty()),
+            book_cover,
+            author: non_blank(args.author.as_deref())
+                .or_else(|| non_blank(book.metadata.author.as_deref())),
+            title: non_blank(book.metadata.title.as_deref())
+                .unwrap_or_else(|| book.script.book.clone()),
             layout: args.layout,
         })
+    }
+
+    /// Writes the book's own cover to `.cover.<ext>` in `book_dir` and uses
+    /// it from then on; returns that file so it can be removed afterwards.
+    fn place_book_cover(&mut self, book_dir: &Path) -> anyhow::Result<Option<PathBuf>> {
+        let Some(cover) = self.book_cover.take() else {
+            return Ok(None);
+        };
+        let path = book_dir.join(format!(".cover.{}", cover_extension(&cover)));
+        std::fs::write(&path, &cover.bytes)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        self.cover = Some(path.clone());
+        Ok(Some(path))
     }
 
     fn wants(&self, format: Format) -> bool {
@@ -77,7 +115,7 @@ impl Outputs {
                 .join(sanitize_file_name(
                     self.author.as_deref().unwrap_or(UNKNOWN_AUTHOR),
                 ))
-                .join(sanitize_file_name(&book.script.book)),
+                .join(sanitize_file_name(&self.title)),
         }
     }
 
@@ -103,7 +141,7 @@ pub async fn run(args: &BuildArgs, worker_program: Option<PathBuf>) -> anyhow::R
         .transpose()?
         .unwrap_or_default();
     book.add_ruby_words(&mut lexicon);
-    let outputs = Outputs::resolve(args)?;
+    let mut outputs = Outputs::resolve(args, &book)?;
     let count = book.script.chapters.len();
     let selected = match &args.chapters {
         Some(spec) => ChapterSelection::parse(spec)?.resolve(spec, count)?,
@@ -116,6 +154,7 @@ pub async fn run(args: &BuildArgs, worker_program: Option<PathBuf>) -> anyhow::R
     let created = !book_dir.exists();
     std::fs::create_dir_all(&wav_dir)
         .with_context(|| format!("cannot create output directory {}", wav_dir.display()))?;
+    let book_cover_file = outputs.place_book_cover(&book_dir)?;
 
     let jobs: Vec<ChapterJob> = selected
         .iter()
@@ -153,7 +192,7 @@ pub async fn run(args: &BuildArgs, worker_program: Option<PathBuf>) -> anyhow::R
                     &book_dir,
                     &stem,
                     &chapter,
-                    &book.script.book,
+                    &outputs.title,
                     lrc_artist.clone(),
                 ) {
                     failures.push(format!(
@@ -166,7 +205,7 @@ pub async fn run(args: &BuildArgs, worker_program: Option<PathBuf>) -> anyhow::R
                     out_stem: book_dir.join(&stem),
                     tags: Tags {
                         title: chapter.title.clone(),
-                        album: book.script.book.clone(),
+                        album: outputs.title.clone(),
                         artist: outputs.author.clone(),
                         track: Some((chapter.index, count)),
                         cover: outputs.cover.clone(),
@@ -199,18 +238,27 @@ pub async fn run(args: &BuildArgs, worker_program: Option<PathBuf>) -> anyhow::R
     }
     let mut manifest = None;
     if !written.is_empty() {
-        manifest = Some(write_manifest(
+        let info = BookInfo {
+            title: non_blank(book.metadata.title.as_deref()),
+            author: outputs.author.clone(),
+            language: non_blank(book.metadata.language.as_deref()),
+        };
+        manifest = Some(write_manifest_with_info(
             &book_dir,
             outputs.wav_dir(),
             &book.script.book,
             renderer.config.mix.sample_rate,
             written.clone(),
+            Some(&info),
         )?);
     }
     if let Some(manifest) = &manifest
         && let Err(e) = finish_book(&outputs, &book_dir, &book, manifest)
     {
         failures.push(format!("{e:#}"));
+    }
+    if let Some(path) = book_cover_file {
+        let _ = std::fs::remove_file(path);
     }
 
     let flags = quality_flags(&written);
@@ -354,8 +402,8 @@ fn finish_book(
             .collect();
         let out = book_dir.join(format!("{}.m4b", sanitize_file_name(&book.script.book)));
         let tags = Tags {
-            title: book.script.book.clone(),
-            album: book.script.book.clone(),
+            title: outputs.title.clone(),
+            album: outputs.title.clone(),
             artist: outputs.author.clone(),
             track: None,
             cover: outputs.cover.clone(),
@@ -373,10 +421,19 @@ fn finish_book(
                 }
             }
         }
-        write_description(book_dir, book, outputs.author.as_deref(), manifest)?;
+        write_description(
+            book_dir,
+            book,
+            &outputs.title,
+            outputs.author.as_deref(),
+            manifest,
+        )?;
     }
     Ok(())
 }
+
+/// The first bytes of every JPEG file.
+const JPEG_MAGIC: &[u8] = &[0xFF, 0xD8];
 
 /// Whether `path` starts like a JPEG file.
 fn is_jpeg(path: &Path) -> bool {
@@ -384,13 +441,39 @@ fn is_jpeg(path: &Path) -> bool {
     let mut magic = [0u8; 2];
     std::fs::File::open(path)
         .and_then(|mut f| f.read_exact(&mut magic))
-        .is_ok_and(|()| magic == [0xFF, 0xD8])
+        .is_ok_and(|()| magic == JPEG_MAGIC)
+}
+
+/// File extension for a cover image, from its bytes, else its media type.
+fn cover_extension(cover: &Cover) -> &'static str {
+    let media = cover.media_type.to_ascii_lowercase();
+    if cover.bytes.starts_with(JPEG_MAGIC) {
+        "jpg"
+    } else if cover.bytes.starts_with(b"\x89PNG") {
+        "png"
+    } else if cover.bytes.starts_with(b"GIF8") {
+        "gif"
+    } else if media.contains("webp") {
+        "webp"
+    } else if media.contains("svg") {
+        "svg"
+    } else {
+        "img"
+    }
+}
+
+/// `s` trimmed, unless it is empty.
+fn non_blank(s: Option<&str>) -> Option<String> {
+    s.map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
 }
 
 /// `desc.txt`: the book's front matter when it has some, else a summary.
 fn write_description(
     book_dir: &Path,
     book: &Book,
+    title: &str,
     author: Option<&str>,
     manifest: &Manifest,
 ) -> anyhow::Result<()> {
@@ -409,7 +492,7 @@ fn write_description(
     let _ = writeln!(
         text,
         "{}{} — {} chapters, {} of audio, read by tingshu.",
-        book.script.book,
+        title,
         author.map(|a| format!(" ({a})")).unwrap_or_default(),
         manifest.chapters.len(),
         crate::progress::format_duration(manifest.chapters.iter().map(|c| c.duration_s).sum())
@@ -426,7 +509,20 @@ pub fn write_manifest(
     wav_dir: &str,
     book: &str,
     sample_rate: u32,
+    chapters: Vec<ManifestChapter>,
+) -> anyhow::Result<Manifest> {
+    write_manifest_with_info(book_dir, wav_dir, book, sample_rate, chapters, None)
+}
+
+/// [`write_manifest`], also setting the book's title, author and language
+/// when `info` is given (`None` keeps what an earlier run wrote).
+pub fn write_manifest_with_info(
+    book_dir: &Path,
+    wav_dir: &str,
+    book: &str,
+    sample_rate: u32,
     mut chapters: Vec<ManifestChapter>,
+    info: Option<&BookInfo>,
 ) -> anyhow::Result<Manifest> {
     for chapter in &mut chapters {
         if !wav_dir.is_empty() {
@@ -438,9 +534,17 @@ pub fn write_manifest(
         .filter(|m| m.book == book && m.sample_rate == sample_rate)
         .unwrap_or_else(|| Manifest {
             book: book.to_owned(),
+            title: None,
+            author: None,
+            language: None,
             sample_rate,
             chapters: Vec::new(),
         });
+    if let Some(info) = info {
+        manifest.title.clone_from(&info.title);
+        manifest.author.clone_from(&info.author);
+        manifest.language.clone_from(&info.language);
+    }
     manifest
         .chapters
         .retain(|c| book_dir.join(&c.file).is_file());
@@ -585,6 +689,7 @@ mod tests {
             duration_s: 41.0,
             loudness_lufs: Some(-18.0),
             segments,
+            skipped: Vec::new(),
         };
         let flags = quality_flags(&[chapter]);
         let got: Vec<(usize, usize)> = flags.iter().map(|f| (f.chapter, f.segment)).collect();
