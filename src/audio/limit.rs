@@ -11,9 +11,9 @@ const LOOKAHEAD_MS: u32 = 5;
 const RELEASE_MS: f32 = 80.0;
 
 /// Gain shortfall under which the release counts as settled: the gain
-/// snaps to exactly 1 (a step of −80 dB, inaudible) and the limiter skips
+/// snaps to exactly 1 (a step of 0.01 dB, inaudible) and the limiter skips
 /// ahead to the next over-ceiling sample.
-const SETTLED: f32 = 1e-4;
+const SETTLED: f32 = 1e-3;
 
 /// Limits `samples` in place so that no sample exceeds `ceiling` (linear).
 /// The gain reaches its minimum exactly at each peak after a ramp over the
@@ -71,6 +71,7 @@ fn limit_with(
     // Index after which the ring holds only 1.0 again.
     let mut ring_clear = 0usize;
     let mut i = 0usize;
+    let mut slot = 0usize;
     while i < n {
         let idle = window.is_empty() && i >= ring_clear && 1.0 - gain < SETTLED;
         if idle {
@@ -99,9 +100,9 @@ fn limit_with(
         if m < 1.0 {
             ring_clear = i + la;
         }
-        let slot = i % la;
         sum += f64::from(m) - f64::from(ring[slot]);
         ring[slot] = m;
+        slot = if slot + 1 == la { 0 } else { slot + 1 };
         // Every term of the moving average covers sample i, so it never
         // exceeds required[i].
         let smooth = (sum / la as f64) as f32;

@@ -482,11 +482,14 @@ fn level_voice(
     let mut gain = config.target_lufs - original;
     // Bounded, so a pathological clip cannot be pumped forever.
     let mut extra = 0.0;
-    for _ in 0..4 {
+    for pass in 0..2 {
         limit_voice(config, segments, power, voices, v, gain);
+        if pass == 1 {
+            break;
+        }
         let after = voice_lufs(config, power, voices, v, gain);
         let more = (config.target_lufs - after).clamp(0.0, 6.0 - extra);
-        if !after.is_finite() || more < 0.02 {
+        if !after.is_finite() || more < 0.05 {
             break;
         }
         gain += more;
