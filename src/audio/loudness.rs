@@ -133,6 +133,252 @@ pub fn from_db(db: f64) -> f32 {
     10f64.powf(db / 20.0) as f32
 }
 
+/// K-weighting (BS.1770): a high shelf and a high-pass, both derived from
+/// their analog prototypes for any sample rate.
+struct Biquad {
+    b: [f64; 3],
+    a: [f64; 2],
+}
+
+fn k_filters(rate: u32) -> [Biquad; 2] {
+    let fs = f64::from(rate.max(1));
+    let (f0, gain_db, q) = (
+        1_681.974_450_955_533,
+        3.999_843_853_973_347,
+        0.707_175_236_955_419_6,
+    );
+    let k = (std::f64::consts::PI * f0 / fs).tan();
+    let vh = 10f64.powf(gain_db / 20.0);
+    let vb = vh.powf(0.499_666_774_154_541_6);
+    let a0 = 1.0 + k / q + k * k;
+    let shelf = Biquad {
+        b: [
+            (vh + vb * k / q + k * k) / a0,
+            2.0 * (k * k - vh) / a0,
+            (vh - vb * k / q + k * k) / a0,
+        ],
+        a: [2.0 * (k * k - 1.0) / a0, (1.0 - k / q + k * k) / a0],
+    };
+    let (f0, q) = (38.135_470_876_024_44, 0.500_327_037_323_877_3);
+    let k = (std::f64::consts::PI * f0 / fs).tan();
+    let a0 = 1.0 + k / q + k * k;
+    let high_pass = Biquad {
+        b: [1.0, -2.0, 1.0],
+        a: [2.0 * (k * k - 1.0) / a0, (1.0 - k / q + k * k) / a0],
+    };
+    [shelf, high_pass]
+}
+
+/// Squared K-weighted signal of one clip (filters starting at rest): what
+/// BS.1770 averages. Gains applied to the clip later scale it by their
+/// square, and a slowly varying limiter gain approximately so per sample.
+pub fn k_power(samples: &[f32], rate: u32) -> Vec<f32> {
+    let [s, h] = k_filters(rate);
+    let (mut s1, mut s2, mut h1, mut h2) = (0.0f64, 0.0f64, 0.0f64, 0.0f64);
+    samples
+        .iter()
+        .map(|&x| {
+            // Transposed direct form II, both stages.
+            let x = f64::from(x);
+            let y = s.b[0] * x + s1;
+            s1 = s.b[1] * x - s.a[0] * y + s2;
+            s2 = s.b[2] * x - s.a[1] * y;
+            let z = h.b[0] * y + h1;
+            h1 = h.b[1] * y - h.a[0] * z + h2;
+            h2 = h.b[2] * y - h.a[1] * z;
+            (z * z) as f32
+        })
+        .collect()
+}
+
+/// A stream of K-weighted power summed per 100 ms, from which gated
+/// integrated loudness (400 ms blocks every 100 ms) follows without
+/// filtering the audio again.
+#[derive(Debug, Clone)]
+pub struct PowerBlocks {
+    sub_len: usize,
+    filled: usize,
+    acc: f64,
+    sums: Vec<f64>,
+    total: u64,
+}
+
+impl PowerBlocks {
+    pub fn new(rate: u32) -> PowerBlocks {
+        PowerBlocks {
+            sub_len: ((rate as usize + 5) / 10).max(1),
+            filled: 0,
+            acc: 0.0,
+            sums: Vec::new(),
+            total: 0,
+        }
+    }
+
+    /// Appends the power of some samples, scaled (the square of a gain).
+    pub fn add(&mut self, mut power: &[f32], scale: f64) {
+        self.total += power.len() as u64;
+        while !power.is_empty() {
+            let n = (self.sub_len - self.filled).min(power.len());
+            let sum: f32 = power[..n].iter().sum();
+            self.acc += f64::from(sum) * scale;
+            self.filled += n;
+            power = &power[n..];
+            self.close();
+        }
+    }
+
+    pub fn silence(&mut self, mut samples: usize) {
+        self.total += samples as u64;
+        while samples > 0 {
+            let n = (self.sub_len - self.filled).min(samples);
+            self.filled += n;
+            samples -= n;
+            self.close();
+        }
+    }
+
+    fn close(&mut self) {
+        if self.filled == self.sub_len {
+            self.sums.push(self.acc);
+            self.acc = 0.0;
+            self.filled = 0;
+        }
+    }
+
+    /// Samples taken so far.
+    pub fn len(&self) -> u64 {
+        self.total
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.total == 0
+    }
+
+    /// Gated integrated loudness (LUFS; `-inf` when nothing passes).
+    pub fn integrated_lufs(&self) -> f64 {
+        let block = 4.0 * self.sub_len as f64;
+        let energies: Vec<f64> = self
+            .sums
+            .windows(4)
+            .map(|w| w.iter().sum::<f64>() / block)
+            .collect();
+        let lufs = |e: f64| -0.691 + 10.0 * e.log10();
+        let gated_mean = |floor: f64| {
+            let (sum, n) = energies
+                .iter()
+                .filter(|&&e| e > 0.0 && lufs(e) > floor)
+                .fold((0.0, 0usize), |(s, n), &e| (s + e, n + 1));
+            (n > 0).then(|| sum / n as f64)
+        };
+        let Some(mean) = gated_mean(ABSOLUTE_GATE_LUFS) else {
+            return f64::NEG_INFINITY;
+        };
+        match gated_mean(lufs(mean) - 10.0) {
+            Some(mean) => lufs(mean),
+            None => f64::NEG_INFINITY,
+        }
+    }
+}
+
+/// Integrated loudness of clips' power played one after another, scaled,
+/// looped to three seconds like [`measure`].
+pub fn power_lufs(clips: &[&[f32]], scale: f64, rate: u32) -> f64 {
+    let total: usize = clips.iter().map(|c| c.len()).sum();
+    if total == 0 {
+        return f64::NEG_INFINITY;
+    }
+    let needed = (MIN_MEASURE_S * f64::from(rate)) as usize;
+    let mut blocks = PowerBlocks::new(rate);
+    let mut fed = 0;
+    while fed < needed.max(1) {
+        for clip in clips {
+            blocks.add(clip, scale);
+        }
+        fed += total;
+    }
+    blocks.integrated_lufs()
+}
+
+/// Taps on each side of the true-peak interpolator.
+const TP_HALF: usize = 6;
+/// Oversampling factor of the true-peak interpolator.
+const TP_PHASES: usize = 4;
+
+/// A 4× windowed-sinc interpolator for true peak: taps of phases 1..4 (a
+/// quarter, half and three quarters between samples), plus the largest sum
+/// of absolute taps, which bounds how far it can exceed the samples.
+struct TruePeak {
+    taps: [[f32; 2 * TP_HALF]; TP_PHASES - 1],
+    gain_bound: f32,
+}
+
+impl TruePeak {
+    fn new() -> TruePeak {
+        let mut taps = [[0.0f32; 2 * TP_HALF]; TP_PHASES - 1];
+        let half = TP_HALF as f64 + 0.5;
+        for (p, row) in taps.iter_mut().enumerate() {
+            let frac = (p + 1) as f64 / TP_PHASES as f64;
+            for (j, tap) in row.iter_mut().enumerate() {
+                // Sample n + j - TP_HALF + 1 sits at distance d from n + frac.
+                let d = j as f64 - TP_HALF as f64 + 1.0 - frac;
+                let x = std::f64::consts::PI * d;
+                let sinc = if d == 0.0 { 1.0 } else { x.sin() / x };
+                let w = 0.5 + 0.5 * (std::f64::consts::PI * d / half).cos();
+                *tap = (sinc * w) as f32;
+            }
+        }
+        let gain_bound = taps
+            .iter()
+            .map(|row| row.iter().map(|t| t.abs()).sum::<f32>())
+            .fold(1.0, f32::max);
+        TruePeak { taps, gain_bound }
+    }
+
+    /// Largest interpolated magnitude between `n` and `n + 1` (zeros outside).
+    fn between(&self, samples: &[f32], n: usize) -> f32 {
+        let start = n as isize - TP_HALF as isize + 1;
+        let mut peak = 0.0f32;
+        for row in &self.taps {
+            let mut y = 0.0f32;
+            for (j, t) in row.iter().enumerate() {
+                let k = start + j as isize;
+                if k >= 0 && (k as usize) < samples.len() {
+                    y += t * samples[k as usize];
+                }
+            }
+            peak = peak.max(y.abs());
+        }
+        peak
+    }
+}
+
+/// True peak (linear) of clips that sit apart (silence around each), at
+/// least `floor`: only neighbourhoods of samples loud enough to possibly
+/// pass `floor` once interpolated are oversampled.
+pub fn true_peak_above(clips: &[&[f32]], floor: f32) -> f32 {
+    let tp = TruePeak::new();
+    let threshold = floor / tp.gain_bound;
+    let mut peak = floor;
+    for clip in clips {
+        // Interpolation points n (between n and n + 1) checked so far.
+        let mut next = 0usize;
+        for (i, &s) in clip.iter().enumerate() {
+            let a = s.abs();
+            if a <= threshold {
+                continue;
+            }
+            peak = peak.max(a);
+            let from = i.saturating_sub(TP_HALF).max(next);
+            let to = (i + TP_HALF).min(clip.len());
+            for n in from..to {
+                peak = peak.max(tp.between(clip, n));
+            }
+            next = next.max(to);
+        }
+    }
+    peak
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,7 +9,7 @@ use std::path::Path;
 use serde::Deserialize;
 
 use super::limit;
-use super::loudness::{self, Loudness, Meter};
+use super::loudness::{self, Loudness};
 use super::wav::{self, WavError};
 use super::{AudioClip, resample::resample};
 use crate::text::SegmentKind;
@@ -141,29 +141,54 @@ const FADE_MS: u32 = 5;
 
 /// Mixes a chapter into `out` as 16-bit mono WAV at `config.sample_rate`.
 /// Memory is bounded by the chapter's own clips: the output is streamed.
+///
+/// Loudness is measured once per clip (its K-weighted power); gains are
+/// kept as numbers and applied while writing, and the limiter updates the
+/// power where it acts, so leveling and the chapter correction need no
+/// further passes over the audio.
 pub fn mix_chapter<W: Write + Seek>(
     config: &MixConfig,
     mut segments: Vec<SegmentAudio>,
     out: W,
 ) -> Result<MixedChapter, WavError> {
     let rate = config.sample_rate;
+    let mut power: Vec<Vec<Vec<f32>>> = Vec::with_capacity(segments.len());
     for segment in &mut segments {
-        for (_, clip) in &mut segment.chunks {
-            prepare_clip(clip, rate);
-        }
+        power.push(
+            segment
+                .chunks
+                .iter_mut()
+                .map(|(_, clip)| {
+                    prepare_clip(clip, rate);
+                    loudness::k_power(&clip.samples, rate)
+                })
+                .collect(),
+        );
     }
-    let mut voice_gain_db = level_voices(config, &mut segments);
-    let correction = correct_chapter(config, &mut segments);
-    voice_gain_db.values_mut().for_each(|g| *g += correction);
+    let voices = voice_index(&segments);
+    let mut gains_db = vec![0.0f64; voices.names.len()];
+    for (v, gain) in gains_db.iter_mut().enumerate() {
+        *gain = level_voice(config, &mut segments, &mut power, &voices, v);
+    }
+    let correction = correct_chapter(config, &mut segments, &mut power, &voices, &mut gains_db);
+    let peaks = cap_true_peaks(config, &segments, &voices, &mut gains_db);
+    let integrated_lufs = chapter_lufs(config, &segments, &power, &voices, &gains_db);
+    drop(power);
+    tracing::debug!(correction, "chapter corrected");
 
+    let gains: Vec<f32> = voices
+        .of_segment
+        .iter()
+        .map(|&v| loudness::from_db(gains_db[v]))
+        .collect();
     let mut writer = ChapterWriter::new(out, rate)?;
-    let spans = lay_out(config, &segments, &mut writer)?;
+    let spans = lay_out(config, &segments, &gains, &mut writer)?;
     let speech_s = segments
         .iter()
         .map(|s| s.chunks.iter().map(|(_, c)| c.duration_s()).sum())
         .collect();
     drop(segments);
-    let (duration_s, loudness) = writer.finish()?;
+    let duration_s = writer.finish()?;
     let seconds = |n: u64| n as f64 / f64::from(rate);
     Ok(MixedChapter {
         sample_rate: rate,
@@ -172,16 +197,43 @@ pub fn mix_chapter<W: Write + Seek>(
             .into_iter()
             .map(|(a, b)| (seconds(a), seconds(b)))
             .collect(),
-        loudness,
-        voice_gain_db,
+        loudness: Loudness {
+            integrated_lufs,
+            true_peak_dbtp: peaks,
+        },
+        voice_gain_db: voices.names.into_iter().zip(gains_db).collect(),
         speech_s,
     })
+}
+
+/// Voice names (sorted) and each segment's voice number.
+struct VoiceIndex {
+    names: Vec<String>,
+    of_segment: Vec<usize>,
+}
+
+fn voice_index(segments: &[SegmentAudio]) -> VoiceIndex {
+    let mut names: Vec<String> = segments.iter().map(|s| s.voice.clone()).collect();
+    names.sort();
+    names.dedup();
+    let of_segment = segments
+        .iter()
+        .map(|s| names.binary_search(&s.voice).unwrap_or(0))
+        .collect();
+    VoiceIndex { names, of_segment }
 }
 
 /// Where laid-out audio goes: a file, or only a meter.
 trait Sink {
     fn silence(&mut self, samples: usize) -> Result<(), WavError>;
-    fn append(&mut self, samples: &[f32]) -> Result<(), WavError>;
+    /// Chunk `chunk` of segment `segment`, to be scaled by `gain`.
+    fn append(
+        &mut self,
+        segment: usize,
+        chunk: usize,
+        samples: &[f32],
+        gain: f32,
+    ) -> Result<(), WavError>;
     /// Samples taken so far.
     fn written(&self) -> u64;
 }
@@ -192,6 +244,7 @@ trait Sink {
 fn lay_out<S: Sink>(
     config: &MixConfig,
     segments: &[SegmentAudio],
+    gains: &[f32],
     sink: &mut S,
 ) -> Result<Vec<(u64, u64)>, WavError> {
     let pauses = &config.pauses;
@@ -205,7 +258,7 @@ fn lay_out<S: Sink>(
         let start = sink.written();
         let last = segment.chunks.len().saturating_sub(1);
         for (j, (boundary, clip)) in segment.chunks.iter().enumerate() {
-            sink.append(&clip.samples)?;
+            sink.append(i, j, &clip.samples, gains[i])?;
             if j < last {
                 sink.silence(ms(pauses.after_chunk(*boundary)))?;
             }
@@ -216,83 +269,117 @@ fn lay_out<S: Sink>(
     Ok(spans)
 }
 
-/// A sink that only measures integrated loudness.
-struct MeterSink {
-    meter: Meter,
-    written: u64,
-    zeros: Vec<f32>,
+/// A sink that sums the clips' K-weighted power into loudness blocks.
+struct PowerSink<'a> {
+    power: &'a [Vec<Vec<f32>>],
+    blocks: loudness::PowerBlocks,
 }
 
-impl Sink for MeterSink {
-    fn silence(&mut self, mut samples: usize) -> Result<(), WavError> {
-        self.written += samples as u64;
-        while samples > 0 {
-            let n = samples.min(self.zeros.len());
-            self.meter.add(&self.zeros[..n]);
-            samples -= n;
+impl Sink for PowerSink<'_> {
+    fn silence(&mut self, samples: usize) -> Result<(), WavError> {
+        self.blocks.silence(samples);
+        Ok(())
+    }
+
+    fn append(
+        &mut self,
+        segment: usize,
+        chunk: usize,
+        samples: &[f32],
+        gain: f32,
+    ) -> Result<(), WavError> {
+        match self.power.get(segment).and_then(|p| p.get(chunk)) {
+            Some(p) => self.blocks.add(p, f64::from(gain) * f64::from(gain)),
+            None => self.blocks.silence(samples.len()),
         }
         Ok(())
     }
 
-    fn append(&mut self, samples: &[f32]) -> Result<(), WavError> {
-        self.written += samples.len() as u64;
-        self.meter.add(samples);
-        Ok(())
-    }
-
     fn written(&self) -> u64 {
-        self.written
+        self.blocks.len()
+    }
+}
+
+/// Integrated loudness of the chapter as it will play with `gains_db`.
+fn chapter_lufs(
+    config: &MixConfig,
+    segments: &[SegmentAudio],
+    power: &[Vec<Vec<f32>>],
+    voices: &VoiceIndex,
+    gains_db: &[f64],
+) -> f64 {
+    let gains: Vec<f32> = voices
+        .of_segment
+        .iter()
+        .map(|&v| loudness::from_db(gains_db[v]))
+        .collect();
+    let mut sink = PowerSink {
+        power,
+        blocks: loudness::PowerBlocks::new(config.sample_rate),
+    };
+    match lay_out(config, segments, &gains, &mut sink) {
+        Ok(_) => sink.blocks.integrated_lufs(),
+        Err(_) => f64::NEG_INFINITY,
     }
 }
 
 /// Voices leveled one by one land a little under the target once laid out
 /// with pauses (blocks that straddle speech and silence count too). Measures
-/// the chapter as it will play and moves every clip by the difference,
-/// keeping the peak ceiling. Returns the correction in dB.
-fn correct_chapter(config: &MixConfig, segments: &mut [SegmentAudio]) -> f64 {
-    let rate = config.sample_rate;
-    let mut sink = MeterSink {
-        meter: Meter::integrated_only(rate),
-        written: 0,
-        zeros: vec![0.0; 4096],
-    };
-    if lay_out(config, segments, &mut sink).is_err() {
-        return 0.0;
-    }
-    let measured = sink.meter.finish();
-    if !measured.is_audible() {
+/// the chapter as it will play and moves every voice by the difference,
+/// limiting again where that pushes peaks over the ceiling. Returns the
+/// correction in dB.
+fn correct_chapter(
+    config: &MixConfig,
+    segments: &mut [SegmentAudio],
+    power: &mut [Vec<Vec<f32>>],
+    voices: &VoiceIndex,
+    gains_db: &mut [f64],
+) -> f64 {
+    let measured = chapter_lufs(config, segments, power, voices, gains_db);
+    if !(measured.is_finite() && measured > -70.0) {
         return 0.0;
     }
     // Small moves only: a large one means something else is wrong.
-    let diff = (config.target_lufs - measured.integrated_lufs).clamp(-3.0, 3.0);
+    let diff = (config.target_lufs - measured).clamp(-3.0, 3.0);
     if diff.abs() < 0.05 {
         return 0.0;
     }
-    let gain = loudness::from_db(diff);
-    let ceiling = loudness::from_db(config.true_peak_dbtp - TRUE_PEAK_MARGIN_DB);
-    let mut clips: Vec<&mut Vec<f32>> = segments
-        .iter_mut()
-        .flat_map(|s| s.chunks.iter_mut().map(|(_, c)| &mut c.samples))
-        .collect();
-    for clip in clips.iter_mut() {
-        clip.iter_mut().for_each(|s| *s *= gain);
-        if diff > 0.0 {
-            limit::limit(clip, ceiling, rate);
-        }
-    }
-    let mut applied = diff;
+    gains_db.iter_mut().for_each(|g| *g += diff);
     if diff > 0.0 {
-        let views: Vec<&[f32]> = clips.iter().map(|c| c.as_slice()).collect();
-        let peak = loudness::measure(&views, rate).true_peak_dbtp;
-        if peak > config.true_peak_dbtp {
-            let back = loudness::from_db(config.true_peak_dbtp - peak);
-            clips
-                .iter_mut()
-                .for_each(|c| c.iter_mut().for_each(|s| *s *= back));
-            applied -= peak - config.true_peak_dbtp;
+        for (v, &gain) in gains_db.iter().enumerate() {
+            limit_voice(config, segments, power, voices, v, gain);
         }
     }
-    applied
+    diff
+}
+
+/// Lowers any voice whose true peak (with its gain) passes the ceiling by
+/// the excess. Returns the chapter's true peak in dBTP (`-inf` if silent).
+fn cap_true_peaks(
+    config: &MixConfig,
+    segments: &[SegmentAudio],
+    voices: &VoiceIndex,
+    gains_db: &mut [f64],
+) -> f64 {
+    let mut chapter = f64::NEG_INFINITY;
+    for (v, gain) in gains_db.iter_mut().enumerate() {
+        let clips: Vec<&[f32]> = segments
+            .iter()
+            .zip(&voices.of_segment)
+            .filter(|&(_, &sv)| sv == v)
+            .flat_map(|(s, _)| s.chunks.iter().map(|(_, c)| c.samples.as_slice()))
+            .collect();
+        // Samples are unscaled: the ceiling moves by the voice's gain.
+        let floor = loudness::from_db(config.true_peak_dbtp - *gain - 0.5);
+        let peak = loudness::to_db(f64::from(loudness::true_peak_above(&clips, floor))) + *gain;
+        if peak > config.true_peak_dbtp {
+            *gain -= peak - config.true_peak_dbtp;
+        }
+        if clips.iter().any(|c| !c.is_empty()) {
+            chapter = chapter.max(peak.min(config.true_peak_dbtp));
+        }
+    }
+    chapter
 }
 
 /// [`mix_chapter`] into `path`, through a temporary file renamed into place
@@ -331,124 +418,134 @@ fn prepare_clip(clip: &mut AudioClip, rate: u32) {
     *clip = converted;
 }
 
-/// Brings each voice's speech in this chapter to the loudness target with
-/// its true peak at or under the ceiling: a gain, then the limiter where
-/// peaks stick out, then a correction for what the limiter took away.
-/// Returns the gain applied to each voice (dB).
-fn level_voices(config: &MixConfig, segments: &mut [SegmentAudio]) -> BTreeMap<String, f64> {
-    let rate = config.sample_rate;
-    let mut by_voice: BTreeMap<String, Vec<&mut Vec<f32>>> = BTreeMap::new();
-    for segment in segments.iter_mut() {
-        let clips = by_voice.entry(segment.voice.clone()).or_default();
-        clips.extend(segment.chunks.iter_mut().map(|(_, c)| &mut c.samples));
-    }
-    by_voice
-        .into_iter()
-        .map(|(voice, mut clips)| {
-            let gain = level_voice(config, &mut clips, rate);
-            tracing::debug!(voice, gain, "voice leveled");
-            (voice, gain)
-        })
-        .collect()
-}
-
 /// Sample ceiling under the true-peak ceiling: inter-sample peaks of speech
 /// at 16–48 kHz rarely pass a sample peak by more than this.
 const TRUE_PEAK_MARGIN_DB: f64 = 0.5;
 
-fn level_voice(config: &MixConfig, clips: &mut [&mut Vec<f32>], rate: u32) -> f64 {
-    let measure = |clips: &[&mut Vec<f32>], true_peak: bool| {
-        let views: Vec<&[f32]> = clips.iter().map(|c| c.as_slice()).collect();
-        if true_peak {
-            loudness::measure(&views, rate)
-        } else {
-            loudness::measure_integrated(&views, rate)
+/// Runs the limiter over voice `v`'s clips for a gain of `gain_db` (the
+/// samples stay unscaled; the ceiling moves instead), keeping their power
+/// in step.
+fn limit_voice(
+    config: &MixConfig,
+    segments: &mut [SegmentAudio],
+    power: &mut [Vec<Vec<f32>>],
+    voices: &VoiceIndex,
+    v: usize,
+    gain_db: f64,
+) {
+    let ceiling = loudness::from_db(config.true_peak_dbtp - TRUE_PEAK_MARGIN_DB - gain_db);
+    for ((segment, power), _) in segments
+        .iter_mut()
+        .zip(power.iter_mut())
+        .zip(&voices.of_segment)
+        .filter(|&(_, &sv)| sv == v)
+    {
+        for ((_, clip), p) in segment.chunks.iter_mut().zip(power.iter_mut()) {
+            limit::limit_tracked(&mut clip.samples, p, ceiling, config.sample_rate);
         }
-    };
-    let original = measure(clips, false);
-    if !original.is_audible() {
+    }
+}
+
+/// Integrated loudness of voice `v`'s clips played back to back.
+fn voice_lufs(
+    config: &MixConfig,
+    power: &[Vec<Vec<f32>>],
+    voices: &VoiceIndex,
+    v: usize,
+    gain_db: f64,
+) -> f64 {
+    let clips: Vec<&[f32]> = power
+        .iter()
+        .zip(&voices.of_segment)
+        .filter(|&(_, &sv)| sv == v)
+        .flat_map(|(p, _)| p.iter().map(Vec::as_slice))
+        .collect();
+    let scale = 10f64.powf(gain_db / 10.0);
+    loudness::power_lufs(&clips, scale, config.sample_rate)
+}
+
+/// Brings voice `v`'s speech in this chapter to the loudness target with
+/// its peaks at or under the ceiling: a gain, then the limiter where peaks
+/// stick out, then more gain for what the limiter took away (measured on
+/// the power track, no new pass over the audio). Returns the gain (dB).
+fn level_voice(
+    config: &MixConfig,
+    segments: &mut [SegmentAudio],
+    power: &mut [Vec<Vec<f32>>],
+    voices: &VoiceIndex,
+    v: usize,
+) -> f64 {
+    let original = voice_lufs(config, power, voices, v, 0.0);
+    if !(original.is_finite() && original > -70.0) {
         return 0.0;
     }
-    let ceiling = loudness::from_db(config.true_peak_dbtp - TRUE_PEAK_MARGIN_DB);
-    // In place, without a copy of the voice's audio: memory stays at one
-    // chapter's clips.
-    let apply = |clips: &mut [&mut Vec<f32>], gain_db: f64| {
-        let g = loudness::from_db(gain_db);
-        for clip in clips.iter_mut() {
-            clip.iter_mut().for_each(|s| *s *= g);
-            limit::limit(clip, ceiling, rate);
+    let mut gain = config.target_lufs - original;
+    // Bounded, so a pathological clip cannot be pumped forever.
+    let mut extra = 0.0;
+    for pass in 0..2 {
+        limit_voice(config, segments, power, voices, v, gain);
+        if pass == 1 {
+            break;
         }
-    };
-    let mut gain = config.target_lufs - original.integrated_lufs;
-    apply(clips, gain);
-    let after = measure(clips, false);
-    if after.is_audible() && (after.integrated_lufs - config.target_lufs).abs() > 0.05 {
-        // Limiting lowered the loudness a little; add that much and limit
-        // again (bounded, so a pathological clip cannot be pumped forever).
-        let more = (config.target_lufs - after.integrated_lufs).clamp(0.0, 6.0);
-        apply(clips, more);
+        let after = voice_lufs(config, power, voices, v, gain);
+        let more = (config.target_lufs - after).clamp(0.0, 6.0 - extra);
+        if !after.is_finite() || more < 0.05 {
+            break;
+        }
         gain += more;
+        extra += more;
     }
-    let last = measure(clips, true);
-    if last.true_peak_dbtp > config.true_peak_dbtp {
-        let excess = last.true_peak_dbtp - config.true_peak_dbtp;
-        let g = loudness::from_db(-excess);
-        for clip in clips.iter_mut() {
-            clip.iter_mut().for_each(|s| *s *= g);
-        }
-        gain -= excess;
-    }
+    tracing::debug!(voice = voices.names[v], gain, "voice leveled");
     gain
 }
 
-/// Streams samples into a WAV writer while metering them.
+/// Streams samples into a WAV writer, each clip scaled by its voice's gain.
 struct ChapterWriter<W: Write + Seek> {
     wav: hound::WavWriter<W>,
-    meter: Meter,
     rate: u32,
     written: u64,
-    zeros: Vec<f32>,
 }
 
 impl<W: Write + Seek> ChapterWriter<W> {
     fn new(out: W, rate: u32) -> Result<ChapterWriter<W>, WavError> {
         Ok(ChapterWriter {
             wav: hound::WavWriter::new(out, wav::mono_spec(rate))?,
-            meter: Meter::integrated_only(rate),
             rate,
             written: 0,
-            zeros: vec![0.0; 4096],
         })
     }
 
-    /// Length and loudness of what was written.
-    fn finish(self) -> Result<(f64, Loudness), WavError> {
+    /// Length of what was written, in seconds.
+    fn finish(self) -> Result<f64, WavError> {
         let duration = self.written as f64 / f64::from(self.rate);
-        let loudness = self.meter.finish();
         self.wav.finalize()?;
-        Ok((duration, loudness))
+        Ok(duration)
     }
 }
 
 impl<W: Write + Seek> Sink for ChapterWriter<W> {
-    fn silence(&mut self, mut samples: usize) -> Result<(), WavError> {
-        while samples > 0 {
-            let n = samples.min(self.zeros.len());
-            self.meter.add(&self.zeros[..n]);
-            for _ in 0..n {
-                self.wav.write_sample(0i16)?;
-            }
-            self.written += n as u64;
-            samples -= n;
+    fn silence(&mut self, samples: usize) -> Result<(), WavError> {
+        let mut out = self.wav.get_i16_writer(samples as u32);
+        for _ in 0..samples {
+            out.write_sample(0i16);
         }
+        out.flush()?;
+        self.written += samples as u64;
         Ok(())
     }
 
-    fn append(&mut self, samples: &[f32]) -> Result<(), WavError> {
-        self.meter.add(samples);
+    fn append(
+        &mut self,
+        _segment: usize,
+        _chunk: usize,
+        samples: &[f32],
+        gain: f32,
+    ) -> Result<(), WavError> {
+        let mut out = self.wav.get_i16_writer(samples.len() as u32);
         for &s in samples {
-            self.wav.write_sample(wav::to_i16(s))?;
+            out.write_sample(wav::to_i16(s * gain));
         }
+        out.flush()?;
         self.written += samples.len() as u64;
         Ok(())
     }
