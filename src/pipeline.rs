@@ -11,7 +11,9 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 
-use crate::audio::{AudioClip, SegmentAudio, mix, wav};
+use rayon::prelude::*;
+
+use crate::audio::{AudioClip, PreparedClip, PreparedSegment, mix, wav};
 use crate::config::VoicesConfig;
 use crate::frontend::{self, lexicon::Lexicon};
 use crate::manifest::{ManifestChapter, ManifestSegment, ManifestSkipped};
@@ -77,7 +79,7 @@ pub struct PlannedChunk {
 }
 
 /// A synthesized chunk: (segment index, boundary after it, audio or error).
-type Piece = (usize, Boundary, Result<AudioClip, SynthError>);
+type Piece = (usize, Boundary, Result<PreparedClip, SynthError>);
 
 /// One synthesis task.
 struct Task {
@@ -198,9 +200,10 @@ impl Renderer {
         job: &ChapterJob,
         clips: Vec<(usize, Boundary, AudioClip)>,
     ) -> Result<ManifestChapter, ChapterError> {
+        let rate = self.config.mix.sample_rate;
         let pieces = clips
-            .into_iter()
-            .map(|(si, boundary, clip)| (si, boundary, Ok(clip)))
+            .into_par_iter()
+            .map(|(si, boundary, clip)| (si, boundary, Ok(mix::prepare(clip, rate))))
             .collect();
         self.mix_chapter(job, pieces)
     }
@@ -256,12 +259,32 @@ impl Renderer {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         let client = Arc::clone(&self.client);
         let concurrency = self.concurrency();
+        let rate = self.config.mix.sample_rate;
         let _producer = AbortOnDrop(tokio::spawn(async move {
             let mut stream = futures::stream::iter(tasks)
                 .map(|task| {
                     let client = Arc::clone(&client);
                     async move {
-                        let result = synthesize_task(&client, &task).await;
+                        // Each clip is made ready for the mixer as soon as
+                        // it arrives, while other requests are in flight.
+                        let result = match synthesize_task(&client, &task).await {
+                            Ok(clip) => {
+                                match tokio::task::spawn_blocking(move || mix::prepare(clip, rate))
+                                    .await
+                                {
+                                    Ok(prepared) => Ok(prepared),
+                                    Err(e) if e.is_panic() => {
+                                        std::panic::resume_unwind(e.into_panic())
+                                    }
+                                    // Only when the runtime shuts down.
+                                    Err(e) => Err(SynthError::Worker {
+                                        backend: task.backend.name().to_owned(),
+                                        source: std::io::Error::other(e),
+                                    }),
+                                }
+                            }
+                            Err(e) => Err(e),
+                        };
                         (
                             task.chapter,
                             task.segment,
@@ -315,9 +338,9 @@ impl Renderer {
         pieces: Vec<Piece>,
     ) -> Result<ManifestChapter, ChapterError> {
         let segments = &job.chapter.segments;
-        let mut audio: Vec<SegmentAudio> = segments
+        let mut audio: Vec<PreparedSegment> = segments
             .iter()
-            .map(|segment| SegmentAudio {
+            .map(|segment| PreparedSegment {
                 kind: segment.kind,
                 paragraph: segment.paragraph,
                 voice: self
@@ -336,7 +359,7 @@ impl Renderer {
             audio[si].chunks.push((boundary, clip));
         }
         let voices: Vec<String> = audio.iter().map(|a| a.voice.clone()).collect();
-        let mixed = mix::mix_chapter_file(&self.config.mix, audio, &job.path)?;
+        let mixed = mix::mix_prepared_file(&self.config.mix, audio, &job.path)?;
         let manifest_segments = segments
             .iter()
             .zip(voices)

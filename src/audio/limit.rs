@@ -3,116 +3,106 @@
 //! clipping. Speech synthesizers (espeak-ng especially) have peaks about
 //! 20 dB over their loudness, more than a −18 LUFS / −1 dBTP target allows.
 
-use std::collections::VecDeque;
-
-/// Look-ahead (and attack) time.
-const LOOKAHEAD_MS: u32 = 5;
+/// Look-ahead (attack) time: the gain starts falling this long before a peak.
+const ATTACK_MS: f32 = 5.0;
 /// Time constant of the gain's recovery after a peak.
 const RELEASE_MS: f32 = 80.0;
+/// The gain is computed once per block of this many samples and
+/// interpolated linearly inside a block.
+const BLOCK: usize = 32;
 
-/// Gain shortfall under which the release counts as settled: the gain
-/// snaps to exactly 1 (a step of 0.01 dB, inaudible) and the limiter skips
-/// ahead to the next over-ceiling sample.
+/// Gain shortfall under which the gain counts as 1 (0.009 dB, inaudible):
+/// blocks whose both ends are at 1 are left alone.
 const SETTLED: f32 = 1e-3;
 
 /// Limits `samples` in place so that no sample exceeds `ceiling` (linear).
-/// The gain reaches its minimum exactly at each peak after a ramp over the
-/// look-ahead window and recovers exponentially afterwards.
+/// The gain falls smoothly over the look-ahead before each peak and
+/// recovers exponentially afterwards.
 pub fn limit(samples: &mut [f32], ceiling: f32, sample_rate: u32) {
-    limit_with(samples, ceiling, sample_rate, |_, _| ());
+    let Some(gains) = block_gains(samples, ceiling, sample_rate) else {
+        return;
+    };
+    apply(samples, &gains, |_, _| ());
 }
 
 /// [`limit`] that also scales `power[i]` by the square of the gain given to
 /// sample `i`, keeping a K-weighted power track in step with the audio.
 pub fn limit_tracked(samples: &mut [f32], power: &mut [f32], ceiling: f32, sample_rate: u32) {
-    limit_with(samples, ceiling, sample_rate, |i, g| {
+    let Some(gains) = block_gains(samples, ceiling, sample_rate) else {
+        return;
+    };
+    apply(samples, &gains, |i, g| {
         if let Some(p) = power.get_mut(i) {
             *p *= g * g;
         }
     });
 }
 
-/// The limiter, visiting only stretches near over-ceiling samples: the gain
-/// is exactly 1 wherever no such sample lies within the look-ahead and the
-/// release has settled. `changed(i, gain)` is told every gain under 1.
-fn limit_with(
-    samples: &mut [f32],
-    ceiling: f32,
-    sample_rate: u32,
-    mut changed: impl FnMut(usize, f32),
-) {
-    let n = samples.len();
-    if n == 0 || ceiling <= 0.0 {
-        return;
+/// The gain at every block boundary (sample `k * BLOCK`, and the end), or
+/// `None` when no sample passes the ceiling.
+///
+/// Each boundary's gain is at most the gain that the loudest sample of
+/// either neighbouring block allows, so the gain interpolated between two
+/// boundaries keeps every sample of the block between them under the
+/// ceiling. A backward pass ramps the gain down ahead of each peak (the
+/// look-ahead), a forward pass lets it recover exponentially after.
+fn block_gains(samples: &[f32], ceiling: f32, sample_rate: u32) -> Option<Vec<f32>> {
+    if samples.is_empty() || ceiling <= 0.0 {
+        return None;
     }
-    let overs: Vec<usize> = samples
-        .iter()
-        .enumerate()
-        .filter(|(_, s)| s.abs() > ceiling)
-        .map(|(i, _)| i)
+    // What each block allows; a hair under, so rounding cannot pass the ceiling.
+    let allowed: Vec<f32> = samples
+        .chunks(BLOCK)
+        .map(|block| {
+            let peak = block
+                .iter()
+                .fold(0.0f32, |m, &x| if x.abs() > m { x.abs() } else { m });
+            if peak > ceiling {
+                ceiling / peak * (1.0 - 1e-6)
+            } else {
+                1.0
+            }
+        })
         .collect();
-    if overs.is_empty() {
-        return;
+    if allowed.iter().all(|&a| a >= 1.0) {
+        return None;
     }
-    let la = (super::clip::samples_for_ms(LOOKAHEAD_MS, sample_rate)).max(1);
-    let required = |s: f32| {
-        let a = s.abs();
-        if a > ceiling { ceiling / a } else { 1.0 }
-    };
-    let release = (-1.0 / (RELEASE_MS / 1000.0 * sample_rate as f32)).exp();
-    // Over-ceiling samples within [i, i + la] as a monotonic deque of
-    // (index, required gain): its front is min(required[i ..= i + la]).
-    let mut window: VecDeque<(usize, f32)> = VecDeque::new();
-    // The last `la` window minima (attack ramp), 1.0 when idle.
-    let mut ring = vec![1.0f32; la];
-    let mut sum = la as f64;
-    let mut gain = 1.0f32;
-    let mut next_over = 0usize;
-    // Index after which the ring holds only 1.0 again.
-    let mut ring_clear = 0usize;
-    let mut i = 0usize;
-    let mut slot = 0usize;
-    while i < n {
-        let idle = window.is_empty() && i >= ring_clear && 1.0 - gain < SETTLED;
-        if idle {
-            gain = 1.0;
-            sum = la as f64;
-            let Some(&p) = overs.get(next_over) else {
-                break;
-            };
-            i = i.max(p.saturating_sub(la));
+    let blocks = allowed.len();
+    let per_block = |ms: f32| (-(BLOCK as f32) / (ms / 1000.0 * sample_rate as f32)).exp();
+    let (attack, release) = (per_block(ATTACK_MS), per_block(RELEASE_MS));
+    let mut gains: Vec<f32> = (0..=blocks)
+        .map(|k| {
+            let before = if k > 0 { allowed[k - 1] } else { 1.0 };
+            before.min(allowed.get(k).copied().unwrap_or(1.0))
+        })
+        .collect();
+    let settle = |g: f32| if 1.0 - g < SETTLED { 1.0 } else { g };
+    // Only the ramps snap to 1: what a block allows is never exceeded.
+    for k in (0..blocks).rev() {
+        let ramp = settle(1.0 - (1.0 - gains[k + 1]) * attack);
+        gains[k] = gains[k].min(ramp);
+    }
+    for k in 1..=blocks {
+        let recovering = settle(1.0 - (1.0 - gains[k - 1]) * release);
+        gains[k] = gains[k].min(recovering);
+    }
+    Some(gains)
+}
+
+/// Scales each block by its boundary gains, interpolated; `changed(i, g)`
+/// is told every gain under 1.
+fn apply(samples: &mut [f32], gains: &[f32], mut changed: impl FnMut(usize, f32)) {
+    for (b, block) in samples.chunks_mut(BLOCK).enumerate() {
+        let (g0, g1) = (gains[b], gains[b + 1]);
+        if g0 >= 1.0 && g1 >= 1.0 {
+            continue;
         }
-        while let Some(&j) = overs.get(next_over) {
-            if j > i + la {
-                break;
-            }
-            let r = required(samples[j]);
-            while window.back().is_some_and(|&(_, v)| v >= r) {
-                window.pop_back();
-            }
-            window.push_back((j, r));
-            next_over += 1;
+        let step = (g1 - g0) / BLOCK as f32;
+        for (j, s) in block.iter_mut().enumerate() {
+            let g = g0 + step * j as f32;
+            *s *= g;
+            changed(b * BLOCK + j, g);
         }
-        while window.front().is_some_and(|&(k, _)| k < i) {
-            window.pop_front();
-        }
-        let m = window.front().map_or(1.0, |&(_, v)| v);
-        if m < 1.0 {
-            ring_clear = i + la;
-        }
-        sum += f64::from(m) - f64::from(ring[slot]);
-        ring[slot] = m;
-        slot = if slot + 1 == la { 0 } else { slot + 1 };
-        // Every term of the moving average covers sample i, so it never
-        // exceeds required[i].
-        let smooth = (sum / la as f64) as f32;
-        let recovering = 1.0 - (1.0 - gain) * release;
-        gain = smooth.min(recovering).min(required(samples[i]));
-        if gain < 1.0 {
-            samples[i] *= gain;
-            changed(i, gain);
-        }
-        i += 1;
     }
 }
 

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::io::{Seek, Write};
 use std::path::Path;
 
+use rayon::prelude::*;
 use serde::Deserialize;
 
 use super::limit;
@@ -117,6 +118,38 @@ pub struct SegmentAudio {
     pub chunks: Vec<(Boundary, AudioClip)>,
 }
 
+/// A chunk made ready for the mixer ([`prepare`]): at the output rate,
+/// backend silence trimmed, faded, with its K-weighted power measured.
+#[derive(Debug, Clone)]
+pub struct PreparedClip {
+    clip: AudioClip,
+    power: Vec<f32>,
+}
+
+impl PreparedClip {
+    pub fn clip(&self) -> &AudioClip {
+        &self.clip
+    }
+}
+
+/// Prepares one chunk for a chapter at `rate`. Chunks are independent, so
+/// this can run as each one arrives, before the chapter is complete.
+pub fn prepare(clip: AudioClip, rate: u32) -> PreparedClip {
+    let mut clip = clip;
+    prepare_clip(&mut clip, rate);
+    let power = loudness::k_power(&clip.samples, rate);
+    PreparedClip { clip, power }
+}
+
+/// [`SegmentAudio`] whose chunks went through [`prepare`].
+#[derive(Debug, Clone)]
+pub struct PreparedSegment {
+    pub kind: SegmentKind,
+    pub paragraph: usize,
+    pub voice: String,
+    pub chunks: Vec<(Boundary, PreparedClip)>,
+}
+
 /// What was written for a chapter.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MixedChapter {
@@ -148,22 +181,55 @@ const FADE_MS: u32 = 5;
 /// further passes over the audio.
 pub fn mix_chapter<W: Write + Seek>(
     config: &MixConfig,
-    mut segments: Vec<SegmentAudio>,
+    segments: Vec<SegmentAudio>,
     out: W,
 ) -> Result<MixedChapter, WavError> {
     let rate = config.sample_rate;
-    let mut power: Vec<Vec<Vec<f32>>> = Vec::with_capacity(segments.len());
-    for segment in &mut segments {
-        power.push(
-            segment
-                .chunks
-                .iter_mut()
-                .map(|(_, clip)| {
-                    prepare_clip(clip, rate);
-                    loudness::k_power(&clip.samples, rate)
-                })
-                .collect(),
-        );
+    // Clips are independent until they are laid out: prepared on all cores.
+    let mut clips: Vec<(usize, Boundary, AudioClip)> = Vec::new();
+    let mut heads = Vec::with_capacity(segments.len());
+    for (si, segment) in segments.into_iter().enumerate() {
+        clips.extend(segment.chunks.into_iter().map(|(b, clip)| (si, b, clip)));
+        heads.push(PreparedSegment {
+            kind: segment.kind,
+            paragraph: segment.paragraph,
+            voice: segment.voice,
+            chunks: Vec::new(),
+        });
+    }
+    let prepared: Vec<(usize, Boundary, PreparedClip)> = clips
+        .into_par_iter()
+        .map(|(si, b, clip)| (si, b, prepare(clip, rate)))
+        .collect();
+    for (si, b, clip) in prepared {
+        heads[si].chunks.push((b, clip));
+    }
+    mix_prepared(config, heads, out)
+}
+
+/// [`mix_chapter`] for chunks already [`prepare`]d at `config.sample_rate`.
+pub fn mix_prepared<W: Write + Seek>(
+    config: &MixConfig,
+    prepared: Vec<PreparedSegment>,
+    out: W,
+) -> Result<MixedChapter, WavError> {
+    let rate = config.sample_rate;
+    tracing::debug!(segments = prepared.len(), "mixing chapter");
+    let mut segments = Vec::with_capacity(prepared.len());
+    let mut power: Vec<Vec<Vec<f32>>> = Vec::with_capacity(prepared.len());
+    for segment in prepared {
+        let (chunks, track) = segment
+            .chunks
+            .into_iter()
+            .map(|(b, p)| ((b, p.clip), p.power))
+            .unzip();
+        segments.push(SegmentAudio {
+            kind: segment.kind,
+            paragraph: segment.paragraph,
+            voice: segment.voice,
+            chunks,
+        });
+        power.push(track);
     }
     let voices = voice_index(&segments);
     let mut gains_db = vec![0.0f64; voices.names.len()];
@@ -389,13 +455,29 @@ pub fn mix_chapter_file(
     segments: Vec<SegmentAudio>,
     path: &Path,
 ) -> Result<MixedChapter, WavError> {
+    write_atomically(path, |out| mix_chapter(config, segments, out))
+}
+
+/// [`mix_prepared`] into `path`, like [`mix_chapter_file`].
+pub fn mix_prepared_file(
+    config: &MixConfig,
+    segments: Vec<PreparedSegment>,
+    path: &Path,
+) -> Result<MixedChapter, WavError> {
+    write_atomically(path, |out| mix_prepared(config, segments, out))
+}
+
+fn write_atomically(
+    path: &Path,
+    mix: impl FnOnce(std::io::BufWriter<std::fs::File>) -> Result<MixedChapter, WavError>,
+) -> Result<MixedChapter, WavError> {
     let io = |source| WavError::Io {
         path: path.to_owned(),
         source,
     };
     let tmp = wav::temp_path(path);
     let file = std::fs::File::create(&tmp).map_err(io)?;
-    match mix_chapter(config, segments, std::io::BufWriter::new(file)) {
+    match mix(std::io::BufWriter::new(file)) {
         Ok(mixed) => {
             std::fs::rename(&tmp, path).map_err(io)?;
             Ok(mixed)
@@ -434,16 +516,22 @@ fn limit_voice(
     gain_db: f64,
 ) {
     let ceiling = loudness::from_db(config.true_peak_dbtp - TRUE_PEAK_MARGIN_DB - gain_db);
-    for ((segment, power), _) in segments
+    let mut clips: Vec<(&mut AudioClip, &mut Vec<f32>)> = segments
         .iter_mut()
         .zip(power.iter_mut())
         .zip(&voices.of_segment)
         .filter(|&(_, &sv)| sv == v)
-    {
-        for ((_, clip), p) in segment.chunks.iter_mut().zip(power.iter_mut()) {
-            limit::limit_tracked(&mut clip.samples, p, ceiling, config.sample_rate);
-        }
-    }
+        .flat_map(|((segment, power), _)| {
+            segment
+                .chunks
+                .iter_mut()
+                .map(|(_, clip)| clip)
+                .zip(power.iter_mut())
+        })
+        .collect();
+    clips.par_iter_mut().for_each(|(clip, power)| {
+        limit::limit_tracked(&mut clip.samples, power, ceiling, config.sample_rate);
+    });
 }
 
 /// Integrated loudness of voice `v`'s clips played back to back.

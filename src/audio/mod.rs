@@ -12,4 +12,7 @@ pub mod subtitle;
 pub mod wav;
 
 pub use clip::AudioClip;
-pub use mix::{MixConfig, MixedChapter, Pauses, SegmentAudio, mix_chapter, mix_chapter_file};
+pub use mix::{
+    MixConfig, MixedChapter, Pauses, PreparedClip, PreparedSegment, SegmentAudio, mix_chapter,
+    mix_chapter_file, mix_prepared, mix_prepared_file, prepare,
+};

@@ -45,7 +45,9 @@ pub fn mono_spec(sample_rate: u32) -> hound::WavSpec {
 
 /// Clamps and rounds a float sample to 16 bits.
 pub fn to_i16(s: f32) -> i16 {
-    (s.clamp(-1.0, 1.0) * 32767.0).round() as i16
+    // Half away from zero, like `f32::round`, without a libm call per sample.
+    let v = s.clamp(-1.0, 1.0) * 32767.0;
+    (v + 0.5f32.copysign(v)) as i16
 }
 
 /// Writes `clip` to `path` through a temporary file in the same directory,

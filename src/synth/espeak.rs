@@ -142,6 +142,11 @@ fn select_voice(_engine: &Engine, voice: &str) -> Result<(), String> {
 
 /// Speaks `req.text` with the selected voice at the request's rate and pitch.
 fn speak(engine: &Engine, req: &EngineRequest) -> Result<AudioClip, String> {
+    speak_pcm(req).map(|samples| AudioClip::from_i16(&samples, engine.sample_rate))
+}
+
+/// [`speak`], as the engine's 16-bit samples.
+fn speak_pcm(req: &EngineRequest) -> Result<Vec<i16>, String> {
     let text = CString::new(req.text.as_str()).map_err(|_| "text contains NUL".to_owned())?;
     // SAFETY: the engine is initialized and the caller holds its lock; all
     // pointers outlive the calls.
@@ -171,8 +176,7 @@ fn speak(engine: &Engine, req: &EngineRequest) -> Result<AudioClip, String> {
             return Err(format!("espeak-ng synthesis failed (status {status})"));
         }
     }
-    let samples = CAPTURE.with(|c| std::mem::take(&mut *c.borrow_mut()));
-    Ok(AudioClip::from_i16(&samples, engine.sample_rate))
+    Ok(CAPTURE.with(|c| std::mem::take(&mut *c.borrow_mut())))
 }
 
 /// Worker mode: read JSON requests from stdin, one per line; answer each with
@@ -191,6 +195,9 @@ fn speak(engine: &Engine, req: &EngineRequest) -> Result<AudioClip, String> {
 /// binary, before any runtime starts): the child of a multi-threaded process
 /// may find a lock held by a thread that does not exist there.
 pub fn run_worker(input: impl BufRead, output: impl Write) -> std::io::Result<()> {
+    // Replies go to the parent through stdout; see `PIPE_SIZE`.
+    // SAFETY: fcntl on fd 1 only changes its buffer size (or fails harmlessly).
+    unsafe { libc::fcntl(1, libc::F_SETPIPE_SZ, PIPE_SIZE) };
     serve(input, output, Isolation::ForkPerRequest)
 }
 
@@ -203,6 +210,9 @@ enum Isolation {
     #[cfg_attr(not(test), allow(dead_code))]
     InProcess,
 }
+
+/// Pipe buffer for replies (the default unprivileged maximum).
+const PIPE_SIZE: c_int = 1 << 20;
 
 fn serve(input: impl BufRead, mut output: impl Write, isolation: Isolation) -> std::io::Result<()> {
     // Initialized before the first fork, so that no child pays for it and
@@ -245,10 +255,25 @@ fn serve(input: impl BufRead, mut output: impl Write, isolation: Isolation) -> s
 /// A reply in the worker protocol: a JSON line, then the samples as 16-bit
 /// little-endian PCM.
 fn encode_reply(result: &Result<AudioClip, String>) -> Vec<u8> {
+    match result {
+        Ok(clip) => {
+            let pcm: Vec<i16> = clip
+                .samples
+                .iter()
+                .map(|s| (s * 32768.0).round().clamp(-32768.0, 32767.0) as i16)
+                .collect();
+            encode_pcm_reply(&Ok(pcm), clip.sample_rate)
+        }
+        Err(e) => encode_pcm_reply(&Err(e.clone()), 0),
+    }
+}
+
+/// [`encode_reply`] for the engine's own 16-bit samples (no conversion).
+fn encode_pcm_reply(result: &Result<Vec<i16>, String>, sample_rate: u32) -> Vec<u8> {
     let header = match result {
-        Ok(clip) => WorkerReply {
-            samples: Some(clip.samples.len()),
-            sample_rate: Some(clip.sample_rate),
+        Ok(pcm) => WorkerReply {
+            samples: Some(pcm.len()),
+            sample_rate: Some(sample_rate),
             error: None,
         },
         Err(error) => WorkerReply {
@@ -259,12 +284,10 @@ fn encode_reply(result: &Result<AudioClip, String>) -> Vec<u8> {
     };
     let mut bytes = serde_json::to_vec(&header).unwrap_or_default();
     bytes.push(b'\n');
-    if let Ok(clip) = result {
-        bytes.reserve(clip.samples.len() * 2);
-        for s in &clip.samples {
-            bytes.extend_from_slice(
-                &((s * 32768.0).round().clamp(-32768.0, 32767.0) as i16).to_le_bytes(),
-            );
+    if let Ok(pcm) = result {
+        bytes.reserve(pcm.len() * 2);
+        for s in pcm {
+            bytes.extend_from_slice(&s.to_le_bytes());
         }
     }
     bytes
@@ -281,6 +304,10 @@ fn synthesize_in_child(engine: &Engine, req: &EngineRequest) -> std::io::Result<
     if unsafe { libc::pipe(fds.as_mut_ptr()) } != 0 {
         return Err(std::io::Error::last_os_error());
     }
+    // A reply (seconds of 16-bit audio) fits at once: the child writes it
+    // in one go instead of waking the parent for every 64 KiB.
+    // SAFETY: `fds[1]` is a pipe we own; failure leaves the default size.
+    unsafe { libc::fcntl(fds[1], libc::F_SETPIPE_SZ, PIPE_SIZE) };
     // SAFETY: both descriptors were just created and are owned by nobody else.
     let (read_end, write_end) =
         unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
@@ -295,7 +322,7 @@ fn synthesize_in_child(engine: &Engine, req: &EngineRequest) -> std::io::Result<
         // A panic must not unwind into the parent's frames (the child would
         // go on serving requests): it ends the child like any failure.
         let code = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            let reply = encode_reply(&speak(engine, req));
+            let reply = encode_pcm_reply(&speak_pcm(req), engine.sample_rate);
             let mut pipe = std::fs::File::from(write_end);
             if pipe.write_all(&reply).is_ok() { 0 } else { 1 }
         }))
@@ -360,11 +387,11 @@ pub fn read_reply(mut input: impl BufRead) -> std::io::Result<Result<AudioClip, 
 }
 
 fn pcm_clip(bytes: &[u8], sample_rate: u32) -> AudioClip {
-    let samples: Vec<i16> = bytes
+    let samples = bytes
         .chunks_exact(2)
-        .map(|b| i16::from_le_bytes([b[0], b[1]]))
+        .map(|b| f32::from(i16::from_le_bytes([b[0], b[1]])) / 32768.0)
         .collect();
-    AudioClip::from_i16(&samples, sample_rate)
+    AudioClip::new(samples, sample_rate)
 }
 
 // ---------------------------------------------------------------------------
