@@ -224,44 +224,23 @@ impl Renderer {
         } else {
             jobs
         };
-        let mut tasks = Vec::new();
-        let mut remaining = Vec::with_capacity(jobs.len());
-        for (ci, job) in jobs.iter().enumerate() {
-            let before = tasks.len();
-            for (si, segment) in job.chapter.segments.iter().enumerate() {
-                for (chunk, (boundary, backend, request)) in
-                    self.plan_segment(segment).into_iter().enumerate()
-                {
-                    tasks.push(Task {
-                        chapter: ci,
-                        segment: si,
-                        chunk,
-                        boundary,
-                        backend,
-                        request,
-                    });
-                }
-            }
-            remaining.push(tasks.len() - before);
+        // Worker processes start while the text goes through the front end.
+        if !jobs.is_empty() {
+            self.backends.values().for_each(|b| b.warm_up());
         }
-
-        let mut results: Vec<Vec<(usize, Piece)>> = jobs.iter().map(|_| Vec::new()).collect();
-        // Chapters with no chunks at all finish at once.
-        for (ci, job) in jobs.iter().enumerate() {
-            if remaining[ci] == 0 {
-                on_chapter(self.finish_chapter(job, Vec::new()));
-            }
-        }
-        // Unordered: a slow request does not hold back finished ones; the
-        // pieces of a chapter are put back in order before mixing.
-        // Requests run in their own task and keep going while a finished
-        // chapter is mixed and written here.
+        // Requests run in their own task: they start as soon as the first
+        // segment is planned, and keep going while a finished chapter is
+        // mixed and written here. Unordered: a slow request does not hold
+        // back finished ones; the pieces of a chapter are put back in order
+        // before mixing.
+        let (task_tx, mut task_rx) = tokio::sync::mpsc::unbounded_channel::<Task>();
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         let client = Arc::clone(&self.client);
         let concurrency = self.concurrency();
         let rate = self.config.mix.sample_rate;
         let _producer = AbortOnDrop(tokio::spawn(async move {
-            let mut stream = futures::stream::iter(tasks)
+            let tasks = futures::stream::poll_fn(move |cx| task_rx.poll_recv(cx));
+            let mut stream = tasks
                 .map(|task| {
                     let client = Arc::clone(&client);
                     async move {
@@ -301,6 +280,37 @@ impl Renderer {
                 }
             }
         }));
+
+        let mut remaining = Vec::with_capacity(jobs.len());
+        for (ci, job) in jobs.iter().enumerate() {
+            let mut count = 0;
+            for (si, segment) in job.chapter.segments.iter().enumerate() {
+                for (chunk, (boundary, backend, request)) in
+                    self.plan_segment(segment).into_iter().enumerate()
+                {
+                    count += 1;
+                    // The producer only stops early when this render is dropped.
+                    let _ = task_tx.send(Task {
+                        chapter: ci,
+                        segment: si,
+                        chunk,
+                        boundary,
+                        backend,
+                        request,
+                    });
+                }
+            }
+            remaining.push(count);
+        }
+        drop(task_tx);
+
+        let mut results: Vec<Vec<(usize, Piece)>> = jobs.iter().map(|_| Vec::new()).collect();
+        // Chapters with no chunks at all finish at once.
+        for (ci, job) in jobs.iter().enumerate() {
+            if remaining[ci] == 0 {
+                on_chapter(self.finish_chapter(job, Vec::new()));
+            }
+        }
         while let Some((ci, si, chunk, boundary, result)) = rx.recv().await {
             results[ci].push((chunk, (si, boundary, result)));
             remaining[ci] -= 1;

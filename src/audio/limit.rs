@@ -3,13 +3,17 @@
 //! clipping. Speech synthesizers (espeak-ng especially) have peaks about
 //! 20 dB over their loudness, more than a −18 LUFS / −1 dBTP target allows.
 
+use super::loudness;
+
 /// Look-ahead (attack) time: the gain starts falling this long before a peak.
 const ATTACK_MS: f32 = 5.0;
 /// Time constant of the gain's recovery after a peak.
 const RELEASE_MS: f32 = 80.0;
 /// The gain is computed once per block of this many samples and
 /// interpolated linearly inside a block.
-const BLOCK: usize = 32;
+/// The same blocks as a power track's, so that a block's gain scales
+/// exactly one entry of it.
+const BLOCK: usize = loudness::POWER_BLOCK;
 
 /// Gain shortfall under which the gain counts as 1 (0.009 dB, inaudible):
 /// blocks whose both ends are at 1 are left alone.
@@ -22,18 +26,20 @@ pub fn limit(samples: &mut [f32], ceiling: f32, sample_rate: u32) {
     let Some(gains) = block_gains(samples, ceiling, sample_rate) else {
         return;
     };
-    apply(samples, &gains, |_, _| ());
+    apply(samples, &gains, |_, _, _| ());
 }
 
-/// [`limit`] that also scales `power[i]` by the square of the gain given to
-/// sample `i`, keeping a K-weighted power track in step with the audio.
+/// [`limit`] that also scales a power track ([`loudness::k_power`], one
+/// entry per [`loudness::POWER_BLOCK`] samples) by the mean square of the
+/// gain over each entry, keeping it in step with the audio.
 pub fn limit_tracked(samples: &mut [f32], power: &mut [f32], ceiling: f32, sample_rate: u32) {
     let Some(gains) = block_gains(samples, ceiling, sample_rate) else {
         return;
     };
-    apply(samples, &gains, |i, g| {
-        if let Some(p) = power.get_mut(i) {
-            *p *= g * g;
+    apply(samples, &gains, |b, g0, g1| {
+        if let Some(p) = power.get_mut(b) {
+            // Mean of g² over a linear ramp from g0 to g1.
+            *p *= (g0 * g0 + g0 * g1 + g1 * g1) / 3.0;
         }
     });
 }
@@ -89,9 +95,9 @@ fn block_gains(samples: &[f32], ceiling: f32, sample_rate: u32) -> Option<Vec<f3
     Some(gains)
 }
 
-/// Scales each block by its boundary gains, interpolated; `changed(i, g)`
-/// is told every gain under 1.
-fn apply(samples: &mut [f32], gains: &[f32], mut changed: impl FnMut(usize, f32)) {
+/// Scales each block by its boundary gains, interpolated; `changed(b, g0,
+/// g1)` is told every block whose gain is under 1.
+fn apply(samples: &mut [f32], gains: &[f32], mut changed: impl FnMut(usize, f32, f32)) {
     for (b, block) in samples.chunks_mut(BLOCK).enumerate() {
         let (g0, g1) = (gains[b], gains[b + 1]);
         if g0 >= 1.0 && g1 >= 1.0 {
@@ -99,10 +105,9 @@ fn apply(samples: &mut [f32], gains: &[f32], mut changed: impl FnMut(usize, f32)
         }
         let step = (g1 - g0) / BLOCK as f32;
         for (j, s) in block.iter_mut().enumerate() {
-            let g = g0 + step * j as f32;
-            *s *= g;
-            changed(b * BLOCK + j, g);
+            *s *= g0 + step * j as f32;
         }
+        changed(b, g0, g1);
     }
 }
 
@@ -134,5 +139,21 @@ mod tests {
         let mut samples = vec![0.1, -0.2, 0.3];
         limit(&mut samples, 0.5, 24000);
         assert_eq!(samples, [0.1, -0.2, 0.3]);
+    }
+
+    #[test]
+    fn tracked_power_follows_the_gain() {
+        let rate = 24000u32;
+        let mut samples: Vec<f32> = (0..rate).map(|i| 0.9 * (i as f32 * 0.07).sin()).collect();
+        let before = loudness::k_power(&samples, rate);
+        let mut power = before.clone();
+        limit_tracked(&mut samples, &mut power, 0.3, rate);
+        assert!(samples.iter().all(|s| s.abs() <= 0.3));
+        // The tracked power matches the power of the limited audio.
+        let after = loudness::k_power(&samples, rate);
+        let total = |p: &[f32]| p.iter().map(|&x| f64::from(x)).sum::<f64>();
+        let ratio = total(&power) / total(&after);
+        assert!((ratio - 1.0).abs() < 0.02, "{ratio}");
+        assert!(total(&power) < 0.2 * total(&before));
     }
 }

@@ -169,24 +169,33 @@ fn k_filters(rate: u32) -> [Biquad; 2] {
     [shelf, high_pass]
 }
 
-/// Squared K-weighted signal of one clip (filters starting at rest): what
-/// BS.1770 averages. Gains applied to the clip later scale it by their
-/// square, and a slowly varying limiter gain approximately so per sample.
+/// Samples per entry of a power track ([`k_power`]).
+pub const POWER_BLOCK: usize = 32;
+
+/// The K-weighted power of one clip (filters starting at rest), summed per
+/// [`POWER_BLOCK`] samples: what BS.1770 averages, at a resolution far
+/// finer than its 100 ms steps. Gains applied to the clip later scale an
+/// entry by their square (by their mean square over the block when the
+/// gain varies, as a limiter's does).
 pub fn k_power(samples: &[f32], rate: u32) -> Vec<f32> {
     let [s, h] = k_filters(rate);
     let (mut s1, mut s2, mut h1, mut h2) = (0.0f64, 0.0f64, 0.0f64, 0.0f64);
     samples
-        .iter()
-        .map(|&x| {
-            // Transposed direct form II, both stages.
-            let x = f64::from(x);
-            let y = s.b[0] * x + s1;
-            s1 = s.b[1] * x - s.a[0] * y + s2;
-            s2 = s.b[2] * x - s.a[1] * y;
-            let z = h.b[0] * y + h1;
-            h1 = h.b[1] * y - h.a[0] * z + h2;
-            h2 = h.b[2] * y - h.a[1] * z;
-            (z * z) as f32
+        .chunks(POWER_BLOCK)
+        .map(|block| {
+            let mut sum = 0.0f64;
+            for &x in block {
+                // Transposed direct form II, both stages.
+                let x = f64::from(x);
+                let y = s.b[0] * x + s1;
+                s1 = s.b[1] * x - s.a[0] * y + s2;
+                s2 = s.b[2] * x - s.a[1] * y;
+                let z = h.b[0] * y + h1;
+                h1 = h.b[1] * y - h.a[0] * z + h2;
+                h2 = h.b[2] * y - h.a[1] * z;
+                sum += z * z;
+            }
+            sum as f32
         })
         .collect()
 }
@@ -214,17 +223,29 @@ impl PowerBlocks {
         }
     }
 
-    /// Appends the power of some samples, scaled (the square of a gain).
-    pub fn add(&mut self, mut power: &[f32], scale: f64) {
-        self.total += power.len() as u64;
-        while !power.is_empty() {
-            let n = (self.sub_len - self.filled).min(power.len());
-            let sum: f32 = power[..n].iter().sum();
-            self.acc += f64::from(sum) * scale;
-            self.filled += n;
-            power = &power[n..];
-            self.close();
+    /// Appends a power track ([`k_power`]) of `len` samples, scaled (the
+    /// square of a gain). An entry that straddles a 100 ms step is shared
+    /// between the two in proportion.
+    pub fn add(&mut self, power: &[f32], len: usize, scale: f64) {
+        let mut left = len;
+        for &sum in power {
+            let mut n = POWER_BLOCK.min(left);
+            if n == 0 {
+                break;
+            }
+            left -= n;
+            self.total += n as u64;
+            let per_sample = f64::from(sum) * scale / n as f64;
+            while n > 0 {
+                let take = (self.sub_len - self.filled).min(n);
+                self.acc += per_sample * take as f64;
+                self.filled += take;
+                n -= take;
+                self.close();
+            }
         }
+        // A track shorter than `len` (no power given): silence.
+        self.silence(left);
     }
 
     pub fn silence(&mut self, mut samples: usize) {
@@ -282,8 +303,8 @@ impl PowerBlocks {
 
 /// Integrated loudness of clips' power played one after another, scaled,
 /// looped to three seconds like [`measure`].
-pub fn power_lufs(clips: &[&[f32]], scale: f64, rate: u32) -> f64 {
-    let total: usize = clips.iter().map(|c| c.len()).sum();
+pub fn power_lufs(clips: &[(&[f32], usize)], scale: f64, rate: u32) -> f64 {
+    let total: usize = clips.iter().map(|&(_, len)| len).sum();
     if total == 0 {
         return f64::NEG_INFINITY;
     }
@@ -291,8 +312,8 @@ pub fn power_lufs(clips: &[&[f32]], scale: f64, rate: u32) -> f64 {
     let mut blocks = PowerBlocks::new(rate);
     let mut fed = 0;
     while fed < needed.max(1) {
-        for clip in clips {
-            blocks.add(clip, scale);
+        for &(power, len) in clips {
+            blocks.add(power, len, scale);
         }
         fed += total;
     }
@@ -419,5 +440,26 @@ mod tests {
             "{l:?} {long:?}"
         );
         assert!(!measure(&[&[0.0; 100]], 24000).is_audible());
+    }
+
+    #[test]
+    fn power_track_agrees_with_ebur128_whatever_the_clip_lengths() {
+        // Clips of lengths that are not multiples of the track's block or of
+        // 100 ms, at two levels: the track must give what ebur128 measures.
+        let rate = 24000;
+        let a = tone(0.3, rate, 1.013);
+        let b = tone(0.05, rate, 2.0007);
+        let reference = measure(&[&a, &b, &a], rate).integrated_lufs;
+        let (pa, pb) = (k_power(&a, rate), k_power(&b, rate));
+        assert_eq!(pa.len(), a.len().div_ceil(POWER_BLOCK));
+        let tracked = power_lufs(&[(&pa, a.len()), (&pb, b.len()), (&pa, a.len())], 1.0, rate);
+        assert!(
+            (tracked - reference).abs() < 0.1,
+            "{tracked} vs {reference}"
+        );
+        // A gain of +6 dB (scale 4 on power) reads 6 dB louder.
+        let louder = power_lufs(&[(&pa, a.len())], 4.0, rate);
+        let plain = power_lufs(&[(&pa, a.len())], 1.0, rate);
+        assert!((louder - plain - 6.02).abs() < 0.01, "{louder} {plain}");
     }
 }

@@ -355,7 +355,9 @@ impl Sink for PowerSink<'_> {
         gain: f32,
     ) -> Result<(), WavError> {
         match self.power.get(segment).and_then(|p| p.get(chunk)) {
-            Some(p) => self.blocks.add(p, f64::from(gain) * f64::from(gain)),
+            Some(p) => self
+                .blocks
+                .add(p, samples.len(), f64::from(gain) * f64::from(gain)),
             None => self.blocks.silence(samples.len()),
         }
         Ok(())
@@ -537,16 +539,22 @@ fn limit_voice(
 /// Integrated loudness of voice `v`'s clips played back to back.
 fn voice_lufs(
     config: &MixConfig,
+    segments: &[SegmentAudio],
     power: &[Vec<Vec<f32>>],
     voices: &VoiceIndex,
     v: usize,
     gain_db: f64,
 ) -> f64 {
-    let clips: Vec<&[f32]> = power
+    let clips: Vec<(&[f32], usize)> = segments
         .iter()
+        .zip(power)
         .zip(&voices.of_segment)
         .filter(|&(_, &sv)| sv == v)
-        .flat_map(|(p, _)| p.iter().map(Vec::as_slice))
+        .flat_map(|((segment, p), _)| {
+            p.iter()
+                .zip(&segment.chunks)
+                .map(|(p, (_, clip))| (p.as_slice(), clip.samples.len()))
+        })
         .collect();
     let scale = 10f64.powf(gain_db / 10.0);
     loudness::power_lufs(&clips, scale, config.sample_rate)
@@ -563,7 +571,7 @@ fn level_voice(
     voices: &VoiceIndex,
     v: usize,
 ) -> f64 {
-    let original = voice_lufs(config, power, voices, v, 0.0);
+    let original = voice_lufs(config, segments, power, voices, v, 0.0);
     if !(original.is_finite() && original > -70.0) {
         return 0.0;
     }
@@ -575,7 +583,7 @@ fn level_voice(
         if pass == 1 {
             break;
         }
-        let after = voice_lufs(config, power, voices, v, gain);
+        let after = voice_lufs(config, segments, power, voices, v, gain);
         let more = (config.target_lufs - after).clamp(0.0, 6.0 - extra);
         if !after.is_finite() || more < 0.05 {
             break;

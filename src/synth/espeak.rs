@@ -513,6 +513,20 @@ impl Synthesizer for Espeak {
         format!("espeak-ng/rate={}", self.config.rate)
     }
 
+    fn warm_up(&self) {
+        let Some(program) = &self.worker_program else {
+            return;
+        };
+        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+        while idle.len() < self.workers {
+            match self.spawn_worker(program) {
+                Ok(worker) => idle.push(worker),
+                // The first request will try again and report the error.
+                Err(_) => break,
+            }
+        }
+    }
+
     async fn synthesize(&self, req: &SynthRequest) -> Result<AudioClip, SynthError> {
         let engine_req = self.engine_request(req);
         let _permit = self

@@ -224,6 +224,10 @@ pub trait Synthesizer: Send + Sync {
     /// (engine, version, settings), for cache keys.
     fn fingerprint(&self) -> String;
 
+    /// Starts whatever the first request would otherwise wait for (worker
+    /// processes), so that it gets ready while the text is prepared.
+    fn warm_up(&self) {}
+
     async fn synthesize(&self, req: &SynthRequest) -> Result<AudioClip, SynthError>;
 }
 
