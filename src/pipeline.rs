@@ -5,7 +5,7 @@
 //! soon as its last chunk is back, so only one chapter's audio is held at a
 //! time.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -81,13 +81,19 @@ pub struct PlannedChunk {
 /// A synthesized chunk: (segment index, boundary after it, audio or error).
 type Piece = (usize, Boundary, Result<PreparedClip, SynthError>);
 
-/// One synthesis task.
-struct Task {
+/// Where a chunk's audio goes.
+#[derive(Debug, Clone, Copy)]
+struct Place {
     chapter: usize,
     segment: usize,
     /// Position of the chunk within its segment.
     chunk: usize,
     boundary: Boundary,
+}
+
+/// One synthesis task: a distinct request.
+struct Task {
+    id: usize,
     backend: Arc<dyn Synthesizer>,
     request: SynthRequest,
 }
@@ -264,13 +270,7 @@ impl Renderer {
                             }
                             Err(e) => Err(e),
                         };
-                        (
-                            task.chapter,
-                            task.segment,
-                            task.chunk,
-                            task.boundary,
-                            result,
-                        )
+                        (task.id, result)
                     }
                 })
                 .buffer_unordered(concurrency);
@@ -281,6 +281,10 @@ impl Renderer {
             }
         }));
 
+        // A request that occurs more than once (a repeated line, a name
+        // said alone) is sent once; its audio goes to every place.
+        let mut first: HashMap<String, usize> = HashMap::new();
+        let mut places: Vec<Vec<Place>> = Vec::new();
         let mut remaining = Vec::with_capacity(jobs.len());
         for (ci, job) in jobs.iter().enumerate() {
             let mut count = 0;
@@ -289,12 +293,23 @@ impl Renderer {
                     self.plan_segment(segment).into_iter().enumerate()
                 {
                     count += 1;
-                    // The producer only stops early when this render is dropped.
-                    let _ = task_tx.send(Task {
+                    let place = Place {
                         chapter: ci,
                         segment: si,
                         chunk,
                         boundary,
+                    };
+                    let key = format!("{}\0{:?}", backend.name(), request);
+                    if let Some(&id) = first.get(&key) {
+                        places[id].push(place);
+                        continue;
+                    }
+                    let id = places.len();
+                    first.insert(key, id);
+                    places.push(vec![place]);
+                    // The producer only stops early when this render is dropped.
+                    let _ = task_tx.send(Task {
+                        id,
                         backend,
                         request,
                     });
@@ -303,6 +318,7 @@ impl Renderer {
             remaining.push(count);
         }
         drop(task_tx);
+        drop(first);
 
         let mut results: Vec<Vec<(usize, Piece)>> = jobs.iter().map(|_| Vec::new()).collect();
         // Chapters with no chunks at all finish at once.
@@ -311,14 +327,25 @@ impl Renderer {
                 on_chapter(self.finish_chapter(job, Vec::new()));
             }
         }
-        while let Some((ci, si, chunk, boundary, result)) = rx.recv().await {
-            results[ci].push((chunk, (si, boundary, result)));
-            remaining[ci] -= 1;
-            if remaining[ci] == 0 {
-                let mut pieces = std::mem::take(&mut results[ci]);
-                pieces.sort_by_key(|(chunk, (si, _, _))| (*si, *chunk));
-                let pieces = pieces.into_iter().map(|(_, piece)| piece).collect();
-                on_chapter(self.finish_chapter(&jobs[ci], pieces));
+        while let Some((id, result)) = rx.recv().await {
+            let targets = std::mem::take(&mut places[id]);
+            let mut result = Some(result);
+            for (n, place) in targets.iter().enumerate() {
+                // Copies for all places but the last, which takes the original.
+                let piece = if n + 1 == targets.len() {
+                    result.take().expect("taken once, by the last place")
+                } else {
+                    copy_result(result.as_ref().expect("not taken yet"))
+                };
+                let ci = place.chapter;
+                results[ci].push((place.chunk, (place.segment, place.boundary, piece)));
+                remaining[ci] -= 1;
+                if remaining[ci] == 0 {
+                    let mut pieces = std::mem::take(&mut results[ci]);
+                    pieces.sort_by_key(|(chunk, (si, _, _))| (*si, *chunk));
+                    let pieces = pieces.into_iter().map(|(_, piece)| piece).collect();
+                    on_chapter(self.finish_chapter(&jobs[ci], pieces));
+                }
             }
         }
         for (job, missing) in jobs.iter().zip(remaining) {
@@ -416,6 +443,22 @@ struct AbortOnDrop(tokio::task::JoinHandle<()>);
 impl Drop for AbortOnDrop {
     fn drop(&mut self) {
         self.0.abort();
+    }
+}
+
+/// The same outcome for another place of a repeated request (an error
+/// keeps its message, not its kind).
+fn copy_result(result: &Result<PreparedClip, SynthError>) -> Result<PreparedClip, SynthError> {
+    match result {
+        Ok(clip) => Ok(clip.clone()),
+        Err(e) => {
+            let shown = e.to_string();
+            let prefix = format!("backend {}: ", e.backend());
+            Err(SynthError::Engine {
+                backend: e.backend().to_owned(),
+                message: shown.strip_prefix(&prefix).unwrap_or(&shown).to_owned(),
+            })
+        }
     }
 }
 

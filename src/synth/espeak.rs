@@ -24,6 +24,9 @@ use tokio::sync::Semaphore;
 use super::{Limits, SynthError, SynthRequest, Synthesizer};
 use crate::audio::AudioClip;
 
+/// Idle worker processes kept per concurrent request (one per voice in use).
+const MAX_IDLE_PER_SLOT: usize = 4;
+
 /// Hidden subcommand that turns the binary into a synthesis worker.
 pub const WORKER_ARG: &str = "__espeak-worker";
 
@@ -401,7 +404,7 @@ struct Worker {
     _child: Child,
     stdin: ChildStdin,
     stdout: BufReader<ChildStdout>,
-    /// The voice of its last request (the one it has loaded).
+    /// The one voice it speaks, loaded by its first request.
     voice: Option<String>,
 }
 
@@ -540,17 +543,19 @@ impl Synthesizer for Espeak {
                 .map_err(|e| self.engine_error(format!("synthesis task failed: {e}")))?
                 .map_err(|e| self.engine_error(e));
         };
-        // Prefer a worker that has this voice loaded: loading another voice
-        // costs about a millisecond.
+        // A worker speaks one voice for its whole life: libespeak-ng keeps
+        // state from every voice it loads, and after enough switches its
+        // children return cut-off audio (seen on a long book), so a worker
+        // that switched would no longer give the same bytes as a fresh one.
+        // Take a worker with this voice, else one that has none yet, else
+        // start another.
         let popped = {
             let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
-            match idle
-                .iter()
-                .rposition(|w| w.voice.as_deref() == Some(engine_req.voice.as_str()))
-            {
-                Some(i) => Some(idle.remove(i)),
-                None => idle.pop(),
-            }
+            let voice = Some(engine_req.voice.as_str());
+            idle.iter()
+                .rposition(|w| w.voice.as_deref() == voice)
+                .or_else(|| idle.iter().rposition(|w| w.voice.is_none()))
+                .map(|i| idle.remove(i))
         };
         let mut worker = match popped {
             Some(w) => w,
@@ -564,10 +569,14 @@ impl Synthesizer for Espeak {
         match Self::ask_worker(&mut worker, &engine_req).await {
             Ok(reply) => {
                 worker.voice = Some(engine_req.voice.clone());
-                self.idle
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .push(worker);
+                let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+                idle.push(worker);
+                // Idle workers of voices no longer asked for are let go
+                // (oldest first); a few per voice may wait.
+                if idle.len() > self.workers * MAX_IDLE_PER_SLOT {
+                    idle.remove(0);
+                }
+                drop(idle);
                 reply.map_err(|e| self.engine_error(e))
             }
             // The worker is dropped (and killed); the next request starts a new one.
