@@ -438,7 +438,7 @@ fn split_at_clauses(chunks: Vec<chunk::Chunk>) -> Vec<chunk::Chunk> {
 
 /// Puts the chapter title in front of the text as narration (paragraph 0),
 /// so the narrator reads it and the subtitles show it.
-fn with_spoken_title(mut job: ChapterJob) -> ChapterJob {
+pub fn with_spoken_title(mut job: ChapterJob) -> ChapterJob {
     let title = job.chapter.title.trim();
     if !title.is_empty() && crate::text::quote::is_speakable(title) {
         let segment = Segment {
