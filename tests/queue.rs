@@ -777,6 +777,38 @@ fn redis_two_workers_share_an_s3_cache() {
     }
 }
 
+/// An unreachable queue server is a runtime failure (exit 1), a malformed
+/// queue URL bad input (exit 2); each is one line naming the URL without
+/// its password.
+#[test]
+fn unreachable_and_malformed_queues_exit_1_and_2_with_one_line() {
+    let port = free_port();
+    let cache = tempfile::tempdir().unwrap();
+    let cases = [
+        (format!("postgres://tts:s3cret@127.0.0.1:{port}/q"), 1),
+        (format!("redis://:s3cret@127.0.0.1:{port}/0"), 1),
+        ("postgres://tts:s3cret@127.0.0.1:notaport/q".to_owned(), 2),
+        ("redis://:s3cret@127.0.0.1:notaport/0".to_owned(), 2),
+        ("amqp://tts:s3cret@127.0.0.1/".to_owned(), 2),
+    ];
+    for (url, code) in cases {
+        let out = Command::new(BIN)
+            .args(["worker", "--until-idle", "--queue", &url])
+            .arg("--cache")
+            .arg(cache.path())
+            .env("NO_COLOR", "1")
+            .output()
+            .expect("run worker");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{url}: {stderr}");
+        let lines: Vec<&str> = stderr.lines().collect();
+        assert_eq!(lines.len(), 1, "{url}: {stderr}");
+        assert!(!stderr.contains("s3cret"), "{stderr}");
+        let redacted = tingshu::queue::redact(&url);
+        assert!(stderr.contains(&redacted), "{redacted}: {stderr}");
+    }
+}
+
 #[test]
 fn postgres_a_transient_backend_failure_is_retried_by_the_client() {
     a_transient_backend_failure_is_retried_by_the_client(Engine::Postgres);

@@ -97,6 +97,16 @@ impl PgQueue {
                 url: super::redact(url),
                 message: one_line(&e.to_string()),
             })?;
+        // One plain connection first: the pool would report an unreachable
+        // server only as a timeout, without the reason.
+        let probe =
+            sqlx::ConnectOptions::connect(&options)
+                .await
+                .map_err(|e| QueueError::Connect {
+                    url: super::redact(url),
+                    message: one_line(&e.to_string()),
+                })?;
+        let _ = sqlx::Connection::close(probe).await;
         let pool = PgPoolOptions::new()
             .max_connections(connections.max(1))
             .acquire_timeout(Duration::from_secs(10))
