@@ -458,32 +458,6 @@ pub fn is_silent(request: &SynthRequest) -> bool {
     request.pinyin.is_empty() && request.text.chars().all(|c| !c.is_alphanumeric())
 }
 
-/// Retries of [`synthesize_chunk`] (the queue worker also re-queues a task).
-const CHUNK_RETRIES: u32 = 2;
-
-/// Synthesizes one chunk as [`Renderer::render`] does (the same steps as
-/// its `synthesize_with_retry`): silent chunks give an empty clip,
-/// retryable failures are tried again a few times.
-pub async fn synthesize_chunk(
-    backend: &dyn Synthesizer,
-    request: &SynthRequest,
-) -> Result<AudioClip, SynthError> {
-    if is_silent(request) {
-        return Ok(AudioClip::new(Vec::new(), 0));
-    }
-    let mut attempt = 0;
-    loop {
-        match backend.synthesize(request).await {
-            Err(e) if e.is_retryable() && attempt < CHUNK_RETRIES => {
-                attempt += 1;
-                tracing::warn!(backend = backend.name(), attempt, error = %e, "retrying chunk");
-                tokio::time::sleep(std::time::Duration::from_millis(100 << attempt)).await;
-            }
-            other => return other,
-        }
-    }
-}
-
 fn round_ms(s: f64) -> f64 {
     (s * 1000.0).round() / 1000.0
 }
