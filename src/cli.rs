@@ -250,6 +250,9 @@ pub struct EnqueueArgs {
     /// Cast file (TOML): characters, aliases, genders and voices, for speakers.
     #[arg(long, env = "TINGSHU_CAST")]
     pub cast: Option<PathBuf>,
+    /// Per-book pronunciation lexicon (TOML): "毛仲" = "mao2 zhong4".
+    #[arg(long, env = "TINGSHU_LEXICON")]
+    pub lexicon: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

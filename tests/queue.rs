@@ -478,16 +478,19 @@ impl Render {
     }
 
     fn enqueue(&self, url: &str) -> String {
-        let out = self.tingshu(&[
-            "enqueue",
-            &self.book.to_string_lossy(),
-            "--voices",
-            &self.voices.to_string_lossy(),
-            "--out",
-            &self.root.join("multi").to_string_lossy(),
-            "--queue",
-            url,
-        ]);
+        self.enqueue_with(url, &[])
+    }
+
+    fn enqueue_with(&self, url: &str, extra: &[&str]) -> String {
+        let book = self.book.to_string_lossy();
+        let voices = self.voices.to_string_lossy();
+        let out = self.root.join("multi");
+        let out = out.to_string_lossy();
+        let mut args = vec![
+            "enqueue", &book, "--voices", &voices, "--out", &out, "--queue", url,
+        ];
+        args.extend_from_slice(extra);
+        let out = self.tingshu(&args);
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
         assert!(out.status.success(), "enqueue: {stderr}");
         stderr
@@ -807,6 +810,44 @@ fn unreachable_and_malformed_queues_exit_1_and_2_with_one_line() {
         let redacted = tingshu::queue::redact(&url);
         assert!(stderr.contains(&redacted), "{redacted}: {stderr}");
     }
+}
+
+/// `enqueue --lexicon` gives workers the same pronunciation overrides as
+/// `build --lexicon`.
+#[test]
+fn redis_workers_use_the_books_lexicon() {
+    let Some(service) = Service::start(Engine::Redis) else {
+        return;
+    };
+    let render = Render::served(3, Duration::ZERO, 0);
+    let lexicon = render.root.join("lexicon.toml");
+    std::fs::write(&lexicon, "\"阿明\" = { say = \"阿敏\" }\n").unwrap();
+    let lexicon = lexicon.to_string_lossy().into_owned();
+    let out = render.root.join("single");
+    let built = render.tingshu(&[
+        "build",
+        &render.book.to_string_lossy(),
+        "--voices",
+        &render.voices.to_string_lossy(),
+        "--out",
+        &out.to_string_lossy(),
+        "--lexicon",
+        &lexicon,
+    ]);
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let before = render.server().count();
+    render.enqueue_with(&service.url, &["--lexicon", &lexicon]);
+    let mut workers = vec![(0, render.worker(&service.url, 0, &[]))];
+    let codes = wait_all(&render, &mut workers, Duration::from_secs(300));
+    assert_eq!(codes, [0], "{}", render.log(0));
+    assert_same_output(&out.join("守灯"), &render.root.join("multi/守灯"));
+    let asked = render.server().requests()[before..].to_vec();
+    assert!(asked.iter().any(|(t, _)| t.contains("阿敏")), "{asked:?}");
+    assert!(!asked.iter().any(|(t, _)| t.contains("阿明")), "{asked:?}");
 }
 
 #[test]

@@ -13,6 +13,7 @@ use super::select::ChapterSelection;
 use super::{EXIT_OK, sanitize_file_name};
 use crate::book::{Book, read_book, read_book_with_cast};
 use crate::cli::EnqueueArgs;
+use crate::frontend::Lexicon;
 use crate::pipeline::Renderer;
 use crate::queue::plan::{BookPlanInput, SubtitleTags, VoicesSource, plan_book};
 use crate::queue::{self, EnqueueReport, JobPlan, TaskQueue};
@@ -32,6 +33,8 @@ pub struct EnqueueJob {
     pub chapters: Option<Vec<usize>>,
     /// Cast file (speakers and their voices).
     pub cast: Option<PathBuf>,
+    /// Pronunciation lexicon (EPUB ruby readings are added as `build` does).
+    pub lexicon: Option<PathBuf>,
 }
 
 /// Runs `enqueue`.
@@ -56,6 +59,7 @@ pub async fn run(args: &EnqueueArgs) -> anyhow::Result<u8> {
             out: args.out.clone(),
             chapters,
             cast: args.cast.clone(),
+            lexicon: args.lexicon.clone(),
         });
     }
     let plans = plan_jobs(&jobs)?;
@@ -108,7 +112,15 @@ fn plan_job(job: &EnqueueJob) -> anyhow::Result<JobPlan> {
         Some(cast) => read_book_with_cast(&job.book, Some(cast))?,
         None => read_book(&job.book)?,
     };
-    let voices = VoicesSource::load(job.voices.as_deref())?.with_cast(job.cast.as_deref())?;
+    let mut voices = VoicesSource::load(job.voices.as_deref())?.with_cast(job.cast.as_deref())?;
+    let mut lexicon = job
+        .lexicon
+        .as_deref()
+        .map(Lexicon::load)
+        .transpose()?
+        .unwrap_or_default();
+    book.add_ruby_words(&mut lexicon);
+    voices.lexicon = lexicon.entries().to_vec();
     let out = absolute(&job.out)?;
     let dir = book_dir(&out, &book.stem);
     let count = book.script.chapters.len();
@@ -159,7 +171,7 @@ fn plan_with_hashes(
     chapters: &[usize],
     batch_hashes: BTreeMap<usize, String>,
 ) -> anyhow::Result<JobPlan> {
-    let renderer = Renderer::new(voices.parse()?, None);
+    let renderer = Renderer::new(voices.parse()?, None).with_lexicon(voices.lexicon());
     let dir = absolute(dir)?;
     let chapters = chapters
         .iter()

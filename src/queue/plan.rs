@@ -13,6 +13,7 @@ use sha2::{Digest, Sha256};
 
 use super::{JobPlan, NewTask, TaskKind};
 use crate::config::{ConfigError, VoicesConfig};
+use crate::frontend::lexicon::{Entry, Lexicon};
 use crate::pipeline::{self, ChapterJob, Renderer};
 use crate::synth::cache::CacheKey;
 use crate::text::{Cast, CastError, ScriptChapter};
@@ -27,6 +28,10 @@ pub struct VoicesSource {
     /// The cast file (speaker → voice casting), when the job has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cast: Option<CastSource>,
+    /// Pronunciation overrides (`--lexicon` and EPUB ruby readings), as
+    /// `build` uses them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lexicon: Vec<Entry>,
 }
 
 /// A cast file's text.
@@ -59,6 +64,7 @@ impl VoicesSource {
                 file: "voices/default.toml (built in)".into(),
                 toml: crate::config::DEFAULT_VOICES.into(),
                 cast: None,
+                lexicon: Vec::new(),
             }),
             Some(path) => Ok(VoicesSource {
                 file: path.display().to_string(),
@@ -67,6 +73,7 @@ impl VoicesSource {
                     source,
                 })?,
                 cast: None,
+                lexicon: Vec::new(),
             }),
         }
     }
@@ -92,6 +99,15 @@ impl VoicesSource {
             }
         };
         Ok(self)
+    }
+
+    /// The lexicon of [`VoicesSource::lexicon`].
+    pub fn lexicon(&self) -> Lexicon {
+        let mut lexicon = Lexicon::new();
+        for entry in &self.lexicon {
+            lexicon.insert(entry.clone());
+        }
+        lexicon
     }
 
     /// The voices, with the cast's voices and casting applied.

@@ -274,11 +274,14 @@ impl Worker {
         let config = voices
             .parse()
             .map_err(|e| TaskFailure::permanent(e.to_string()))?;
-        let renderer = Arc::new(Renderer::with_cache(
-            config,
-            self.options.worker_program.clone(),
-            Some(self.cache.clone()),
-        ));
+        let renderer = Arc::new(
+            Renderer::with_cache(
+                config,
+                self.options.worker_program.clone(),
+                Some(self.cache.clone()),
+            )
+            .with_lexicon(voices.lexicon()),
+        );
         renderers.insert(voices.clone(), Arc::clone(&renderer));
         Ok(renderer)
     }
