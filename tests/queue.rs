@@ -778,6 +778,20 @@ fn redis_two_workers_share_an_s3_cache() {
     for n in 0..2 {
         assert!(!render.log(n).contains("not-a-secret"));
     }
+    // `build` with the bucket as its cache sends nothing.
+    let out = Command::new(BIN)
+        .args(["build", &render.book.to_string_lossy(), "--voices"])
+        .arg(&render.voices)
+        .arg("--out")
+        .arg(render.root.join("again"))
+        .args(["--cache", "s3://tingshu/shared/cache"])
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .output()
+        .expect("run build");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("0 requests sent"), "{stderr}");
+    assert_same_output(&single, &render.root.join("again/守灯"));
 }
 
 /// An unreachable queue server is a runtime failure (exit 1), a malformed
