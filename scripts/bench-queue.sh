@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Benchmark for the scale-out issue: wall time for 1 and for 3 `tingshu
 # worker` processes (concurrency 4 each) to render a generated 600-segment
-# book from one queue (PostgreSQL or Redis, started here on 127.0.0.1), with
-# a fixed 200 ms latency added to every synthesis request
-# (`--simulate-latency-ms`, standing in for a remote TTS server).
+# book from one queue (PostgreSQL or Redis, started here on 127.0.0.1) and one
+# shared cache directory, synthesizing through a local OpenAI-compatible HTTP
+# server with a fixed 200 ms latency per request
+# (examples/fake_tts_server.rs, max_in_flight = 4 per worker).
 # Target: 3 workers ≤ 0.4 × 1 worker.
 #   scripts/bench-queue.sh [postgres|redis] [SEGMENTS] [LATENCY_MS]
 set -euo pipefail
@@ -11,14 +12,16 @@ cd "$(dirname "$0")/.."
 engine=${1:-postgres}
 segments=${2:-600}
 latency=${3:-200}
-cargo build --release -q
+cargo build --release -q --bin tingshu --example fake_tts_server
 bin=$PWD/target/release/tingshu
 tmp=$(mktemp -d)
 port=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
 as_pg=()
 pgbin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1 || true)
 redis_pid=
+server_pid=
 cleanup() {
+  [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null || true
   if [ "$engine" = postgres ]; then
     "${as_pg[@]}" "$pgbin/pg_ctl" -D "$tmp/data" -m immediate -w stop >/dev/null 2>&1 || true
   elif [ -n "$redis_pid" ]; then
@@ -51,6 +54,32 @@ case $engine in
   *) echo "bench-queue: engine must be postgres or redis" >&2; exit 2 ;;
 esac
 
+target/release/examples/fake_tts_server "$latency" > "$tmp/server.log" &
+server_pid=$!
+for _ in $(seq 100); do grep -q listening "$tmp/server.log" 2>/dev/null && break; sleep 0.05; done
+addr=$(sed -n 's/^listening on //p' "$tmp/server.log")
+cat > "$tmp/voices.toml" <<TOML
+[backends.server]
+type = "openai"
+base_url = "http://$addr/v1"
+max_in_flight = 4
+
+[voices.narrator]
+backend = "server"
+voice = "bench"
+
+[casting]
+narrator = "narrator"
+TOML
+# Requests the fake server has answered so far (bash's /dev/tcp, no curl).
+served() {
+  local host=${addr%:*} port=${addr##*:}
+  exec 3<>"/dev/tcp/$host/$port"
+  printf 'GET /requests HTTP/1.0\r\nHost: %s\r\n\r\n' "$addr" >&3
+  sed '1,/^\r$/d' <&3
+  exec 3<&-
+}
+
 # An original book: 20 chapters, one distinct sentence per paragraph.
 python3 - "$segments" > "$tmp/book.txt" <<'EOF'
 import sys
@@ -72,19 +101,20 @@ run() { # workers → seconds
   local workers=$1
   reset
   rm -rf "$tmp/out" "$tmp/cache"
-  "$bin" enqueue "$tmp/book.txt" --queue "$url" --out "$tmp/out" 2>"$tmp/enqueue.log"
-  local t0 t1 pids=()
+  "$bin" enqueue "$tmp/book.txt" --queue "$url" --out "$tmp/out" --voices "$tmp/voices.toml" 2>"$tmp/enqueue.log"
+  local t0 t1 pids=() asked
+  asked=$(served)
   t0=$(date +%s.%N)
   for i in $(seq "$workers"); do
     "$bin" worker --queue "$url" --cache "$tmp/cache" --concurrency 4 --until-idle \
-      --simulate-latency-ms "$latency" --name "w$i" 2>>"$tmp/workers.log" &
+      --name "w$i" 2>>"$tmp/workers.log" &
     pids+=($!)
   done
   wait "${pids[@]}"
   t1=$(date +%s.%N)
   local chapters
   chapters=$(ls "$tmp/out/book/"*.wav | wc -l)
-  echo "$workers worker(s): $(python3 -c "print(round($t1 - $t0, 2))") s, $(cat "$tmp/enqueue.log"), $chapters chapter files, $(find "$tmp/cache" -name '*.wav' | wc -l) chunks stored" >&2
+  echo "$workers worker(s): $(python3 -c "print(round($t1 - $t0, 2))") s, $(cat "$tmp/enqueue.log"), $chapters chapter files, $(find "$tmp/cache" -name '*.wav' | wc -l) chunks stored, $(( $(served) - asked )) requests served" >&2
   python3 -c "print($t1 - $t0)"
 }
 

@@ -247,6 +247,12 @@ pub struct EnqueueArgs {
     /// Chapters to render, by 1-based position: 3-7, 5, 3-, 1,4,6-8.
     #[arg(long)]
     pub chapters: Option<String>,
+    /// Cast file (TOML): characters, aliases, genders and voices, for speakers.
+    #[arg(long, env = "TINGSHU_CAST")]
+    pub cast: Option<PathBuf>,
+    /// Per-book pronunciation lexicon (TOML): "毛仲" = "mao2 zhong4".
+    #[arg(long, env = "TINGSHU_LEXICON")]
+    pub lexicon: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -257,7 +263,8 @@ pub struct WorkerArgs {
     /// Tasks run at once by this worker.
     #[arg(long, default_value_t = 4, env = "TINGSHU_CONCURRENCY")]
     pub concurrency: usize,
-    /// Shared segment store (a directory every worker can reach).
+    /// Shared synthesis cache: a directory every worker can reach, or
+    /// s3://bucket/prefix (endpoint and credentials from the AWS_* variables).
     #[arg(long, default_value = "output/.cache", env = "TINGSHU_CACHE")]
     pub cache: PathBuf,
     /// Seconds a task stays this worker's without a heartbeat; a task of a

@@ -32,7 +32,15 @@ fn main() -> ExitCode {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
             eprintln!("tingshu: error: {e:#}");
-            ExitCode::from(EXIT_FATAL)
+            // An unreachable queue server is a runtime failure, not bad input.
+            let unavailable = e
+                .downcast_ref::<tingshu::queue::QueueError>()
+                .is_some_and(|q| q.is_unavailable());
+            ExitCode::from(if unavailable {
+                commands::EXIT_PARTIAL
+            } else {
+                EXIT_FATAL
+            })
         }
     }
 }

@@ -514,7 +514,7 @@ fn split_at_clauses(chunks: Vec<chunk::Chunk>) -> Vec<chunk::Chunk> {
 
 /// Puts the chapter title in front of the text as narration (paragraph 0),
 /// so the narrator reads it and the subtitles show it.
-fn with_spoken_title(mut job: ChapterJob) -> ChapterJob {
+pub fn with_spoken_title(mut job: ChapterJob) -> ChapterJob {
     let title = job.chapter.title.trim();
     if !title.is_empty() && crate::text::quote::is_speakable(title) {
         let segment = Segment {
@@ -532,32 +532,6 @@ fn with_spoken_title(mut job: ChapterJob) -> ChapterJob {
 /// a backend and mixes as an empty clip.
 pub fn is_silent(request: &SynthRequest) -> bool {
     request.pinyin.is_empty() && request.text.chars().all(|c| !c.is_alphanumeric())
-}
-
-/// Retries of [`synthesize_chunk`] (the queue worker also re-queues a task).
-const CHUNK_RETRIES: u32 = 2;
-
-/// Synthesizes one chunk as [`Renderer::render`] does (the same steps as
-/// its `synthesize_with_retry`): silent chunks give an empty clip,
-/// retryable failures are tried again a few times.
-pub async fn synthesize_chunk(
-    backend: &dyn Synthesizer,
-    request: &SynthRequest,
-) -> Result<AudioClip, SynthError> {
-    if is_silent(request) {
-        return Ok(AudioClip::new(Vec::new(), 0));
-    }
-    let mut attempt = 0;
-    loop {
-        match backend.synthesize(request).await {
-            Err(e) if e.is_retryable() && attempt < CHUNK_RETRIES => {
-                attempt += 1;
-                tracing::warn!(backend = backend.name(), attempt, error = %e, "retrying chunk");
-                tokio::time::sleep(std::time::Duration::from_millis(100 << attempt)).await;
-            }
-            other => return other,
-        }
-    }
 }
 
 fn round_ms(s: f64) -> f64 {

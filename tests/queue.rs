@@ -1,13 +1,18 @@
 //! Scale-out tests: a real PostgreSQL or Redis server started on 127.0.0.1
 //! for each test, real `tingshu worker` processes sharing one queue and one
-//! segment store, the real espeak-ng engine. Each test is skipped with a
-//! message when its server program is not installed.
+//! synthesis cache (a directory, or a bucket of a small S3-compatible server
+//! in the test), a local HTTP text-to-speech server that counts requests, or
+//! the real espeak-ng engine. Each test is skipped with a message when its
+//! server program is not installed.
+
+mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use common::TtsServer;
 use tingshu::queue::{JobPlan, NewTask, TaskKind, TaskQueue, TaskState};
 
 const BIN: &str = env!("CARGO_BIN_EXE_tingshu");
@@ -234,6 +239,107 @@ impl Service {
 }
 
 // ---------------------------------------------------------------------------
+// A minimal S3-compatible server: path-style PUT, GET and HEAD of objects in
+// memory (no signatures checked, no listing), on 127.0.0.1 port 0.
+
+struct S3Server {
+    addr: std::net::SocketAddr,
+    objects: std::sync::Arc<std::sync::Mutex<BTreeMap<String, Vec<u8>>>>,
+    _runtime: tokio::runtime::Runtime,
+}
+
+type Objects = std::sync::Arc<std::sync::Mutex<BTreeMap<String, Vec<u8>>>>;
+
+async fn s3_put(
+    axum::extract::State(objects): axum::extract::State<Objects>,
+    axum::extract::Path((bucket, key)): axum::extract::Path<(String, String)>,
+    body: axum::body::Bytes,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let etag = format!("\"{:x}\"", body.len() as u64 ^ 0x5a5a);
+    objects
+        .lock()
+        .unwrap()
+        .insert(format!("{bucket}/{key}"), body.to_vec());
+    ([(axum::http::header::ETAG, etag)], "").into_response()
+}
+
+async fn s3_get(
+    axum::extract::State(objects): axum::extract::State<Objects>,
+    axum::extract::Path((bucket, key)): axum::extract::Path<(String, String)>,
+) -> axum::response::Response {
+    use axum::http::{StatusCode, header};
+    use axum::response::IntoResponse;
+    let Some(bytes) = objects
+        .lock()
+        .unwrap()
+        .get(&format!("{bucket}/{key}"))
+        .cloned()
+    else {
+        return (
+            StatusCode::NOT_FOUND,
+            "<Error><Code>NoSuchKey</Code></Error>",
+        )
+            .into_response();
+    };
+    (
+        [
+            (
+                header::ETAG,
+                format!("\"{:x}\"", bytes.len() as u64 ^ 0x5a5a),
+            ),
+            (
+                header::LAST_MODIFIED,
+                "Mon, 30 Nov 2026 12:00:00 GMT".to_owned(),
+            ),
+            (header::CONTENT_LENGTH, bytes.len().to_string()),
+            (header::CONTENT_TYPE, "audio/wav".to_owned()),
+        ],
+        bytes,
+    )
+        .into_response()
+}
+
+impl S3Server {
+    fn start() -> S3Server {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let objects: Objects = Default::default();
+        let app = axum::Router::new()
+            .route("/{bucket}/{*key}", axum::routing::put(s3_put).get(s3_get))
+            .with_state(std::sync::Arc::clone(&objects));
+        let listener = runtime
+            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+            .unwrap();
+        let addr = listener.local_addr().unwrap();
+        runtime.spawn(async move { axum::serve(listener, app).await.unwrap() });
+        S3Server {
+            addr,
+            objects,
+            _runtime: runtime,
+        }
+    }
+
+    /// The AWS_* variables that point object_store at this server.
+    fn env(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("AWS_ENDPOINT", format!("http://{}", self.addr)),
+            ("AWS_ALLOW_HTTP", "true".into()),
+            ("AWS_ACCESS_KEY_ID", "tingshu-test".into()),
+            ("AWS_SECRET_ACCESS_KEY", "not-a-secret".into()),
+            ("AWS_REGION", "us-east-1".into()),
+        ]
+    }
+
+    fn keys(&self) -> Vec<String> {
+        self.objects.lock().unwrap().keys().cloned().collect()
+    }
+}
+
+// ---------------------------------------------------------------------------
 // Fixtures
 
 /// The built-in voices with two espeak-ng workers (whose output does not
@@ -311,9 +417,12 @@ struct Render {
     root: PathBuf,
     book: PathBuf,
     voices: PathBuf,
+    /// The HTTP backend of [`Render::served`] renders.
+    server: Option<TtsServer>,
 }
 
 impl Render {
+    /// A book rendered with the embedded espeak-ng voices.
     fn new(chapters: usize) -> Render {
         let tmp = tempfile::tempdir().expect("temporary directory");
         let root = tmp.path().to_owned();
@@ -325,7 +434,25 @@ impl Render {
             root,
             book,
             voices,
+            server: None,
         }
+    }
+
+    /// A book rendered through a local HTTP backend answering after
+    /// `delay`, `retries` retries per request.
+    fn served(chapters: usize, delay: Duration, retries: u32) -> Render {
+        let mut render = Render::new(chapters);
+        let server = TtsServer::start(delay);
+        let voices = server
+            .voices_toml(40, 4)
+            .replace("retries = 0", &format!("retries = {retries}"));
+        std::fs::write(&render.voices, voices).expect("write voices");
+        render.server = Some(server);
+        render
+    }
+
+    fn server(&self) -> &TtsServer {
+        self.server.as_ref().expect("a served render")
     }
 
     fn tingshu(&self, args: &[&str]) -> Output {
@@ -351,16 +478,19 @@ impl Render {
     }
 
     fn enqueue(&self, url: &str) -> String {
-        let out = self.tingshu(&[
-            "enqueue",
-            &self.book.to_string_lossy(),
-            "--voices",
-            &self.voices.to_string_lossy(),
-            "--out",
-            &self.root.join("multi").to_string_lossy(),
-            "--queue",
-            url,
-        ]);
+        self.enqueue_with(url, &[])
+    }
+
+    fn enqueue_with(&self, url: &str, extra: &[&str]) -> String {
+        let book = self.book.to_string_lossy();
+        let voices = self.voices.to_string_lossy();
+        let out = self.root.join("multi");
+        let out = out.to_string_lossy();
+        let mut args = vec![
+            "enqueue", &book, "--voices", &voices, "--out", &out, "--queue", url,
+        ];
+        args.extend_from_slice(extra);
+        let out = self.tingshu(&args);
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
         assert!(out.status.success(), "enqueue: {stderr}");
         stderr
@@ -371,20 +501,30 @@ impl Render {
     }
 
     fn worker(&self, url: &str, n: usize, extra: &[&str]) -> Child {
+        self.worker_with_cache(url, n, extra, &self.cache().to_string_lossy(), &[])
+    }
+
+    /// A worker using the cache at `cache`, with `env` added.
+    fn worker_with_cache(
+        &self,
+        url: &str,
+        n: usize,
+        extra: &[&str],
+        cache: &str,
+        env: &[(&str, String)],
+    ) -> Child {
         let log = std::fs::File::create(self.root.join(format!("worker{n}.log"))).expect("log");
         Command::new(BIN)
-            .args([
-                "worker",
-                "--queue",
-                url,
-                "--concurrency",
-                "4",
-                "--until-idle",
-            ])
-            .arg("--cache")
-            .arg(self.cache())
+            .args(["worker", "--queue", url, "--until-idle"])
+            .args(["--cache", cache])
             .args(["--name", &format!("w{n}")])
+            .args(if extra.contains(&"--concurrency") {
+                &[][..]
+            } else {
+                &["--concurrency", "4"][..]
+            })
             .args(extra)
+            .envs(env.iter().map(|(k, v)| (k, v)))
             .env("RUST_LOG", "tingshu=info")
             .env("NO_COLOR", "1")
             .stdout(Stdio::null())
@@ -426,15 +566,18 @@ fn wait_all(render: &Render, workers: &mut [(usize, Child)], limit: Duration) ->
     codes.into_iter().map(|c| c.unwrap_or(-1)).collect()
 }
 
-/// Every chapter WAV and the manifest of `dir` by name → contents (workers
-/// do not write `build`'s subtitles and report yet).
+/// Every chapter WAV and subtitle and the manifest of `dir` by name →
+/// contents (workers do not write `build`'s report).
 fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
     std::fs::read_dir(dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .flatten()
         .filter(|e| {
             let name = e.file_name().to_string_lossy().into_owned();
-            name.ends_with(".wav") || name == "manifest.json"
+            [".wav", ".srt", ".lrc"]
+                .iter()
+                .any(|ext| name.ends_with(ext))
+                || name == "manifest.json"
         })
         .map(|e| {
             (
@@ -457,18 +600,6 @@ fn assert_same_output(single: &Path, multi: &Path) {
             bytes == &b[name],
             "{name} differs between build and workers"
         );
-    }
-}
-
-/// Keys of "synthesized chunk" log lines, with how often each appears.
-fn synthesized_keys(log: &str, counts: &mut BTreeMap<String, usize>) {
-    for line in log.lines().filter(|l| l.contains("synthesized chunk")) {
-        let key = line
-            .split("key=")
-            .nth(1)
-            .and_then(|rest| rest.trim_start_matches('"').get(..64))
-            .unwrap_or_else(|| panic!("no key in log line: {line}"));
-        *counts.entry(key.to_owned()).or_default() += 1;
     }
 }
 
@@ -507,8 +638,10 @@ fn three_workers_render_a_book_once_and_byte_identical_to_build(engine: Engine) 
     let Some(pg) = Service::start(engine) else {
         return;
     };
-    let render = Render::new(20);
+    let render = Render::served(20, Duration::from_millis(20), 0);
     let single = render.build();
+    let built: BTreeSet<(String, String)> = render.server().requests().into_iter().collect();
+    let before = render.server().count();
 
     let first = render.enqueue(&pg.url);
     let second = render.enqueue(&pg.url);
@@ -526,34 +659,59 @@ fn three_workers_render_a_book_once_and_byte_identical_to_build(engine: Engine) 
 
     let multi = render.root.join("multi/守灯");
     assert_same_output(&single, &multi);
-    assert_eq!(files(&multi).len(), 21, "20 chapters and a manifest");
+    assert_eq!(
+        files(&multi).len(),
+        61,
+        "20 chapters with SRT and LRC, and a manifest"
+    );
 
-    // Every chunk synthesized exactly once, across all workers.
-    let mut counts = BTreeMap::new();
-    for n in 0..3 {
-        synthesized_keys(&render.log(n), &mut counts);
+    // Every distinct chunk was asked of the backend exactly once, across
+    // all workers: the same chunks `build` asked for.
+    let asked = render.server().requests()[before..].to_vec();
+    let mut counts: BTreeMap<(String, String), usize> = BTreeMap::new();
+    for request in &asked {
+        *counts.entry(request.clone()).or_default() += 1;
     }
     let repeated: Vec<_> = counts.iter().filter(|(_, n)| **n != 1).collect();
     assert!(
         repeated.is_empty(),
-        "chunks synthesized more than once: {repeated:?}"
+        "chunks requested more than once: {repeated:?}"
     );
+    assert_eq!(counts.keys().cloned().collect::<BTreeSet<_>>(), built);
     let stored = store_keys(&render.cache());
-    assert_eq!(counts.keys().cloned().collect::<BTreeSet<_>>(), stored);
-    // The refrain closes every chapter but was synthesized once.
+    assert_eq!(stored.len(), asked.len());
+    // The refrain closes every chapter but was requested once.
     let manifest = std::fs::read_to_string(multi.join("manifest.json")).unwrap();
     assert_eq!(manifest.matches("夜色又深了一些").count(), 20);
-    let total_chunks = manifest.matches("\"text\"").count();
-    assert!(
-        stored.len() < total_chunks,
-        "{} stored, {total_chunks} segments",
-        stored.len()
+    assert_eq!(
+        asked
+            .iter()
+            .filter(|(t, _)| t.contains("夜色又深了一些"))
+            .count(),
+        1
     );
     // More than one worker did work.
     let busy = (0..3)
         .filter(|n| render.log(*n).contains("synthesized chunk"))
         .count();
     assert!(busy >= 2, "only {busy} worker synthesized anything");
+
+    // `build` with the workers' cache sends nothing: same keys, same files.
+    let out = render.tingshu(&[
+        "build",
+        &render.book.to_string_lossy(),
+        "--voices",
+        &render.voices.to_string_lossy(),
+        "--out",
+        &render.root.join("again").to_string_lossy(),
+        "--cache",
+        &render.cache().to_string_lossy(),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("0 requests sent"), "{stderr}");
+    assert_eq!(render.server().count(), before + asked.len());
+    assert_same_output(&single, &render.root.join("again/守灯"));
 
     let status = render.tingshu(&["queue-status", "--queue", &pg.url]);
     let table = String::from_utf8_lossy(&status.stdout);
@@ -575,6 +733,170 @@ fn three_workers_render_a_book_once_and_byte_identical_to_build(engine: Engine) 
     );
 }
 
+/// Two workers share a cache in an S3-compatible bucket: every chunk is
+/// asked of the backend once, stored as one object under the prefix, and the
+/// book comes out as `build` makes it.
+#[test]
+fn redis_two_workers_share_an_s3_cache() {
+    let Some(service) = Service::start(Engine::Redis) else {
+        return;
+    };
+    let s3 = S3Server::start();
+    let render = Render::served(4, Duration::from_millis(10), 0);
+    let single = render.build();
+    let built: BTreeSet<(String, String)> = render.server().requests().into_iter().collect();
+    let before = render.server().count();
+    render.enqueue(&service.url);
+    let env = s3.env();
+    let mut workers: Vec<(usize, Child)> = (0..2)
+        .map(|n| {
+            let worker =
+                render.worker_with_cache(&service.url, n, &[], "s3://tingshu/shared/cache", &env);
+            (n, worker)
+        })
+        .collect();
+    let codes = wait_all(&render, &mut workers, Duration::from_secs(300));
+    assert_eq!(codes, [0, 0], "{}\n---\n{}", render.log(0), render.log(1));
+    assert_same_output(&single, &render.root.join("multi/守灯"));
+
+    let asked = render.server().requests()[before..].to_vec();
+    let distinct: BTreeSet<(String, String)> = asked.iter().cloned().collect();
+    assert_eq!(asked.len(), distinct.len(), "a chunk was asked twice");
+    assert_eq!(distinct, built);
+    let keys = s3.keys();
+    assert_eq!(keys.len(), asked.len(), "{keys:?}");
+    assert!(
+        keys.iter().all(|k| {
+            let name = k.rsplit('/').next().unwrap();
+            k.starts_with("tingshu/shared/cache/")
+                && name.ends_with(".wav")
+                && k.split('/').nth(3) == Some(&name[..2])
+        }),
+        "{keys:?}"
+    );
+    // No worker printed the credentials.
+    for n in 0..2 {
+        assert!(!render.log(n).contains("not-a-secret"));
+    }
+    // `build` with the bucket as its cache sends nothing.
+    let out = Command::new(BIN)
+        .args(["build", &render.book.to_string_lossy(), "--voices"])
+        .arg(&render.voices)
+        .arg("--out")
+        .arg(render.root.join("again"))
+        .args(["--cache", "s3://tingshu/shared/cache"])
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .output()
+        .expect("run build");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("0 requests sent"), "{stderr}");
+    assert_same_output(&single, &render.root.join("again/守灯"));
+}
+
+/// An unreachable queue server is a runtime failure (exit 1), a malformed
+/// queue URL bad input (exit 2); each is one line naming the URL without
+/// its password.
+#[test]
+fn unreachable_and_malformed_queues_exit_1_and_2_with_one_line() {
+    let port = free_port();
+    let cache = tempfile::tempdir().unwrap();
+    let cases = [
+        (format!("postgres://tts:s3cret@127.0.0.1:{port}/q"), 1),
+        (format!("redis://:s3cret@127.0.0.1:{port}/0"), 1),
+        ("postgres://tts:s3cret@127.0.0.1:notaport/q".to_owned(), 2),
+        ("redis://:s3cret@127.0.0.1:notaport/0".to_owned(), 2),
+        ("amqp://tts:s3cret@127.0.0.1/".to_owned(), 2),
+    ];
+    for (url, code) in cases {
+        let out = Command::new(BIN)
+            .args(["worker", "--until-idle", "--queue", &url])
+            .arg("--cache")
+            .arg(cache.path())
+            .env("NO_COLOR", "1")
+            .output()
+            .expect("run worker");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{url}: {stderr}");
+        let lines: Vec<&str> = stderr.lines().collect();
+        assert_eq!(lines.len(), 1, "{url}: {stderr}");
+        assert!(!stderr.contains("s3cret"), "{stderr}");
+        let redacted = tingshu::queue::redact(&url);
+        assert!(stderr.contains(&redacted), "{redacted}: {stderr}");
+    }
+}
+
+/// `enqueue --lexicon` gives workers the same pronunciation overrides as
+/// `build --lexicon`.
+#[test]
+fn redis_workers_use_the_books_lexicon() {
+    let Some(service) = Service::start(Engine::Redis) else {
+        return;
+    };
+    let render = Render::served(3, Duration::ZERO, 0);
+    let lexicon = render.root.join("lexicon.toml");
+    std::fs::write(&lexicon, "\"阿明\" = { say = \"阿敏\" }\n").unwrap();
+    let lexicon = lexicon.to_string_lossy().into_owned();
+    let out = render.root.join("single");
+    let built = render.tingshu(&[
+        "build",
+        &render.book.to_string_lossy(),
+        "--voices",
+        &render.voices.to_string_lossy(),
+        "--out",
+        &out.to_string_lossy(),
+        "--lexicon",
+        &lexicon,
+    ]);
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let before = render.server().count();
+    render.enqueue_with(&service.url, &["--lexicon", &lexicon]);
+    let mut workers = vec![(0, render.worker(&service.url, 0, &[]))];
+    let codes = wait_all(&render, &mut workers, Duration::from_secs(300));
+    assert_eq!(codes, [0], "{}", render.log(0));
+    assert_same_output(&out.join("守灯"), &render.root.join("multi/守灯"));
+    let asked = render.server().requests()[before..].to_vec();
+    assert!(asked.iter().any(|(t, _)| t.contains("阿敏")), "{asked:?}");
+    assert!(!asked.iter().any(|(t, _)| t.contains("阿明")), "{asked:?}");
+}
+
+#[test]
+fn postgres_a_transient_backend_failure_is_retried_by_the_client() {
+    a_transient_backend_failure_is_retried_by_the_client(Engine::Postgres);
+}
+
+#[test]
+fn redis_a_transient_backend_failure_is_retried_by_the_client() {
+    a_transient_backend_failure_is_retried_by_the_client(Engine::Redis);
+}
+
+/// Two HTTP 503 answers in a row: the synthesis client retries them (the
+/// voices file allows 2 retries), so no task fails on the queue.
+fn a_transient_backend_failure_is_retried_by_the_client(engine: Engine) {
+    let Some(service) = Service::start(engine) else {
+        return;
+    };
+    let render = Render::served(2, Duration::ZERO, 2);
+    let single = render.build();
+    let before = render.server().count();
+    render.enqueue(&service.url);
+    render.server().fail_next(2);
+    let mut workers = vec![(0, render.worker(&service.url, 0, &["--concurrency", "1"]))];
+    let codes = wait_all(&render, &mut workers, Duration::from_secs(300));
+    let log = render.log(0);
+    assert_eq!(codes, [0], "{log}");
+    assert!(log.contains("retrying"), "{log}");
+    assert!(!log.contains("task failed"), "{log}");
+    let asked = render.server().requests()[before..].to_vec();
+    let distinct: BTreeSet<&(String, String)> = asked.iter().collect();
+    assert_eq!(asked.len(), distinct.len() + 2, "{asked:?}");
+    assert_same_output(&single, &render.root.join("multi/守灯"));
+}
+
 #[test]
 fn postgres_a_worker_killed_mid_run_loses_and_duplicates_nothing() {
     a_worker_killed_mid_run_loses_and_duplicates_nothing(Engine::Postgres);
@@ -589,12 +911,14 @@ fn a_worker_killed_mid_run_loses_and_duplicates_nothing(engine: Engine) {
     let Some(pg) = Service::start(engine) else {
         return;
     };
-    let render = Render::new(20);
+    // A slow backend so the kill lands mid-run; short leases so the dead
+    // worker's tasks are taken again soon.
+    let render = Render::served(20, Duration::from_millis(150), 0);
     let single = render.build();
+    let built: BTreeSet<(String, String)> = render.server().requests().into_iter().collect();
+    let before = render.server().count();
     render.enqueue(&pg.url);
-    // Slow synthesis down so the kill lands mid-run; short leases so the
-    // dead worker's tasks are taken again soon.
-    let extra = ["--lease", "2", "--simulate-latency-ms", "150"];
+    let extra = ["--lease", "2"];
     let mut victim = render.worker(&pg.url, 0, &extra);
     let mut workers: Vec<(usize, Child)> = (1..3)
         .map(|n| (n, render.worker(&pg.url, n, &extra)))
@@ -622,6 +946,17 @@ fn a_worker_killed_mid_run_loses_and_duplicates_nothing(engine: Engine) {
     let names: Vec<String> = files(&multi).into_keys().collect();
     let chapters: Vec<&String> = names.iter().filter(|n| n.ends_with(".wav")).collect();
     assert_eq!(chapters.len(), 20, "{names:?}");
+    // Only the chunks the victim held when it died (at most its
+    // concurrency) may have been asked twice.
+    let asked = render.server().requests()[before..].to_vec();
+    let distinct: BTreeSet<(String, String)> = asked.iter().cloned().collect();
+    assert_eq!(distinct, built);
+    assert!(
+        asked.len() - distinct.len() <= 4,
+        "{} requests for {} chunks",
+        asked.len(),
+        distinct.len()
+    );
     let manifest: serde_json::Value =
         serde_json::from_slice(&std::fs::read(multi.join("manifest.json")).unwrap()).unwrap();
     let indices: Vec<u64> = manifest["chapters"]
@@ -753,7 +1088,28 @@ fn redis_batch_enqueue_status_and_daemon_go_through_the_queue() {
     assert_eq!(codes, [0, 0], "{}", render.log(0));
     let multi = render.root.join("multi/守灯");
     assert_same_output(&single, &multi);
-    assert_eq!(files(&multi).len(), 5, "4 chapters and a manifest");
+    assert_eq!(
+        files(&multi).len(),
+        13,
+        "4 chapters with subtitles and a manifest"
+    );
+
+    // The workers recorded each chapter in the job's state: `batch status`
+    // shows nothing pending and another `batch enqueue` plans nothing.
+    let status = render.tingshu(&["batch", "status", &jobs]);
+    let text = String::from_utf8_lossy(&status.stdout).into_owned();
+    assert!(status.status.success(), "{text}");
+    assert!(
+        line_with(&text, "pending:").contains("none (4 chapters up to date)"),
+        "{text}"
+    );
+    let again = render.tingshu(&["batch", "enqueue", &jobs, "--queue", url]);
+    let stderr = String::from_utf8_lossy(&again.stderr).into_owned();
+    assert!(again.status.success(), "{stderr}");
+    assert!(
+        line_with(&stderr, "job \"lamp\"").contains("all 4 chapters up to date, nothing enqueued"),
+        "{stderr}"
+    );
 
     let status = render.tingshu(&["batch", "status", &jobs, "--queue", url]);
     let table = String::from_utf8_lossy(&status.stdout).into_owned();
@@ -775,7 +1131,7 @@ fn redis_batch_enqueue_status_and_daemon_go_through_the_queue() {
         .spawn()
         .expect("start daemon");
     let start = Instant::now();
-    let needle = "job \"lamp\": 5 of 5 chapters pending";
+    let needle = "job \"lamp\": 1 of 5 chapters pending (5)";
     while !std::fs::read_to_string(&log_path)
         .unwrap_or_default()
         .contains(needle)
@@ -807,7 +1163,76 @@ fn redis_batch_enqueue_status_and_daemon_go_through_the_queue() {
     assert_eq!(codes, [0], "{}", render.log(2));
     let single = render.build();
     assert_same_output(&single, &multi);
-    assert_eq!(files(&multi).len(), 6, "5 chapters and a manifest");
+    assert_eq!(
+        files(&multi).len(),
+        16,
+        "5 chapters with subtitles and a manifest"
+    );
+}
+
+/// A batch job with a cast file: workers render the cast's voices, the same
+/// chapters and manifest as `batch run` of the same job.
+#[test]
+fn redis_batch_jobs_with_a_cast_render_the_same_voices_on_workers() {
+    let Some(service) = Service::start(Engine::Redis) else {
+        return;
+    };
+    let url = service.url.as_str();
+    let render = Render::new(3);
+    let cast = render.root.join("cast.toml");
+    std::fs::write(
+        &cast,
+        "[[character]]\nname = \"林姐\"\ngender = \"female\"\n\n\
+         [[character]]\nname = \"小雨\"\ngender = \"female\"\n\n\
+         [[character]]\nname = \"阿明\"\ngender = \"male\"\n",
+    )
+    .unwrap();
+    let jobs_file = |name: &str, out: &str| {
+        let path = render.root.join(format!("{name}.toml"));
+        std::fs::write(
+            &path,
+            format!(
+                "[[job]]\nname = \"{name}\"\nsource = '{}'\nvoices = '{}'\ncast = '{}'\nout = '{}'\n",
+                render.book.display(),
+                render.voices.display(),
+                cast.display(),
+                render.root.join(out).display(),
+            ),
+        )
+        .unwrap();
+        path.to_string_lossy().into_owned()
+    };
+    let queued = jobs_file("queued", "multi");
+    let local = jobs_file("local", "local");
+    let out = render.tingshu(&["batch", "enqueue", &queued, "--queue", url]);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "batch enqueue: {stderr}");
+    line_with(&stderr, "job \"queued\": 3 of 3 chapters pending");
+    let mut workers = vec![(0, render.worker(url, 0, &[]))];
+    let codes = wait_all(&render, &mut workers, Duration::from_secs(300));
+    assert_eq!(codes, [0], "{}", render.log(0));
+    let out = render.tingshu(&["batch", "run", &local]);
+    assert!(
+        out.status.success(),
+        "batch run: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let audio = |dir: &Path| -> BTreeMap<String, Vec<u8>> {
+        files(dir)
+            .into_iter()
+            .filter(|(name, _)| name.ends_with(".wav") || name == "manifest.json")
+            .collect()
+    };
+    let (multi, local) = (
+        audio(&render.root.join("multi/守灯")),
+        audio(&render.root.join("local/守灯")),
+    );
+    assert_eq!(multi.len(), 4, "{:?}", multi.keys());
+    assert_eq!(multi, local, "workers and batch run differ");
+    let manifest = String::from_utf8_lossy(&multi["manifest.json"]).into_owned();
+    assert!(manifest.contains("\"voice\": \"female\""), "{manifest}");
+    assert!(manifest.contains("\"speaker\": \"林姐\""), "{manifest}");
 }
 
 // ---------------------------------------------------------------------------

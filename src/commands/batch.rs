@@ -195,12 +195,6 @@ struct QueuePlan {
 /// Plans the chapters `batch run` would render now (new or changed ones) as
 /// tasks named after the job.
 fn plan_for_queue(job: &Job) -> anyhow::Result<QueuePlan> {
-    if job.cast.is_some() {
-        anyhow::bail!(
-            "job \"{}\": key \"cast\": not supported with a queue yet (workers get the voices file only); use batch run",
-            job.name
-        );
-    }
     let inputs = Inputs::read(job, None)?;
     let dir = std::path::absolute(job.book_dir())
         .with_context(|| format!("cannot resolve output directory {}", job.out.display()))?;
@@ -216,13 +210,16 @@ fn plan_for_queue(job: &Job) -> anyhow::Result<QueuePlan> {
     let tasks = if pending.is_empty() {
         None
     } else {
-        let voices = VoicesSource::load(job.voices.as_deref())?;
-        Some(super::enqueue::plan_chapters(
+        // Workers record each mixed chapter under this hash in the state.
+        let hashed: Vec<(usize, String)> =
+            plan.pending().map(|c| (c.index, c.hash.clone())).collect();
+        let voices = VoicesSource::load(job.voices.as_deref())?.with_cast(job.cast.as_deref())?;
+        Some(super::enqueue::plan_batch_chapters(
             &job.name,
             &inputs.book,
             voices,
             &dir,
-            &pending,
+            &hashed,
         )?)
     };
     Ok(QueuePlan {

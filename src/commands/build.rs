@@ -177,7 +177,7 @@ pub async fn run(args: &BuildArgs, worker_program: Option<PathBuf>) -> anyhow::R
         .cache
         .clone()
         .unwrap_or_else(|| args.out.join(".cache"));
-    let renderer = Renderer::with_cache(config, worker_program, Some(Cache::new(&cache_dir)))
+    let renderer = Renderer::with_cache(config, worker_program, Some(Cache::open(&cache_dir)?))
         .with_lexicon(lexicon);
     let mut progress = Progress::new(jobs.len());
     let mut written = Vec::new();
@@ -350,8 +350,9 @@ fn encode_chapters(
     errors
 }
 
-/// SRT and LRC beside the chapter's audio, timed from the manifest.
-fn write_subtitles(
+/// SRT and LRC beside the chapter's audio, timed from the manifest (also
+/// written by queue workers).
+pub fn write_subtitles(
     dir: &Path,
     stem: &str,
     chapter: &ManifestChapter,

@@ -3,6 +3,7 @@
 //! number of machines. (`batch enqueue JOBS.toml` plans each job's pending
 //! chapters with [`plan_chapters`] and hands them to [`enqueue_plans`].)
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
@@ -10,10 +11,11 @@ use anyhow::Context;
 use super::build::{book_dir, chapter_job};
 use super::select::ChapterSelection;
 use super::{EXIT_OK, sanitize_file_name};
-use crate::book::{Book, read_book};
+use crate::book::{Book, read_book, read_book_with_cast};
 use crate::cli::EnqueueArgs;
+use crate::frontend::Lexicon;
 use crate::pipeline::Renderer;
-use crate::queue::plan::{BookPlanInput, VoicesSource, plan_book};
+use crate::queue::plan::{BookPlanInput, SubtitleTags, VoicesSource, plan_book};
 use crate::queue::{self, EnqueueReport, JobPlan, TaskQueue};
 
 /// One book to render on the queue.
@@ -29,6 +31,10 @@ pub struct EnqueueJob {
     pub out: PathBuf,
     /// 1-based chapters to render; all when `None`.
     pub chapters: Option<Vec<usize>>,
+    /// Cast file (speakers and their voices).
+    pub cast: Option<PathBuf>,
+    /// Pronunciation lexicon (EPUB ruby readings are added as `build` does).
+    pub lexicon: Option<PathBuf>,
 }
 
 /// Runs `enqueue`.
@@ -52,10 +58,16 @@ pub async fn run(args: &EnqueueArgs) -> anyhow::Result<u8> {
             voices: args.voices.clone(),
             out: args.out.clone(),
             chapters,
+            cast: args.cast.clone(),
+            lexicon: args.lexicon.clone(),
         });
     }
+    let plans = plan_jobs(&jobs)?;
     let queue = queue::connect(&args.queue, 2).await?;
-    for (job, report) in jobs.iter().zip(enqueue_jobs(queue.as_ref(), &jobs).await?) {
+    for (job, report) in jobs
+        .iter()
+        .zip(enqueue_plans(queue.as_ref(), &plans).await?)
+    {
         eprintln!(
             "{}: {} tasks planned, {} new",
             job.name, report.planned, report.added
@@ -70,11 +82,12 @@ pub async fn enqueue_jobs(
     queue: &dyn TaskQueue,
     jobs: &[EnqueueJob],
 ) -> anyhow::Result<Vec<EnqueueReport>> {
-    let mut plans = Vec::new();
-    for job in jobs {
-        plans.push(plan_job(job)?);
-    }
-    enqueue_plans(queue, &plans).await
+    enqueue_plans(queue, &plan_jobs(jobs)?).await
+}
+
+/// Reads and plans every job (nothing touches the queue).
+fn plan_jobs(jobs: &[EnqueueJob]) -> anyhow::Result<Vec<JobPlan>> {
+    jobs.iter().map(plan_job).collect()
 }
 
 /// Enqueues planned jobs, one report per plan.
@@ -90,8 +103,24 @@ pub async fn enqueue_plans(
 }
 
 fn plan_job(job: &EnqueueJob) -> anyhow::Result<JobPlan> {
-    let book = read_book(&job.book)?;
-    let voices = VoicesSource::load(job.voices.as_deref())?;
+    let cast = job
+        .cast
+        .as_deref()
+        .map(crate::text::Cast::load)
+        .transpose()?;
+    let book = match &cast {
+        Some(cast) => read_book_with_cast(&job.book, Some(cast))?,
+        None => read_book(&job.book)?,
+    };
+    let mut voices = VoicesSource::load(job.voices.as_deref())?.with_cast(job.cast.as_deref())?;
+    let mut lexicon = job
+        .lexicon
+        .as_deref()
+        .map(Lexicon::load)
+        .transpose()?
+        .unwrap_or_default();
+    book.add_ruby_words(&mut lexicon);
+    voices.lexicon = lexicon.entries().to_vec();
     let out = absolute(&job.out)?;
     let dir = book_dir(&out, &book.stem);
     let count = book.script.chapters.len();
@@ -108,7 +137,7 @@ fn plan_job(job: &EnqueueJob) -> anyhow::Result<JobPlan> {
 
 /// Plans chapters `chapters` (1-based, in range) of `book` as job `name`,
 /// written to `dir` (made absolute for workers elsewhere) under the same
-/// file names as `tingshu build`.
+/// file names, with the same subtitles, as `tingshu build`.
 pub fn plan_chapters(
     name: &str,
     book: &Book,
@@ -116,7 +145,33 @@ pub fn plan_chapters(
     dir: &Path,
     chapters: &[usize],
 ) -> anyhow::Result<JobPlan> {
-    let renderer = Renderer::new(voices.parse()?, None);
+    plan_with_hashes(name, book, voices, dir, chapters, BTreeMap::new())
+}
+
+/// [`plan_chapters`] for a batch job: each chapter `(index, hash)` is
+/// recorded in the job's state file when its mix is done, so `batch status`
+/// and the next `batch enqueue` see it rendered.
+pub fn plan_batch_chapters(
+    name: &str,
+    book: &Book,
+    voices: VoicesSource,
+    dir: &Path,
+    chapters: &[(usize, String)],
+) -> anyhow::Result<JobPlan> {
+    let indices: Vec<usize> = chapters.iter().map(|(i, _)| *i).collect();
+    let hashes = chapters.iter().cloned().collect();
+    plan_with_hashes(name, book, voices, dir, &indices, hashes)
+}
+
+fn plan_with_hashes(
+    name: &str,
+    book: &Book,
+    voices: VoicesSource,
+    dir: &Path,
+    chapters: &[usize],
+    batch_hashes: BTreeMap<usize, String>,
+) -> anyhow::Result<JobPlan> {
+    let renderer = Renderer::new(voices.parse()?, None).with_lexicon(voices.lexicon());
     let dir = absolute(dir)?;
     let chapters = chapters
         .iter()
@@ -132,8 +187,25 @@ pub fn plan_chapters(
         chapters,
         voices,
         max_attempts: MAX_ATTEMPTS,
+        subtitles: Some(subtitle_tags(book)),
+        batch_hashes,
     };
     Ok(plan_book(&input, &renderer))
+}
+
+/// The tags `tingshu build` puts in subtitles (without `--author`): the
+/// book's own title and author, else its file's title.
+fn subtitle_tags(book: &Book) -> SubtitleTags {
+    let non_blank = |s: Option<&str>| {
+        s.map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+    };
+    SubtitleTags {
+        album: non_blank(book.metadata.title.as_deref())
+            .unwrap_or_else(|| book.script.book.clone()),
+        artist: non_blank(book.metadata.author.as_deref()),
+    }
 }
 
 /// Tries of one task before it is parked.

@@ -8,15 +8,16 @@ use std::time::Duration;
 
 use super::{EXIT_OK, EXIT_PARTIAL};
 use crate::cli::WorkerArgs;
-use crate::queue::store::SegmentStore;
 use crate::queue::worker::{self, WorkerOptions};
 use crate::queue::{self, TaskQueue};
+use crate::synth::cache::Cache;
 
 /// Runs `worker`.
 pub async fn run(args: &WorkerArgs, worker_program: Option<PathBuf>) -> anyhow::Result<u8> {
     anyhow::ensure!(args.concurrency >= 1, "--concurrency must be at least 1");
     anyhow::ensure!(args.lease_s >= 1, "--lease must be at least 1 second");
     let concurrency = args.concurrency;
+    let cache = Cache::open(&args.cache)?;
     let queue: Arc<dyn TaskQueue> =
         Arc::from(queue::connect(&args.queue, concurrency as u32 + 2).await?);
     let name = args.name.clone().unwrap_or_else(|| {
@@ -40,16 +41,10 @@ pub async fn run(args: &WorkerArgs, worker_program: Option<PathBuf>) -> anyhow::
         tracing::info!("stopping: finishing the tasks in hand");
         let _ = stop_tx.send(true);
     });
-    tracing::info!(worker = %name, concurrency, store = %args.cache.display(), "worker started");
-    let report = worker::run(
-        Arc::clone(&queue),
-        SegmentStore::new(&args.cache),
-        options,
-        stop_rx,
-    )
-    .await?;
+    tracing::info!(worker = %name, concurrency, cache = %cache, "worker started");
+    let report = worker::run(Arc::clone(&queue), cache, options, stop_rx).await?;
     eprintln!(
-        "worker {name}: {} chunks synthesized ({} already stored), {} chapters mixed, {} manifests written, {} failures ({} parked)",
+        "worker {name}: {} chunks synthesized ({} already cached), {} chapters mixed, {} manifests written, {} failures ({} parked)",
         report.synthesized, report.reused, report.mixed, report.books, report.failed, report.parked
     );
     let parked = queue.totals().await?.parked;

@@ -11,7 +11,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::dictionary::Dictionary;
 
@@ -35,7 +35,7 @@ pub enum LexiconError {
 }
 
 /// A pronunciation override.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Entry {
     /// The word as written in the lexicon.
     pub word: String,

@@ -1,8 +1,8 @@
 //! Scale-out: one library rendered by many machines through a shared task
-//! queue (PostgreSQL or Redis) and a shared content-addressed segment store.
+//! queue (PostgreSQL or Redis) and a shared synthesis cache ([`crate::synth::cache`]).
 //!
 //! Work is planned into three kinds of task (see [`plan`]):
-//! - `synth` — synthesize one chunk into the [`store`]; its id is the
+//! - `synth` — synthesize one chunk into the synthesis cache; its id is the
 //!   chunk's content hash, so the same chunk is synthesized once however
 //!   many chapters, books or enqueue runs ask for it;
 //! - `mix` — mix and write one chapter from cached clips; it waits until
@@ -18,7 +18,6 @@
 pub mod plan;
 pub mod postgres;
 pub mod redis;
-pub mod store;
 pub mod worker;
 
 use std::time::Duration;
@@ -181,12 +180,26 @@ pub struct QueueTotals {
 pub enum QueueError {
     #[error("unsupported queue URL '{url}' (use postgres://… or redis://…)")]
     Scheme { url: String },
+    #[error("queue URL {url}: {message}")]
+    BadUrl { url: String, message: String },
     #[error("queue {url}: cannot connect: {message}")]
     Connect { url: String, message: String },
     #[error("queue: {op} failed: {message}")]
     Backend { op: &'static str, message: String },
     #[error("queue: task {id}: {message}")]
     Corrupt { id: String, message: String },
+}
+
+impl QueueError {
+    /// Whether the queue server failed (unreachable, refused an operation)
+    /// rather than the input being wrong: a runtime failure (exit 1), not
+    /// bad input (exit 2).
+    pub fn is_unavailable(&self) -> bool {
+        matches!(
+            self,
+            QueueError::Connect { .. } | QueueError::Backend { .. }
+        )
+    }
 }
 
 /// A queue of tasks shared by many workers. Every operation is atomic.

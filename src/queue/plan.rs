@@ -1,27 +1,59 @@
 //! Planning: a book's chapters → `synth`, `mix` and `book` tasks.
 //!
 //! The payload of each task carries everything a worker on another machine
-//! needs (the voices file's text, the chapter's reading script, absolute
-//! output paths), so workers share only the queue, the segment store and
-//! the output directory — not the book files.
+//! needs (the voices and cast files' text, the chapter's reading script,
+//! absolute output paths), so workers share only the queue, the synthesis
+//! cache and the output directory — not the book files.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::store::segment_key;
 use super::{JobPlan, NewTask, TaskKind};
 use crate::config::{ConfigError, VoicesConfig};
+use crate::frontend::lexicon::{Entry, Lexicon};
 use crate::pipeline::{self, ChapterJob, Renderer};
-use crate::text::ScriptChapter;
+use crate::synth::cache::CacheKey;
+use crate::text::{Cast, CastError, ScriptChapter};
 
-/// A voices file, carried verbatim in task payloads.
+/// A voices file and the cast file applied to it, carried verbatim in task
+/// payloads, so workers render the same voices as `build` and `batch run`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct VoicesSource {
     /// Where it came from, for messages.
     pub file: String,
     pub toml: String,
+    /// The cast file (speaker → voice casting), when the job has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cast: Option<CastSource>,
+    /// Pronunciation overrides (`--lexicon` and EPUB ruby readings), as
+    /// `build` uses them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lexicon: Vec<Entry>,
+}
+
+/// A cast file's text.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct CastSource {
+    pub file: String,
+    pub toml: String,
+}
+
+/// Why a task's voices could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    Cast(#[from] CastError),
+    #[error("cannot read cast file {path}")]
+    ReadCast {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 impl VoicesSource {
@@ -31,6 +63,8 @@ impl VoicesSource {
             None => Ok(VoicesSource {
                 file: "voices/default.toml (built in)".into(),
                 toml: crate::config::DEFAULT_VOICES.into(),
+                cast: None,
+                lexicon: Vec::new(),
             }),
             Some(path) => Ok(VoicesSource {
                 file: path.display().to_string(),
@@ -38,13 +72,72 @@ impl VoicesSource {
                     path: path.to_owned(),
                     source,
                 })?,
+                cast: None,
+                lexicon: Vec::new(),
             }),
         }
     }
 
-    pub fn parse(&self) -> Result<VoicesConfig, ConfigError> {
-        VoicesConfig::parse(&self.toml, &self.file)
+    /// Adds the cast file at `path` (checked here, applied by [`parse`](Self::parse)).
+    pub fn with_cast(
+        mut self,
+        path: Option<&std::path::Path>,
+    ) -> Result<VoicesSource, SourceError> {
+        self.cast = match path {
+            None => None,
+            Some(path) => {
+                let toml =
+                    std::fs::read_to_string(path).map_err(|source| SourceError::ReadCast {
+                        path: path.to_owned(),
+                        source,
+                    })?;
+                Cast::parse(&toml, path)?;
+                Some(CastSource {
+                    file: path.display().to_string(),
+                    toml,
+                })
+            }
+        };
+        Ok(self)
     }
+
+    /// The lexicon of [`VoicesSource::lexicon`].
+    pub fn lexicon(&self) -> Lexicon {
+        let mut lexicon = Lexicon::new();
+        for entry in &self.lexicon {
+            lexicon.insert(entry.clone());
+        }
+        lexicon
+    }
+
+    /// The voices, with the cast's voices and casting applied.
+    pub fn parse(&self) -> Result<VoicesConfig, SourceError> {
+        let mut config = VoicesConfig::parse(&self.toml, &self.file)?;
+        if let Some(cast) = &self.cast {
+            let path = std::path::Path::new(&cast.file);
+            config.apply_cast(path, &Cast::parse(&cast.toml, path)?)?;
+        }
+        Ok(config)
+    }
+}
+
+/// Tags of the SRT/LRC subtitles written beside a chapter (as `build` does).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SubtitleTags {
+    /// The book's title (album).
+    pub album: String,
+    pub artist: Option<String>,
+}
+
+/// A chapter of a `batch` job: the mix records it in the job's state file,
+/// so `batch status` and the next `batch enqueue` know it is done.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BatchRecord {
+    pub job: String,
+    /// What the chapter was rendered from (`batch::state::chapter_hash`).
+    pub hash: String,
 }
 
 /// What a task does, as stored in its payload.
@@ -60,12 +153,18 @@ pub enum TaskSpec {
         text: String,
         pinyin: String,
     },
-    /// Mix chapter `index` from stored chunks and write it to `path`.
+    /// Mix chapter `index` from cached chunks and write it to `path`.
     Mix {
         voices: VoicesSource,
         index: usize,
         chapter: ScriptChapter,
         path: PathBuf,
+        /// Write SRT and LRC subtitles beside the chapter.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        subtitles: Option<SubtitleTags>,
+        /// Record the chapter in its batch job's state.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        record: Option<BatchRecord>,
     },
     /// Merge the chapters mixed by this task's dependencies into the
     /// manifest in `dir`.
@@ -88,6 +187,10 @@ pub struct BookPlanInput {
     pub chapters: Vec<ChapterJob>,
     pub voices: VoicesSource,
     pub max_attempts: u32,
+    /// Subtitle tags; no subtitles when `None`.
+    pub subtitles: Option<SubtitleTags>,
+    /// For a batch job: chapter index → chapter hash to record when mixed.
+    pub batch_hashes: BTreeMap<usize, String>,
 }
 
 fn content_id(kind: TaskKind, parts: &[&str]) -> String {
@@ -111,12 +214,20 @@ pub fn plan_book(input: &BookPlanInput, renderer: &Renderer) -> JobPlan {
     let mut seen = std::collections::HashSet::new();
     let mut mixes = Vec::new();
     for job in &input.chapters {
+        // What `Renderer::render` does to a job before planning its chunks.
+        let spoken = if renderer.config.mix.speak_title {
+            pipeline::with_spoken_title(job.clone())
+        } else {
+            job.clone()
+        };
         let mut keys = Vec::new();
-        for planned in renderer.plan_chapter(&job.chapter) {
+        for planned in renderer.plan_chapter(&spoken.chapter) {
             if pipeline::is_silent(&planned.request) {
                 continue;
             }
-            let key = segment_key(&planned.backend.fingerprint(), &planned.request);
+            let key = CacheKey::new(&planned.backend.fingerprint(), &planned.request)
+                .as_str()
+                .to_owned();
             let id = format!("{}:{key}", TaskKind::Synth.as_str());
             if seen.insert(id.clone()) {
                 synth.push(NewTask {
@@ -140,8 +251,13 @@ pub fn plan_book(input: &BookPlanInput, renderer: &Renderer) -> JobPlan {
         let payload = to_json(&TaskSpec::Mix {
             voices: input.voices.clone(),
             index: job.index,
-            chapter: job.chapter.clone(),
+            chapter: spoken.chapter.clone(),
             path: job.path.clone(),
+            subtitles: input.subtitles.clone(),
+            record: input.batch_hashes.get(&job.index).map(|hash| BatchRecord {
+                job: input.job.clone(),
+                hash: hash.clone(),
+            }),
         });
         mixes.push(NewTask {
             id: content_id(TaskKind::Mix, &[&payload]),
@@ -202,6 +318,8 @@ mod tests {
             chapters,
             voices,
             max_attempts: 3,
+            subtitles: None,
+            batch_hashes: BTreeMap::new(),
         };
         (input, renderer)
     }

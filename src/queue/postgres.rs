@@ -83,18 +83,38 @@ fn secs(d: Duration) -> f64 {
     d.as_secs_f64()
 }
 
+/// A driver message on one line.
+fn one_line(message: &str) -> String {
+    message.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 impl PgQueue {
     /// Connects with a pool of at most `connections` and creates the
     /// tables when missing.
     pub async fn connect(url: &str, connections: u32) -> Result<PgQueue, QueueError> {
+        let options: sqlx::postgres::PgConnectOptions =
+            url.parse().map_err(|e: sqlx::Error| QueueError::BadUrl {
+                url: super::redact(url),
+                message: one_line(&e.to_string()),
+            })?;
+        // One plain connection first: the pool would report an unreachable
+        // server only as a timeout, without the reason.
+        let probe =
+            sqlx::ConnectOptions::connect(&options)
+                .await
+                .map_err(|e| QueueError::Connect {
+                    url: super::redact(url),
+                    message: one_line(&e.to_string()),
+                })?;
+        let _ = sqlx::Connection::close(probe).await;
         let pool = PgPoolOptions::new()
             .max_connections(connections.max(1))
             .acquire_timeout(Duration::from_secs(10))
-            .connect(url)
+            .connect_with(options)
             .await
             .map_err(|e| QueueError::Connect {
                 url: super::redact(url),
-                message: e.to_string(),
+                message: one_line(&e.to_string()),
             })?;
         let queue = PgQueue { pool };
         queue.create_schema().await?;

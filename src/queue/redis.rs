@@ -245,7 +245,10 @@ impl RedisQueue {
             url: super::redact(url),
             message: e.to_string(),
         };
-        let client = ::redis::Client::open(url).map_err(connect_err)?;
+        let client = ::redis::Client::open(url).map_err(|e| QueueError::BadUrl {
+            url: super::redact(url),
+            message: e.to_string(),
+        })?;
         let connection = client
             .get_multiplexed_async_connection()
             .await

@@ -1,19 +1,22 @@
-//! A worker: claims tasks from the queue and runs them — synthesis into the
-//! segment store, chapter mixing through [`Renderer::mix_clips`] (the code
-//! path of `tingshu build`, hence the same bytes) and manifest refreshes.
+//! A worker: claims tasks from the queue and runs them — synthesis through
+//! the [`SynthClient`](crate::synth::SynthClient) (rate limits, retries,
+//! fallbacks) into the shared synthesis cache, chapter mixing through
+//! [`Renderer::mix_clips`] (the code path of `tingshu build`, hence the same
+//! bytes) with `build`'s subtitles, and manifest refreshes.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::watch;
 
-use super::plan::{TaskSpec, VoicesSource};
-use super::store::{SegmentStore, segment_key};
+use super::plan::{BatchRecord, SubtitleTags, TaskSpec, VoicesSource};
 use super::{Claimed, QueueError, TaskKind, TaskQueue, TaskState};
+use crate::batch::state::{BookState, ChapterState, STATE_DIR, file_stamp};
 use crate::manifest::ManifestChapter;
 use crate::pipeline::{self, ChapterJob, Renderer};
+use crate::synth::cache::{Cache, CacheKey};
 
 /// How a worker runs.
 #[derive(Debug, Clone)]
@@ -72,9 +75,10 @@ impl TaskFailure {
 /// The worker's shared state.
 struct Worker {
     queue: Arc<dyn TaskQueue>,
-    store: SegmentStore,
+    cache: Cache,
     options: WorkerOptions,
-    /// Renderers by voices file text, built once each.
+    /// Renderers (with their synthesis clients) by voices file text, built
+    /// once each.
     renderers: Mutex<HashMap<VoicesSource, Arc<Renderer>>>,
     report: Mutex<WorkerReport>,
 }
@@ -83,13 +87,13 @@ struct Worker {
 /// `until_idle`, until the queue has nothing left to run.
 pub async fn run(
     queue: Arc<dyn TaskQueue>,
-    store: SegmentStore,
+    cache: Cache,
     options: WorkerOptions,
     stop: watch::Receiver<bool>,
 ) -> Result<WorkerReport, QueueError> {
     let worker = Arc::new(Worker {
         queue,
-        store,
+        cache,
         options,
         renderers: Mutex::new(HashMap::new()),
         report: Mutex::new(WorkerReport::default()),
@@ -232,6 +236,8 @@ impl Worker {
                     index,
                     chapter,
                     path,
+                    subtitles,
+                    record,
                 },
             ) => {
                 let job = ChapterJob {
@@ -239,7 +245,7 @@ impl Worker {
                     chapter,
                     path,
                 };
-                self.mix(&voices, job).await.map(Some)
+                self.mix(&voices, job, subtitles, record).await.map(Some)
             }
             (
                 TaskKind::Book,
@@ -268,7 +274,14 @@ impl Worker {
         let config = voices
             .parse()
             .map_err(|e| TaskFailure::permanent(e.to_string()))?;
-        let renderer = Arc::new(Renderer::new(config, self.options.worker_program.clone()));
+        let renderer = Arc::new(
+            Renderer::with_cache(
+                config,
+                self.options.worker_program.clone(),
+                Some(self.cache.clone()),
+            )
+            .with_lexicon(voices.lexicon()),
+        );
         renderers.insert(voices.clone(), Arc::clone(&renderer));
         Ok(renderer)
     }
@@ -281,12 +294,6 @@ impl Worker {
         text: String,
         pinyin: String,
     ) -> Result<(), TaskFailure> {
-        if self.store.contains(key) {
-            // A worker that died after storing the clip left this task behind.
-            tracing::info!(key, "chunk already stored");
-            self.report.lock().expect("report lock").reused += 1;
-            return Ok(());
-        }
         let renderer = self.renderer(voices)?;
         let config = &renderer.config;
         let Some(voice_config) = config.voices.get(voice) else {
@@ -295,41 +302,69 @@ impl Worker {
                 voices.file
             )));
         };
-        let backend = Arc::clone(&renderer.backends[&voice_config.backend]);
+        let backend = voice_config.backend.clone();
+        let Some(synth) = renderer.backends.get(&backend) else {
+            return Err(TaskFailure::permanent(format!(
+                "{}: voices.{voice}: no backend '{backend}'",
+                voices.file
+            )));
+        };
         let request = crate::synth::SynthRequest {
             text,
             pinyin,
             voice: config.voice_settings(voice),
         };
-        let actual = segment_key(&backend.fingerprint(), &request);
-        if actual != key {
+        let actual = CacheKey::new(&synth.fingerprint(), &request);
+        if actual.as_str() != key {
             return Err(TaskFailure::permanent(format!(
-                "chunk {key}: this worker computes key {actual} for it (a different tingshu version?)"
+                "chunk {key}: this worker computes key {} for it (a different tingshu version?)",
+                actual.as_str()
             )));
         }
         if !self.options.simulated_latency.is_zero() {
             tokio::time::sleep(self.options.simulated_latency).await;
         }
-        let clip = pipeline::synthesize_chunk(backend.as_ref(), &request)
+        // The client answers from the cache when the chunk is there (a
+        // worker that died after storing it left this task behind), else
+        // sends it with its limiter, retries and fallback, and stores it.
+        let client = Arc::clone(&renderer.client);
+        let done = client
+            .synthesize(&backend, &request)
             .await
             .map_err(|e| TaskFailure {
                 retry: e.is_retryable(),
                 message: format!("chunk {key} (\"{}\"): {e}", excerpt(&request.text)),
             })?;
-        let store = self.store.clone();
-        let key_owned = key.to_owned();
-        tokio::task::spawn_blocking(move || store.put(&key_owned, &clip))
+        if done.cached {
+            tracing::info!(key, "chunk already cached");
+            self.report.lock().expect("report lock").reused += 1;
+            return Ok(());
+        }
+        // The client only warns when it cannot store; the chapter's mix
+        // needs the entry, so check that it is there.
+        let stored = tokio::task::spawn_blocking(move || client.is_cached(&backend, &request))
             .await
-            .map_err(|e| TaskFailure::retry(e.to_string()))?
-            .map_err(|e| TaskFailure::retry(e.to_string()))?;
-        tracing::info!(key, backend = backend.name(), "synthesized chunk");
+            .unwrap_or(false);
+        if !stored {
+            return Err(TaskFailure::retry(format!(
+                "chunk {key}: cannot store it in the cache {}",
+                self.cache
+            )));
+        }
+        tracing::info!(key, backend = %done.backend, "synthesized chunk");
         self.report.lock().expect("report lock").synthesized += 1;
         Ok(())
     }
 
-    async fn mix(&self, voices: &VoicesSource, job: ChapterJob) -> Result<String, TaskFailure> {
+    async fn mix(
+        &self,
+        voices: &VoicesSource,
+        job: ChapterJob,
+        subtitles: Option<SubtitleTags>,
+        record: Option<BatchRecord>,
+    ) -> Result<String, TaskFailure> {
         let renderer = self.renderer(voices)?;
-        let store = self.store.clone();
+        let cache = self.cache.clone();
         let chapter =
             tokio::task::spawn_blocking(move || -> Result<ManifestChapter, TaskFailure> {
                 let mut clips = Vec::new();
@@ -337,29 +372,51 @@ impl Worker {
                     let clip = if pipeline::is_silent(&planned.request) {
                         crate::audio::AudioClip::new(Vec::new(), 0)
                     } else {
-                        let key = segment_key(&planned.backend.fingerprint(), &planned.request);
-                        match store.get(&key) {
-                            Ok(Some(clip)) => clip,
-                            Ok(None) => {
-                                return Err(TaskFailure::permanent(format!(
-                                    "chapter {}: chunk {key} is missing from the segment store {}",
+                        match renderer
+                            .client
+                            .cached(planned.backend.name(), &planned.request)
+                        {
+                            Some(clip) => clip,
+                            None => {
+                                let key =
+                                    CacheKey::new(&planned.backend.fingerprint(), &planned.request);
+                                return Err(TaskFailure::retry(format!(
+                                    "chapter {}: chunk {} is missing from the cache {cache}",
                                     job.index,
-                                    store.dir().display()
+                                    key.as_str(),
                                 )));
                             }
-                            Err(e) => return Err(TaskFailure::retry(e.to_string())),
                         }
                     };
                     clips.push((planned.segment, planned.boundary, clip));
                 }
-                if let Some(dir) = job.path.parent() {
-                    std::fs::create_dir_all(dir).map_err(|e| {
-                        TaskFailure::retry(format!("cannot create {}: {e}", dir.display()))
-                    })?;
-                }
-                renderer
+                let dir = job.path.parent().unwrap_or(Path::new(".")).to_owned();
+                std::fs::create_dir_all(&dir).map_err(|e| {
+                    TaskFailure::retry(format!("cannot create {}: {e}", dir.display()))
+                })?;
+                let chapter = renderer
                     .mix_clips(&job, clips)
-                    .map_err(|e| TaskFailure::retry(format!("chapter {}: {e}", job.index)))
+                    .map_err(|e| TaskFailure::retry(format!("chapter {}: {e}", job.index)))?;
+                if let Some(tags) = &subtitles {
+                    let stem = job
+                        .path
+                        .file_stem()
+                        .map(|s| s.to_string_lossy().into_owned())
+                        .unwrap_or_default();
+                    crate::commands::build::write_subtitles(
+                        &dir,
+                        &stem,
+                        &chapter,
+                        &tags.album,
+                        tags.artist.clone(),
+                    )
+                    .map_err(|e| TaskFailure::retry(format!("chapter {}: {e:#}", job.index)))?;
+                }
+                if let Some(record) = &record {
+                    record_chapter(&dir, record, &job, &chapter)
+                        .map_err(|e| TaskFailure::retry(format!("chapter {}: {e}", job.index)))?;
+                }
+                Ok(chapter)
             })
             .await
             .map_err(|e| TaskFailure::retry(e.to_string()))??;
@@ -397,6 +454,42 @@ impl Worker {
         self.report.lock().expect("report lock").books += 1;
         Ok(())
     }
+}
+
+/// Records a mixed chapter in its batch job's state file (as `batch run`
+/// does), under an exclusive lock on `.tingshu-batch/state.lock`, so workers
+/// mixing chapters of one book at once do not lose each other's entries.
+fn record_chapter(
+    book_dir: &Path,
+    record: &BatchRecord,
+    job: &ChapterJob,
+    chapter: &ManifestChapter,
+) -> Result<(), String> {
+    let state_dir = book_dir.join(STATE_DIR);
+    let lock_path = state_dir.join("state.lock");
+    std::fs::create_dir_all(&state_dir)
+        .map_err(|e| format!("cannot create {}: {e}", state_dir.display()))?;
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(|e| format!("cannot open {}: {e}", lock_path.display()))?;
+    lock.lock()
+        .map_err(|e| format!("cannot lock {}: {e}", lock_path.display()))?;
+    let mut state = BookState::read(book_dir, &record.job);
+    let (bytes, mtime_ns) = file_stamp(&job.path).unwrap_or_default();
+    state.set(ChapterState {
+        index: job.index,
+        title: chapter.title.clone(),
+        file: chapter.file.clone(),
+        hash: record.hash.clone(),
+        bytes,
+        mtime_ns,
+    });
+    let written = state.write(book_dir).map_err(|e| e.to_string());
+    let _ = lock.unlock();
+    written
 }
 
 fn excerpt(text: &str) -> String {

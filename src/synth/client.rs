@@ -112,6 +112,18 @@ impl SynthClient {
         })
     }
 
+    /// The cached clip of `req` for `backend` or one of its fallbacks,
+    /// without sending anything (blocking file or object-store I/O).
+    pub fn cached(&self, backend: &str, req: &SynthRequest) -> Option<AudioClip> {
+        let cache = self.cache.as_ref()?;
+        self.chain(backend, req).iter().find_map(|(name, req)| {
+            cache.get(&CacheKey::new(
+                &self.backends[*name].synth.fingerprint(),
+                req,
+            ))
+        })
+    }
+
     /// Synthesizes `req` with `backend`: from the cache when any backend of
     /// the fallback chain has it, else with retries, then with fallbacks.
     /// Fresh audio is stored in the cache.
@@ -168,7 +180,7 @@ impl SynthClient {
                             match stored {
                                 Ok((clip, result, cache)) => {
                                     if let Err(e) = result {
-                                        tracing::warn!(dir = %cache.dir().display(), error = %e, "cannot store in cache");
+                                        tracing::warn!(cache = %cache, error = %e, "cannot store in cache");
                                     }
                                     clip
                                 }

@@ -5,10 +5,12 @@
 //! 16-bit WAV that depends only on the text and the voice (a tone whose pitch
 //! and length follow them), after an optional delay, and records every text it
 //! was asked for. It runs on its own Tokio runtime, so plain `#[test]`
-//! functions can use it.
+//! functions can use it. It can fail its first requests with HTTP 503 (a
+//! transient failure) to exercise retries.
 
 use std::io::Cursor;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -25,6 +27,10 @@ struct Shared {
     delay: Duration,
     /// Texts asked for, in the order the requests arrived.
     texts: Mutex<Vec<String>>,
+    /// (text, voice) asked for, in arrival order.
+    requests: Mutex<Vec<(String, String)>>,
+    /// Requests still to answer with HTTP 503.
+    failures: AtomicUsize,
 }
 
 /// A running fake TTS server.
@@ -43,7 +49,24 @@ struct TtsRequest {
 
 async fn speak(State(shared): State<Arc<Shared>>, Json(req): Json<TtsRequest>) -> Response {
     shared.texts.lock().unwrap().push(req.text.clone());
+    shared
+        .requests
+        .lock()
+        .unwrap()
+        .push((req.text.clone(), req.voice.clone()));
     tokio::time::sleep(shared.delay).await;
+    let fail = shared
+        .failures
+        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+        .is_ok();
+    if fail {
+        return (
+            axum::http::StatusCode::SERVICE_UNAVAILABLE,
+            [(header::RETRY_AFTER, "0")],
+            "busy",
+        )
+            .into_response();
+    }
     (
         [(header::CONTENT_TYPE, "audio/wav")],
         tone_wav(&req.text, &req.voice),
@@ -83,6 +106,8 @@ impl TtsServer {
         let shared = Arc::new(Shared {
             delay,
             texts: Mutex::new(Vec::new()),
+            requests: Mutex::new(Vec::new()),
+            failures: AtomicUsize::new(0),
         });
         let app = Router::new()
             .route("/tts", axum::routing::post(speak))
@@ -100,8 +125,27 @@ impl TtsServer {
     }
 
     /// Every text asked for so far, in arrival order.
+    #[allow(dead_code)]
     pub fn texts(&self) -> Vec<String> {
         self.shared.texts.lock().unwrap().clone()
+    }
+
+    /// Every (text, voice) asked for so far, in arrival order.
+    #[allow(dead_code)]
+    pub fn requests(&self) -> Vec<(String, String)> {
+        self.shared.requests.lock().unwrap().clone()
+    }
+
+    /// Answers the next `n` requests with HTTP 503 (Retry-After: 0).
+    #[allow(dead_code)]
+    pub fn fail_next(&self, n: usize) {
+        self.shared.failures.store(n, Ordering::SeqCst);
+    }
+
+    /// The server's address, `127.0.0.1:PORT`.
+    #[allow(dead_code)]
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
     }
 
     pub fn count(&self) -> usize {
