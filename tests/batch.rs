@@ -863,6 +863,32 @@ fn formats_are_made_once_and_only_what_changed_is_made_again() {
     );
     let status = String::from_utf8_lossy(&lib.batch("status").stdout).into_owned();
     assert!(status.contains("failures: none"), "{status}");
+
+    // A deleted M4B is made again, alone.
+    let before = lib.snapshot();
+    std::fs::remove_file(dir.join("serial.m4b")).unwrap();
+    let stderr = lib.run_ok();
+    assert!(stderr.contains("0 of 4 chapters rendered"), "{stderr}");
+    assert_eq!(
+        changed(&before, &lib.snapshot()),
+        [".tingshu-batch/state.json", "serial.m4b"]
+    );
+    assert_eq!(m4b_chapters(&dir.join("serial.m4b")).len(), 4);
+
+    // A format no longer asked for: its files go, nothing is rendered, and
+    // the playlist lists the WAVs.
+    let jobs = std::fs::read_to_string(lib.jobs()).unwrap();
+    std::fs::write(
+        lib.jobs(),
+        jobs.replace(r#""wav", "mp3", "m4b""#, r#""wav", "m4b""#),
+    )
+    .unwrap();
+    let stderr = lib.run_ok();
+    assert!(stderr.contains("0 of 4 chapters rendered"), "{stderr}");
+    assert_eq!(names_with(&dir, ".mp3"), Vec::<String>::new());
+    assert_eq!(names_with(&dir, ".wav").len(), 4);
+    let playlist = std::fs::read_to_string(dir.join("serial.m3u")).unwrap();
+    assert!(playlist.contains("\n0004-第4章_潮声.wav\n"), "{playlist}");
 }
 
 /// A small EPUB 3 (original text): title, author, language and a cover.

@@ -4,6 +4,7 @@
 //! on a shared queue for `tingshu worker`s.
 
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -55,13 +56,21 @@ fn ffmpeg_program() -> PathBuf {
         .map_or_else(|| PathBuf::from("ffmpeg"), PathBuf::from)
 }
 
+/// The ffmpeg encoder, checked (`ffmpeg -version`) once per process.
+fn encoder() -> Result<Encoder, String> {
+    static ENCODER: OnceLock<Result<Encoder, String>> = OnceLock::new();
+    ENCODER
+        .get_or_init(|| Encoder::new(ffmpeg_program()).map_err(|e| e.to_string()))
+        .clone()
+}
+
 /// Checks, before anything is rendered, that ffmpeg runs when a job asks
 /// for a format it makes: one line naming the first such job otherwise.
 fn check_encoder(jobs: &[Job]) -> anyhow::Result<()> {
     if let Some(job) = jobs
         .iter()
         .find(|j| j.formats.iter().any(|f| f.needs_ffmpeg()))
-        && let Err(e) = Encoder::new(ffmpeg_program())
+        && let Err(e) = encoder()
     {
         anyhow::bail!("job \"{}\": key \"formats\": {e}", job.name);
     }
@@ -746,9 +755,7 @@ fn job_outputs(job: &Job, inputs: &Inputs, dir: &Path) -> anyhow::Result<BookOut
         &job.formats,
     );
     if outputs.needs_encoder() {
-        outputs.encoder = Some(
-            Encoder::new(ffmpeg_program()).map_err(|e| anyhow::anyhow!("key \"formats\": {e}"))?,
-        );
+        outputs.encoder = Some(encoder().map_err(|e| anyhow::anyhow!("key \"formats\": {e}"))?);
     }
     outputs.author = non_blank(book.metadata.author.as_deref());
     if let Some(title) = non_blank(book.metadata.title.as_deref()) {
