@@ -345,7 +345,7 @@ async fn status(args: &BatchJobsArgs, queue_url: Option<&str>) -> anyhow::Result
         let last_line = match &last {
             None => "never".to_owned(),
             Some(run) => format!(
-                "{} ({}): {} rendered, {} pending, {} audio, took {}, {} requests sent, {} chunks from the cache",
+                "{} ({}): {} rendered, {} pending, {} audio, took {}, {} requests sent, {} chunks from the cache, {} other files written",
                 run.finished.format("%Y-%m-%d %H:%M:%S UTC"),
                 outcome_word(run.outcome),
                 run.rendered,
@@ -354,6 +354,7 @@ async fn status(args: &BatchJobsArgs, queue_url: Option<&str>) -> anyhow::Result
                 format_duration((run.finished - run.started).num_milliseconds() as f64 / 1000.0),
                 run.requests,
                 run.cache_hits,
+                run.outputs_written,
             ),
         };
         out.push_str(&format!("  last run: {last_line}\n"));
