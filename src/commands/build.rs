@@ -202,12 +202,11 @@ pub async fn run(args: &BuildArgs, worker_program: Option<PathBuf>) -> anyhow::R
     }
     let mut manifest = None;
     if !written.is_empty() {
-        manifest = Some(
-            outputs
-                .book
-                .refresh_book(&book_dir, written.clone(), Some(&[BookFile::Manifest]))
-                .with_context(|| format!("cannot write {}", book_dir.display()))?,
-        );
+        manifest = Some(outputs.book.refresh_book(
+            &book_dir,
+            written.clone(),
+            Some(&[BookFile::Manifest]),
+        )?);
     }
     if let Some(manifest) = &manifest {
         for file in outputs.book.book_files() {
