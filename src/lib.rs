@@ -6,7 +6,9 @@
 //! 3. [`synth`] — render chunks through a backend (embedded espeak-ng, …);
 //! 4. [`audio`] — pause, stitch and write chapter files.
 //!
-//! [`pipeline`] runs the stages; [`commands`] holds the CLI commands.
+//! [`pipeline`] runs the stages; [`outputs`] makes the files of a rendered
+//! book (subtitles, MP3/Opus, M4B, playlist, manifest); [`commands`] holds
+//! the CLI commands.
 
 pub mod audio;
 pub mod batch;
@@ -17,6 +19,7 @@ pub mod config;
 pub mod epub;
 pub mod frontend;
 pub mod manifest;
+pub mod outputs;
 pub mod pipeline;
 pub mod progress;
 pub mod queue;

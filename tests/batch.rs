@@ -74,13 +74,18 @@ struct Library {
 impl Library {
     /// A jobs file with one job `serial` reading `books/serial.txt` into `output/`.
     fn new(book: &str, extra: &str) -> Library {
+        Library::with_formats(book, "[\"wav\"]", extra)
+    }
+
+    /// [`Library::new`] with `formats = FORMATS` (a TOML list).
+    fn with_formats(book: &str, formats: &str, extra: &str) -> Library {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join("books")).unwrap();
         std::fs::write(dir.path().join("books/serial.txt"), book).unwrap();
         std::fs::write(
             dir.path().join("jobs.toml"),
             format!(
-                "[[job]]\nname = \"serial\"\nsource = \"books/serial.txt\"\nout = \"output\"\nformats = [\"wav\"]\n{extra}"
+                "[[job]]\nname = \"serial\"\nsource = \"books/serial.txt\"\nout = \"output\"\nformats = {formats}\n{extra}"
             ),
         )
         .unwrap();
@@ -252,8 +257,11 @@ fn appending_a_chapter_renders_exactly_that_chapter() {
         changed(&before, &lib.snapshot()),
         [
             ".tingshu-batch/state.json",
+            "0004-第4章_潮声.lrc",
+            "0004-第4章_潮声.srt",
             "0004-第4章_潮声.wav",
-            "manifest.json"
+            "manifest.json",
+            "serial.m3u"
         ]
     );
     let manifest: serde_json::Value = serde_json::from_str(
@@ -295,8 +303,11 @@ fn editing_one_paragraph_rerenders_that_chapter_only() {
         changed(&before, &lib.snapshot()),
         [
             ".tingshu-batch/state.json",
+            "0002-第2章_潮声.lrc",
+            "0002-第2章_潮声.srt",
             "0002-第2章_潮声.wav",
-            "manifest.json"
+            "manifest.json",
+            "serial.m3u"
         ]
     );
     let manifest = std::fs::read_to_string(lib.book_dir().join("manifest.json")).unwrap();
@@ -598,8 +609,11 @@ fn editing_one_paragraph_resynthesizes_only_the_changed_chunks() {
         changed(&before, &lib.snapshot()),
         [
             ".tingshu-batch/state.json",
+            "0002-第二章_守夜.lrc",
+            "0002-第二章_守夜.srt",
             "0002-第二章_守夜.wav",
-            "manifest.json"
+            "manifest.json",
+            "serial.m3u"
         ]
     );
 
@@ -692,4 +706,448 @@ fn sigterm_then_rerun_yields_the_bytes_of_an_uninterrupted_served_run() {
         );
         assert!(a == b, "{name} differs from the uninterrupted run's");
     }
+}
+
+// ---- formats (MP3, M4B, playlist), EPUB metadata, ffmpeg ----
+
+fn have(program: &str) -> bool {
+    Command::new(program)
+        .arg("-version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// Whether ffmpeg and ffprobe run; prints why a test is skipped otherwise.
+fn ffmpeg_tools() -> bool {
+    let ok = have("ffmpeg") && have("ffprobe");
+    if !ok {
+        eprintln!("skipping: ffmpeg/ffprobe not installed (Debian package `ffmpeg`)");
+    }
+    ok
+}
+
+/// `ffprobe -of json WHAT FILE`.
+fn ffprobe(path: &Path, what: &str) -> serde_json::Value {
+    let out = Command::new("ffprobe")
+        .args(["-v", "error", "-of", "json", what])
+        .arg(path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "ffprobe {}: {}",
+        path.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Chapter titles of an M4B as ffprobe reads them.
+fn m4b_chapters(path: &Path) -> Vec<String> {
+    ffprobe(path, "-show_chapters")["chapters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["tags"]["title"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+/// Format-level tags of a file, keys in lower case.
+fn tags(path: &Path) -> BTreeMap<String, String> {
+    ffprobe(path, "-show_format")["format"]["tags"]
+        .as_object()
+        .map(|t| {
+            t.iter()
+                .map(|(k, v)| (k.to_lowercase(), v.as_str().unwrap_or_default().to_owned()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn names_with(dir: &Path, extension: &str) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap())
+        .filter(|e| e.file_type().unwrap().is_file())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(extension))
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn formats_are_made_once_and_only_what_changed_is_made_again() {
+    if !ffmpeg_tools() {
+        return;
+    }
+    let lib = Library::with_formats(&novel(3, 1), r#"["wav", "mp3", "m4b"]"#, "");
+    let dir = lib.book_dir();
+    let stderr = lib.run_ok();
+    assert!(stderr.contains("3 of 3 chapters rendered"), "{stderr}");
+    let stems = ["0001-第1章_潮声", "0002-第2章_潮声", "0003-第3章_潮声"];
+    for ext in [".wav", ".mp3", ".srt", ".lrc"] {
+        let expected: Vec<String> = stems.iter().map(|s| format!("{s}{ext}")).collect();
+        assert_eq!(names_with(&dir, ext), expected, "{ext}");
+    }
+    assert_eq!(
+        m4b_chapters(&dir.join("serial.m4b")),
+        ["第1章 潮声", "第2章 潮声", "第3章 潮声"]
+    );
+    let playlist = std::fs::read_to_string(dir.join("serial.m3u")).unwrap();
+    let listed: Vec<&str> = playlist.lines().filter(|l| !l.starts_with('#')).collect();
+    assert_eq!(listed, stems.map(|s| format!("{s}.mp3")));
+    let mp3_tags = tags(&dir.join("0002-第2章_潮声.mp3"));
+    assert_eq!(mp3_tags["title"], "第2章 潮声");
+    assert_eq!(mp3_tags["album"], "serial");
+    assert_eq!(mp3_tags["track"], "2");
+
+    // Nothing changed: no byte and no modification time of any file.
+    let before = lib.snapshot();
+    std::thread::sleep(Duration::from_millis(20));
+    let stderr = lib.run_ok();
+    assert!(stderr.contains("0 of 3 chapters rendered"), "{stderr}");
+    assert!(!stderr.contains("other files written"), "{stderr}");
+    assert_eq!(changed(&before, &lib.snapshot()), Vec::<String>::new());
+
+    // A new chapter: its files, and the book's files, nothing else.
+    let mut text = std::fs::read_to_string(lib.source()).unwrap();
+    text.push_str(&chapter(4, 1));
+    std::fs::write(lib.source(), text).unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    let stderr = lib.run_ok();
+    assert!(stderr.contains("1 of 4 chapters rendered"), "{stderr}");
+    assert_eq!(
+        changed(&before, &lib.snapshot()),
+        [
+            ".tingshu-batch/state.json",
+            "0004-第4章_潮声.lrc",
+            "0004-第4章_潮声.mp3",
+            "0004-第4章_潮声.srt",
+            "0004-第4章_潮声.wav",
+            "manifest.json",
+            "serial.m3u",
+            "serial.m4b"
+        ]
+    );
+    assert_eq!(
+        m4b_chapters(&dir.join("serial.m4b")),
+        ["第1章 潮声", "第2章 潮声", "第3章 潮声", "第4章 潮声"]
+    );
+    let duration: f64 =
+        ffprobe(&dir.join("0004-第4章_潮声.mp3"), "-show_format")["format"]["duration"]
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+    let wav_s = wav_duration_s(&dir.join("0004-第4章_潮声.wav"));
+    assert!(
+        (duration - wav_s).abs() < 0.2,
+        "mp3 {duration} s, wav {wav_s} s"
+    );
+
+    // A deleted MP3 is made again, alone.
+    let before = lib.snapshot();
+    std::fs::remove_file(dir.join("0002-第2章_潮声.mp3")).unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    let stderr = lib.run_ok();
+    assert!(stderr.contains("0 of 4 chapters rendered"), "{stderr}");
+    assert!(stderr.contains("; 1 other files written"), "{stderr}");
+    assert_eq!(
+        changed(&before, &lib.snapshot()),
+        [".tingshu-batch/state.json", "0002-第2章_潮声.mp3"]
+    );
+    assert_eq!(
+        tags(&dir.join("0002-第2章_潮声.mp3"))["title"],
+        "第2章 潮声"
+    );
+    let status = String::from_utf8_lossy(&lib.batch("status").stdout).into_owned();
+    assert!(status.contains("failures: none"), "{status}");
+
+    // A deleted M4B is made again, alone.
+    let before = lib.snapshot();
+    std::fs::remove_file(dir.join("serial.m4b")).unwrap();
+    let stderr = lib.run_ok();
+    assert!(stderr.contains("0 of 4 chapters rendered"), "{stderr}");
+    assert_eq!(
+        changed(&before, &lib.snapshot()),
+        [".tingshu-batch/state.json", "serial.m4b"]
+    );
+    assert_eq!(m4b_chapters(&dir.join("serial.m4b")).len(), 4);
+
+    // A format no longer asked for: its files go, nothing is rendered, and
+    // the playlist lists the WAVs.
+    let jobs = std::fs::read_to_string(lib.jobs()).unwrap();
+    std::fs::write(
+        lib.jobs(),
+        jobs.replace(r#""wav", "mp3", "m4b""#, r#""wav", "m4b""#),
+    )
+    .unwrap();
+    let stderr = lib.run_ok();
+    assert!(stderr.contains("0 of 4 chapters rendered"), "{stderr}");
+    assert_eq!(names_with(&dir, ".mp3"), Vec::<String>::new());
+    assert_eq!(names_with(&dir, ".wav").len(), 4);
+    let playlist = std::fs::read_to_string(dir.join("serial.m3u")).unwrap();
+    assert!(playlist.contains("\n0004-第4章_潮声.wav\n"), "{playlist}");
+}
+
+/// A small EPUB 3 (original text): title, author, language and a cover.
+fn write_epub(path: &Path, cover_png: &[u8]) {
+    use std::io::Write;
+    use zip::write::SimpleFileOptions;
+    let page = |title: &str, body: &str| {
+        format!(
+            r#"<?xml version="1.0" encoding="UTF-8"?>
+<html xmlns="http://www.w3.org/1999/xhtml"><head><title>{title}</title></head>
+<body><h1>{title}</h1><p>{body}</p></body></html>"#
+        )
+    };
+    let files: Vec<(&str, Vec<u8>)> = vec![
+        ("mimetype", b"application/epub+zip".to_vec()),
+        (
+            "META-INF/container.xml",
+            br#"<?xml version="1.0" encoding="UTF-8"?>
+<container version="1.0" xmlns="urn:oasis:names:tc:opendocument:xmlns:container">
+  <rootfiles><rootfile full-path="OPS/book.opf" media-type="application/oebps-package+xml"/></rootfiles>
+</container>"#
+                .to_vec(),
+        ),
+        (
+            "OPS/book.opf",
+            r#"<?xml version="1.0" encoding="UTF-8"?>
+<package xmlns="http://www.idpf.org/2007/opf" version="3.0" unique-identifier="id">
+  <metadata xmlns:dc="http://purl.org/dc/elements/1.1/">
+    <dc:identifier id="id">urn:uuid:5b0e7a52-1d2c-4f00-9a11-000000000007</dc:identifier>
+    <dc:title>听潮小记</dc:title><dc:creator>苏望舒</dc:creator><dc:language>zh-CN</dc:language>
+  </metadata>
+  <manifest>
+    <item id="nav" href="nav.xhtml" media-type="application/xhtml+xml" properties="nav"/>
+    <item id="cover" href="cover.png" media-type="image/png" properties="cover-image"/>
+    <item id="c1" href="c1.xhtml" media-type="application/xhtml+xml"/>
+    <item id="c2" href="c2.xhtml" media-type="application/xhtml+xml"/>
+  </manifest>
+  <spine><itemref idref="c1"/><itemref idref="c2"/></spine>
+</package>"#
+                .as_bytes()
+                .to_vec(),
+        ),
+        (
+            "OPS/nav.xhtml",
+            r#"<?xml version="1.0" encoding="UTF-8"?>
+<html xmlns="http://www.w3.org/1999/xhtml" xmlns:epub="http://www.idpf.org/2007/ops">
+<head><title>目录</title></head><body><nav epub:type="toc"><ol>
+<li><a href="c1.xhtml">第一章 退潮</a></li><li><a href="c2.xhtml">第二章 涨潮</a></li>
+</ol></nav></body></html>"#
+                .as_bytes()
+                .to_vec(),
+        ),
+        ("OPS/cover.png", cover_png.to_vec()),
+        (
+            "OPS/c1.xhtml",
+            page("第一章 退潮", "退潮以后，滩上留下一排排细小的脚印。").into_bytes(),
+        ),
+        (
+            "OPS/c2.xhtml",
+            page("第二章 涨潮", "傍晚潮水回来，把脚印一个个抹平了。").into_bytes(),
+        ),
+    ];
+    let mut zip = zip::ZipWriter::new(std::fs::File::create(path).unwrap());
+    for (name, bytes) in files {
+        let method = if name == "mimetype" {
+            zip::CompressionMethod::Stored
+        } else {
+            zip::CompressionMethod::Deflated
+        };
+        zip.start_file(
+            name,
+            SimpleFileOptions::default().compression_method(method),
+        )
+        .unwrap();
+        zip.write_all(&bytes).unwrap();
+    }
+    zip.finish().unwrap();
+}
+
+#[test]
+fn an_epub_jobs_title_author_and_cover_reach_the_manifest_and_the_tags() {
+    if !ffmpeg_tools() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let cover = dir.path().join("cover.png");
+    let out = Command::new("ffmpeg")
+        .args([
+            "-v",
+            "error",
+            "-f",
+            "lavfi",
+            "-i",
+            "color=c=navy:s=32x32",
+            "-frames:v",
+            "1",
+        ])
+        .arg(&cover)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    write_epub(
+        &dir.path().join("tide.epub"),
+        &std::fs::read(&cover).unwrap(),
+    );
+    std::fs::write(
+        dir.path().join("jobs.toml"),
+        "[[job]]\nname = \"tide\"\nsource = \"tide.epub\"\nout = \"out\"\nformats = [\"mp3\", \"m4b\"]\n",
+    )
+    .unwrap();
+    let run = || {
+        let out = Command::new(BIN)
+            .args(["batch", "run"])
+            .arg(dir.path().join("jobs.toml"))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{stderr}");
+        stderr
+    };
+    let stderr = run();
+    assert!(stderr.contains("2 of 2 chapters rendered"), "{stderr}");
+    let book = dir.path().join("out/tide");
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(book.join("manifest.json")).unwrap())
+            .unwrap();
+    assert_eq!(manifest["title"], "听潮小记");
+    assert_eq!(manifest["author"], "苏望舒");
+    assert_eq!(manifest["language"], "zh-CN");
+    // Without "wav" the WAVs live in a hidden folder, as with build.
+    assert_eq!(names_with(&book, ".wav"), Vec::<String>::new());
+    assert_eq!(names_with(&book.join(".wav"), ".wav").len(), 2);
+    assert_eq!(manifest["chapters"][0]["file"], ".wav/0001-第一章_退潮.wav");
+
+    let mp3 = book.join("0001-第一章_退潮.mp3");
+    let mp3_tags = tags(&mp3);
+    assert_eq!(mp3_tags["album"], "听潮小记");
+    assert_eq!(mp3_tags["artist"], "苏望舒");
+    assert_eq!(mp3_tags["title"], "第一章 退潮");
+    let streams = ffprobe(&mp3, "-show_streams");
+    assert!(
+        streams["streams"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["disposition"]["attached_pic"] == 1),
+        "no cover in {streams}"
+    );
+    let m4b = book.join("tide.m4b");
+    let m4b_tags = tags(&m4b);
+    assert_eq!(m4b_tags["title"], "听潮小记");
+    assert_eq!(m4b_tags["artist"], "苏望舒");
+    assert_eq!(m4b_chapters(&m4b), ["第一章 退潮", "第二章 涨潮"]);
+
+    // A second run leaves every file alone, the cover copy included.
+    let stamp = |p: &Path| std::fs::metadata(p).unwrap().modified().unwrap();
+    let watched: Vec<PathBuf> = [
+        &mp3,
+        &m4b,
+        &book.join("manifest.json"),
+        &book.join("tide.m3u"),
+    ]
+    .into_iter()
+    .cloned()
+    .chain(
+        std::fs::read_dir(book.join(".tingshu-batch"))
+            .unwrap()
+            .map(|e| e.unwrap().path()),
+    )
+    .filter(|p| !p.ends_with("last-run.json") && !p.ends_with("lock"))
+    .collect();
+    let before: Vec<_> = watched.iter().map(|p| stamp(p)).collect();
+    std::thread::sleep(Duration::from_millis(20));
+    assert!(run().contains("0 of 2 chapters rendered"));
+    let after: Vec<_> = watched.iter().map(|p| stamp(p)).collect();
+    assert_eq!(before, after, "{watched:?}");
+}
+
+#[test]
+fn a_missing_ffmpeg_is_one_line_and_exit_2_before_any_rendering() {
+    let lib = Library::with_formats(&novel(2, 1), r#"["wav", "mp3"]"#, "");
+    let out = Command::new(BIN)
+        .args(["batch", "run"])
+        .arg(lib.jobs())
+        .env("TINGSHU_FFMPEG", "/nonexistent/ffmpeg")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("job \"serial\": key \"formats\": cannot run `/nonexistent/ffmpeg`"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("Debian package `ffmpeg`"), "{stderr}");
+    assert!(!lib.book_dir().exists());
+}
+
+#[test]
+fn an_unknown_format_names_the_job_and_the_key() {
+    let lib = Library::with_formats(&novel(1, 1), r#"["mp3", "flac2"]"#, "");
+    let out = lib.batch("run");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(
+            "jobs.toml: job \"serial\": key \"formats\": unknown format \"flac2\" (known: wav, mp3, opus, m4b)"
+        ),
+        "{stderr}"
+    );
+    assert!(!lib.book_dir().exists());
+}
+
+#[test]
+fn failed_encodes_show_in_status_and_are_made_by_the_next_run() {
+    if !ffmpeg_tools() {
+        return;
+    }
+    let lib = Library::with_formats(&novel(2, 1), r#"["wav", "mp3"]"#, "");
+    // An ffmpeg that starts but cannot encode anything.
+    let broken = lib.dir.path().join("broken-ffmpeg");
+    std::fs::write(
+        &broken,
+        "#!/bin/sh\n[ \"$1\" = -version ] && exit 0\necho 'no encoder here' >&2\nexit 1\n",
+    )
+    .unwrap();
+    Command::new("chmod")
+        .arg("+x")
+        .arg(&broken)
+        .status()
+        .unwrap();
+    let out = Command::new(BIN)
+        .args(["batch", "run"])
+        .arg(lib.jobs())
+        .env("TINGSHU_FFMPEG", &broken)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("2 of 2 chapters rendered"), "{stderr}");
+    assert!(stderr.contains("2 failed"), "{stderr}");
+    assert_eq!(lib.last_run()["outcome"], "partial");
+    let status = String::from_utf8_lossy(&lib.batch("status").stdout).into_owned();
+    assert!(status.contains("failures: 2"), "{status}");
+    assert!(
+        status.contains("chapter 1 (第1章 潮声): ffmpeg failed writing"),
+        "{status}"
+    );
+    assert!(status.contains("no encoder here"), "{status}");
+    assert_eq!(names_with(&lib.book_dir(), ".mp3"), Vec::<String>::new());
+
+    // With a working ffmpeg the next run encodes them, rendering nothing.
+    let stderr = lib.run_ok();
+    assert!(stderr.contains("0 of 2 chapters rendered"), "{stderr}");
+    assert_eq!(names_with(&lib.book_dir(), ".mp3").len(), 2);
+    let status = String::from_utf8_lossy(&lib.batch("status").stdout).into_owned();
+    assert!(status.contains("failures: none"), "{status}");
 }

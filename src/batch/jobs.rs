@@ -7,10 +7,11 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use super::schedule::{Schedule, ScheduleError};
+use crate::audio::encode::Format;
 use crate::config::VoicesConfig;
 
-/// Output formats a job may ask for (as in `tingshu build`).
-pub const FORMATS: &[&str] = &["wav"];
+/// Output formats a job may ask for (as in `tingshu build --format`).
+pub const FORMATS: &[&str] = &["wav", "mp3", "opus", "m4b"];
 
 /// Keys a `[[job]]` table may have.
 const KEYS: &[&str] = &[
@@ -98,7 +99,8 @@ pub struct Job {
     pub voices: Option<PathBuf>,
     pub cast: Option<PathBuf>,
     pub out: PathBuf,
-    pub formats: Vec<String>,
+    /// Sorted, without duplicates, never empty.
+    pub formats: Vec<Format>,
     pub schedule: Option<Schedule>,
 }
 
@@ -286,19 +288,20 @@ fn check_job(t: &toml::Table, position: usize, file: &str, base: &Path) -> Resul
     if config.formats.is_empty() {
         return Err(err("formats", "names no format".to_owned()));
     }
-    if let Some(bad) = config
-        .formats
-        .iter()
-        .find(|f| !FORMATS.contains(&f.as_str()))
-    {
-        return Err(err(
-            "formats",
-            format!(
-                "\"{bad}\" is not a supported format (supported: {})",
-                FORMATS.join(", ")
-            ),
-        ));
+    let mut formats = Vec::with_capacity(config.formats.len());
+    for name in &config.formats {
+        match name.parse::<Format>() {
+            Ok(format) if FORMATS.contains(&format.extension()) => formats.push(format),
+            _ => {
+                return Err(err(
+                    "formats",
+                    format!("unknown format \"{name}\" (known: {})", FORMATS.join(", ")),
+                ));
+            }
+        }
     }
+    formats.sort();
+    formats.dedup();
     if config.timezone.is_some() && config.schedule.is_none() {
         return Err(err("timezone", "given without a schedule".to_owned()));
     }
@@ -333,7 +336,7 @@ fn check_job(t: &toml::Table, position: usize, file: &str, base: &Path) -> Resul
         voices,
         cast,
         out: resolve(&config.out),
-        formats: config.formats,
+        formats,
         schedule,
     })
 }
@@ -370,7 +373,7 @@ mod tests {
             source = "books/novel.txt"
             voices = "VOICES"
             out = "audio"
-            formats = ["wav"]
+            formats = ["m4b", "MP3", "wav", "mp3"]
             schedule = "0 3 * * *"
             timezone = "Asia/Shanghai"
 
@@ -386,8 +389,9 @@ mod tests {
         assert_eq!(jobs[0].voices.as_deref(), Some(voices.as_path()));
         assert_eq!(jobs[0].out, Path::new("/lib/audio"));
         assert!(jobs[0].schedule.is_some());
+        assert_eq!(jobs[0].formats, [Format::Wav, Format::Mp3, Format::M4b]);
         assert_eq!(jobs[1].out, Path::new("/lib/output"));
-        assert_eq!(jobs[1].formats, ["wav"]);
+        assert_eq!(jobs[1].formats, [Format::Wav]);
         assert!(jobs[1].schedule.is_none());
     }
 
@@ -415,8 +419,16 @@ mod tests {
                 "jobs.toml: job \"a\": key \"timezone\":",
             ),
             (
-                "[[job]]\nname = \"a\"\nsource = \"x\"\nformats = [\"flac\"]\n",
-                "jobs.toml: job \"a\": key \"formats\": \"flac\" is not a supported format",
+                "[[job]]\nname = \"a\"\nsource = \"x\"\nformats = [\"mp3\", \"flac2\"]\n",
+                "jobs.toml: job \"a\": key \"formats\": unknown format \"flac2\" (known: wav, mp3, opus, m4b)",
+            ),
+            (
+                "[[job]]\nname = \"a\"\nsource = \"x\"\nformats = []\n",
+                "jobs.toml: job \"a\": key \"formats\": names no format",
+            ),
+            (
+                "[[job]]\nname = \"a\"\nsource = \"x\"\nformats = \"mp3\"\n",
+                "jobs.toml: job \"a\": key \"formats\": expected a list of strings, found a string",
             ),
             (
                 "[[job]]\nname = \"a\"\nsource = \"x\"\n[[job]]\nname = \"a\"\nsource = \"y\"\n",

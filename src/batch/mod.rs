@@ -169,6 +169,7 @@ mod tests {
                 hash: c.hash.clone(),
                 bytes,
                 mtime_ns,
+                outputs: Vec::new(),
             });
         }
         state

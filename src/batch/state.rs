@@ -38,6 +38,10 @@ pub struct BookState {
     pub job: String,
     /// Ordered by index.
     pub chapters: Vec<ChapterState>,
+    /// Book-level files (manifest, playlist, M4B) as last written; absent
+    /// in state files written before they were recorded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub book_files: Vec<OutputFile>,
 }
 
 /// A chapter file as last written by a batch run.
@@ -53,6 +57,56 @@ pub struct ChapterState {
     /// replaced or damaged by something else.
     pub bytes: u64,
     pub mtime_ns: u128,
+    /// The chapter's other files (subtitles, MP3, Opus) as last written;
+    /// absent in state files written before they were recorded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub outputs: Vec<OutputFile>,
+}
+
+/// A file made from rendered audio (subtitles, an encoded chapter, the M4B,
+/// the playlist, the manifest), as last written by a batch run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OutputFile {
+    /// File name inside the book directory.
+    pub file: String,
+    /// Hash of what the file was made from; another hash means out of date.
+    pub hash: String,
+    pub bytes: u64,
+    pub mtime_ns: u128,
+}
+
+impl OutputFile {
+    /// Records `file` in `book_dir` as it is now; `None` if it is missing.
+    pub fn stamp(book_dir: &Path, file: &str, hash: &str) -> Option<OutputFile> {
+        let (bytes, mtime_ns) = file_stamp(&book_dir.join(file))?;
+        Some(OutputFile {
+            file: file.to_owned(),
+            hash: hash.to_owned(),
+            bytes,
+            mtime_ns,
+        })
+    }
+
+    /// Whether the file is still the one recorded, made from `hash`.
+    pub fn is_current(&self, book_dir: &Path, hash: &str) -> bool {
+        self.hash == hash
+            && file_stamp(&book_dir.join(&self.file)) == Some((self.bytes, self.mtime_ns))
+    }
+}
+
+/// Whether `file` is recorded in `records` as made from `hash` and unchanged
+/// since.
+pub fn output_is_current(records: &[OutputFile], book_dir: &Path, file: &str, hash: &str) -> bool {
+    records
+        .iter()
+        .any(|r| r.file == file && r.is_current(book_dir, hash))
+}
+
+/// Replaces the record of the same file in `records`, keeping name order.
+pub fn record_output(records: &mut Vec<OutputFile>, record: OutputFile) {
+    records.retain(|r| r.file != record.file);
+    records.push(record);
+    records.sort_by(|a, b| a.file.cmp(&b.file));
 }
 
 impl ChapterState {
@@ -82,6 +136,7 @@ impl BookState {
             version: STATE_VERSION,
             job: job.to_owned(),
             chapters: Vec::new(),
+            book_files: Vec::new(),
         };
         let Ok(text) = std::fs::read_to_string(&path) else {
             return fresh();
@@ -105,6 +160,10 @@ impl BookState {
 
     pub fn get(&self, index: usize) -> Option<&ChapterState> {
         self.chapters.iter().find(|c| c.index == index)
+    }
+
+    pub fn get_mut(&mut self, index: usize) -> Option<&mut ChapterState> {
+        self.chapters.iter_mut().find(|c| c.index == index)
     }
 
     /// Records a chapter, replacing the entry of the same index.
@@ -164,6 +223,10 @@ pub struct LastRun {
     /// Chunks taken from the synthesis cache.
     #[serde(default)]
     pub cache_hits: usize,
+    /// Files besides the chapter WAVs written (subtitles, encoded chapters,
+    /// manifest, playlist, M4B).
+    #[serde(default)]
+    pub outputs_written: usize,
     pub failures: Vec<String>,
 }
 
@@ -230,6 +293,36 @@ mod tests {
     }
 
     #[test]
+    fn state_files_without_output_records_still_load() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join(STATE_DIR)).unwrap();
+        let old = r#"{"version":1,"job":"j","chapters":[{"index":1,"title":"a",
+            "file":"0001-a.wav","hash":"h","bytes":4,"mtime_ns":7}]}"#;
+        std::fs::write(BookState::path(dir.path()), old).unwrap();
+        let state = BookState::read(dir.path(), "j");
+        assert_eq!(state.chapters.len(), 1);
+        assert!(state.chapters[0].outputs.is_empty());
+        assert!(state.book_files.is_empty());
+    }
+
+    #[test]
+    fn output_records_notice_a_changed_or_missing_file() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.mp3"), b"ID3").unwrap();
+        let mut records = Vec::new();
+        record_output(
+            &mut records,
+            OutputFile::stamp(dir.path(), "a.mp3", "h1").unwrap(),
+        );
+        assert!(output_is_current(&records, dir.path(), "a.mp3", "h1"));
+        assert!(!output_is_current(&records, dir.path(), "a.mp3", "h2"));
+        assert!(!output_is_current(&records, dir.path(), "b.mp3", "h1"));
+        std::fs::remove_file(dir.path().join("a.mp3")).unwrap();
+        assert!(!output_is_current(&records, dir.path(), "a.mp3", "h1"));
+        assert!(OutputFile::stamp(dir.path(), "a.mp3", "h1").is_none());
+    }
+
+    #[test]
     fn state_round_trips_and_bad_state_starts_fresh() {
         let dir = tempfile::tempdir().unwrap();
         let book = dir.path();
@@ -244,6 +337,7 @@ mod tests {
             hash: "h".to_owned(),
             bytes,
             mtime_ns,
+            outputs: Vec::new(),
         });
         state.write(book).unwrap();
         let back = BookState::read(book, "job");

@@ -4,22 +4,30 @@
 //! on a shared queue for `tingshu worker`s.
 
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use anyhow::Context;
 use chrono::Utc;
+use sha2::{Digest, Sha256};
 use tokio::sync::watch;
 
-use super::build::{chapter_file_name, chapter_job, write_manifest};
-use super::{EXIT_FATAL, EXIT_OK, EXIT_PARTIAL};
+use super::build::{chapter_job, cover_extension, non_blank};
+use super::{EXIT_FATAL, EXIT_OK, EXIT_PARTIAL, error_chain};
+use crate::audio::encode::{Encoder, Format};
 use crate::batch::lock::{JobLock, LockError};
 use crate::batch::schedule::{Clock, SystemClock, Timetable};
 use crate::batch::source::read_source;
-use crate::batch::state::{BookState, ChapterState, LastRun, RunOutcome, STATE_DIR, file_stamp};
+use crate::batch::state::{
+    BookState, ChapterState, LastRun, OutputFile, RunOutcome, STATE_DIR, file_stamp,
+    output_is_current, record_output,
+};
 use crate::batch::{Job, JobsFile, Plan, format_indices, lock_path, render_fingerprint};
 use crate::cli::{BatchArgs, BatchCommand, BatchEnqueueArgs, BatchJobsArgs};
 use crate::config::{DEFAULT_VOICES, VoicesConfig};
+use crate::manifest::Manifest;
+use crate::outputs::{BookFile, BookInfo, BookOutputs, ChapterFile, MANIFEST};
 use crate::pipeline::{ChapterJob, Renderer};
 use crate::progress::{Progress, format_duration};
 use crate::queue::plan::VoicesSource;
@@ -41,6 +49,69 @@ pub async fn run(args: &BatchArgs, worker_program: Option<PathBuf>) -> anyhow::R
     }
 }
 
+/// The ffmpeg program for MP3/Opus/M4B: `TINGSHU_FFMPEG`, else `ffmpeg`.
+fn ffmpeg_program() -> PathBuf {
+    std::env::var_os("TINGSHU_FFMPEG")
+        .filter(|p| !p.is_empty())
+        .map_or_else(|| PathBuf::from("ffmpeg"), PathBuf::from)
+}
+
+/// The ffmpeg encoder, checked (`ffmpeg -version`) once per process.
+fn encoder() -> Result<Encoder, String> {
+    static ENCODER: OnceLock<Result<Encoder, String>> = OnceLock::new();
+    ENCODER
+        .get_or_init(|| Encoder::new(ffmpeg_program()).map_err(|e| e.to_string()))
+        .clone()
+}
+
+/// Checks, before anything is rendered, that ffmpeg runs when a job asks
+/// for a format it makes: one line naming the first such job otherwise.
+fn check_encoder(jobs: &[Job]) -> anyhow::Result<()> {
+    if let Some(job) = jobs
+        .iter()
+        .find(|j| j.formats.iter().any(|f| f.needs_ffmpeg()))
+        && let Err(e) = encoder()
+    {
+        anyhow::bail!("job \"{}\": key \"formats\": {e}", job.name);
+    }
+    Ok(())
+}
+
+/// The path of chapter WAVs of `job`, relative to its book directory: in
+/// the book directory when `wav` is one of its formats, else in a hidden
+/// folder (as `tingshu build` does).
+fn wav_file_name(job: &Job) -> impl Fn(usize, &str) -> String + use<> {
+    let outputs = BookOutputs::new("", 0, &job.formats);
+    move |index, title| outputs.wav_file(index, title)
+}
+
+/// Plans a run of `job` in `dir`. A chapter whose WAV is up to date but is
+/// missing from the manifest is rendered again: its subtitles, the M4B and
+/// the playlist are made from the manifest.
+fn plan_job(job: &Job, inputs: &Inputs, dir: &Path, state: &BookState) -> Plan {
+    let mut plan = Plan::new(
+        &inputs.book,
+        dir,
+        state,
+        &inputs.fingerprint,
+        wav_file_name(job),
+    );
+    let manifest = Manifest::read(&dir.join(MANIFEST)).filter(|m| {
+        m.book == inputs.book.script.book && m.sample_rate == inputs.renderer.config.mix.sample_rate
+    });
+    for chapter in plan.chapters.iter_mut().filter(|c| c.up_to_date) {
+        let listed = manifest.as_ref().is_some_and(|m| {
+            m.chapters
+                .iter()
+                .any(|c| c.index == chapter.index && c.file == chapter.file)
+        });
+        if !listed {
+            chapter.up_to_date = false;
+        }
+    }
+    plan
+}
+
 /// Reads the jobs file and picks the jobs to work on.
 fn load_jobs(args: &BatchJobsArgs) -> anyhow::Result<Vec<Job>> {
     let file = JobsFile::load(&args.jobs)?;
@@ -50,6 +121,7 @@ fn load_jobs(args: &BatchJobsArgs) -> anyhow::Result<Vec<Job>> {
 /// `batch run`: every job once.
 async fn run_once(args: &BatchJobsArgs, worker_program: Option<PathBuf>) -> anyhow::Result<u8> {
     let jobs = load_jobs(args)?;
+    check_encoder(&jobs)?;
     let mut shutdown = Shutdown::on_signals().context("cannot install signal handlers")?;
     let mut code = EXIT_OK;
     for job in &jobs {
@@ -85,6 +157,9 @@ async fn daemon(
             "{}: no job has a schedule (add schedule = \"0 3 * * *\" to a [[job]])",
             args.jobs.display()
         );
+    }
+    if queue.is_none() {
+        check_encoder(&jobs)?;
     }
     let mut shutdown = Shutdown::on_signals().context("cannot install signal handlers")?;
     let schedules = jobs.iter().filter_map(|j| j.schedule.clone()).collect();
@@ -195,17 +270,17 @@ struct QueuePlan {
 /// Plans the chapters `batch run` would render now (new or changed ones) as
 /// tasks named after the job.
 fn plan_for_queue(job: &Job) -> anyhow::Result<QueuePlan> {
+    if job.formats != [Format::Wav] {
+        anyhow::bail!(
+            "job \"{}\": key \"formats\": only [\"wav\"] with a queue yet (workers write WAVs and the manifest); use batch run",
+            job.name
+        );
+    }
     let inputs = Inputs::read(job, None)?;
     let dir = std::path::absolute(job.book_dir())
         .with_context(|| format!("cannot resolve output directory {}", job.out.display()))?;
     let state = BookState::read(&dir, &job.name);
-    let plan = Plan::new(
-        &inputs.book,
-        &dir,
-        &state,
-        &inputs.fingerprint,
-        chapter_file_name,
-    );
+    let plan = plan_job(job, &inputs, &dir, &state);
     let pending: Vec<usize> = plan.pending().map(|c| c.index).collect();
     let tasks = if pending.is_empty() {
         None
@@ -267,7 +342,7 @@ async fn status(args: &BatchJobsArgs, queue_url: Option<&str>) -> anyhow::Result
         let last_line = match &last {
             None => "never".to_owned(),
             Some(run) => format!(
-                "{} ({}): {} rendered, {} pending, {} audio, took {}, {} requests sent, {} chunks from the cache",
+                "{} ({}): {} rendered, {} pending, {} audio, took {}, {} requests sent, {} chunks from the cache, {} other files written",
                 run.finished.format("%Y-%m-%d %H:%M:%S UTC"),
                 outcome_word(run.outcome),
                 run.rendered,
@@ -276,6 +351,7 @@ async fn status(args: &BatchJobsArgs, queue_url: Option<&str>) -> anyhow::Result
                 format_duration((run.finished - run.started).num_milliseconds() as f64 / 1000.0),
                 run.requests,
                 run.cache_hits,
+                run.outputs_written,
             ),
         };
         out.push_str(&format!("  last run: {last_line}\n"));
@@ -343,13 +419,7 @@ fn outcome_word(outcome: RunOutcome) -> &'static str {
 fn pending_chapters(job: &Job, dir: &Path) -> anyhow::Result<(Vec<usize>, usize)> {
     let inputs = Inputs::read(job, None)?;
     let state = BookState::read(dir, &job.name);
-    let plan = Plan::new(
-        &inputs.book,
-        dir,
-        &state,
-        &inputs.fingerprint,
-        chapter_file_name,
-    );
+    let plan = plan_job(job, &inputs, dir, &state);
     let pending = plan.pending().map(|c| c.index).collect();
     Ok((pending, plan.chapters.len()))
 }
@@ -409,6 +479,9 @@ pub struct JobReport {
     pub requests: usize,
     /// Chunks taken from the synthesis cache instead.
     pub cache_hits: usize,
+    /// Files besides the chapter WAVs written by this run (subtitles,
+    /// encoded chapters, manifest, playlist, M4B).
+    pub outputs_written: usize,
     pub failures: Vec<String>,
     /// Another process holds the job's lock: nothing was done.
     pub busy: Option<String>,
@@ -439,6 +512,9 @@ impl JobReport {
                 self.cache_hits,
             ),
         };
+        if self.outputs_written > 0 && self.outcome != RunOutcome::Failed {
+            line.push_str(&format!("; {} other files written", self.outputs_written));
+        }
         if self.outcome == RunOutcome::Interrupted {
             line.push_str("; interrupted, a later run renders the rest");
         }
@@ -469,6 +545,7 @@ pub async fn run_job(
         audio_s: 0.0,
         requests: 0,
         cache_hits: 0,
+        outputs_written: 0,
         failures: Vec::new(),
         busy: None,
     };
@@ -506,6 +583,7 @@ pub async fn run_job(
         audio_s: (report.audio_s * 1000.0).round() / 1000.0,
         requests: report.requests,
         cache_hits: report.cache_hits,
+        outputs_written: report.outputs_written,
         failures: report.failures.clone(),
     };
     if let Err(e) = last.write(&dir) {
@@ -525,34 +603,25 @@ async fn render_job(
 ) -> anyhow::Result<()> {
     let inputs = Inputs::read(job, worker_program)?;
     remove_partial_files(dir);
+    let outputs = job_outputs(job, &inputs, dir)?;
     let mut state = BookState::read(dir, &job.name);
-    let plan = Plan::new(
-        &inputs.book,
-        dir,
-        &state,
-        &inputs.fingerprint,
-        chapter_file_name,
-    );
+    let plan = plan_job(job, &inputs, dir, &state);
     report.chapters = plan.chapters.len();
     for orphan in &plan.orphans {
-        match std::fs::remove_file(dir.join(&orphan.file)) {
-            Ok(()) => tracing::info!(
-                file = orphan.file,
-                "removed the file of a chapter that is gone"
-            ),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => {
-                tracing::warn!(file = orphan.file, error = %e, "cannot remove old chapter file")
-            }
+        let files = std::iter::once(orphan.file.as_str())
+            .chain(orphan.outputs.iter().map(|o| o.file.as_str()));
+        for file in files {
+            remove_output(dir, file);
         }
         state.remove(orphan.index);
     }
     if !plan.orphans.is_empty() {
         state.write(dir)?;
     }
+    let wav_dir = dir.join(outputs.wav_dir());
     let chapter_jobs: Vec<ChapterJob> = plan
         .pending()
-        .map(|c| chapter_job(dir, c.index, &inputs.book.script.chapters[c.index - 1]))
+        .map(|c| chapter_job(&wav_dir, c.index, &inputs.book.script.chapters[c.index - 1]))
         .collect();
     report.pending = chapter_jobs.len();
     tracing::info!(
@@ -564,9 +633,11 @@ async fn render_job(
 
     let mut written = Vec::new();
     let mut failures = Vec::new();
-    let interrupted = if chapter_jobs.is_empty() {
+    let mut interrupted = if chapter_jobs.is_empty() {
         false
     } else {
+        std::fs::create_dir_all(&wav_dir)
+            .with_context(|| format!("cannot create output directory {}", wav_dir.display()))?;
         let mut progress = Progress::new(chapter_jobs.len());
         let render = inputs.renderer.render(chapter_jobs, |outcome| {
             let planned = &plan.chapters[outcome.index - 1];
@@ -575,6 +646,13 @@ async fn render_job(
                     progress.chapter_done(&outcome.title, Some(chapter.duration_s));
                     let path = dir.join(&planned.file);
                     let (bytes, mtime_ns) = file_stamp(&path).unwrap_or_default();
+                    // The chapter's other files are made after the run and
+                    // recorded then; records of an older version no longer
+                    // match its hash, so those files count as out of date.
+                    let outputs = state
+                        .get(planned.index)
+                        .map(|s| s.outputs.clone())
+                        .unwrap_or_default();
                     state.set(ChapterState {
                         index: planned.index,
                         title: outcome.title.clone(),
@@ -582,6 +660,7 @@ async fn render_job(
                         hash: planned.hash.clone(),
                         bytes,
                         mtime_ns,
+                        outputs,
                     });
                     if let Err(e) = state.write(dir) {
                         failures.push(e.to_string());
@@ -594,7 +673,7 @@ async fn render_job(
                         "chapter {} ({}): {}",
                         outcome.index,
                         outcome.title,
-                        super::error_chain(&e)
+                        error_chain(&e)
                     ));
                     state.remove(planned.index);
                     if let Err(e) = state.write(dir) {
@@ -617,16 +696,43 @@ async fn render_job(
     report.rendered = written.len();
     report.pending -= written.len();
     report.audio_s = written.iter().fold(0.0, |sum, c| sum + c.duration_s);
-    report.failures.extend(failures);
-    if !written.is_empty() || !plan.orphans.is_empty() {
-        write_manifest(
+    let book_changed = !written.is_empty() || !plan.orphans.is_empty();
+    if interrupted {
+        // Keep what was rendered listed; the other files wait for the next
+        // run, which finds them missing or out of date.
+        if book_changed {
+            outputs.refresh_book(dir, written, Some(&[BookFile::Manifest]))?;
+        }
+    } else {
+        let manifest = outputs.merge_manifest(dir, written);
+        let made = refresh_chapter_files(
+            &outputs,
             dir,
-            "",
-            &inputs.book.script.book,
-            inputs.renderer.config.mix.sample_rate,
-            written,
-        )?;
+            &plan,
+            &manifest,
+            &mut state,
+            shutdown,
+            &mut failures,
+        );
+        interrupted = made.interrupted;
+        let mut book_written = 0;
+        if !interrupted && !manifest.chapters.is_empty() {
+            book_written = refresh_book_files(
+                &outputs,
+                dir,
+                &plan,
+                &manifest,
+                book_changed,
+                &mut state,
+                &mut failures,
+            );
+        }
+        report.outputs_written = made.written + book_written;
+        if report.outputs_written > 0 || made.removed {
+            state.write(dir)?;
+        }
     }
+    report.failures.extend(failures);
     report.outcome = if interrupted {
         RunOutcome::Interrupted
     } else if report.failures.is_empty() {
@@ -637,10 +743,229 @@ async fn render_job(
     Ok(())
 }
 
+/// What a job's files besides the WAVs are made with: its formats, the
+/// book's own title, author, language and cover (EPUB), and ffmpeg.
+fn job_outputs(job: &Job, inputs: &Inputs, dir: &Path) -> anyhow::Result<BookOutputs> {
+    let book = &inputs.book;
+    let mut outputs = BookOutputs::new(
+        &book.script.book,
+        inputs.renderer.config.mix.sample_rate,
+        &job.formats,
+    );
+    if outputs.needs_encoder() {
+        outputs.encoder = Some(encoder().map_err(|e| anyhow::anyhow!("key \"formats\": {e}"))?);
+    }
+    outputs.author = non_blank(book.metadata.author.as_deref());
+    if let Some(title) = non_blank(book.metadata.title.as_deref()) {
+        outputs.title = title;
+    }
+    outputs.info = Some(BookInfo {
+        title: non_blank(book.metadata.title.as_deref()),
+        author: outputs.author.clone(),
+        language: non_blank(book.metadata.language.as_deref()),
+    });
+    // The book's cover, kept in the state folder (rewritten only when it
+    // changes) for the encoded files; only needed when there are some.
+    if let Some(cover) = book.metadata.cover.as_ref().filter(|c| !c.bytes.is_empty())
+        && outputs.needs_encoder()
+    {
+        let state_dir = dir.join(STATE_DIR);
+        let path = state_dir.join(format!("cover.{}", cover_extension(cover)));
+        if std::fs::read(&path).ok().as_deref() != Some(cover.bytes.as_slice()) {
+            std::fs::create_dir_all(&state_dir)
+                .with_context(|| format!("cannot create {}", state_dir.display()))?;
+            let tmp = crate::audio::wav::temp_path(&path);
+            std::fs::write(&tmp, &cover.bytes)
+                .and_then(|()| std::fs::rename(&tmp, &path))
+                .with_context(|| format!("cannot write {}", path.display()))?;
+        }
+        outputs.cover = Some(path);
+    }
+    Ok(outputs)
+}
+
+/// Hash of what a chapter's file is made from: the chapter (text, voices),
+/// the tags and the kind of file.
+fn chapter_file_hash(chapter_hash: &str, tags: &str, file: ChapterFile) -> String {
+    let mut h = Sha256::new();
+    for part in [chapter_hash, tags, file.extension()] {
+        h.update(part.as_bytes());
+        h.update([0]);
+    }
+    hex::encode(h.finalize())
+}
+
+/// Hash of what the book-level files are made from: every chapter (index,
+/// file, hash), the tags, the manifest's book information and the formats.
+fn book_files_hash(plan: &Plan, outputs: &BookOutputs) -> String {
+    let mut h = Sha256::new();
+    for c in &plan.chapters {
+        h.update(format!("{}\0{}\0{}\0", c.index, c.file, c.hash).as_bytes());
+    }
+    h.update(outputs.tags_digest().as_bytes());
+    if let Some(info) = &outputs.info {
+        for part in [&info.title, &info.author, &info.language] {
+            h.update(b"\0");
+            h.update(part.as_deref().unwrap_or("").as_bytes());
+        }
+    }
+    for f in &outputs.formats {
+        h.update(b"\0");
+        h.update(f.extension().as_bytes());
+    }
+    hex::encode(h.finalize())
+}
+
+/// What [`refresh_chapter_files`] did.
+struct ChapterFilesMade {
+    written: usize,
+    /// Files of formats no longer asked for were removed.
+    removed: bool,
+    interrupted: bool,
+}
+
+/// Makes every chapter file (subtitles, MP3, Opus) that is missing, was
+/// changed by something else, or was made from another version of the
+/// chapter or other tags; files already current are not touched. Files of
+/// formats no longer asked for are removed. Records what it wrote in
+/// `state` (the caller writes it).
+fn refresh_chapter_files(
+    outputs: &BookOutputs,
+    dir: &Path,
+    plan: &Plan,
+    manifest: &Manifest,
+    state: &mut BookState,
+    shutdown: &Shutdown,
+    failures: &mut Vec<String>,
+) -> ChapterFilesMade {
+    let tags = outputs.tags_digest();
+    let kinds = outputs.chapter_files();
+    let mut made = ChapterFilesMade {
+        written: 0,
+        removed: false,
+        interrupted: false,
+    };
+    for planned in &plan.chapters {
+        let Some(chapter_state) = state.get_mut(planned.index) else {
+            continue; // failed or not rendered: pending for the next run
+        };
+        if chapter_state.hash != planned.hash || chapter_state.file != planned.file {
+            continue;
+        }
+        let Some(chapter) = manifest
+            .chapters
+            .iter()
+            .find(|c| c.index == planned.index && c.file == planned.file)
+        else {
+            continue;
+        };
+        let wanted: Vec<String> = kinds
+            .iter()
+            .map(|k| k.name(chapter.index, &chapter.title))
+            .collect();
+        let (keep, gone): (Vec<OutputFile>, Vec<OutputFile>) =
+            std::mem::take(&mut chapter_state.outputs)
+                .into_iter()
+                .partition(|o| wanted.contains(&o.file));
+        chapter_state.outputs = keep;
+        for old in gone {
+            remove_output(dir, &old.file);
+            made.removed = true;
+        }
+        for (&kind, name) in kinds.iter().zip(&wanted) {
+            let hash = chapter_file_hash(&planned.hash, &tags, kind);
+            if output_is_current(&chapter_state.outputs, dir, name, &hash) {
+                continue;
+            }
+            if shutdown.requested() {
+                made.interrupted = true;
+                return made;
+            }
+            match outputs.write_chapter_file(dir, chapter, kind, None) {
+                Ok(_) => {
+                    if let Some(record) = OutputFile::stamp(dir, name, &hash) {
+                        record_output(&mut chapter_state.outputs, record);
+                    }
+                    made.written += 1;
+                }
+                Err(e) => failures.push(format!(
+                    "chapter {} ({}): {}",
+                    chapter.index,
+                    chapter.title,
+                    error_chain(&e)
+                )),
+            }
+        }
+    }
+    made
+}
+
+/// Rewrites the book-level files (manifest, playlist, M4B) when a chapter
+/// was rendered or removed (`changed`), when what they are made from
+/// changed, or when they are missing or were changed by something else;
+/// otherwise leaves them alone. Removes those no longer asked for. Returns
+/// how many it wrote; records them in `state` (the caller writes it).
+fn refresh_book_files(
+    outputs: &BookOutputs,
+    dir: &Path,
+    plan: &Plan,
+    manifest: &Manifest,
+    changed: bool,
+    state: &mut BookState,
+    failures: &mut Vec<String>,
+) -> usize {
+    let hash = book_files_hash(plan, outputs);
+    let files = outputs.book_files();
+    let names: Vec<String> = files.iter().map(|&f| outputs.book_file_name(f)).collect();
+    let gone: Vec<String> = state
+        .book_files
+        .iter()
+        .filter(|r| !names.contains(&r.file))
+        .map(|r| r.file.clone())
+        .collect();
+    for file in gone {
+        remove_output(dir, &file);
+        state.book_files.retain(|r| r.file != file);
+    }
+    let mut written = 0;
+    for (&file, name) in files.iter().zip(&names) {
+        if !changed && output_is_current(&state.book_files, dir, name, &hash) {
+            continue;
+        }
+        match outputs.write_book_file(dir, manifest, file) {
+            Ok(()) => {
+                if let Some(record) = OutputFile::stamp(dir, name, &hash) {
+                    record_output(&mut state.book_files, record);
+                }
+                written += 1;
+            }
+            Err(e) => {
+                state.book_files.retain(|r| r.file != *name);
+                failures.push(error_chain(&e));
+            }
+        }
+    }
+    written
+}
+
+/// Removes a file written by an earlier run (a chapter that is gone, a
+/// format no longer asked for).
+fn remove_output(dir: &Path, file: &str) {
+    match std::fs::remove_file(dir.join(file)) {
+        Ok(()) => tracing::info!(file, "removed a file no longer produced"),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => tracing::warn!(file, error = %e, "cannot remove an old output file"),
+    }
+}
+
 /// Removes temporary files (`.NAME.part`) a killed run left in `dir`; the
 /// job's lock is held, so no one else is writing them.
 fn remove_partial_files(dir: &Path) {
-    for d in [dir.to_owned(), dir.join(STATE_DIR)] {
+    for d in [
+        dir.to_owned(),
+        dir.join(STATE_DIR),
+        dir.join(crate::outputs::HIDDEN_WAV_DIR),
+    ] {
         let Ok(entries) = std::fs::read_dir(&d) else {
             continue;
         };

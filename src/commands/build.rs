@@ -1,6 +1,7 @@
 //! `tingshu build BOOK`: every chapter → `OUT/<stem>/NNNN-<title>.wav` with
 //! SRT/LRC subtitles, optional MP3/Opus per chapter and one M4B, plus
-//! `manifest.json` and `report.txt`.
+//! `manifest.json`, an M3U playlist and `report.txt`. The files besides the
+//! WAVs are made by [`crate::outputs`], shared with `batch`.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -11,21 +12,14 @@ use anyhow::Context;
 
 use super::select::ChapterSelection;
 use super::{EXIT_OK, EXIT_PARTIAL, error_chain, sanitize_file_name};
-use crate::audio::encode::{BookChapter, Encoder, Format, Tags};
-use crate::audio::subtitle::{self, Cue, LrcTags};
+use crate::audio::encode::Encoder;
 use crate::book::{Book, Cover, read_book_with_cast};
 use crate::cli::{BuildArgs, Layout};
 use crate::config::VoicesConfig;
 use crate::frontend::Lexicon;
 use crate::manifest::{Manifest, ManifestChapter};
-
-/// The book's own description, written at the top of `manifest.json`.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct BookInfo {
-    pub title: Option<String>,
-    pub author: Option<String>,
-    pub language: Option<String>,
-}
+pub use crate::outputs::BookInfo;
+use crate::outputs::{BookFile, BookOutputs, ChapterFile, chapter_stem};
 use crate::pipeline::{ChapterJob, Renderer};
 use crate::progress::Progress;
 use crate::synth::cache::Cache;
@@ -37,28 +31,19 @@ const UNKNOWN_AUTHOR: &str = "Unknown Author";
 
 /// What to write besides the WAVs, resolved once from the arguments.
 struct Outputs {
-    formats: Vec<Format>,
-    encoder: Option<Encoder>,
-    cover: Option<PathBuf>,
+    /// Formats, tags, cover and encoder of the files made from the WAVs.
+    book: BookOutputs,
     /// The book's own cover, used when no `--cover` is given; written to a
     /// hidden file in the book directory by [`Outputs::place_book_cover`].
     book_cover: Option<Cover>,
-    author: Option<String>,
-    /// Album and book title: the book's own title, else its file stem.
-    title: String,
     layout: Layout,
 }
 
 impl Outputs {
     /// Checks formats, ffmpeg and the cover before anything is rendered.
     /// The book's metadata (EPUB) fills in what the arguments leave out.
-    fn resolve(args: &BuildArgs, book: &Book) -> anyhow::Result<Outputs> {
-        let mut formats = args.format.clone();
-        formats.sort();
-        formats.dedup();
-        if formats.is_empty() {
-            formats.push(Format::Wav);
-        }
+    fn resolve(args: &BuildArgs, book: &Book, sample_rate: u32) -> anyhow::Result<Outputs> {
+        let mut outputs = BookOutputs::new(&book.script.book, sample_rate, &args.format);
         if let Some(cover) = args.cover.as_ref().filter(|c| !c.is_file()) {
             anyhow::bail!("--cover {}: no such file", cover.display());
         }
@@ -72,20 +57,23 @@ impl Outputs {
                 || book_cover
                     .as_ref()
                     .is_some_and(|c| !c.bytes.starts_with(JPEG_MAGIC)));
-        let encoder = if formats.iter().any(|f| f.needs_ffmpeg()) || converts_cover {
-            Some(Encoder::new(&args.ffmpeg)?)
-        } else {
-            None
-        };
+        if outputs.needs_encoder() || converts_cover {
+            outputs.encoder = Some(Encoder::new(&args.ffmpeg)?);
+        }
+        outputs.cover.clone_from(&args.cover);
+        outputs.author = non_blank(args.author.as_deref())
+            .or_else(|| non_blank(book.metadata.author.as_deref()));
+        if let Some(title) = non_blank(book.metadata.title.as_deref()) {
+            outputs.title = title;
+        }
+        outputs.info = Some(BookInfo {
+            title: non_blank(book.metadata.title.as_deref()),
+            author: outputs.author.clone(),
+            language: non_blank(book.metadata.language.as_deref()),
+        });
         Ok(Outputs {
-            formats,
-            encoder,
-            cover: args.cover.clone(),
+            book: outputs,
             book_cover,
-            author: non_blank(args.author.as_deref())
-                .or_else(|| non_blank(book.metadata.author.as_deref())),
-            title: non_blank(book.metadata.title.as_deref())
-                .unwrap_or_else(|| book.script.book.clone()),
             layout: args.layout,
         })
     }
@@ -99,12 +87,8 @@ impl Outputs {
         let path = book_dir.join(format!(".cover.{}", cover_extension(&cover)));
         std::fs::write(&path, &cover.bytes)
             .with_context(|| format!("cannot write {}", path.display()))?;
-        self.cover = Some(path.clone());
+        self.book.cover = Some(path.clone());
         Ok(Some(path))
-    }
-
-    fn wants(&self, format: Format) -> bool {
-        self.formats.contains(&format)
     }
 
     /// Where the book goes.
@@ -113,16 +97,10 @@ impl Outputs {
             Layout::Plain => book_dir(out, &book.stem),
             Layout::Audiobookshelf => out
                 .join(sanitize_file_name(
-                    self.author.as_deref().unwrap_or(UNKNOWN_AUTHOR),
+                    self.book.author.as_deref().unwrap_or(UNKNOWN_AUTHOR),
                 ))
-                .join(sanitize_file_name(&self.title)),
+                .join(sanitize_file_name(&self.book.title)),
         }
-    }
-
-    /// WAVs live beside the other files when asked for, otherwise in a
-    /// hidden folder (kept for the M4B and for later partial runs).
-    fn wav_dir(&self) -> &'static str {
-        if self.wants(Format::Wav) { "" } else { ".wav" }
     }
 }
 
@@ -141,7 +119,7 @@ pub async fn run(args: &BuildArgs, worker_program: Option<PathBuf>) -> anyhow::R
         .transpose()?
         .unwrap_or_default();
     book.add_ruby_words(&mut lexicon);
-    let mut outputs = Outputs::resolve(args, &book)?;
+    let mut outputs = Outputs::resolve(args, &book, config.mix.sample_rate)?;
     let count = book.script.chapters.len();
     let selected = match &args.chapters {
         Some(spec) => ChapterSelection::parse(spec)?.resolve(spec, count)?,
@@ -150,7 +128,7 @@ pub async fn run(args: &BuildArgs, worker_program: Option<PathBuf>) -> anyhow::R
     tracing::info!(book = %args.book.display(), encoding = book.encoding, chapters = count, "read book");
 
     let book_dir = outputs.book_dir(&args.out, &book);
-    let wav_dir = book_dir.join(outputs.wav_dir());
+    let wav_dir = book_dir.join(outputs.book.wav_dir());
     let created = !book_dir.exists();
     std::fs::create_dir_all(&wav_dir)
         .with_context(|| format!("cannot create output directory {}", wav_dir.display()))?;
@@ -162,15 +140,11 @@ pub async fn run(args: &BuildArgs, worker_program: Option<PathBuf>) -> anyhow::R
         .collect();
 
     // Per-chapter encoding runs beside synthesis on its own thread.
-    let (encode_tx, encode_rx) = mpsc::channel::<EncodeJob>();
-    let encoder_thread = outputs.encoder.clone().map(|encoder| {
-        let formats: Vec<Format> = outputs
-            .formats
-            .iter()
-            .copied()
-            .filter(|f| f.per_chapter() && f.needs_ffmpeg())
-            .collect();
-        std::thread::spawn(move || encode_chapters(&encoder, &formats, encode_rx))
+    let (encode_tx, encode_rx) = mpsc::channel::<ManifestChapter>();
+    let encoder_thread = outputs.book.needs_encoder().then(|| {
+        let book = outputs.book.clone();
+        let dir = book_dir.clone();
+        std::thread::spawn(move || encode_chapters(&book, &dir, count, encode_rx))
     });
 
     let cache_dir = args
@@ -182,35 +156,25 @@ pub async fn run(args: &BuildArgs, worker_program: Option<PathBuf>) -> anyhow::R
     let mut progress = Progress::new(jobs.len());
     let mut written = Vec::new();
     let mut failures = Vec::new();
-    let lrc_artist = outputs.author.clone();
     renderer
         .render(jobs, |outcome| match outcome.result {
             Ok(chapter) => {
                 progress.chapter_done(&outcome.title, Some(chapter.duration_s));
-                let stem = chapter_stem(chapter.index, &chapter.title);
-                if let Err(e) = write_subtitles(
-                    &book_dir,
-                    &stem,
-                    &chapter,
-                    &outputs.title,
-                    lrc_artist.clone(),
-                ) {
-                    failures.push(format!(
-                        "chapter {} ({}): {e:#}",
-                        chapter.index, chapter.title
-                    ));
+                for file in [ChapterFile::Srt, ChapterFile::Lrc] {
+                    if let Err(e) =
+                        outputs
+                            .book
+                            .write_chapter_file(&book_dir, &chapter, file, Some(count))
+                    {
+                        failures.push(format!(
+                            "chapter {} ({}): {}",
+                            chapter.index,
+                            chapter.title,
+                            error_chain(&e)
+                        ));
+                    }
                 }
-                let _ = encode_tx.send(EncodeJob {
-                    wav: wav_dir.join(&chapter.file),
-                    out_stem: book_dir.join(&stem),
-                    tags: Tags {
-                        title: chapter.title.clone(),
-                        album: outputs.title.clone(),
-                        artist: outputs.author.clone(),
-                        track: Some((chapter.index, count)),
-                        cover: outputs.cover.clone(),
-                    },
-                });
+                let _ = encode_tx.send(chapter.clone());
                 written.push(chapter);
             }
             Err(e) => {
@@ -238,24 +202,24 @@ pub async fn run(args: &BuildArgs, worker_program: Option<PathBuf>) -> anyhow::R
     }
     let mut manifest = None;
     if !written.is_empty() {
-        let info = BookInfo {
-            title: non_blank(book.metadata.title.as_deref()),
-            author: outputs.author.clone(),
-            language: non_blank(book.metadata.language.as_deref()),
-        };
-        manifest = Some(write_manifest_with_info(
+        manifest = Some(outputs.book.refresh_book(
             &book_dir,
-            outputs.wav_dir(),
-            &book.script.book,
-            renderer.config.mix.sample_rate,
             written.clone(),
-            Some(&info),
+            Some(&[BookFile::Manifest]),
         )?);
     }
-    if let Some(manifest) = &manifest
-        && let Err(e) = finish_book(&outputs, &book_dir, &book, manifest)
-    {
-        failures.push(format!("{e:#}"));
+    if let Some(manifest) = &manifest {
+        for file in outputs.book.book_files() {
+            if file == BookFile::Manifest {
+                continue;
+            }
+            if let Err(e) = outputs.book.write_book_file(&book_dir, manifest, file) {
+                failures.push(error_chain(&e));
+            }
+        }
+        if let Err(e) = finish_book(&outputs, &book_dir, &book, manifest) {
+            failures.push(format!("{e:#}"));
+        }
     }
     if let Some(path) = book_cover_file {
         let _ = std::fs::remove_file(path);
@@ -320,101 +284,40 @@ pub fn chapter_job(dir: &Path, index: usize, chapter: &ScriptChapter) -> Chapter
     }
 }
 
-/// `NNNN-<title>`: the name every file of a chapter shares.
-fn chapter_stem(index: usize, title: &str) -> String {
-    format!("{index:04}-{}", sanitize_file_name(title))
-}
-
-/// One chapter for the encoder thread.
-struct EncodeJob {
-    wav: PathBuf,
-    /// Path without extension of the encoded files.
-    out_stem: PathBuf,
-    tags: Tags,
-}
-
+/// Encodes each chapter sent into every per-chapter encoded format.
 fn encode_chapters(
-    encoder: &Encoder,
-    formats: &[Format],
-    jobs: mpsc::Receiver<EncodeJob>,
+    outputs: &BookOutputs,
+    book_dir: &Path,
+    count: usize,
+    chapters: mpsc::Receiver<ManifestChapter>,
 ) -> Vec<String> {
+    let files: Vec<ChapterFile> = outputs
+        .chapter_files()
+        .into_iter()
+        .filter(|f| matches!(f, ChapterFile::Encoded(_)))
+        .collect();
     let mut errors = Vec::new();
-    for job in jobs {
-        for &format in formats {
-            let out = job.out_stem.with_extension(format.extension());
-            if let Err(e) = encoder.encode_chapter(&job.wav, &out, format, &job.tags) {
-                errors.push(e.to_string());
+    for chapter in chapters {
+        for &file in &files {
+            if let Err(e) = outputs.write_chapter_file(book_dir, &chapter, file, Some(count)) {
+                errors.push(error_chain(&e));
             }
         }
     }
     errors
 }
 
-/// SRT and LRC beside the chapter's audio, timed from the manifest (also
-/// written by queue workers).
-pub fn write_subtitles(
-    dir: &Path,
-    stem: &str,
-    chapter: &ManifestChapter,
-    book: &str,
-    artist: Option<String>,
-) -> anyhow::Result<()> {
-    let cues: Vec<Cue> = chapter
-        .segments
-        .iter()
-        .map(|s| Cue {
-            start_s: s.start_s,
-            end_s: s.end_s,
-            text: s.text.clone(),
-        })
-        .collect();
-    let srt = dir.join(format!("{stem}.srt"));
-    std::fs::write(&srt, subtitle::srt(&cues))
-        .with_context(|| format!("cannot write {}", srt.display()))?;
-    let tags = LrcTags {
-        title: chapter.title.clone(),
-        album: book.to_owned(),
-        artist,
-    };
-    let lrc = dir.join(format!("{stem}.lrc"));
-    std::fs::write(&lrc, subtitle::lrc(&cues, &tags))
-        .with_context(|| format!("cannot write {}", lrc.display()))
-}
-
-/// The M4B, cover.jpg and desc.txt: things made from the whole book.
+/// cover.jpg and desc.txt of the audiobookshelf layout.
 fn finish_book(
     outputs: &Outputs,
     book_dir: &Path,
     book: &Book,
     manifest: &Manifest,
 ) -> anyhow::Result<()> {
-    if let Some(encoder) = outputs
-        .encoder
-        .as_ref()
-        .filter(|_| outputs.wants(Format::M4b))
-    {
-        let chapters: Vec<BookChapter> = manifest
-            .chapters
-            .iter()
-            .map(|c| BookChapter {
-                file: book_dir.join(&c.file),
-                title: c.title.clone(),
-            })
-            .collect();
-        let out = book_dir.join(format!("{}.m4b", sanitize_file_name(&book.script.book)));
-        let tags = Tags {
-            title: outputs.title.clone(),
-            album: outputs.title.clone(),
-            artist: outputs.author.clone(),
-            track: None,
-            cover: outputs.cover.clone(),
-        };
-        encoder.encode_m4b(&chapters, &out, &tags)?;
-    }
     if outputs.layout == Layout::Audiobookshelf {
-        if let Some(cover) = &outputs.cover {
+        if let Some(cover) = &outputs.book.cover {
             let dest = book_dir.join("cover.jpg");
-            match &outputs.encoder {
+            match &outputs.book.encoder {
                 Some(encoder) if !is_jpeg(cover) => encoder.convert_image(cover, &dest)?,
                 _ => {
                     std::fs::copy(cover, &dest)
@@ -425,8 +328,8 @@ fn finish_book(
         write_description(
             book_dir,
             book,
-            &outputs.title,
-            outputs.author.as_deref(),
+            &outputs.book.title,
+            outputs.book.author.as_deref(),
             manifest,
         )?;
     }
@@ -446,7 +349,7 @@ fn is_jpeg(path: &Path) -> bool {
 }
 
 /// File extension for a cover image, from its bytes, else its media type.
-fn cover_extension(cover: &Cover) -> &'static str {
+pub(crate) fn cover_extension(cover: &Cover) -> &'static str {
     let media = cover.media_type.to_ascii_lowercase();
     if cover.bytes.starts_with(JPEG_MAGIC) {
         "jpg"
@@ -464,7 +367,7 @@ fn cover_extension(cover: &Cover) -> &'static str {
 }
 
 /// `s` trimmed, unless it is empty.
-fn non_blank(s: Option<&str>) -> Option<String> {
+pub(crate) fn non_blank(s: Option<&str>) -> Option<String> {
     s.map(str::trim)
         .filter(|s| !s.is_empty())
         .map(str::to_owned)
@@ -522,34 +425,12 @@ pub fn write_manifest_with_info(
     wav_dir: &str,
     book: &str,
     sample_rate: u32,
-    mut chapters: Vec<ManifestChapter>,
+    chapters: Vec<ManifestChapter>,
     info: Option<&BookInfo>,
 ) -> anyhow::Result<Manifest> {
-    for chapter in &mut chapters {
-        if !wav_dir.is_empty() {
-            chapter.file = format!("{wav_dir}/{}", chapter.file);
-        }
-    }
-    let path = book_dir.join("manifest.json");
-    let mut manifest = Manifest::read(&path)
-        .filter(|m| m.book == book && m.sample_rate == sample_rate)
-        .unwrap_or_else(|| Manifest {
-            book: book.to_owned(),
-            title: None,
-            author: None,
-            language: None,
-            sample_rate,
-            chapters: Vec::new(),
-        });
-    if let Some(info) = info {
-        manifest.title.clone_from(&info.title);
-        manifest.author.clone_from(&info.author);
-        manifest.language.clone_from(&info.language);
-    }
-    manifest
-        .chapters
-        .retain(|c| book_dir.join(&c.file).is_file());
-    manifest.merge(chapters);
+    let path = book_dir.join(crate::outputs::MANIFEST);
+    let manifest =
+        crate::outputs::merge_manifest(book_dir, wav_dir, book, sample_rate, chapters, info);
     manifest
         .write(&path)
         .with_context(|| format!("cannot write {}", path.display()))?;

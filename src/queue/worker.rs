@@ -15,6 +15,7 @@ use super::plan::{BatchRecord, SubtitleTags, TaskSpec, VoicesSource};
 use super::{Claimed, QueueError, TaskKind, TaskQueue, TaskState};
 use crate::batch::state::{BookState, ChapterState, STATE_DIR, file_stamp};
 use crate::manifest::ManifestChapter;
+use crate::outputs::ChapterFile;
 use crate::pipeline::{self, ChapterJob, Renderer};
 use crate::synth::cache::{Cache, CacheKey};
 
@@ -398,19 +399,20 @@ impl Worker {
                     .mix_clips(&job, clips)
                     .map_err(|e| TaskFailure::retry(format!("chapter {}: {e}", job.index)))?;
                 if let Some(tags) = &subtitles {
-                    let stem = job
-                        .path
-                        .file_stem()
-                        .map(|s| s.to_string_lossy().into_owned())
-                        .unwrap_or_default();
-                    crate::commands::build::write_subtitles(
-                        &dir,
-                        &stem,
-                        &chapter,
+                    // The same SRT and LRC as `build` writes.
+                    let mut outputs = crate::outputs::BookOutputs::new(
                         &tags.album,
-                        tags.artist.clone(),
-                    )
-                    .map_err(|e| TaskFailure::retry(format!("chapter {}: {e:#}", job.index)))?;
+                        renderer.config.mix.sample_rate,
+                        &[crate::audio::encode::Format::Wav],
+                    );
+                    outputs.author = tags.artist.clone();
+                    for file in [ChapterFile::Srt, ChapterFile::Lrc] {
+                        outputs
+                            .write_chapter_file(&dir, &chapter, file, None)
+                            .map_err(|e| {
+                                TaskFailure::retry(format!("chapter {}: {e}", job.index))
+                            })?;
+                    }
                 }
                 if let Some(record) = &record {
                     record_chapter(&dir, record, &job, &chapter)
@@ -486,6 +488,9 @@ fn record_chapter(
         hash: record.hash.clone(),
         bytes,
         mtime_ns,
+        // Not recorded: a later `batch run` writes the subtitles again
+        // (they are cheap; the audio is not rendered again).
+        outputs: Vec::new(),
     });
     let written = state.write(book_dir).map_err(|e| e.to_string());
     let _ = lock.unlock();
