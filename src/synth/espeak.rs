@@ -288,9 +288,10 @@ fn encode_pcm_reply(result: &Result<Vec<i16>, String>, sample_rate: u32) -> Vec<
     let mut bytes = serde_json::to_vec(&header).unwrap_or_default();
     bytes.push(b'\n');
     if let Ok(pcm) = result {
-        bytes.reserve(pcm.len() * 2);
-        for s in pcm {
-            bytes.extend_from_slice(&s.to_le_bytes());
+        let start = bytes.len();
+        bytes.resize(start + pcm.len() * 2, 0);
+        for (out, s) in bytes[start..].chunks_exact_mut(2).zip(pcm) {
+            out.copy_from_slice(&s.to_le_bytes());
         }
     }
     bytes
