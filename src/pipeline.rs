@@ -79,7 +79,10 @@ pub struct PlannedChunk {
 }
 
 /// A synthesized chunk: (segment index, boundary after it, audio or error).
-type Piece = (usize, Boundary, Result<PreparedClip, SynthError>);
+/// The audio is shared between the places of a repeated request and copied
+/// only when its chapter is mixed, so chapters completed ahead by repeats
+/// cost no memory of their own.
+type Piece = (usize, Boundary, Result<Arc<PreparedClip>, SynthError>);
 
 /// Where a chunk's audio goes.
 #[derive(Debug, Clone, Copy)]
@@ -209,7 +212,7 @@ impl Renderer {
         let rate = self.config.mix.sample_rate;
         let pieces = clips
             .into_par_iter()
-            .map(|(si, boundary, clip)| (si, boundary, Ok(mix::prepare(clip, rate))))
+            .map(|(si, boundary, clip)| (si, boundary, Ok(Arc::new(mix::prepare(clip, rate)))))
             .collect();
         self.mix_chapter(job, pieces)
     }
@@ -257,7 +260,7 @@ impl Renderer {
                                 match tokio::task::spawn_blocking(move || mix::prepare(clip, rate))
                                     .await
                                 {
-                                    Ok(prepared) => Ok(prepared),
+                                    Ok(prepared) => Ok(Arc::new(prepared)),
                                     Err(e) if e.is_panic() => {
                                         std::panic::resume_unwind(e.into_panic())
                                     }
@@ -393,7 +396,9 @@ impl Renderer {
                 excerpt: excerpt(&segments[si].text),
                 source,
             })?;
-            audio[si].chunks.push((boundary, clip));
+            audio[si]
+                .chunks
+                .push((boundary, Arc::unwrap_or_clone(clip)));
         }
         let voices: Vec<String> = audio.iter().map(|a| a.voice.clone()).collect();
         let mixed = mix::mix_prepared_file(&self.config.mix, audio, &job.path)?;
@@ -448,9 +453,11 @@ impl Drop for AbortOnDrop {
 
 /// The same outcome for another place of a repeated request (an error
 /// keeps its message, not its kind).
-fn copy_result(result: &Result<PreparedClip, SynthError>) -> Result<PreparedClip, SynthError> {
+fn copy_result(
+    result: &Result<Arc<PreparedClip>, SynthError>,
+) -> Result<Arc<PreparedClip>, SynthError> {
     match result {
-        Ok(clip) => Ok(clip.clone()),
+        Ok(clip) => Ok(Arc::clone(clip)),
         Err(e) => {
             let shown = e.to_string();
             let prefix = format!("backend {}: ", e.backend());
