@@ -381,6 +381,20 @@ fn bad_input_exits_2_with_one_line_and_no_output() {
 }
 
 #[test]
+fn bad_cache_location_is_refused_before_any_output() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    for cache in ["s3://", "ftp://host/dir"] {
+        let o = build(Path::new(DEMO), &out, &["--cache", cache]);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(cache), "{stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+        assert!(!out.exists(), "{cache}: output created");
+    }
+}
+
+#[test]
 fn bad_voices_file_names_file_and_key() {
     let tmp = tempfile::tempdir().unwrap();
     let voices = tmp.path().join("v.toml");

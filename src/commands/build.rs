@@ -127,6 +127,13 @@ pub async fn run(args: &BuildArgs, worker_program: Option<PathBuf>) -> anyhow::R
     };
     tracing::info!(book = %args.book.display(), encoding = book.encoding, chapters = count, "read book");
 
+    // Checked before anything is created: a bad `--cache` leaves no output.
+    let cache_dir = args
+        .cache
+        .clone()
+        .unwrap_or_else(|| args.out.join(".cache"));
+    let cache = Cache::open(&cache_dir)?;
+
     let book_dir = outputs.book_dir(&args.out, &book);
     let wav_dir = book_dir.join(outputs.book.wav_dir());
     let created = !book_dir.exists();
@@ -147,12 +154,7 @@ pub async fn run(args: &BuildArgs, worker_program: Option<PathBuf>) -> anyhow::R
         std::thread::spawn(move || encode_chapters(&book, &dir, count, encode_rx))
     });
 
-    let cache_dir = args
-        .cache
-        .clone()
-        .unwrap_or_else(|| args.out.join(".cache"));
-    let renderer = Renderer::with_cache(config, worker_program, Some(Cache::open(&cache_dir)?))
-        .with_lexicon(lexicon);
+    let renderer = Renderer::with_cache(config, worker_program, Some(cache)).with_lexicon(lexicon);
     let mut progress = Progress::new(jobs.len());
     let mut written = Vec::new();
     let mut failures = Vec::new();
