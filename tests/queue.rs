@@ -1357,11 +1357,9 @@ fn batch_formats_on_workers_match_batch_run(engine: Engine) {
         [5, 5, 5, 5, 1, 1],
         "{names:?}"
     );
-    // Audio, subtitles, manifest and playlist are the bytes of `batch run`.
-    for name in names
-        .iter()
-        .filter(|n| !n.ends_with(".mp3") && !n.ends_with(".m4b"))
-    {
+    // Every file (audio, subtitles, MP3s, M4B, manifest, playlist) is the
+    // bytes of `batch run`.
+    for name in &names {
         assert!(
             std::fs::read(multi.join(name)).unwrap() == std::fs::read(single.join(name)).unwrap(),
             "{name} differs between workers and batch run"
@@ -1409,6 +1407,93 @@ fn batch_formats_on_workers_match_batch_run(engine: Engine) {
         "{line}"
     );
     assert_eq!(mtime(&m4b), written, "the M4B was written again");
+}
+
+/// `enqueue --format mp3,m4b` on workers without ffmpeg: each chapter's mix
+/// fails with a one-line error and is parked after its tries (nothing
+/// panics); enqueued again, workers with ffmpeg write `build`'s files.
+#[test]
+fn redis_enqueued_formats_need_ffmpeg_only_on_workers() {
+    if !ffmpeg_tools() {
+        return;
+    }
+    let Some(service) = Service::start(Engine::Redis) else {
+        return;
+    };
+    let url = service.url.as_str();
+    let render = Render::served(2, Duration::ZERO, 0);
+    render.enqueue_with(url, &["--format", "mp3,m4b"]);
+    let missing = render.root.join("no-ffmpeg");
+    let mut workers = vec![(
+        0,
+        render.worker_with_cache(
+            url,
+            0,
+            &[],
+            &render.cache().to_string_lossy(),
+            &[("TINGSHU_FFMPEG", missing.to_string_lossy().into_owned())],
+        ),
+    )];
+    let codes = wait_all(&render, &mut workers, Duration::from_secs(300));
+    let log = render.log(0);
+    assert_eq!(codes, [1], "parked work is a partial failure: {log}");
+    assert!(!log.contains("panicked"), "{log}");
+    let status = render.tingshu(&["queue-status", "--queue", url]);
+    assert_eq!(status.status.code(), Some(1));
+    let table = String::from_utf8_lossy(&status.stdout).into_owned();
+    let parked: Vec<&str> = table
+        .lines()
+        .filter(|l| l.starts_with("parked: 守灯: mix:"))
+        .collect();
+    assert_eq!(parked.len(), 2, "{table}");
+    let needle = format!("cannot run `{}`", missing.display());
+    assert!(
+        parked
+            .iter()
+            .all(|l| l.contains(&needle) && l.contains("need ffmpeg")),
+        "{table}"
+    );
+
+    render.enqueue_with(url, &["--format", "mp3,m4b"]);
+    let mut workers = vec![(1, render.worker(url, 1, &[]))];
+    let codes = wait_all(&render, &mut workers, Duration::from_secs(300));
+    assert_eq!(codes, [0], "{}", render.log(1));
+    let out = render.root.join("single");
+    let built = render.tingshu(&[
+        "build",
+        &render.book.to_string_lossy(),
+        "--voices",
+        &render.voices.to_string_lossy(),
+        "--out",
+        &out.to_string_lossy(),
+        "--format",
+        "mp3,m4b",
+    ]);
+    assert!(
+        built.status.success(),
+        "build: {}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let (single, multi) = (out.join("守灯"), render.root.join("multi/守灯"));
+    let mut names = visible_names(&single);
+    names.remove("report.txt");
+    assert_eq!(visible_names(&multi), names);
+    let count = |ext: &str| names.iter().filter(|n| n.ends_with(ext)).count();
+    assert_eq!(
+        [".mp3", ".srt", ".lrc", ".wav", ".m4b"].map(count),
+        [2, 2, 2, 0, 1],
+        "{names:?}"
+    );
+    // The WAVs (in the hidden folder, as without `wav`) and every file made
+    // from them are the same bytes.
+    assert_eq!(files(&multi.join(".wav")).len(), 2);
+    assert_same_output(&single.join(".wav"), &multi.join(".wav"));
+    for name in &names {
+        assert!(
+            std::fs::read(multi.join(name)).unwrap() == std::fs::read(single.join(name)).unwrap(),
+            "{name} differs between build and workers"
+        );
+    }
 }
 
 // ---------------------------------------------------------------------------

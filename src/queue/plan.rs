@@ -502,4 +502,59 @@ mod tests {
             .count();
         assert_eq!(new_synth, 1);
     }
+
+    #[test]
+    fn payloads_of_earlier_versions_still_read() {
+        let book: TaskSpec = serde_json::from_str(
+            r#"{"kind":"book","book":"书","dir":"/out/书","sample_rate":24000}"#,
+        )
+        .unwrap();
+        assert!(matches!(
+            book,
+            TaskSpec::Book {
+                outputs: None,
+                record: None,
+                ..
+            }
+        ));
+        let tags = SubtitleTags {
+            album: "雾港".into(),
+            artist: Some("林照".into()),
+        };
+        let spec = tags.outputs(Path::new("/out/书/0001-雾.wav"));
+        assert_eq!(spec.dir, Path::new("/out/书"));
+        let outputs = spec.outputs("书", 24000).unwrap();
+        assert_eq!(outputs.formats, [Format::Wav]);
+        assert_eq!(outputs.title, "雾港");
+        assert_eq!(outputs.author.as_deref(), Some("林照"));
+    }
+
+    #[test]
+    fn outputs_specs_round_trip_and_name_bad_formats() {
+        let mut outputs = BookOutputs::new("书", 24000, &[Format::M4b, Format::Mp3]);
+        outputs.title = "雾港".into();
+        outputs.cover = Some("/out/书/.tingshu-batch/cover.png".into());
+        outputs.info = Some(BookInfo {
+            title: Some("雾港".into()),
+            author: None,
+            language: Some("zh".into()),
+        });
+        let spec = OutputsSpec::new(Path::new("/out/书"), &outputs, Some(3));
+        let json = serde_json::to_string(&spec).unwrap();
+        let back: OutputsSpec = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, spec);
+        let again = back.outputs("书", 24000).unwrap();
+        assert_eq!(again.formats, outputs.formats);
+        assert_eq!(again.tags_digest(), outputs.tags_digest());
+        assert_eq!(again.info, outputs.info);
+        let bad = OutputsSpec {
+            formats: vec!["flac".into()],
+            ..spec
+        };
+        assert!(
+            bad.outputs("书", 24000)
+                .unwrap_err()
+                .contains("unknown format 'flac'")
+        );
+    }
 }

@@ -2,7 +2,8 @@
 //! the [`SynthClient`](crate::synth::SynthClient) (rate limits, retries,
 //! fallbacks) into the shared synthesis cache, chapter mixing through
 //! [`Renderer::mix_clips`] (the code path of `tingshu build`, hence the same
-//! bytes) with `build`'s subtitles, and manifest refreshes.
+//! bytes) with `build`'s subtitles and encoded files, and the book-level
+//! files (manifest, playlist, M4B) once every chapter is mixed.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
