@@ -389,10 +389,13 @@ impl Worker {
                 let outputs = spec
                     .outputs(&spec.title, sample_rate)
                     .map_err(|e| TaskFailure::permanent(format!("chapter {}: {e}", job.index)))?;
-                (
-                    spec.dir.clone(),
-                    Some(with_encoder(outputs).map_err(failure)?),
-                )
+                // Only MP3/Opus are made here (the M4B by the book task).
+                let encodes = outputs
+                    .chapter_files()
+                    .iter()
+                    .any(|f| matches!(f, ChapterFile::Encoded(_)));
+                let outputs = with_encoder(outputs, encodes).map_err(failure)?;
+                (spec.dir.clone(), Some(outputs))
             }
             None => (job.path.parent().unwrap_or(Path::new(".")).to_owned(), None),
         };
@@ -477,7 +480,8 @@ impl Worker {
                 let outputs = spec
                     .outputs(&task.book, task.sample_rate)
                     .map_err(|e| TaskFailure::permanent(format!("book {book}: {e}")))?;
-                (with_encoder(outputs).map_err(failure)?, None)
+                let encodes = outputs.book_files().contains(&BookFile::M4b);
+                (with_encoder(outputs, encodes).map_err(failure)?, None)
             }
             // A task of an earlier version: the manifest only.
             None => (
@@ -514,10 +518,10 @@ struct BookTask {
     record: Option<BookRecord>,
 }
 
-/// `outputs` with this process's ffmpeg when a format needs it; the error
-/// (ffmpeg missing) is one line.
-fn with_encoder(mut outputs: BookOutputs) -> Result<BookOutputs, String> {
-    if outputs.needs_encoder() {
+/// `outputs` with this process's ffmpeg when `encodes` (the task makes a
+/// file ffmpeg writes); the error (ffmpeg missing) is one line.
+fn with_encoder(mut outputs: BookOutputs, encodes: bool) -> Result<BookOutputs, String> {
+    if encodes {
         outputs.encoder = Some(crate::outputs::system_encoder()?);
     }
     Ok(outputs)
