@@ -492,6 +492,9 @@ impl Worker {
         let dir = task.dir.clone();
         let record = task.record.clone();
         tokio::task::spawn_blocking(move || -> Result<(), String> {
+            // Book tasks of two plans of one book (a chapter added while
+            // the first still ran) merge into the manifest one at a time.
+            let _lock = lock_file(&dir, "book.lock")?;
             outputs
                 .refresh_book(&dir, chapters, only.as_ref().map(|o| &o[..]))
                 .map_err(|e| crate::commands::error_chain(&e))?;
@@ -531,8 +534,19 @@ fn with_encoder(mut outputs: BookOutputs, encodes: bool) -> Result<BookOutputs, 
 /// lock on `.tingshu-batch/state.lock` (workers of one book update it at
 /// once), and writes the state back.
 fn update_state(book_dir: &Path, job: &str, f: impl FnOnce(&mut BookState)) -> Result<(), String> {
+    let lock = lock_file(book_dir, "state.lock")?;
+    let mut state = BookState::read(book_dir, job);
+    f(&mut state);
+    let written = state.write(book_dir).map_err(|e| e.to_string());
+    let _ = lock.unlock();
+    written
+}
+
+/// Takes an exclusive lock on `name` in the state folder of `book_dir`
+/// (released when the file is dropped).
+fn lock_file(book_dir: &Path, name: &str) -> Result<std::fs::File, String> {
     let state_dir = book_dir.join(STATE_DIR);
-    let lock_path = state_dir.join("state.lock");
+    let lock_path = state_dir.join(name);
     std::fs::create_dir_all(&state_dir)
         .map_err(|e| format!("cannot create {}: {e}", state_dir.display()))?;
     let lock = std::fs::OpenOptions::new()
@@ -543,11 +557,7 @@ fn update_state(book_dir: &Path, job: &str, f: impl FnOnce(&mut BookState)) -> R
         .map_err(|e| format!("cannot open {}: {e}", lock_path.display()))?;
     lock.lock()
         .map_err(|e| format!("cannot lock {}: {e}", lock_path.display()))?;
-    let mut state = BookState::read(book_dir, job);
-    f(&mut state);
-    let written = state.write(book_dir).map_err(|e| e.to_string());
-    let _ = lock.unlock();
-    written
+    Ok(lock)
 }
 
 /// Records the book-level files just written in the job's state, as
