@@ -253,6 +253,16 @@ pub struct EnqueueArgs {
     /// Per-book pronunciation lexicon (TOML): "毛仲" = "mao2 zhong4".
     #[arg(long, env = "TINGSHU_LEXICON")]
     pub lexicon: Option<PathBuf>,
+    /// Output formats, comma-separated, as with build: wav, mp3, opus, m4b.
+    /// Workers run ffmpeg (TINGSHU_FFMPEG) for mp3/opus/m4b.
+    #[arg(
+        long,
+        visible_alias = "formats",
+        value_delimiter = ',',
+        default_value = "wav",
+        env = "TINGSHU_FORMAT"
+    )]
+    pub format: Vec<crate::audio::encode::Format>,
 }
 
 #[derive(Debug, Args)]

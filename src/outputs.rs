@@ -49,7 +49,7 @@ pub enum OutputsError {
 }
 
 /// The book's own description, written at the top of `manifest.json`.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct BookInfo {
     pub title: Option<String>,
     pub author: Option<String>,
@@ -90,6 +90,21 @@ pub enum BookFile {
     Playlist,
     /// `<book>.m4b`: AAC with one chapter mark per chapter.
     M4b,
+}
+
+/// The ffmpeg encoder of this process: the program named by
+/// `TINGSHU_FFMPEG`, else `ffmpeg`, checked (`ffmpeg -version`) once. The
+/// error is one line saying how to install it.
+pub fn system_encoder() -> Result<Encoder, String> {
+    static ENCODER: std::sync::OnceLock<Result<Encoder, String>> = std::sync::OnceLock::new();
+    ENCODER
+        .get_or_init(|| {
+            let program = std::env::var_os("TINGSHU_FFMPEG")
+                .filter(|p| !p.is_empty())
+                .map_or_else(|| PathBuf::from("ffmpeg"), PathBuf::from);
+            Encoder::new(program).map_err(|e| e.to_string())
+        })
+        .clone()
 }
 
 /// `NNNN-<title>`: the name every file of a chapter shares.

@@ -1235,6 +1235,265 @@ fn redis_batch_jobs_with_a_cast_render_the_same_voices_on_workers() {
     assert!(manifest.contains("\"speaker\": \"林姐\""), "{manifest}");
 }
 
+/// Whether ffmpeg and ffprobe run; prints why a test is skipped otherwise.
+fn ffmpeg_tools() -> bool {
+    let have = |program: &str| {
+        Command::new(program)
+            .arg("-version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    let ok = have("ffmpeg") && have("ffprobe");
+    if !ok {
+        eprintln!("skipping: ffmpeg/ffprobe not installed (Debian package `ffmpeg`)");
+    }
+    ok
+}
+
+/// `ffprobe -of json WHAT FILE`.
+fn ffprobe(path: &Path, what: &str) -> serde_json::Value {
+    let out = Command::new("ffprobe")
+        .args(["-v", "error", "-of", "json", what])
+        .arg(path)
+        .output()
+        .expect("run ffprobe");
+    assert!(
+        out.status.success(),
+        "ffprobe {}: {}",
+        path.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("ffprobe JSON")
+}
+
+fn probed_duration(path: &Path) -> f64 {
+    ffprobe(path, "-show_format")["format"]["duration"]
+        .as_str()
+        .and_then(|d| d.parse().ok())
+        .unwrap_or_else(|| panic!("{}: no duration", path.display()))
+}
+
+/// Names of the files (not folders) directly in `dir`, hidden ones left out.
+fn visible_names(dir: &Path) -> BTreeSet<String> {
+    std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| !n.starts_with('.'))
+        .collect()
+}
+
+fn mtime(path: &Path) -> std::time::SystemTime {
+    std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+#[test]
+fn postgres_batch_formats_on_workers_match_batch_run() {
+    batch_formats_on_workers_match_batch_run(Engine::Postgres);
+}
+
+#[test]
+fn redis_batch_formats_on_workers_match_batch_run() {
+    batch_formats_on_workers_match_batch_run(Engine::Redis);
+}
+
+/// A batch job with formats ["wav", "mp3", "m4b"] through `batch enqueue`
+/// and two workers gives the files of `batch run` of the same job: MP3s as
+/// long as their WAVs, an M4B with the manifest's chapters, written once;
+/// a later `batch run` of the queued job finds nothing to do.
+fn batch_formats_on_workers_match_batch_run(engine: Engine) {
+    if !ffmpeg_tools() {
+        return;
+    }
+    let Some(service) = Service::start(engine) else {
+        return;
+    };
+    let url = service.url.as_str();
+    let render = Render::served(5, Duration::ZERO, 0);
+    let jobs_file = |name: &str, out: &str| {
+        let path = render.root.join(format!("{name}.toml"));
+        std::fs::write(
+            &path,
+            format!(
+                "[[job]]\nname = \"{name}\"\nsource = '{}'\nvoices = '{}'\nout = '{}'\n\
+                 formats = [\"wav\", \"mp3\", \"m4b\"]\n",
+                render.book.display(),
+                render.voices.display(),
+                render.root.join(out).display(),
+            ),
+        )
+        .unwrap();
+        path.to_string_lossy().into_owned()
+    };
+    let queued = jobs_file("queued", "multi");
+    let local = jobs_file("local", "local");
+    let out = render.tingshu(&["batch", "enqueue", &queued, "--queue", url]);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "batch enqueue: {stderr}");
+    line_with(&stderr, "job \"queued\": 5 of 5 chapters pending");
+    let mut workers: Vec<(usize, Child)> =
+        (0..2).map(|n| (n, render.worker(url, n, &[]))).collect();
+    let codes = wait_all(&render, &mut workers, Duration::from_secs(300));
+    assert_eq!(codes, [0, 0], "{}\n---\n{}", render.log(0), render.log(1));
+    let out = render.tingshu(&["batch", "run", &local]);
+    assert!(
+        out.status.success(),
+        "batch run: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let (multi, single) = (
+        render.root.join("multi/守灯"),
+        render.root.join("local/守灯"),
+    );
+    let names = visible_names(&multi);
+    assert_eq!(names, visible_names(&single), "file lists differ");
+    let count = |ext: &str| names.iter().filter(|n| n.ends_with(ext)).count();
+    assert_eq!(
+        [".wav", ".srt", ".lrc", ".mp3", ".m4b", ".m3u"].map(count),
+        [5, 5, 5, 5, 1, 1],
+        "{names:?}"
+    );
+    // Every file (audio, subtitles, MP3s, M4B, manifest, playlist) is the
+    // bytes of `batch run`.
+    for name in &names {
+        assert!(
+            std::fs::read(multi.join(name)).unwrap() == std::fs::read(single.join(name)).unwrap(),
+            "{name} differs between workers and batch run"
+        );
+    }
+    for mp3 in names.iter().filter(|n| n.ends_with(".mp3")) {
+        let wav = multi.join(mp3.replace(".mp3", ".wav"));
+        let (a, b) = (probed_duration(&multi.join(mp3)), probed_duration(&wav));
+        assert!((a - b).abs() <= 0.1, "{mp3}: {a} s, its WAV {b} s");
+    }
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(multi.join("manifest.json")).unwrap()).unwrap();
+    let titles: Vec<&str> = manifest["chapters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["title"].as_str().unwrap())
+        .collect();
+    assert_eq!(titles.len(), 5);
+    let m4b = multi.join("守灯.m4b");
+    let marks: Vec<String> = ffprobe(&m4b, "-show_chapters")["chapters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["tags"]["title"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(marks, titles, "M4B chapter marks");
+
+    // The book task ran once: another worker finds nothing to do and the
+    // M4B keeps its time; so does `batch run` of the queued job, since the
+    // workers recorded what they wrote in its state.
+    let books = (0..2)
+        .map(|n| render.log(n).matches("wrote book files").count())
+        .sum::<usize>();
+    assert_eq!(books, 1, "book task runs");
+    let written = mtime(&m4b);
+    let mut again = vec![(2, render.worker(url, 2, &[]))];
+    assert_eq!(wait_all(&render, &mut again, Duration::from_secs(60)), [0]);
+    let out = render.tingshu(&["batch", "run", &queued]);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "batch run: {stderr}");
+    let line = line_with(&stderr, "job \"queued\"");
+    assert!(
+        line.contains("0 of 5 chapters rendered") && !line.contains("other files written"),
+        "{line}"
+    );
+    assert_eq!(mtime(&m4b), written, "the M4B was written again");
+}
+
+/// `enqueue --format wav,m4b` on a worker without ffmpeg: the chapters are
+/// mixed (they need no ffmpeg), the book task fails with a one-line error
+/// and is parked after its tries (nothing panics); enqueued again, a worker
+/// with ffmpeg writes `build`'s files, byte for byte.
+#[test]
+fn redis_enqueued_formats_need_ffmpeg_only_for_encoded_files() {
+    if !ffmpeg_tools() {
+        return;
+    }
+    let Some(service) = Service::start(Engine::Redis) else {
+        return;
+    };
+    let url = service.url.as_str();
+    let render = Render::served(2, Duration::ZERO, 0);
+    render.enqueue_with(url, &["--format", "wav,m4b"]);
+    let missing = render.root.join("no-ffmpeg");
+    let cache = render.cache().to_string_lossy().into_owned();
+    let env = [("TINGSHU_FFMPEG", missing.to_string_lossy().into_owned())];
+    let mut workers = vec![(0, render.worker_with_cache(url, 0, &[], &cache, &env))];
+    let codes = wait_all(&render, &mut workers, Duration::from_secs(300));
+    let log = render.log(0);
+    assert_eq!(codes, [1], "parked work is a partial failure: {log}");
+    assert!(!log.contains("panicked"), "{log}");
+    let status = render.tingshu(&["queue-status", "--queue", url]);
+    assert_eq!(status.status.code(), Some(1));
+    let table = String::from_utf8_lossy(&status.stdout).into_owned();
+    let parked: Vec<&str> = table
+        .lines()
+        .filter(|l| l.starts_with("parked: "))
+        .collect();
+    assert_eq!(parked.len(), 1, "{table}");
+    let needle = format!("cannot run `{}`", missing.display());
+    assert!(
+        parked[0].starts_with("parked: 守灯: book:")
+            && parked[0].contains(&needle)
+            && parked[0].contains("need ffmpeg"),
+        "{table}"
+    );
+    let multi = render.root.join("multi/守灯");
+    let names = visible_names(&multi);
+    assert_eq!(
+        names.iter().filter(|n| n.ends_with(".wav")).count(),
+        2,
+        "{names:?}"
+    );
+    assert!(!names.contains("守灯.m4b"), "{names:?}");
+
+    render.enqueue_with(url, &["--format", "wav,m4b"]);
+    let mut workers = vec![(1, render.worker(url, 1, &[]))];
+    let codes = wait_all(&render, &mut workers, Duration::from_secs(300));
+    assert_eq!(codes, [0], "{}", render.log(1));
+    let out = render.root.join("single");
+    let built = render.tingshu(&[
+        "build",
+        &render.book.to_string_lossy(),
+        "--voices",
+        &render.voices.to_string_lossy(),
+        "--out",
+        &out.to_string_lossy(),
+        "--format",
+        "wav,m4b",
+    ]);
+    assert!(
+        built.status.success(),
+        "build: {}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let single = out.join("守灯");
+    let mut names = visible_names(&single);
+    names.remove("report.txt");
+    assert_eq!(visible_names(&multi), names);
+    let count = |ext: &str| names.iter().filter(|n| n.ends_with(ext)).count();
+    assert_eq!(
+        [".wav", ".srt", ".lrc", ".m4b", ".m3u"].map(count),
+        [2, 2, 2, 1, 1],
+        "{names:?}"
+    );
+    for name in &names {
+        assert!(
+            std::fs::read(multi.join(name)).unwrap() == std::fs::read(single.join(name)).unwrap(),
+            "{name} differs between build and workers"
+        );
+    }
+}
+
 // ---------------------------------------------------------------------------
 // Queue semantics through the library
 

@@ -14,6 +14,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::outputs::ChapterFile;
 use crate::text::ScriptChapter;
 
 /// Name of the state directory inside a book's output directory.
@@ -100,6 +101,18 @@ pub fn output_is_current(records: &[OutputFile], book_dir: &Path, file: &str, ha
     records
         .iter()
         .any(|r| r.file == file && r.is_current(book_dir, hash))
+}
+
+/// Hash of what a chapter's file is made from: the chapter (its
+/// [`chapter_hash`]), the tags (`BookOutputs::tags_digest`) and the kind of
+/// file.
+pub fn chapter_file_hash(chapter_hash: &str, tags: &str, file: ChapterFile) -> String {
+    let mut h = Sha256::new();
+    for part in [chapter_hash, tags, file.extension()] {
+        h.update(part.as_bytes());
+        h.update([0]);
+    }
+    hex::encode(h.finalize())
 }
 
 /// Replaces the record of the same file in `records`, keeping name order.

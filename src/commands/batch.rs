@@ -4,7 +4,6 @@
 //! on a shared queue for `tingshu worker`s.
 
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -20,14 +19,14 @@ use crate::batch::lock::{JobLock, LockError};
 use crate::batch::schedule::{Clock, SystemClock, Timetable};
 use crate::batch::source::read_source;
 use crate::batch::state::{
-    BookState, ChapterState, LastRun, OutputFile, RunOutcome, STATE_DIR, file_stamp,
-    output_is_current, record_output,
+    BookState, ChapterState, LastRun, OutputFile, RunOutcome, STATE_DIR, chapter_file_hash,
+    file_stamp, output_is_current, record_output,
 };
 use crate::batch::{Job, JobsFile, Plan, format_indices, lock_path, render_fingerprint};
 use crate::cli::{BatchArgs, BatchCommand, BatchEnqueueArgs, BatchJobsArgs};
 use crate::config::{DEFAULT_VOICES, VoicesConfig};
 use crate::manifest::Manifest;
-use crate::outputs::{BookFile, BookInfo, BookOutputs, ChapterFile, MANIFEST};
+use crate::outputs::{BookFile, BookInfo, BookOutputs, MANIFEST};
 use crate::pipeline::{ChapterJob, Renderer};
 use crate::progress::{Progress, format_duration};
 use crate::queue::plan::VoicesSource;
@@ -49,19 +48,9 @@ pub async fn run(args: &BatchArgs, worker_program: Option<PathBuf>) -> anyhow::R
     }
 }
 
-/// The ffmpeg program for MP3/Opus/M4B: `TINGSHU_FFMPEG`, else `ffmpeg`.
-fn ffmpeg_program() -> PathBuf {
-    std::env::var_os("TINGSHU_FFMPEG")
-        .filter(|p| !p.is_empty())
-        .map_or_else(|| PathBuf::from("ffmpeg"), PathBuf::from)
-}
-
-/// The ffmpeg encoder, checked (`ffmpeg -version`) once per process.
+/// The ffmpeg encoder, checked once per process.
 fn encoder() -> Result<Encoder, String> {
-    static ENCODER: OnceLock<Result<Encoder, String>> = OnceLock::new();
-    ENCODER
-        .get_or_init(|| Encoder::new(ffmpeg_program()).map_err(|e| e.to_string()))
-        .clone()
+    crate::outputs::system_encoder()
 }
 
 /// Checks, before anything is rendered, that ffmpeg runs when a job asks
@@ -270,12 +259,6 @@ struct QueuePlan {
 /// Plans the chapters `batch run` would render now (new or changed ones) as
 /// tasks named after the job.
 fn plan_for_queue(job: &Job) -> anyhow::Result<QueuePlan> {
-    if job.formats != [Format::Wav] {
-        anyhow::bail!(
-            "job \"{}\": key \"formats\": only [\"wav\"] with a queue yet (workers write WAVs and the manifest); use batch run",
-            job.name
-        );
-    }
     let inputs = Inputs::read(job, None)?;
     let dir = std::path::absolute(job.book_dir())
         .with_context(|| format!("cannot resolve output directory {}", job.out.display()))?;
@@ -289,12 +272,18 @@ fn plan_for_queue(job: &Job) -> anyhow::Result<QueuePlan> {
         let hashed: Vec<(usize, String)> =
             plan.pending().map(|c| (c.index, c.hash.clone())).collect();
         let voices = VoicesSource::load(job.voices.as_deref())?.with_cast(job.cast.as_deref())?;
+        // Workers write the same files as `batch run` and record them under
+        // the same hashes, so its next run leaves them alone.
+        let outputs = job_outputs(job, &inputs, &dir)?;
+        let book_hash = book_files_hash(&plan, &outputs);
         Some(super::enqueue::plan_batch_chapters(
             &job.name,
             &inputs.book,
             voices,
             &dir,
             &hashed,
+            &outputs,
+            book_hash,
         )?)
     };
     Ok(QueuePlan {
@@ -603,7 +592,10 @@ async fn render_job(
 ) -> anyhow::Result<()> {
     let inputs = Inputs::read(job, worker_program)?;
     remove_partial_files(dir);
-    let outputs = job_outputs(job, &inputs, dir)?;
+    let mut outputs = job_outputs(job, &inputs, dir)?;
+    if outputs.needs_encoder() {
+        outputs.encoder = Some(encoder().map_err(|e| anyhow::anyhow!("key \"formats\": {e}"))?);
+    }
     let mut state = BookState::read(dir, &job.name);
     let plan = plan_job(job, &inputs, dir, &state);
     report.chapters = plan.chapters.len();
@@ -744,17 +736,29 @@ async fn render_job(
 }
 
 /// What a job's files besides the WAVs are made with: its formats, the
-/// book's own title, author, language and cover (EPUB), and ffmpeg.
+/// book's own title, author, language and cover (EPUB); the caller adds the
+/// encoder where it encodes (here, or on a queue's workers).
 fn job_outputs(job: &Job, inputs: &Inputs, dir: &Path) -> anyhow::Result<BookOutputs> {
-    let book = &inputs.book;
-    let mut outputs = BookOutputs::new(
-        &book.script.book,
+    book_outputs(
+        &inputs.book,
         inputs.renderer.config.mix.sample_rate,
         &job.formats,
-    );
-    if outputs.needs_encoder() {
-        outputs.encoder = Some(encoder().map_err(|e| anyhow::anyhow!("key \"formats\": {e}"))?);
-    }
+        dir,
+    )
+}
+
+/// The outputs of `book` in `formats` into the book directory `dir`, tagged
+/// from the book's metadata (as `build` without `--author` and `--cover`);
+/// no encoder. The book's cover (EPUB) is kept in `dir`'s state folder
+/// (rewritten only when it changes) when an encoded format embeds it: a
+/// path queue workers on other machines can read as well.
+pub(crate) fn book_outputs(
+    book: &crate::book::Book,
+    sample_rate: u32,
+    formats: &[Format],
+    dir: &Path,
+) -> anyhow::Result<BookOutputs> {
+    let mut outputs = BookOutputs::new(&book.script.book, sample_rate, formats);
     outputs.author = non_blank(book.metadata.author.as_deref());
     if let Some(title) = non_blank(book.metadata.title.as_deref()) {
         outputs.title = title;
@@ -764,8 +768,6 @@ fn job_outputs(job: &Job, inputs: &Inputs, dir: &Path) -> anyhow::Result<BookOut
         author: outputs.author.clone(),
         language: non_blank(book.metadata.language.as_deref()),
     });
-    // The book's cover, kept in the state folder (rewritten only when it
-    // changes) for the encoded files; only needed when there are some.
     if let Some(cover) = book.metadata.cover.as_ref().filter(|c| !c.bytes.is_empty())
         && outputs.needs_encoder()
     {
@@ -782,17 +784,6 @@ fn job_outputs(job: &Job, inputs: &Inputs, dir: &Path) -> anyhow::Result<BookOut
         outputs.cover = Some(path);
     }
     Ok(outputs)
-}
-
-/// Hash of what a chapter's file is made from: the chapter (text, voices),
-/// the tags and the kind of file.
-fn chapter_file_hash(chapter_hash: &str, tags: &str, file: ChapterFile) -> String {
-    let mut h = Sha256::new();
-    for part in [chapter_hash, tags, file.extension()] {
-        h.update(part.as_bytes());
-        h.update([0]);
-    }
-    hex::encode(h.finalize())
 }
 
 /// Hash of what the book-level files are made from: every chapter (index,

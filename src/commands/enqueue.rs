@@ -11,11 +11,13 @@ use anyhow::Context;
 use super::build::{book_dir, chapter_job};
 use super::select::ChapterSelection;
 use super::{EXIT_OK, sanitize_file_name};
+use crate::audio::encode::Format;
 use crate::book::{Book, read_book, read_book_with_cast};
 use crate::cli::EnqueueArgs;
 use crate::frontend::Lexicon;
+use crate::outputs::BookOutputs;
 use crate::pipeline::Renderer;
-use crate::queue::plan::{BookPlanInput, SubtitleTags, VoicesSource, plan_book};
+use crate::queue::plan::{BookPlanInput, OutputsSpec, VoicesSource, plan_book};
 use crate::queue::{self, EnqueueReport, JobPlan, TaskQueue};
 
 /// One book to render on the queue.
@@ -35,6 +37,9 @@ pub struct EnqueueJob {
     pub cast: Option<PathBuf>,
     /// Pronunciation lexicon (EPUB ruby readings are added as `build` does).
     pub lexicon: Option<PathBuf>,
+    /// Output formats, as `build --format` (workers run ffmpeg for MP3,
+    /// Opus and M4B).
+    pub formats: Vec<Format>,
 }
 
 /// Runs `enqueue`.
@@ -60,6 +65,7 @@ pub async fn run(args: &EnqueueArgs) -> anyhow::Result<u8> {
             chapters,
             cast: args.cast.clone(),
             lexicon: args.lexicon.clone(),
+            formats: args.format.clone(),
         });
     }
     let plans = plan_jobs(&jobs)?;
@@ -123,6 +129,8 @@ fn plan_job(job: &EnqueueJob) -> anyhow::Result<JobPlan> {
     voices.lexicon = lexicon.entries().to_vec();
     let out = absolute(&job.out)?;
     let dir = book_dir(&out, &book.stem);
+    let sample_rate = voices.parse()?.mix.sample_rate;
+    let outputs = super::batch::book_outputs(&book, sample_rate, &job.formats, &dir)?;
     let count = book.script.chapters.len();
     let selected: Vec<usize> = match &job.chapters {
         Some(list) => list
@@ -132,80 +140,94 @@ fn plan_job(job: &EnqueueJob) -> anyhow::Result<JobPlan> {
             .collect(),
         None => (1..=count).collect(),
     };
-    plan_chapters(&job.name, &book, voices, &dir, &selected)
+    plan_chapters(&job.name, &book, voices, &dir, &selected, &outputs)
 }
 
 /// Plans chapters `chapters` (1-based, in range) of `book` as job `name`,
 /// written to `dir` (made absolute for workers elsewhere) under the same
-/// file names, with the same subtitles, as `tingshu build`.
+/// file names, with the same subtitles, encoded files, playlist and M4B
+/// (`outputs`), as `tingshu build`.
 pub fn plan_chapters(
     name: &str,
     book: &Book,
     voices: VoicesSource,
     dir: &Path,
     chapters: &[usize],
+    outputs: &BookOutputs,
 ) -> anyhow::Result<JobPlan> {
-    plan_with_hashes(name, book, voices, dir, chapters, BTreeMap::new())
+    let total = Some(book.script.chapters.len());
+    plan_with_hashes(
+        name,
+        book,
+        voices,
+        dir,
+        chapters,
+        (outputs, total),
+        BTreeMap::new(),
+        None,
+    )
 }
 
-/// [`plan_chapters`] for a batch job: each chapter `(index, hash)` is
-/// recorded in the job's state file when its mix is done, so `batch status`
-/// and the next `batch enqueue` see it rendered.
+/// [`plan_chapters`] for a batch job, with the files of `batch run`: each
+/// chapter `(index, hash)` is recorded in the job's state file when its mix
+/// is done, so `batch status` and the next `batch enqueue` see it rendered,
+/// and the book-level files under `book_hash` when the book task is done.
 pub fn plan_batch_chapters(
     name: &str,
     book: &Book,
     voices: VoicesSource,
     dir: &Path,
     chapters: &[(usize, String)],
+    outputs: &BookOutputs,
+    book_hash: String,
 ) -> anyhow::Result<JobPlan> {
     let indices: Vec<usize> = chapters.iter().map(|(i, _)| *i).collect();
     let hashes = chapters.iter().cloned().collect();
-    plan_with_hashes(name, book, voices, dir, &indices, hashes)
+    plan_with_hashes(
+        name,
+        book,
+        voices,
+        dir,
+        &indices,
+        (outputs, None),
+        hashes,
+        Some(book_hash),
+    )
 }
 
+#[allow(clippy::too_many_arguments)]
 fn plan_with_hashes(
     name: &str,
     book: &Book,
     voices: VoicesSource,
     dir: &Path,
     chapters: &[usize],
+    (outputs, total): (&BookOutputs, Option<usize>),
     batch_hashes: BTreeMap<usize, String>,
+    book_hash: Option<String>,
 ) -> anyhow::Result<JobPlan> {
     let renderer = Renderer::new(voices.parse()?, None).with_lexicon(voices.lexicon());
     let dir = absolute(dir)?;
+    let wav_dir = dir.join(outputs.wav_dir());
     let chapters = chapters
         .iter()
         .filter_map(|&index| {
             let chapter = book.script.chapters.get(index.checked_sub(1)?)?;
-            Some(chapter_job(&dir, index, chapter))
+            Some(chapter_job(&wav_dir, index, chapter))
         })
         .collect();
     let input = BookPlanInput {
         job: name.to_owned(),
         book: book.script.book.clone(),
+        outputs: Some(OutputsSpec::new(&dir, outputs, total)),
         dir,
         chapters,
         voices,
         max_attempts: MAX_ATTEMPTS,
-        subtitles: Some(subtitle_tags(book)),
         batch_hashes,
+        book_hash,
     };
     Ok(plan_book(&input, &renderer))
-}
-
-/// The tags `tingshu build` puts in subtitles (without `--author`): the
-/// book's own title and author, else its file's title.
-fn subtitle_tags(book: &Book) -> SubtitleTags {
-    let non_blank = |s: Option<&str>| {
-        s.map(str::trim)
-            .filter(|s| !s.is_empty())
-            .map(str::to_owned)
-    };
-    SubtitleTags {
-        album: non_blank(book.metadata.title.as_deref())
-            .unwrap_or_else(|| book.script.book.clone()),
-        artist: non_blank(book.metadata.author.as_deref()),
-    }
 }
 
 /// Tries of one task before it is parked.

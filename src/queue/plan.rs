@@ -6,14 +6,16 @@
 //! cache and the output directory — not the book files.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::{JobPlan, NewTask, TaskKind};
+use crate::audio::encode::Format;
 use crate::config::{ConfigError, VoicesConfig};
 use crate::frontend::lexicon::{Entry, Lexicon};
+use crate::outputs::{BookInfo, BookOutputs};
 use crate::pipeline::{self, ChapterJob, Renderer};
 use crate::synth::cache::CacheKey;
 use crate::text::{Cast, CastError, ScriptChapter};
@@ -130,6 +132,85 @@ pub struct SubtitleTags {
     pub artist: Option<String>,
 }
 
+impl SubtitleTags {
+    /// What a task of an earlier version with these tags wrote beside the
+    /// chapter WAV at `wav`: its subtitles.
+    pub fn outputs(self, wav: &Path) -> OutputsSpec {
+        OutputsSpec {
+            dir: wav.parent().unwrap_or(Path::new(".")).to_owned(),
+            formats: vec![Format::Wav.extension().to_owned()],
+            title: self.album,
+            author: self.artist,
+            cover: None,
+            info: None,
+            total: None,
+        }
+    }
+}
+
+/// What a book's files besides the chapter WAVs are made with (as `build`
+/// and `batch run` make them): formats, tags, cover. Carried by `mix` tasks
+/// (subtitles, MP3/Opus) and the `book` task (manifest, playlist, M4B).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutputsSpec {
+    /// The book directory (chapter WAVs are in a hidden folder of it when
+    /// `wav` is not one of the formats).
+    pub dir: PathBuf,
+    /// Formats by name: `wav`, `mp3`, `opus`, `m4b`.
+    pub formats: Vec<String>,
+    /// Album and M4B title.
+    pub title: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub author: Option<String>,
+    /// Cover image embedded in encoded files, at a path inside the shared
+    /// output directory (workers read it there).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cover: Option<PathBuf>,
+    /// The book's title, author and language written into the manifest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub info: Option<BookInfo>,
+    /// Chapter count in the track tag of encoded chapters (`None` for a
+    /// serial that still grows, as `batch run` writes them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total: Option<usize>,
+}
+
+impl OutputsSpec {
+    /// The spec of `outputs` (its encoder is not carried: workers use
+    /// their own ffmpeg), for the book directory `dir`.
+    pub fn new(dir: &Path, outputs: &BookOutputs, total: Option<usize>) -> OutputsSpec {
+        OutputsSpec {
+            dir: dir.to_owned(),
+            formats: outputs
+                .formats
+                .iter()
+                .map(|f| f.extension().to_owned())
+                .collect(),
+            title: outputs.title.clone(),
+            author: outputs.author.clone(),
+            cover: outputs.cover.clone(),
+            info: outputs.info.clone(),
+            total,
+        }
+    }
+
+    /// The outputs of book `book` (no encoder: the caller adds its own).
+    pub fn outputs(&self, book: &str, sample_rate: u32) -> Result<BookOutputs, String> {
+        let formats = self
+            .formats
+            .iter()
+            .map(|f| f.parse::<Format>())
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut outputs = BookOutputs::new(book, sample_rate, &formats);
+        outputs.title.clone_from(&self.title);
+        outputs.author.clone_from(&self.author);
+        outputs.cover.clone_from(&self.cover);
+        outputs.info.clone_from(&self.info);
+        Ok(outputs)
+    }
+}
+
 /// A chapter of a `batch` job: the mix records it in the job's state file,
 /// so `batch status` and the next `batch enqueue` know it is done.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -137,6 +218,16 @@ pub struct SubtitleTags {
 pub struct BatchRecord {
     pub job: String,
     /// What the chapter was rendered from (`batch::state::chapter_hash`).
+    pub hash: String,
+}
+
+/// The book-level files of a `batch` job: the `book` task records them in
+/// the job's state file, so the next `batch run` leaves them alone.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BookRecord {
+    pub job: String,
+    /// What the files are made from (the hash `batch run` records).
     pub hash: String,
 }
 
@@ -159,19 +250,30 @@ pub enum TaskSpec {
         index: usize,
         chapter: ScriptChapter,
         path: PathBuf,
-        /// Write SRT and LRC subtitles beside the chapter.
+        /// Write SRT and LRC subtitles beside the chapter (payloads of
+        /// earlier versions; plans now carry `outputs`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         subtitles: Option<SubtitleTags>,
+        /// Write the chapter's subtitles and encoded files.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        outputs: Option<Box<OutputsSpec>>,
         /// Record the chapter in its batch job's state.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         record: Option<BatchRecord>,
     },
     /// Merge the chapters mixed by this task's dependencies into the
-    /// manifest in `dir`.
+    /// manifest in `dir`, and write the other book-level files `outputs`
+    /// calls for (playlist, M4B).
     Book {
         book: String,
         dir: PathBuf,
         sample_rate: u32,
+        /// Absent in payloads of earlier versions: the manifest only.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        outputs: Option<Box<OutputsSpec>>,
+        /// Record the book-level files in the batch job's state.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        record: Option<BookRecord>,
     },
 }
 
@@ -187,10 +289,13 @@ pub struct BookPlanInput {
     pub chapters: Vec<ChapterJob>,
     pub voices: VoicesSource,
     pub max_attempts: u32,
-    /// Subtitle tags; no subtitles when `None`.
-    pub subtitles: Option<SubtitleTags>,
+    /// The files besides the WAVs (subtitles, encoded chapters, playlist,
+    /// M4B); the WAVs and the manifest only when `None`.
+    pub outputs: Option<OutputsSpec>,
     /// For a batch job: chapter index → chapter hash to record when mixed.
     pub batch_hashes: BTreeMap<usize, String>,
+    /// For a batch job: the hash recorded with the book-level files.
+    pub book_hash: Option<String>,
 }
 
 fn content_id(kind: TaskKind, parts: &[&str]) -> String {
@@ -253,7 +358,8 @@ pub fn plan_book(input: &BookPlanInput, renderer: &Renderer) -> JobPlan {
             index: job.index,
             chapter: spoken.chapter.clone(),
             path: job.path.clone(),
-            subtitles: input.subtitles.clone(),
+            subtitles: None,
+            outputs: input.outputs.clone().map(Box::new),
             record: input.batch_hashes.get(&job.index).map(|hash| BatchRecord {
                 job: input.job.clone(),
                 hash: hash.clone(),
@@ -272,6 +378,11 @@ pub fn plan_book(input: &BookPlanInput, renderer: &Renderer) -> JobPlan {
         book: input.book.clone(),
         dir: input.dir.clone(),
         sample_rate,
+        outputs: input.outputs.clone().map(Box::new),
+        record: input.book_hash.as_ref().map(|hash| BookRecord {
+            job: input.job.clone(),
+            hash: hash.clone(),
+        }),
     });
     let mix_ids: Vec<String> = mixes.iter().map(|m| m.id.clone()).collect();
     let mut parts = vec![payload.as_str()];
@@ -318,8 +429,9 @@ mod tests {
             chapters,
             voices,
             max_attempts: 3,
-            subtitles: None,
+            outputs: None,
             batch_hashes: BTreeMap::new(),
+            book_hash: None,
         };
         (input, renderer)
     }
@@ -389,5 +501,60 @@ mod tests {
             .filter(|id| !ids(&plan_a, TaskKind::Synth).contains(id))
             .count();
         assert_eq!(new_synth, 1);
+    }
+
+    #[test]
+    fn payloads_of_earlier_versions_still_read() {
+        let book: TaskSpec = serde_json::from_str(
+            r#"{"kind":"book","book":"书","dir":"/out/书","sample_rate":24000}"#,
+        )
+        .unwrap();
+        assert!(matches!(
+            book,
+            TaskSpec::Book {
+                outputs: None,
+                record: None,
+                ..
+            }
+        ));
+        let tags = SubtitleTags {
+            album: "雾港".into(),
+            artist: Some("林照".into()),
+        };
+        let spec = tags.outputs(Path::new("/out/书/0001-雾.wav"));
+        assert_eq!(spec.dir, Path::new("/out/书"));
+        let outputs = spec.outputs("书", 24000).unwrap();
+        assert_eq!(outputs.formats, [Format::Wav]);
+        assert_eq!(outputs.title, "雾港");
+        assert_eq!(outputs.author.as_deref(), Some("林照"));
+    }
+
+    #[test]
+    fn outputs_specs_round_trip_and_name_bad_formats() {
+        let mut outputs = BookOutputs::new("书", 24000, &[Format::M4b, Format::Mp3]);
+        outputs.title = "雾港".into();
+        outputs.cover = Some("/out/书/.tingshu-batch/cover.png".into());
+        outputs.info = Some(BookInfo {
+            title: Some("雾港".into()),
+            author: None,
+            language: Some("zh".into()),
+        });
+        let spec = OutputsSpec::new(Path::new("/out/书"), &outputs, Some(3));
+        let json = serde_json::to_string(&spec).unwrap();
+        let back: OutputsSpec = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, spec);
+        let again = back.outputs("书", 24000).unwrap();
+        assert_eq!(again.formats, outputs.formats);
+        assert_eq!(again.tags_digest(), outputs.tags_digest());
+        assert_eq!(again.info, outputs.info);
+        let bad = OutputsSpec {
+            formats: vec!["flac".into()],
+            ..spec
+        };
+        assert!(
+            bad.outputs("书", 24000)
+                .unwrap_err()
+                .contains("unknown format 'flac'")
+        );
     }
 }

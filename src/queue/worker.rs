@@ -2,7 +2,8 @@
 //! the [`SynthClient`](crate::synth::SynthClient) (rate limits, retries,
 //! fallbacks) into the shared synthesis cache, chapter mixing through
 //! [`Renderer::mix_clips`] (the code path of `tingshu build`, hence the same
-//! bytes) with `build`'s subtitles, and manifest refreshes.
+//! bytes) with `build`'s subtitles and encoded files, and the book-level
+//! files (manifest, playlist, M4B) once every chapter is mixed.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -11,11 +12,14 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use super::plan::{BatchRecord, SubtitleTags, TaskSpec, VoicesSource};
+use super::plan::{BatchRecord, BookRecord, OutputsSpec, TaskSpec, VoicesSource};
 use super::{Claimed, QueueError, TaskKind, TaskQueue, TaskState};
-use crate::batch::state::{BookState, ChapterState, STATE_DIR, file_stamp};
+use crate::audio::encode::Format;
+use crate::batch::state::{
+    BookState, ChapterState, OutputFile, STATE_DIR, chapter_file_hash, file_stamp, record_output,
+};
 use crate::manifest::ManifestChapter;
-use crate::outputs::ChapterFile;
+use crate::outputs::{BookFile, BookOutputs, ChapterFile};
 use crate::pipeline::{self, ChapterJob, Renderer};
 use crate::synth::cache::{Cache, CacheKey};
 
@@ -238,6 +242,7 @@ impl Worker {
                     chapter,
                     path,
                     subtitles,
+                    outputs,
                     record,
                 },
             ) => {
@@ -246,7 +251,10 @@ impl Worker {
                     chapter,
                     path,
                 };
-                self.mix(&voices, job, subtitles, record).await.map(Some)
+                let outputs = outputs
+                    .map(|o| *o)
+                    .or_else(|| subtitles.map(|tags| tags.outputs(&job.path)));
+                self.mix(&voices, job, outputs, record).await.map(Some)
             }
             (
                 TaskKind::Book,
@@ -254,11 +262,19 @@ impl Worker {
                     book,
                     dir,
                     sample_rate,
+                    outputs,
+                    record,
                 },
-            ) => self
-                .write_book(&task.id, &book, dir, sample_rate)
-                .await
-                .map(|()| None),
+            ) => {
+                let book = BookTask {
+                    book,
+                    dir,
+                    sample_rate,
+                    outputs: outputs.map(|o| *o),
+                    record,
+                };
+                self.write_book(&task.id, book).await.map(|()| None)
+            }
             (kind, _) => Err(TaskFailure::permanent(format!(
                 "task {}: payload does not match its kind '{}'",
                 task.id,
@@ -361,10 +377,29 @@ impl Worker {
         &self,
         voices: &VoicesSource,
         job: ChapterJob,
-        subtitles: Option<SubtitleTags>,
+        spec: Option<OutputsSpec>,
         record: Option<BatchRecord>,
     ) -> Result<String, TaskFailure> {
         let renderer = self.renderer(voices)?;
+        let sample_rate = renderer.config.mix.sample_rate;
+        let failure = |e: String| TaskFailure::retry(format!("chapter {}: {e}", job.index));
+        // The book directory and what is made there besides the WAV.
+        let (book_dir, outputs) = match &spec {
+            Some(spec) => {
+                let outputs = spec
+                    .outputs(&spec.title, sample_rate)
+                    .map_err(|e| TaskFailure::permanent(format!("chapter {}: {e}", job.index)))?;
+                // Only MP3/Opus are made here (the M4B by the book task).
+                let encodes = outputs
+                    .chapter_files()
+                    .iter()
+                    .any(|f| matches!(f, ChapterFile::Encoded(_)));
+                let outputs = with_encoder(outputs, encodes).map_err(failure)?;
+                (spec.dir.clone(), Some(outputs))
+            }
+            None => (job.path.parent().unwrap_or(Path::new(".")).to_owned(), None),
+        };
+        let total = spec.as_ref().and_then(|s| s.total);
         let cache = self.cache.clone();
         let chapter =
             tokio::task::spawn_blocking(move || -> Result<ManifestChapter, TaskFailure> {
@@ -391,32 +426,28 @@ impl Worker {
                     };
                     clips.push((planned.segment, planned.boundary, clip));
                 }
-                let dir = job.path.parent().unwrap_or(Path::new(".")).to_owned();
-                std::fs::create_dir_all(&dir).map_err(|e| {
-                    TaskFailure::retry(format!("cannot create {}: {e}", dir.display()))
-                })?;
+                let failure = |e: String| TaskFailure::retry(format!("chapter {}: {e}", job.index));
+                let wav_dir = job.path.parent().unwrap_or(Path::new(".")).to_owned();
+                std::fs::create_dir_all(&wav_dir)
+                    .map_err(|e| failure(format!("cannot create {}: {e}", wav_dir.display())))?;
                 let chapter = renderer
                     .mix_clips(&job, clips)
-                    .map_err(|e| TaskFailure::retry(format!("chapter {}: {e}", job.index)))?;
-                if let Some(tags) = &subtitles {
-                    // The same SRT and LRC as `build` writes.
-                    let mut outputs = crate::outputs::BookOutputs::new(
-                        &tags.album,
-                        renderer.config.mix.sample_rate,
-                        &[crate::audio::encode::Format::Wav],
-                    );
-                    outputs.author = tags.artist.clone();
-                    for file in [ChapterFile::Srt, ChapterFile::Lrc] {
+                    .map_err(|e| failure(e.to_string()))?;
+                // The same subtitles and encoded files as `build` and
+                // `batch run` write.
+                let mut made = Vec::new();
+                if let Some(outputs) = &outputs {
+                    for file in outputs.chapter_files() {
                         outputs
-                            .write_chapter_file(&dir, &chapter, file, None)
-                            .map_err(|e| {
-                                TaskFailure::retry(format!("chapter {}: {e}", job.index))
-                            })?;
+                            .write_chapter_file(&book_dir, &chapter, file, total)
+                            .map_err(|e| failure(crate::commands::error_chain(&e)))?;
+                        made.push(file);
                     }
                 }
                 if let Some(record) = &record {
-                    record_chapter(&dir, record, &job, &chapter)
-                        .map_err(|e| TaskFailure::retry(format!("chapter {}: {e}", job.index)))?;
+                    let tags = outputs.as_ref().map(BookOutputs::tags_digest);
+                    record_chapter(&book_dir, record, &job, &chapter, tags.as_deref(), &made)
+                        .map_err(failure)?;
                 }
                 Ok(chapter)
             })
@@ -427,18 +458,15 @@ impl Worker {
         serde_json::to_string(&chapter).map_err(|e| TaskFailure::permanent(e.to_string()))
     }
 
-    async fn write_book(
-        &self,
-        id: &str,
-        book: &str,
-        dir: PathBuf,
-        sample_rate: u32,
-    ) -> Result<(), TaskFailure> {
+    /// Refreshes the book-level files once every chapter is mixed: the
+    /// manifest, and the playlist and M4B the formats call for.
+    async fn write_book(&self, id: &str, task: BookTask) -> Result<(), TaskFailure> {
         let results = self
             .queue
             .dependency_results(id)
             .await
             .map_err(|e| TaskFailure::retry(e.to_string()))?;
+        let book = task.book.clone();
         let chapters = results
             .iter()
             .map(|r| serde_json::from_str::<ManifestChapter>(r))
@@ -446,29 +474,79 @@ impl Worker {
             .map_err(|e| {
                 TaskFailure::permanent(format!("book {book}: unreadable chapter result: {e}"))
             })?;
-        let book = book.to_owned();
-        tokio::task::spawn_blocking(move || {
-            crate::commands::build::write_manifest(&dir, "", &book, sample_rate, chapters)
+        let failure = |e: String| TaskFailure::retry(format!("book {book}: {e}"));
+        let (outputs, only) = match &task.outputs {
+            Some(spec) => {
+                let outputs = spec
+                    .outputs(&task.book, task.sample_rate)
+                    .map_err(|e| TaskFailure::permanent(format!("book {book}: {e}")))?;
+                let encodes = outputs.book_files().contains(&BookFile::M4b);
+                (with_encoder(outputs, encodes).map_err(failure)?, None)
+            }
+            // A task of an earlier version: the manifest only.
+            None => (
+                BookOutputs::new(&task.book, task.sample_rate, &[Format::Wav]),
+                Some([BookFile::Manifest]),
+            ),
+        };
+        let dir = task.dir.clone();
+        let record = task.record.clone();
+        tokio::task::spawn_blocking(move || -> Result<(), String> {
+            // Book tasks of two plans of one book (a chapter added while
+            // the first still ran) merge into the manifest one at a time.
+            let _lock = lock_file(&dir, "book.lock")?;
+            outputs
+                .refresh_book(&dir, chapters, only.as_ref().map(|o| &o[..]))
+                .map_err(|e| crate::commands::error_chain(&e))?;
+            if let Some(record) = &record {
+                record_book_files(&dir, record, &outputs)?;
+            }
+            Ok(())
         })
         .await
         .map_err(|e| TaskFailure::retry(e.to_string()))?
-        .map_err(|e| TaskFailure::retry(format!("{e:#}")))?;
+        .map_err(failure)?;
+        tracing::info!(book = %task.book, dir = %task.dir.display(), "wrote book files");
         self.report.lock().expect("report lock").books += 1;
         Ok(())
     }
 }
 
-/// Records a mixed chapter in its batch job's state file (as `batch run`
-/// does), under an exclusive lock on `.tingshu-batch/state.lock`, so workers
-/// mixing chapters of one book at once do not lose each other's entries.
-fn record_chapter(
-    book_dir: &Path,
-    record: &BatchRecord,
-    job: &ChapterJob,
-    chapter: &ManifestChapter,
-) -> Result<(), String> {
+/// A `book` task's payload.
+struct BookTask {
+    book: String,
+    dir: PathBuf,
+    sample_rate: u32,
+    outputs: Option<OutputsSpec>,
+    record: Option<BookRecord>,
+}
+
+/// `outputs` with this process's ffmpeg when `encodes` (the task makes a
+/// file ffmpeg writes); the error (ffmpeg missing) is one line.
+fn with_encoder(mut outputs: BookOutputs, encodes: bool) -> Result<BookOutputs, String> {
+    if encodes {
+        outputs.encoder = Some(crate::outputs::system_encoder()?);
+    }
+    Ok(outputs)
+}
+
+/// Runs `f` on the batch state of the job in `book_dir`, under an exclusive
+/// lock on `.tingshu-batch/state.lock` (workers of one book update it at
+/// once), and writes the state back.
+fn update_state(book_dir: &Path, job: &str, f: impl FnOnce(&mut BookState)) -> Result<(), String> {
+    let lock = lock_file(book_dir, "state.lock")?;
+    let mut state = BookState::read(book_dir, job);
+    f(&mut state);
+    let written = state.write(book_dir).map_err(|e| e.to_string());
+    let _ = lock.unlock();
+    written
+}
+
+/// Takes an exclusive lock on `name` in the state folder of `book_dir`
+/// (released when the file is dropped).
+fn lock_file(book_dir: &Path, name: &str) -> Result<std::fs::File, String> {
     let state_dir = book_dir.join(STATE_DIR);
-    let lock_path = state_dir.join("state.lock");
+    let lock_path = state_dir.join(name);
     std::fs::create_dir_all(&state_dir)
         .map_err(|e| format!("cannot create {}: {e}", state_dir.display()))?;
     let lock = std::fs::OpenOptions::new()
@@ -479,22 +557,65 @@ fn record_chapter(
         .map_err(|e| format!("cannot open {}: {e}", lock_path.display()))?;
     lock.lock()
         .map_err(|e| format!("cannot lock {}: {e}", lock_path.display()))?;
-    let mut state = BookState::read(book_dir, &record.job);
+    Ok(lock)
+}
+
+/// Records the book-level files just written in the job's state, as
+/// `batch run` does, so its next run leaves them alone.
+fn record_book_files(
+    book_dir: &Path,
+    record: &BookRecord,
+    outputs: &BookOutputs,
+) -> Result<(), String> {
+    update_state(book_dir, &record.job, |state| {
+        for file in outputs.book_files() {
+            let name = outputs.book_file_name(file);
+            if let Some(stamp) = OutputFile::stamp(book_dir, &name, &record.hash) {
+                record_output(&mut state.book_files, stamp);
+            }
+        }
+    })
+}
+
+/// Records a mixed chapter in its batch job's state file (as `batch run`
+/// does), with the chapter files `made` from tags of digest `tags`, so its
+/// next run neither renders nor encodes the chapter again.
+fn record_chapter(
+    book_dir: &Path,
+    record: &BatchRecord,
+    job: &ChapterJob,
+    chapter: &ManifestChapter,
+    tags: Option<&str>,
+    made: &[ChapterFile],
+) -> Result<(), String> {
     let (bytes, mtime_ns) = file_stamp(&job.path).unwrap_or_default();
-    state.set(ChapterState {
-        index: job.index,
-        title: chapter.title.clone(),
-        file: chapter.file.clone(),
-        hash: record.hash.clone(),
-        bytes,
-        mtime_ns,
-        // Not recorded: a later `batch run` writes the subtitles again
-        // (they are cheap; the audio is not rendered again).
-        outputs: Vec::new(),
-    });
-    let written = state.write(book_dir).map_err(|e| e.to_string());
-    let _ = lock.unlock();
-    written
+    // The WAV's path relative to the book directory (it may be in a hidden
+    // folder of it).
+    let file = job.path.strip_prefix(book_dir).map_or_else(
+        |_| chapter.file.clone(),
+        |p| p.to_string_lossy().into_owned(),
+    );
+    let mut outputs = Vec::new();
+    if let Some(tags) = tags {
+        for &kind in made {
+            let name = kind.name(chapter.index, &chapter.title);
+            let hash = chapter_file_hash(&record.hash, tags, kind);
+            if let Some(stamp) = OutputFile::stamp(book_dir, &name, &hash) {
+                record_output(&mut outputs, stamp);
+            }
+        }
+    }
+    update_state(book_dir, &record.job, |state| {
+        state.set(ChapterState {
+            index: job.index,
+            title: chapter.title.clone(),
+            file,
+            hash: record.hash.clone(),
+            bytes,
+            mtime_ns,
+            outputs,
+        });
+    })
 }
 
 fn excerpt(text: &str) -> String {
