@@ -822,3 +822,67 @@ fn epub_metadata_feeds_tags_cover_and_manifest() {
         ffprobe_json(&dir.join(format!("{first}.mp3")), "-show_format")["format"]["tags"].clone();
     assert_eq!(tags["artist"], "另一位", "{tags}");
 }
+
+#[test]
+fn a_cover_ffmpeg_cannot_read_is_left_out_not_fatal() {
+    if !ffmpeg_tools() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    // The fixture's stand-in cover is a PNG signature with no image in it.
+    let path = tmp.path().join("lighthouse-badcover.epub");
+    write_zip(&path, &lighthouse(3).files());
+    let out = tmp.path().join("out");
+    let o = Command::new(BIN)
+        .arg("build")
+        .arg(&path)
+        .arg("--out")
+        .arg(&out)
+        .args(["--format", "mp3"])
+        .output()
+        .expect("run tingshu");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    assert!(stderr.contains("cover cannot be used"), "{stderr}");
+    let dir = out.join("lighthouse-badcover");
+    let mp3s: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "mp3"))
+        .collect();
+    assert_eq!(mp3s.len(), 2, "{mp3s:?}");
+    for mp3 in &mp3s {
+        let streams = ffprobe_json(mp3, "-show_streams");
+        let streams = streams["streams"].as_array().unwrap();
+        assert!(
+            streams.iter().any(|s| s["codec_type"] == "audio"),
+            "{}",
+            mp3.display()
+        );
+        assert!(
+            streams
+                .iter()
+                .all(|s| s["disposition"]["attached_pic"] != 1),
+            "{}",
+            mp3.display()
+        );
+    }
+
+    // An unreadable --cover given by the user is bad input: exit 2, no output.
+    let bad = tmp.path().join("bad.png");
+    std::fs::write(&bad, b"\x89PNG\r\n\x1a\nnot really").unwrap();
+    let out2 = tmp.path().join("out2");
+    let o = Command::new(BIN)
+        .arg("build")
+        .arg(&path)
+        .arg("--out")
+        .arg(&out2)
+        .args(["--format", "mp3", "--cover"])
+        .arg(&bad)
+        .output()
+        .expect("run tingshu");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("bad.png"), "{stderr}");
+    assert!(!out2.exists());
+}

@@ -301,6 +301,34 @@ impl Encoder {
         result
     }
 
+    /// Whether ffmpeg can read `image` as a picture; the error says why not.
+    /// A cover it cannot read would make every encode that embeds it fail.
+    pub fn check_image(&self, image: &Path) -> Result<(), EncodeError> {
+        let output = Command::new(&self.program)
+            .args(["-hide_banner", "-nostdin", "-loglevel", "error", "-i"])
+            .arg(image)
+            .args(["-frames:v", "1", "-f", "null", "-"])
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|source| EncodeError::Missing {
+                program: self.program.clone(),
+                source,
+            })?;
+        if output.status.success() {
+            return Ok(());
+        }
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        Err(EncodeError::Input {
+            path: image.to_owned(),
+            message: stderr
+                .lines()
+                .rfind(|l| !l.trim().is_empty())
+                .unwrap_or("ffmpeg cannot read it")
+                .trim()
+                .to_owned(),
+        })
+    }
+
     /// Converts any image ffmpeg reads into a JPEG (for `cover.jpg`).
     pub fn convert_image(&self, input: &Path, out: &Path) -> Result<(), EncodeError> {
         let args = vec![

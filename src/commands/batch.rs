@@ -781,7 +781,15 @@ pub(crate) fn book_outputs(
                 .and_then(|()| std::fs::rename(&tmp, &path))
                 .with_context(|| format!("cannot write {}", path.display()))?;
         }
-        outputs.cover = Some(path);
+        // One ffmpeg cannot read is left out rather than failing every
+        // encode (checked where ffmpeg is; workers check again by failing).
+        match crate::outputs::system_encoder().map(|enc| enc.check_image(&path)) {
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, "the book's cover cannot be used; files are made without it");
+                let _ = std::fs::remove_file(&path);
+            }
+            _ => outputs.cover = Some(path),
+        }
     }
     Ok(outputs)
 }

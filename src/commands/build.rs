@@ -60,6 +60,11 @@ impl Outputs {
         if outputs.needs_encoder() || converts_cover {
             outputs.encoder = Some(Encoder::new(&args.ffmpeg)?);
         }
+        if let (Some(cover), Some(encoder)) = (&args.cover, &outputs.encoder) {
+            encoder.check_image(cover).map_err(|e| {
+                anyhow::anyhow!("--cover {}: not a usable image: {e}", cover.display())
+            })?;
+        }
         outputs.cover.clone_from(&args.cover);
         outputs.author = non_blank(args.author.as_deref())
             .or_else(|| non_blank(book.metadata.author.as_deref()));
@@ -87,6 +92,13 @@ impl Outputs {
         let path = book_dir.join(format!(".cover.{}", cover_extension(&cover)));
         std::fs::write(&path, &cover.bytes)
             .with_context(|| format!("cannot write {}", path.display()))?;
+        // The book's own cover is not the user's doing: one ffmpeg cannot
+        // read is left out (with a warning) rather than failing every encode.
+        if let Some(Err(e)) = self.book.encoder.as_ref().map(|enc| enc.check_image(&path)) {
+            tracing::warn!(error = %e, "the book's cover cannot be used; files are made without it");
+            let _ = std::fs::remove_file(&path);
+            return Ok(None);
+        }
         self.book.cover = Some(path.clone());
         Ok(Some(path))
     }
