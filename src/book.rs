@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::collections::HashMap;
 
 use crate::epub::{self, EpubBook, EpubError};
-use crate::frontend::lexicon::{Entry, Lexicon};
+use crate::frontend::lexicon::{Entry, Lexicon, LexiconError};
 use crate::text::{Cast, DecodeError, Decoded, Script, decode};
 
 /// Why a book file cannot be read.
@@ -96,6 +96,14 @@ impl Book {
             skipped: Vec::new(),
             ruby_words: Vec::new(),
         }
+    }
+
+    /// The lexicon to read this book with: the user's file (if any), with
+    /// the book's ruby words below its entries.
+    pub fn lexicon(&self, user: Option<&Path>) -> Result<Lexicon, LexiconError> {
+        let mut lexicon = user.map(Lexicon::load).transpose()?.unwrap_or_default();
+        self.add_ruby_words(&mut lexicon);
+        Ok(lexicon)
     }
 
     /// Adds the ruby words to `lexicon`, below the entries already there.

@@ -155,6 +155,20 @@ impl BookOutputs {
         }
     }
 
+    /// Album title, artist and the manifest's book information from the
+    /// book's own metadata (EPUB OPF); `author`, when given, wins over it.
+    pub fn set_metadata(&mut self, metadata: &crate::book::Metadata, author: Option<&str>) {
+        self.author = non_blank(author).or_else(|| non_blank(metadata.author.as_deref()));
+        if let Some(title) = non_blank(metadata.title.as_deref()) {
+            self.title = title;
+        }
+        self.info = Some(BookInfo {
+            title: non_blank(metadata.title.as_deref()),
+            author: self.author.clone(),
+            language: non_blank(metadata.language.as_deref()),
+        });
+    }
+
     pub fn wants(&self, format: Format) -> bool {
         self.formats.contains(&format)
     }
@@ -470,6 +484,13 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), OutputsError> {
         let _ = std::fs::remove_file(&tmp);
         err(e)
     })
+}
+
+/// `s` trimmed, unless it is empty.
+pub(crate) fn non_blank(s: Option<&str>) -> Option<String> {
+    s.map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
 }
 
 #[cfg(test)]

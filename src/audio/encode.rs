@@ -304,29 +304,17 @@ impl Encoder {
     /// Whether ffmpeg can read `image` as a picture; the error says why not.
     /// A cover it cannot read would make every encode that embeds it fail.
     pub fn check_image(&self, image: &Path) -> Result<(), EncodeError> {
-        let output = Command::new(&self.program)
-            .args(["-hide_banner", "-nostdin", "-loglevel", "error", "-i"])
-            .arg(image)
-            .args(["-frames:v", "1", "-f", "null", "-"])
-            .stdin(Stdio::null())
-            .output()
-            .map_err(|source| EncodeError::Missing {
-                program: self.program.clone(),
-                source,
-            })?;
-        if output.status.success() {
-            return Ok(());
+        let args = ["-i".into(), path_arg(image)]
+            .into_iter()
+            .chain(["-frames:v", "1", "-f", "null", "-"].map(String::from))
+            .collect();
+        match self.invoke(args)? {
+            None => Ok(()),
+            Some(message) => Err(EncodeError::Input {
+                path: image.to_owned(),
+                message,
+            }),
         }
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        Err(EncodeError::Input {
-            path: image.to_owned(),
-            message: stderr
-                .lines()
-                .rfind(|l| !l.trim().is_empty())
-                .unwrap_or("ffmpeg cannot read it")
-                .trim()
-                .to_owned(),
-        })
     }
 
     /// Converts any image ffmpeg reads into a JPEG (for `cover.jpg`).
@@ -347,36 +335,42 @@ impl Encoder {
     /// Runs ffmpeg with `args` writing `out` through a temporary file.
     fn run(&self, mut args: Vec<String>, out: &Path) -> Result<(), EncodeError> {
         let tmp = temp_path(out);
-        let mut full: Vec<String> = ["-hide_banner", "-nostdin", "-loglevel", "error", "-y"]
-            .map(String::from)
-            .into();
-        full.append(&mut args);
-        full.push(path_arg(&tmp));
-        let output = Command::new(&self.program)
-            .args(&full)
-            .stdin(Stdio::null())
-            .output()
-            .map_err(|source| EncodeError::Missing {
-                program: self.program.clone(),
-                source,
-            })?;
-        if !output.status.success() {
+        args.insert(0, "-y".into());
+        args.push(path_arg(&tmp));
+        if let Some(message) = self.invoke(args)? {
             let _ = std::fs::remove_file(&tmp);
-            let stderr = String::from_utf8_lossy(&output.stderr);
-            let message = stderr
-                .lines()
-                .rfind(|l| !l.trim().is_empty())
-                .unwrap_or("no message")
-                .to_owned();
             return Err(EncodeError::Failed {
                 path: out.to_owned(),
-                message: format!("{} ({message})", output.status),
+                message,
             });
         }
         std::fs::rename(&tmp, out).map_err(|source| EncodeError::Io {
             path: out.to_owned(),
             source,
         })
+    }
+
+    /// Runs ffmpeg quietly with `args`; on failure, its exit status and the
+    /// last line it printed.
+    fn invoke(&self, args: Vec<String>) -> Result<Option<String>, EncodeError> {
+        let output = Command::new(&self.program)
+            .args(["-hide_banner", "-nostdin", "-loglevel", "error"])
+            .args(&args)
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|source| EncodeError::Missing {
+                program: self.program.clone(),
+                source,
+            })?;
+        if output.status.success() {
+            return Ok(None);
+        }
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let line = stderr
+            .lines()
+            .rfind(|l| !l.trim().is_empty())
+            .unwrap_or("no message");
+        Ok(Some(format!("{} ({})", output.status, line.trim())))
     }
 }
 

@@ -126,17 +126,15 @@ pub struct PreparedClip {
     power: Vec<f32>,
 }
 
-impl PreparedClip {
-    pub fn clip(&self) -> &AudioClip {
-        &self.clip
-    }
-}
-
 /// Prepares one chunk for a chapter at `rate`. Chunks are independent, so
 /// this can run as each one arrives, before the chapter is complete.
 pub fn prepare(clip: AudioClip, rate: u32) -> PreparedClip {
-    let mut clip = clip;
-    prepare_clip(&mut clip, rate);
+    let mut clip = resample(clip, rate);
+    clip.trim_silence(SILENCE_THRESHOLD, TRIM_KEEP_MS);
+    fade(
+        &mut clip.samples,
+        super::clip::samples_for_ms(FADE_MS, rate),
+    );
     let power = loudness::k_power(&clip.samples, rate);
     PreparedClip { clip, power }
 }
@@ -489,17 +487,6 @@ fn write_atomically(
             Err(e)
         }
     }
-}
-
-/// Output rate, backend silence trimmed, short fades.
-fn prepare_clip(clip: &mut AudioClip, rate: u32) {
-    let mut converted = resample(std::mem::take(clip), rate);
-    converted.trim_silence(SILENCE_THRESHOLD, TRIM_KEEP_MS);
-    fade(
-        &mut converted.samples,
-        super::clip::samples_for_ms(FADE_MS, rate),
-    );
-    *clip = converted;
 }
 
 /// Sample ceiling under the true-peak ceiling: inter-sample peaks of speech

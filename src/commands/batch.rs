@@ -12,7 +12,7 @@ use chrono::Utc;
 use sha2::{Digest, Sha256};
 use tokio::sync::watch;
 
-use super::build::{chapter_job, cover_extension, non_blank};
+use super::build::{chapter_job, cover_extension};
 use super::{EXIT_FATAL, EXIT_OK, EXIT_PARTIAL, error_chain};
 use crate::audio::encode::{Encoder, Format};
 use crate::batch::lock::{JobLock, LockError};
@@ -26,7 +26,7 @@ use crate::batch::{Job, JobsFile, Plan, format_indices, lock_path, render_finger
 use crate::cli::{BatchArgs, BatchCommand, BatchEnqueueArgs, BatchJobsArgs};
 use crate::config::{DEFAULT_VOICES, VoicesConfig};
 use crate::manifest::Manifest;
-use crate::outputs::{BookFile, BookInfo, BookOutputs, MANIFEST};
+use crate::outputs::{BookFile, BookOutputs, MANIFEST};
 use crate::pipeline::{ChapterJob, Renderer};
 use crate::progress::{Progress, format_duration};
 use crate::queue::plan::VoicesSource;
@@ -759,21 +759,15 @@ pub(crate) fn book_outputs(
     dir: &Path,
 ) -> anyhow::Result<BookOutputs> {
     let mut outputs = BookOutputs::new(&book.script.book, sample_rate, formats);
-    outputs.author = non_blank(book.metadata.author.as_deref());
-    if let Some(title) = non_blank(book.metadata.title.as_deref()) {
-        outputs.title = title;
-    }
-    outputs.info = Some(BookInfo {
-        title: non_blank(book.metadata.title.as_deref()),
-        author: outputs.author.clone(),
-        language: non_blank(book.metadata.language.as_deref()),
-    });
+    outputs.set_metadata(&book.metadata, None);
     if let Some(cover) = book.metadata.cover.as_ref().filter(|c| !c.bytes.is_empty())
         && outputs.needs_encoder()
     {
         let state_dir = dir.join(STATE_DIR);
         let path = state_dir.join(format!("cover.{}", cover_extension(cover)));
-        if std::fs::read(&path).ok().as_deref() != Some(cover.bytes.as_slice()) {
+        // A cover file kept from an earlier run passed the check below.
+        let kept = std::fs::read(&path).ok().as_deref() == Some(cover.bytes.as_slice());
+        if !kept {
             std::fs::create_dir_all(&state_dir)
                 .with_context(|| format!("cannot create {}", state_dir.display()))?;
             let tmp = crate::audio::wav::temp_path(&path);
@@ -783,12 +777,16 @@ pub(crate) fn book_outputs(
         }
         // One ffmpeg cannot read is left out rather than failing every
         // encode (checked where ffmpeg is; workers check again by failing).
-        match crate::outputs::system_encoder().map(|enc| enc.check_image(&path)) {
-            Ok(Err(e)) => {
+        let unusable = match crate::outputs::system_encoder() {
+            Ok(encoder) if !kept => encoder.check_image(&path).err(),
+            _ => None,
+        };
+        match unusable {
+            Some(e) => {
                 tracing::warn!(error = %e, "the book's cover cannot be used; files are made without it");
                 let _ = std::fs::remove_file(&path);
             }
-            _ => outputs.cover = Some(path),
+            None => outputs.cover = Some(path),
         }
     }
     Ok(outputs)

@@ -16,7 +16,6 @@ use crate::audio::encode::Encoder;
 use crate::book::{Book, Cover, read_book_with_cast};
 use crate::cli::{BuildArgs, Layout};
 use crate::config::VoicesConfig;
-use crate::frontend::Lexicon;
 use crate::manifest::{Manifest, ManifestChapter};
 pub use crate::outputs::BookInfo;
 use crate::outputs::{BookFile, BookOutputs, ChapterFile, chapter_stem};
@@ -66,16 +65,7 @@ impl Outputs {
             })?;
         }
         outputs.cover.clone_from(&args.cover);
-        outputs.author = non_blank(args.author.as_deref())
-            .or_else(|| non_blank(book.metadata.author.as_deref()));
-        if let Some(title) = non_blank(book.metadata.title.as_deref()) {
-            outputs.title = title;
-        }
-        outputs.info = Some(BookInfo {
-            title: non_blank(book.metadata.title.as_deref()),
-            author: outputs.author.clone(),
-            language: non_blank(book.metadata.language.as_deref()),
-        });
+        outputs.set_metadata(&book.metadata, args.author.as_deref());
         Ok(Outputs {
             book: outputs,
             book_cover,
@@ -124,13 +114,7 @@ pub async fn run(args: &BuildArgs, worker_program: Option<PathBuf>) -> anyhow::R
     if let (Some(path), Some(cast)) = (&args.cast, &cast) {
         config.apply_cast(path, cast)?;
     }
-    let mut lexicon = args
-        .lexicon
-        .as_deref()
-        .map(Lexicon::load)
-        .transpose()?
-        .unwrap_or_default();
-    book.add_ruby_words(&mut lexicon);
+    let lexicon = book.lexicon(args.lexicon.as_deref())?;
     let mut outputs = Outputs::resolve(args, &book, config.mix.sample_rate)?;
     let count = book.script.chapters.len();
     let selected = match &args.chapters {
@@ -378,13 +362,6 @@ pub(crate) fn cover_extension(cover: &Cover) -> &'static str {
     } else {
         "img"
     }
-}
-
-/// `s` trimmed, unless it is empty.
-pub(crate) fn non_blank(s: Option<&str>) -> Option<String> {
-    s.map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(str::to_owned)
 }
 
 /// `desc.txt`: the book's front matter when it has some, else a summary.

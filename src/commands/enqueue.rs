@@ -14,7 +14,6 @@ use super::{EXIT_OK, sanitize_file_name};
 use crate::audio::encode::Format;
 use crate::book::{Book, read_book, read_book_with_cast};
 use crate::cli::EnqueueArgs;
-use crate::frontend::Lexicon;
 use crate::outputs::BookOutputs;
 use crate::pipeline::Renderer;
 use crate::queue::plan::{BookPlanInput, OutputsSpec, VoicesSource, plan_book};
@@ -119,13 +118,7 @@ fn plan_job(job: &EnqueueJob) -> anyhow::Result<JobPlan> {
         None => read_book(&job.book)?,
     };
     let mut voices = VoicesSource::load(job.voices.as_deref())?.with_cast(job.cast.as_deref())?;
-    let mut lexicon = job
-        .lexicon
-        .as_deref()
-        .map(Lexicon::load)
-        .transpose()?
-        .unwrap_or_default();
-    book.add_ruby_words(&mut lexicon);
+    let lexicon = book.lexicon(job.lexicon.as_deref())?;
     voices.lexicon = lexicon.entries().to_vec();
     let out = absolute(&job.out)?;
     let dir = book_dir(&out, &book.stem);
