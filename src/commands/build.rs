@@ -150,7 +150,16 @@ pub async fn run(args: &BuildArgs, worker_program: Option<PathBuf>) -> anyhow::R
         std::thread::spawn(move || encode_chapters(&book, &dir, count, encode_rx))
     });
 
-    let renderer = Renderer::with_cache(config, worker_program, Some(cache)).with_lexicon(lexicon);
+    // Entries are written by an idle-priority thread while synthesis and
+    // mixing keep the cores busy; `flush` below waits for the rest.
+    let cache = cache.write_behind().with_context(|| {
+        format!(
+            "cache {}: cannot start its writer thread",
+            cache_dir.display()
+        )
+    })?;
+    let renderer =
+        Renderer::with_cache(config, worker_program, Some(cache.clone())).with_lexicon(lexicon);
     let mut progress = Progress::new(jobs.len());
     let mut written = Vec::new();
     let mut failures = Vec::new();
@@ -223,6 +232,7 @@ pub async fn run(args: &BuildArgs, worker_program: Option<PathBuf>) -> anyhow::R
         let _ = std::fs::remove_file(path);
     }
 
+    cache.flush();
     let flags = quality_flags(&written);
     let audio_s: f64 = written.iter().map(|c| c.duration_s).sum();
     let summary = format!(

@@ -50,7 +50,10 @@ pub async fn run(args: &PreviewArgs, worker_program: Option<PathBuf>) -> anyhow:
     std::fs::create_dir_all(dir)
         .with_context(|| format!("cannot create directory {}", dir.display()))?;
     let cache = args.cache.clone().unwrap_or_else(|| dir.join(".cache"));
-    let renderer = Renderer::with_cache(config, worker_program, Some(Cache::new(cache)))
+    let cache = Cache::new(&cache)
+        .write_behind()
+        .with_context(|| format!("cache {}: cannot start its writer thread", cache.display()))?;
+    let renderer = Renderer::with_cache(config, worker_program, Some(cache))
         .with_lexicon(lexicon.unwrap_or_default());
     let job = ChapterJob {
         index: 1,

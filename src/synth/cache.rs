@@ -2,21 +2,28 @@
 //!
 //! The key hashes everything that changes the audio: the backend's
 //! fingerprint (engine and audio-relevant settings), the voice settings, the
-//! spoken text and pinyin, and [`frontend::VERSION`]. Entries are 32-bit
-//! float WAV files under `DIR/ab/abcd….wav`, written to a temporary file and
-//! renamed into place, so a killed run never leaves a half-written entry.
+//! spoken text and pinyin, and [`frontend::VERSION`]. Entries are WAV files
+//! under `DIR/ab/abcd….wav` (16-bit when that holds the clip exactly, else
+//! 32-bit float), written to a temporary file and renamed into place, so a
+//! killed run never leaves a half-written entry.
+//!
+//! A directory cache can store entries behind the caller's back
+//! ([`Cache::write_behind`]): a thread at idle priority writes them, so on a
+//! busy machine file creation waits for a free core instead of taking one
+//! from synthesis; until written, entries are served from memory.
 //!
 //! The same entries can live in an S3-compatible bucket instead
 //! (`s3://bucket/prefix`, through the `object_store` crate), so that
 //! `tingshu build` and queue workers on many machines share one cache. An
 //! object is written in one PUT, so readers never see half an entry either.
 
+use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::fs;
 use std::future::Future;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use futures::StreamExt;
 use object_store::ObjectStore;
@@ -83,6 +90,106 @@ pub enum CacheError {
 #[derive(Debug, Clone)]
 pub struct Cache {
     location: Location,
+    /// Directory writes done by a background thread, when enabled.
+    behind: Option<Arc<WriteBehind>>,
+}
+
+/// Entries waiting to be written by the background thread of a directory
+/// cache. Dropping the last handle writes what is left and ends the thread.
+struct WriteBehind {
+    shared: Arc<Pending>,
+    thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+#[derive(Default)]
+struct Pending {
+    state: Mutex<PendingState>,
+    /// Signalled when work arrives or the cache is dropped.
+    work: Condvar,
+    /// Signalled when an entry has been written.
+    written: Condvar,
+}
+
+#[derive(Default)]
+struct PendingState {
+    /// Encoded entries not yet in the directory, readable meanwhile.
+    entries: HashMap<CacheKey, Arc<Vec<u8>>>,
+    /// Keys in the order they were stored.
+    queue: VecDeque<CacheKey>,
+    stop: bool,
+}
+
+impl fmt::Debug for WriteBehind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WriteBehind").finish_non_exhaustive()
+    }
+}
+
+impl Pending {
+    fn lock(&self) -> MutexGuard<'_, PendingState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Writes the oldest queued entry, if any; returns whether it did.
+    fn write_one(&self, dir: &Path) -> bool {
+        let (key, bytes) = {
+            let mut state = self.lock();
+            let Some(key) = state.queue.pop_front() else {
+                return false;
+            };
+            let bytes = Arc::clone(&state.entries[&key]);
+            (key, bytes)
+        };
+        if let Err(e) = write_entry(dir, &key, &bytes) {
+            tracing::warn!(cache = %dir.display(), error = %e, "cannot store in cache");
+        }
+        self.lock().entries.remove(&key);
+        self.written.notify_all();
+        true
+    }
+
+    /// The background thread: writes entries as they come, at idle priority.
+    fn run(&self, dir: &Path) {
+        lower_priority();
+        loop {
+            if self.write_one(dir) {
+                continue;
+            }
+            let state = self.lock();
+            if state.stop && state.queue.is_empty() {
+                return;
+            }
+            if state.queue.is_empty() {
+                drop(self.work.wait(state).unwrap_or_else(|e| e.into_inner()));
+            }
+        }
+    }
+}
+
+/// Makes this thread run only when a core would otherwise be idle
+/// (`SCHED_IDLE`); where that is refused it keeps its priority.
+fn lower_priority() {
+    #[cfg(target_os = "linux")]
+    {
+        let param = libc::sched_param { sched_priority: 0 };
+        // SAFETY: changes only the calling thread's (tid 0) policy.
+        unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) };
+    }
+}
+
+impl Drop for WriteBehind {
+    fn drop(&mut self) {
+        self.shared.lock().stop = true;
+        self.shared.work.notify_all();
+        let thread = self
+            .thread
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(thread) = thread {
+            let _ = thread.join();
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -154,7 +261,57 @@ impl Cache {
     pub fn new(dir: impl Into<PathBuf>) -> Cache {
         Cache {
             location: Location::Dir(dir.into()),
+            behind: None,
         }
+    }
+
+    /// This cache, with [`Cache::put`] into a directory returning once the
+    /// entry is queued: a thread at idle priority writes it, and until then
+    /// it is served from memory. [`Cache::flush`], or dropping the last
+    /// handle, waits for the writes. No effect on an object-store cache.
+    pub fn write_behind(mut self) -> std::io::Result<Cache> {
+        let Location::Dir(dir) = &self.location else {
+            return Ok(self);
+        };
+        if self.behind.is_some() {
+            return Ok(self);
+        }
+        let shared = Arc::new(Pending::default());
+        let thread = {
+            let shared = Arc::clone(&shared);
+            let dir = dir.clone();
+            std::thread::Builder::new()
+                .name("tingshu-cache-writer".into())
+                .spawn(move || shared.run(&dir))?
+        };
+        self.behind = Some(Arc::new(WriteBehind {
+            shared,
+            thread: Mutex::new(Some(thread)),
+        }));
+        Ok(self)
+    }
+
+    /// Waits until every entry stored so far is in the directory, writing
+    /// queued ones in this thread (at its priority) meanwhile.
+    pub fn flush(&self) {
+        let (Some(behind), Location::Dir(dir)) = (&self.behind, &self.location) else {
+            return;
+        };
+        let pending = &behind.shared;
+        while pending.write_one(dir) {}
+        let mut state = pending.lock();
+        while !state.entries.is_empty() {
+            state = pending
+                .written
+                .wait(state)
+                .unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// The encoded entry for `key` waiting to be written, if any.
+    fn pending(&self, key: &CacheKey) -> Option<Arc<Vec<u8>>> {
+        let behind = self.behind.as_ref()?;
+        behind.shared.lock().entries.get(key).map(Arc::clone)
     }
 
     /// A directory path, or `s3://bucket/prefix` for an S3-compatible
@@ -211,6 +368,7 @@ impl Cache {
                 source,
             })?;
         Ok(Cache {
+            behind: None,
             location: Location::Object(Arc::new(ObjectCache {
                 store,
                 prefix,
@@ -235,6 +393,9 @@ impl Cache {
     /// The cached clip, if present and readable (an unreadable entry is
     /// removed and counts as a miss).
     pub fn get(&self, key: &CacheKey) -> Option<AudioClip> {
+        if let Some(bytes) = self.pending(key) {
+            return read_clip(&bytes).ok();
+        }
         match &self.location {
             Location::Dir(dir) => {
                 let path = Cache::path(dir, key);
@@ -284,6 +445,9 @@ impl Cache {
 
     /// Whether an entry for `key` exists (without reading it).
     pub fn contains(&self, key: &CacheKey) -> bool {
+        if self.pending(key).is_some() {
+            return true;
+        }
         match &self.location {
             Location::Dir(dir) => Cache::path(dir, key).is_file(),
             Location::Object(object) => {
@@ -299,31 +463,23 @@ impl Cache {
         }
     }
 
-    /// Stores `clip` under `key` atomically.
+    /// Stores `clip` under `key` atomically (queued, with
+    /// [`Cache::write_behind`]).
     pub fn put(&self, key: &CacheKey, clip: &AudioClip) -> std::io::Result<()> {
         let bytes = encode_clip(clip)?;
         match &self.location {
-            Location::Dir(dir) => {
-                let path = Cache::path(dir, key);
-                let dir = path.parent().expect("cache paths have a parent");
-                fs::create_dir_all(dir)?;
-                let tmp = dir.join(format!(
-                    ".{}.{}-{}.tmp",
-                    key.0,
-                    std::process::id(),
-                    fastrand::u32(..)
-                ));
-                // No fsync: a killed process cannot lose written data, and an
-                // entry damaged by a power loss fails the length check and is
-                // dropped.
-                let result = fs::File::create(&tmp)
-                    .and_then(|mut f| f.write_all(&bytes))
-                    .and_then(|()| fs::rename(&tmp, &path));
-                if result.is_err() {
-                    let _ = fs::remove_file(&tmp);
+            Location::Dir(dir) => match &self.behind {
+                Some(behind) => {
+                    let mut state = behind.shared.lock();
+                    if state.entries.insert(key.clone(), Arc::new(bytes)).is_none() {
+                        state.queue.push_back(key.clone());
+                    }
+                    drop(state);
+                    behind.shared.work.notify_one();
+                    Ok(())
                 }
-                result
-            }
+                None => write_entry(dir, key, &bytes),
+            },
             Location::Object(object) => {
                 let store = Arc::clone(&object.store);
                 let path = object.path(key);
@@ -342,6 +498,7 @@ impl Cache {
 
     /// Number of entries (for tests and reports).
     pub fn len(&self) -> usize {
+        self.flush();
         match &self.location {
             Location::Dir(dir) => {
                 let Ok(dirs) = fs::read_dir(dir) else {
@@ -379,25 +536,71 @@ impl Cache {
     }
 }
 
-/// A mono 32-bit float WAV (format 3) in one piece.
+/// Writes an encoded entry into the cache directory `dir`: to a temporary
+/// file, renamed into place.
+fn write_entry(dir: &Path, key: &CacheKey, bytes: &[u8]) -> std::io::Result<()> {
+    let path = Cache::path(dir, key);
+    let dir = path.parent().expect("cache paths have a parent");
+    fs::create_dir_all(dir)?;
+    let tmp = dir.join(format!(
+        ".{}.{}-{}.tmp",
+        key.0,
+        std::process::id(),
+        fastrand::u32(..)
+    ));
+    // No fsync: a killed process cannot lose written data, and an entry
+    // damaged by a power loss fails the length check and is dropped.
+    let result = fs::File::create(&tmp)
+        .and_then(|mut f| f.write_all(bytes))
+        .and_then(|()| fs::rename(&tmp, &path));
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// Whether every sample of `clip` is a 16-bit value (as espeak-ng's are), so
+/// a 16-bit entry holds it exactly.
+fn fits_16_bit(clip: &AudioClip) -> bool {
+    clip.samples.iter().all(|&s| {
+        let v = s * 32768.0;
+        // `as` saturates, so only in-range whole numbers come back equal.
+        f32::from(v as i16) == v
+    })
+}
+
+/// A mono WAV in one piece: 16-bit PCM (format 1) when that is exact, else
+/// 32-bit float (format 3).
 fn encode_clip(clip: &AudioClip) -> std::io::Result<Vec<u8>> {
-    let data_len = u32::try_from(clip.samples.len() * 4)
-        .map_err(|_| std::io::Error::other("clip too long for a WAV file"))?;
+    let (format, width): (u16, u32) = if fits_16_bit(clip) { (1, 2) } else { (3, 4) };
+    let data_len = u32::try_from(clip.samples.len() as u64 * u64::from(width))
+        .ok()
+        .filter(|&n| n <= u32::MAX - 36)
+        .ok_or_else(|| std::io::Error::other("clip too long for a WAV file"))?;
     let mut bytes = Vec::with_capacity(44 + data_len as usize);
     bytes.extend_from_slice(b"RIFF");
     bytes.extend_from_slice(&(36 + data_len).to_le_bytes());
     bytes.extend_from_slice(b"WAVEfmt ");
     bytes.extend_from_slice(&16u32.to_le_bytes());
-    bytes.extend_from_slice(&3u16.to_le_bytes()); // IEEE float
+    bytes.extend_from_slice(&format.to_le_bytes());
     bytes.extend_from_slice(&1u16.to_le_bytes()); // mono
     bytes.extend_from_slice(&clip.sample_rate.to_le_bytes());
-    bytes.extend_from_slice(&(clip.sample_rate * 4).to_le_bytes());
-    bytes.extend_from_slice(&4u16.to_le_bytes()); // block align
-    bytes.extend_from_slice(&32u16.to_le_bytes());
+    bytes.extend_from_slice(&(clip.sample_rate * width).to_le_bytes());
+    bytes.extend_from_slice(&(width as u16).to_le_bytes()); // block align
+    bytes.extend_from_slice(&(width as u16 * 8).to_le_bytes());
     bytes.extend_from_slice(b"data");
     bytes.extend_from_slice(&data_len.to_le_bytes());
-    for s in &clip.samples {
-        bytes.extend_from_slice(&s.to_le_bytes());
+    let start = bytes.len();
+    bytes.resize(start + data_len as usize, 0);
+    let data = &mut bytes[start..];
+    if format == 1 {
+        for (out, s) in data.chunks_exact_mut(2).zip(&clip.samples) {
+            out.copy_from_slice(&((s * 32768.0) as i16).to_le_bytes());
+        }
+    } else {
+        for (out, s) in data.chunks_exact_mut(4).zip(&clip.samples) {
+            out.copy_from_slice(&s.to_le_bytes());
+        }
     }
     Ok(bytes)
 }
@@ -411,24 +614,33 @@ fn read_clip(bytes: &[u8]) -> Result<AudioClip, String> {
         || &bytes[0..4] != b"RIFF"
         || &bytes[8..16] != b"WAVEfmt "
         || &bytes[36..40] != b"data"
-        || u16_at(20) != 3
         || u16_at(22) != 1
-        || u16_at(34) != 32
     {
         return Err("not a tingshu cache entry".into());
     }
+    let width = match (u16_at(20), u16_at(34)) {
+        (1, 16) => 2,
+        (3, 32) => 4,
+        _ => return Err("not a tingshu cache entry".into()),
+    };
     let data_len = u32_at(40) as usize;
-    if bytes.len() != 44 + data_len || !data_len.is_multiple_of(4) {
+    if bytes.len() != 44 + data_len || !data_len.is_multiple_of(width) {
         return Err(format!(
             "truncated: {} of {} data bytes",
             bytes.len().saturating_sub(44),
             data_len
         ));
     }
-    let samples = bytes[44..]
-        .chunks_exact(4)
-        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        .collect();
+    let data = &bytes[44..];
+    let samples = if width == 2 {
+        data.chunks_exact(2)
+            .map(|b| f32::from(i16::from_le_bytes([b[0], b[1]])) / 32768.0)
+            .collect()
+    } else {
+        data.chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect()
+    };
     Ok(AudioClip::new(samples, u32_at(24)))
 }
 
@@ -486,6 +698,28 @@ mod tests {
         fs::write(Cache::path(dir.path(), &key), &full[..full.len() - 2]).unwrap();
         assert!(cache.get(&key).is_none());
         assert_eq!(cache.len(), 0);
+    }
+
+    #[test]
+    fn sixteen_bit_clips_are_stored_as_sixteen_bit_exactly() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::new(dir.path());
+        let key = CacheKey::new("x", &req("二", 1.0));
+        let pcm = [0i16, 1, -1, 12345, -32768, 32767];
+        let clip = AudioClip::from_i16(&pcm, 22050);
+        cache.put(&key, &clip).unwrap();
+        assert_eq!(cache.get(&key), Some(clip));
+        let reader = hound::WavReader::open(Cache::path(dir.path(), &key)).unwrap();
+        assert_eq!(reader.spec().sample_format, hound::SampleFormat::Int);
+        assert_eq!(reader.spec().bits_per_sample, 16);
+        let stored: Vec<i16> = reader.into_samples().map(Result::unwrap).collect();
+        assert_eq!(stored, pcm);
+        // One sample off the 16-bit grid keeps the whole clip in float.
+        let mut finer = AudioClip::from_i16(&pcm, 22050);
+        finer.samples[1] += 1e-6;
+        let key2 = CacheKey::new("x", &req("三", 1.0));
+        cache.put(&key2, &finer).unwrap();
+        assert_eq!(cache.get(&key2), Some(finer));
     }
 
     fn object_bytes(store: &Arc<object_store::memory::InMemory>, path: &str) -> Option<Vec<u8>> {

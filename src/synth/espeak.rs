@@ -78,8 +78,27 @@ struct Engine {
 
 static ENGINE: OnceLock<Result<Mutex<Engine>, String>> = OnceLock::new();
 
+/// Where the synthesis callback puts the engine's samples.
+enum Sink {
+    /// A growing vector (synthesis in this process).
+    Vec(Vec<i16>),
+    /// The worker's shared buffer (synthesis in a forked child).
+    Shared {
+        buf: *mut i16,
+        capacity: usize,
+        len: usize,
+        /// Samples from the start whose pages this process has mapped.
+        populated: usize,
+        overflow: bool,
+    },
+}
+
+/// Samples mapped in one go in the shared buffer (256 KiB, a multiple of
+/// the page size).
+const POPULATE_STEP: usize = 128 << 10;
+
 thread_local! {
-    static CAPTURE: RefCell<Vec<i16>> = const { RefCell::new(Vec::new()) };
+    static CAPTURE: RefCell<Sink> = const { RefCell::new(Sink::Vec(Vec::new())) };
 }
 
 unsafe extern "C" fn capture(
@@ -87,12 +106,54 @@ unsafe extern "C" fn capture(
     n: c_int,
     _events: *mut sys::espeak_EVENT,
 ) -> c_int {
-    if !wav.is_null() && n > 0 {
-        // SAFETY: espeak-ng passes a buffer of `n` samples valid for this call.
-        let chunk = unsafe { std::slice::from_raw_parts(wav, n as usize) };
-        CAPTURE.with(|c| c.borrow_mut().extend_from_slice(chunk));
+    if wav.is_null() || n <= 0 {
+        return 0;
     }
-    0
+    // SAFETY: espeak-ng passes a buffer of `n` samples valid for this call.
+    let chunk = unsafe { std::slice::from_raw_parts(wav, n as usize) };
+    CAPTURE.with(|c| match &mut *c.borrow_mut() {
+        Sink::Vec(samples) => {
+            samples.extend_from_slice(chunk);
+            0
+        }
+        Sink::Shared {
+            buf,
+            capacity,
+            len,
+            populated,
+            overflow,
+        } => {
+            if *capacity - *len < chunk.len() {
+                *overflow = true;
+                // Non-zero asks espeak-ng to stop.
+                return 1;
+            }
+            let end = *len + chunk.len();
+            if end > *populated {
+                // One call maps the pages ahead, instead of one page fault
+                // per page written (the pages exist already after the first
+                // request; a kernel without MADV_POPULATE_WRITE just faults).
+                let upto = (*populated + POPULATE_STEP).max(end).min(*capacity);
+                // SAFETY: the range lies inside the mapping, and madvise
+                // only maps its pages; a failure changes nothing.
+                unsafe {
+                    libc::madvise(
+                        buf.add(*populated) as *mut c_void,
+                        (upto - *populated) * 2,
+                        libc::MADV_POPULATE_WRITE,
+                    )
+                };
+                *populated = upto;
+            }
+            // SAFETY: `buf` points to `capacity` writable samples (see
+            // `SharedPcm`), and `len + chunk.len()` stays within them.
+            unsafe {
+                std::ptr::copy_nonoverlapping(chunk.as_ptr(), buf.add(*len), chunk.len());
+            }
+            *len += chunk.len();
+            0
+        }
+    })
 }
 
 fn engine() -> Result<&'static Mutex<Engine>, String> {
@@ -145,15 +206,24 @@ fn select_voice(_engine: &Engine, voice: &str) -> Result<(), String> {
 
 /// Speaks `req.text` with the selected voice at the request's rate and pitch.
 fn speak(engine: &Engine, req: &EngineRequest) -> Result<AudioClip, String> {
-    speak_pcm(req).map(|samples| AudioClip::from_i16(&samples, engine.sample_rate))
+    CAPTURE.with(|c| *c.borrow_mut() = Sink::Vec(Vec::new()));
+    synthesize_into_sink(req)?;
+    let samples =
+        CAPTURE.with(
+            |c| match std::mem::replace(&mut *c.borrow_mut(), Sink::Vec(Vec::new())) {
+                Sink::Vec(samples) => samples,
+                Sink::Shared { .. } => Vec::new(),
+            },
+        );
+    Ok(AudioClip::from_i16(&samples, engine.sample_rate))
 }
 
-/// [`speak`], as the engine's 16-bit samples.
-fn speak_pcm(req: &EngineRequest) -> Result<Vec<i16>, String> {
+/// Runs one synthesis; the samples go to this thread's [`Sink`].
+fn synthesize_into_sink(req: &EngineRequest) -> Result<(), String> {
     let text = CString::new(req.text.as_str()).map_err(|_| "text contains NUL".to_owned())?;
     // SAFETY: the engine is initialized and the caller holds its lock; all
     // pointers outlive the calls.
-    unsafe {
+    let status = unsafe {
         sys::espeak_SetParameter(sys::espeak_PARAMETER_espeakRATE, req.rate as c_int, 0);
         if let Some(pitch) = req.pitch {
             sys::espeak_SetParameter(
@@ -162,7 +232,6 @@ fn speak_pcm(req: &EngineRequest) -> Result<Vec<i16>, String> {
                 0,
             );
         }
-        CAPTURE.with(|c| c.borrow_mut().clear());
         let bytes = text.as_bytes_with_nul();
         let status = sys::espeak_Synth(
             bytes.as_ptr() as *const c_void,
@@ -175,11 +244,73 @@ fn speak_pcm(req: &EngineRequest) -> Result<Vec<i16>, String> {
             std::ptr::null_mut(),
         );
         sys::espeak_Synchronize();
-        if status != sys::espeak_ERROR_EE_OK {
-            return Err(format!("espeak-ng synthesis failed (status {status})"));
+        status
+    };
+    if status != sys::espeak_ERROR_EE_OK {
+        return Err(format!("espeak-ng synthesis failed (status {status})"));
+    }
+    Ok(())
+}
+
+/// The samples of one request, shared between a worker and the child it
+/// forks for the request: the child writes them, the worker sends them on.
+///
+/// A shared mapping is not copied at `fork`, and its pages, once touched,
+/// stay in place for the next child, so a request's audio costs no fresh
+/// pages and no copy through a pipe. Pages are reserved only when touched.
+struct SharedPcm {
+    ptr: std::ptr::NonNull<i16>,
+    capacity: usize,
+}
+
+/// Room for one request's audio: 128 Mi samples, about 100 minutes at
+/// 22,050 Hz (a request is one chunk of at most a few hundred characters).
+const SHARED_SAMPLES: usize = 128 << 20;
+
+impl SharedPcm {
+    fn new(capacity: usize) -> std::io::Result<SharedPcm> {
+        // SAFETY: a fresh anonymous mapping; no existing memory is touched.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                capacity * 2,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error());
+        }
+        let ptr = std::ptr::NonNull::new(ptr as *mut i16)
+            .ok_or_else(|| std::io::Error::other("mmap returned null"))?;
+        Ok(SharedPcm { ptr, capacity })
+    }
+
+    /// The first `len` samples as little-endian bytes.
+    fn bytes(&self, len: usize) -> std::borrow::Cow<'_, [u8]> {
+        let len = len.min(self.capacity);
+        // SAFETY: the mapping holds `capacity` samples, and no child writes
+        // to it while the worker reads (the child has exited).
+        let samples = unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), len) };
+        if cfg!(target_endian = "little") {
+            // SAFETY: any i16 is two valid bytes; the length is in bounds.
+            std::borrow::Cow::Borrowed(unsafe {
+                std::slice::from_raw_parts(samples.as_ptr() as *const u8, len * 2)
+            })
+        } else {
+            std::borrow::Cow::Owned(samples.iter().flat_map(|s| s.to_le_bytes()).collect())
         }
     }
-    Ok(CAPTURE.with(|c| std::mem::take(&mut *c.borrow_mut())))
+}
+
+impl Drop for SharedPcm {
+    fn drop(&mut self) {
+        // SAFETY: the mapping was made by `new` with this length and is not
+        // used after this.
+        unsafe { libc::munmap(self.ptr.as_ptr() as *mut c_void, self.capacity * 2) };
+    }
 }
 
 /// Worker mode: read JSON requests from stdin, one per line; answer each with
@@ -198,11 +329,15 @@ fn speak_pcm(req: &EngineRequest) -> Result<Vec<i16>, String> {
 /// binary, before any runtime starts): the child of a multi-threaded process
 /// may find a lock held by a thread that does not exist there.
 pub fn run_worker(input: impl BufRead, output: impl Write) -> std::io::Result<()> {
-    // Replies go to the parent through stdout; see `PIPE_SIZE`.
+    // A reply (seconds of 16-bit audio) fits in the pipe to the parent at
+    // once, instead of waking the worker for every 64 KiB the parent reads.
     // SAFETY: fcntl on fd 1 only changes its buffer size (or fails harmlessly).
     unsafe { libc::fcntl(1, libc::F_SETPIPE_SZ, PIPE_SIZE) };
     serve(input, output, Isolation::ForkPerRequest)
 }
+
+/// Pipe buffer for replies (the default unprivileged maximum).
+const PIPE_SIZE: c_int = 1 << 20;
 
 /// How [`serve`] runs each request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -214,69 +349,73 @@ enum Isolation {
     InProcess,
 }
 
-/// Pipe buffer for replies (the default unprivileged maximum).
-const PIPE_SIZE: c_int = 1 << 20;
-
 fn serve(input: impl BufRead, mut output: impl Write, isolation: Isolation) -> std::io::Result<()> {
     // Initialized before the first fork, so that no child pays for it and
     // every child starts from this state.
     let ready = engine();
+    let shared = match isolation {
+        Isolation::ForkPerRequest => Some(SharedPcm::new(SHARED_SAMPLES)?),
+        Isolation::InProcess => None,
+    };
     // The voice selected in this process: loading a voice takes longer than
     // forking, so the parent loads it once and the children only speak.
     let mut selected: Option<String> = None;
     for line in input.lines() {
         let line = line?;
-        let reply = match (serde_json::from_str::<EngineRequest>(&line), &ready) {
-            (Err(e), _) => encode_reply(&Err(format!("bad request: {e}"))),
-            (Ok(_), Err(e)) => encode_reply(&Err(e.clone())),
-            (Ok(req), Ok(engine)) => match isolation {
-                Isolation::InProcess => encode_reply(&synthesize_blocking(&req)),
-                Isolation::ForkPerRequest => {
-                    let guard = engine.lock().unwrap_or_else(|e| e.into_inner());
-                    let voice = if selected.as_deref() == Some(req.voice.as_str()) {
-                        Ok(())
-                    } else {
-                        selected = None;
-                        select_voice(&guard, &req.voice)
-                            .inspect(|()| selected = Some(req.voice.clone()))
-                    };
-                    match voice {
-                        Err(e) => encode_reply(&Err(e)),
-                        Ok(()) => synthesize_in_child(&guard, &req).unwrap_or_else(|e| {
-                            encode_reply(&Err(format!("synthesis process failed: {e}")))
-                        }),
-                    }
+        let request = serde_json::from_str::<EngineRequest>(&line);
+        match (request, &ready, &shared) {
+            (Err(e), _, _) => write_reply(&mut output, &Err(format!("bad request: {e}")), &[])?,
+            (Ok(_), Err(e), _) => write_reply(&mut output, &Err(e.clone()), &[])?,
+            (Ok(req), Ok(_), None) => match synthesize_blocking(&req) {
+                Ok(clip) => {
+                    let pcm: Vec<u8> = clip
+                        .samples
+                        .iter()
+                        .flat_map(|s| {
+                            ((s * 32768.0).round().clamp(-32768.0, 32767.0) as i16).to_le_bytes()
+                        })
+                        .collect();
+                    write_reply(&mut output, &Ok(clip.sample_rate), &pcm)?
                 }
+                Err(e) => write_reply(&mut output, &Err(e), &[])?,
             },
-        };
-        output.write_all(&reply)?;
+            (Ok(req), Ok(engine), Some(shared)) => {
+                let guard = engine.lock().unwrap_or_else(|e| e.into_inner());
+                let voice = if selected.as_deref() == Some(req.voice.as_str()) {
+                    Ok(())
+                } else {
+                    selected = None;
+                    select_voice(&guard, &req.voice)
+                        .inspect(|()| selected = Some(req.voice.clone()))
+                };
+                let spoken = voice.and_then(|()| {
+                    synthesize_in_child(&req, shared)
+                        .unwrap_or_else(|e| Err(format!("synthesis process failed: {e}")))
+                });
+                match spoken {
+                    Ok(len) => {
+                        write_reply(&mut output, &Ok(guard.sample_rate), &shared.bytes(len))?
+                    }
+                    Err(e) => write_reply(&mut output, &Err(e), &[])?,
+                }
+            }
+        }
         output.flush()?;
     }
     Ok(())
 }
 
-/// A reply in the worker protocol: a JSON line, then the samples as 16-bit
-/// little-endian PCM.
-fn encode_reply(result: &Result<AudioClip, String>) -> Vec<u8> {
-    match result {
-        Ok(clip) => {
-            let pcm: Vec<i16> = clip
-                .samples
-                .iter()
-                .map(|s| (s * 32768.0).round().clamp(-32768.0, 32767.0) as i16)
-                .collect();
-            encode_pcm_reply(&Ok(pcm), clip.sample_rate)
-        }
-        Err(e) => encode_pcm_reply(&Err(e.clone()), 0),
-    }
-}
-
-/// [`encode_reply`] for the engine's own 16-bit samples (no conversion).
-fn encode_pcm_reply(result: &Result<Vec<i16>, String>, sample_rate: u32) -> Vec<u8> {
+/// Writes a reply in the worker protocol: a JSON line, then `pcm` (16-bit
+/// little-endian samples) when `result` is the sample rate.
+fn write_reply(
+    output: &mut impl Write,
+    result: &Result<u32, String>,
+    pcm: &[u8],
+) -> std::io::Result<()> {
     let header = match result {
-        Ok(pcm) => WorkerReply {
-            samples: Some(pcm.len()),
-            sample_rate: Some(sample_rate),
+        Ok(sample_rate) => WorkerReply {
+            samples: Some(pcm.len() / 2),
+            sample_rate: Some(*sample_rate),
             error: None,
         },
         Err(error) => WorkerReply {
@@ -285,21 +424,30 @@ fn encode_pcm_reply(result: &Result<Vec<i16>, String>, sample_rate: u32) -> Vec<
             error: Some(error.clone()),
         },
     };
-    let mut bytes = serde_json::to_vec(&header).unwrap_or_default();
-    bytes.push(b'\n');
-    if let Ok(pcm) = result {
-        let start = bytes.len();
-        bytes.resize(start + pcm.len() * 2, 0);
-        for (out, s) in bytes[start..].chunks_exact_mut(2).zip(pcm) {
-            out.copy_from_slice(&s.to_le_bytes());
-        }
+    let mut line = serde_json::to_vec(&header).map_err(std::io::Error::other)?;
+    line.push(b'\n');
+    output.write_all(&line)?;
+    if result.is_ok() {
+        output.write_all(pcm)?;
     }
-    bytes
+    Ok(())
 }
 
-/// Speaks `req` with the selected voice in a child process forked for it;
-/// returns the child's reply (checked for completeness).
-fn synthesize_in_child(engine: &Engine, req: &EngineRequest) -> std::io::Result<Vec<u8>> {
+/// What a child reports to its worker: the number of samples it left in
+/// the shared buffer, or why it failed.
+#[derive(Debug, Serialize, Deserialize)]
+struct ChildReport {
+    samples: Option<usize>,
+    error: Option<String>,
+}
+
+/// Speaks `req` with the selected voice in a child process forked for it.
+/// The child leaves the samples at the start of `shared` and reports their
+/// number (or its error) through a pipe.
+fn synthesize_in_child(
+    req: &EngineRequest,
+    shared: &SharedPcm,
+) -> std::io::Result<Result<usize, String>> {
     use std::io::Read;
     use std::os::fd::{FromRawFd, OwnedFd};
 
@@ -308,10 +456,6 @@ fn synthesize_in_child(engine: &Engine, req: &EngineRequest) -> std::io::Result<
     if unsafe { libc::pipe(fds.as_mut_ptr()) } != 0 {
         return Err(std::io::Error::last_os_error());
     }
-    // A reply (seconds of 16-bit audio) fits at once: the child writes it
-    // in one go instead of waking the parent for every 64 KiB.
-    // SAFETY: `fds[1]` is a pipe we own; failure leaves the default size.
-    unsafe { libc::fcntl(fds[1], libc::F_SETPIPE_SZ, PIPE_SIZE) };
     // SAFETY: both descriptors were just created and are owned by nobody else.
     let (read_end, write_end) =
         unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
@@ -326,9 +470,40 @@ fn synthesize_in_child(engine: &Engine, req: &EngineRequest) -> std::io::Result<
         // A panic must not unwind into the parent's frames (the child would
         // go on serving requests): it ends the child like any failure.
         let code = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            let reply = encode_pcm_reply(&speak_pcm(req), engine.sample_rate);
+            CAPTURE.with(|c| {
+                *c.borrow_mut() = Sink::Shared {
+                    buf: shared.ptr.as_ptr(),
+                    capacity: shared.capacity,
+                    len: 0,
+                    populated: 0,
+                    overflow: false,
+                }
+            });
+            let result = synthesize_into_sink(req);
+            let report = CAPTURE.with(|c| match (&*c.borrow(), result) {
+                (Sink::Shared { overflow: true, .. }, _) => ChildReport {
+                    samples: None,
+                    error: Some(format!(
+                        "one request gave more than {} minutes of audio",
+                        shared.capacity / 22050 / 60
+                    )),
+                },
+                (Sink::Shared { len, .. }, Ok(())) => ChildReport {
+                    samples: Some(*len),
+                    error: None,
+                },
+                (_, Err(e)) => ChildReport {
+                    samples: None,
+                    error: Some(e),
+                },
+                (Sink::Vec(_), Ok(())) => ChildReport {
+                    samples: None,
+                    error: Some("capture was not set up".into()),
+                },
+            });
+            let bytes = serde_json::to_vec(&report).unwrap_or_default();
             let mut pipe = std::fs::File::from(write_end);
-            if pipe.write_all(&reply).is_ok() { 0 } else { 1 }
+            if pipe.write_all(&bytes).is_ok() { 0 } else { 1 }
         }))
         .unwrap_or(2);
         // SAFETY: ends the child at once, without running destructors or
@@ -336,8 +511,8 @@ fn synthesize_in_child(engine: &Engine, req: &EngineRequest) -> std::io::Result<
         unsafe { libc::_exit(code) }
     }
     drop(write_end);
-    let mut reply = Vec::new();
-    let read = std::fs::File::from(read_end).read_to_end(&mut reply);
+    let mut report = Vec::new();
+    let read = std::fs::File::from(read_end).read_to_end(&mut report);
     let mut status: c_int = 0;
     loop {
         // SAFETY: `pid` is our child; `status` is a valid out-pointer.
@@ -356,24 +531,13 @@ fn synthesize_in_child(engine: &Engine, req: &EngineRequest) -> std::io::Result<
             "child ended abnormally (wait status {status})"
         )));
     }
-    check_reply(&reply)?;
-    Ok(reply)
-}
-
-/// Checks that `reply` is one whole reply.
-fn check_reply(reply: &[u8]) -> std::io::Result<()> {
-    let bad = |what: &str| std::io::Error::other(format!("bad reply from child: {what}"));
-    let end = reply
-        .iter()
-        .position(|&b| b == b'\n')
-        .ok_or_else(|| bad("no header"))?;
-    let header: WorkerReply =
-        serde_json::from_slice(&reply[..end]).map_err(|_| bad("unreadable header"))?;
-    let expected = end + 1 + header.samples.unwrap_or(0) * 2;
-    if reply.len() != expected {
-        return Err(bad(&format!("{} bytes, expected {expected}", reply.len())));
-    }
-    Ok(())
+    let report: ChildReport = serde_json::from_slice(&report)
+        .map_err(|_| std::io::Error::other("unreadable report from child"))?;
+    Ok(match (report.samples, report.error) {
+        (Some(n), None) if n <= shared.capacity => Ok(n),
+        (_, Some(e)) => Err(e),
+        _ => Err("bad report from child".into()),
+    })
 }
 
 /// Reads one worker reply (blocking); used by tests of the protocol.
