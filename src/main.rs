@@ -8,9 +8,18 @@ use tracing_subscriber::EnvFilter;
 
 fn main() -> ExitCode {
     if std::env::args().nth(1).as_deref() == Some(espeak::WORKER_ARG) {
-        let stdin = std::io::stdin().lock();
-        let stdout = std::io::BufWriter::new(std::io::stdout().lock());
-        return match espeak::run_worker(stdin, stdout) {
+        use std::os::fd::AsFd;
+        // Plain files on fds 0 and 1: the worker polls its input, and
+        // writes replies of any size without a line buffer in between.
+        let files = std::io::stdin()
+            .as_fd()
+            .try_clone_to_owned()
+            .and_then(|i| Ok((i, std::io::stdout().as_fd().try_clone_to_owned()?)));
+        let Ok((input, output)) = files else {
+            return ExitCode::from(EXIT_FATAL);
+        };
+        let output = std::io::BufWriter::with_capacity(1 << 16, std::fs::File::from(output));
+        return match espeak::run_worker(std::fs::File::from(input), output) {
             Ok(()) => ExitCode::SUCCESS,
             Err(_) => ExitCode::from(EXIT_FATAL),
         };

@@ -53,3 +53,101 @@ async fn alternating_voices_give_the_same_audio_every_time() {
         assert_eq!(again_b.samples, first_b.samples, "voice b, round {round}");
     }
 }
+
+fn backend(workers: usize) -> Espeak {
+    let config: EspeakConfig = toml::from_str(&format!("workers = {workers}")).unwrap();
+    Espeak::new(
+        "local",
+        config,
+        Some(PathBuf::from(env!("CARGO_BIN_EXE_tingshu"))),
+    )
+}
+
+fn mixed_requests() -> Vec<SynthRequest> {
+    let lines = [
+        "chuan2 zai4 wu4 li3 man4 man4 kao4 an4.",
+        "ni3 ting1 dao4 le5 ma5?",
+        "shan1 jiao3 xia4 de5 cun1 zi5 hai2 liang4 zhe5 deng1.",
+        "ta1 ba3 xin4 feng1 ya1 zai4 zhen3 tou5 di3 xia4.",
+    ];
+    (0..24)
+        .map(|i| {
+            let (voice, pitch) = if i % 3 == 0 {
+                ("cmn-latn-pinyin+m3", 70)
+            } else {
+                ("cmn-latn-pinyin", 35)
+            };
+            request(voice, pitch, lines[i % lines.len()])
+        })
+        .collect()
+}
+
+/// Children of one worker run side by side; each still gives the audio a
+/// lone request gets.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_in_flight_together_give_the_same_audio_as_one_at_a_time() {
+    let requests = mixed_requests();
+    let alone = backend(1);
+    let mut expected = Vec::new();
+    for r in &requests {
+        expected.push(alone.synthesize(r).await.unwrap());
+    }
+    let together = backend(6);
+    let clips = futures::future::join_all(requests.iter().map(|r| together.synthesize(r))).await;
+    for (i, (clip, want)) in clips.into_iter().zip(&expected).enumerate() {
+        let clip = clip.unwrap();
+        assert!(clip.duration_s() > 0.5, "request {i}");
+        assert_eq!(clip.samples, want.samples, "request {i}");
+    }
+}
+
+/// The worker processes this test process started.
+fn worker_pids() -> Vec<i32> {
+    let me = std::process::id().to_string();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            // Field 4 (after "pid (comm) state") is the parent's pid.
+            let parent = stat
+                .rsplit_once(") ")
+                .and_then(|(_, rest)| rest.split(' ').nth(1))
+                .unwrap_or("");
+            parent == me && String::from_utf8_lossy(&cmdline).contains("__espeak-worker")
+        })
+        .collect()
+}
+
+/// A worker that dies fails only the requests it held; the next request
+/// starts a new worker.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_worker_is_replaced() {
+    let espeak = backend(2);
+    let r = request("cmn-latn-pinyin", 35, "ye4 feng1 chui1 guo4 he2 an4.");
+    let first = espeak.synthesize(&r).await.unwrap();
+    let pids = worker_pids();
+    assert!(!pids.is_empty());
+    for pid in &pids {
+        std::process::Command::new("kill")
+            .args(["-9", &pid.to_string()])
+            .status()
+            .unwrap();
+    }
+    // The reply reader notices the end of the worker's output; until it
+    // does, a request may still go to the dead worker and fail.
+    let mut again = espeak.synthesize(&r).await;
+    for _ in 0..50 {
+        if again.is_ok() {
+            break;
+        }
+        let err = again.unwrap_err().to_string();
+        assert!(err.contains("worker"), "{err}");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        again = espeak.synthesize(&r).await;
+    }
+    assert_eq!(again.unwrap().samples, first.samples);
+    assert!(worker_pids().iter().all(|pid| !pids.contains(pid)));
+}

@@ -722,6 +722,35 @@ mod tests {
         assert_eq!(cache.get(&key2), Some(finer));
     }
 
+    #[test]
+    fn entries_written_behind_are_served_at_once_and_land_on_disk() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::new(dir.path()).write_behind().unwrap();
+        let keys: Vec<CacheKey> = (0..40)
+            .map(|i| CacheKey::new("x", &req(&format!("第{i}句"), 1.0)))
+            .collect();
+        let clip = |i: usize| AudioClip::from_i16(&[i as i16, -(i as i16), 7], 22050);
+        for (i, key) in keys.iter().enumerate() {
+            cache.put(key, &clip(i)).unwrap();
+            // Readable before the writer has got to it.
+            assert_eq!(cache.get(key), Some(clip(i)));
+            assert!(cache.contains(key));
+        }
+        cache.flush();
+        let on_disk = Cache::new(dir.path());
+        for (i, key) in keys.iter().enumerate() {
+            assert_eq!(on_disk.get(key), Some(clip(i)), "entry {i}");
+        }
+        // Dropping the last handle writes what is still queued.
+        let late = CacheKey::new("x", &req("最后", 1.0));
+        let copy = cache.clone();
+        copy.put(&late, &clip(99)).unwrap();
+        drop(cache);
+        drop(copy);
+        assert_eq!(on_disk.get(&late), Some(clip(99)));
+        assert_eq!(on_disk.len(), 41);
+    }
+
     fn object_bytes(store: &Arc<object_store::memory::InMemory>, path: &str) -> Option<Vec<u8>> {
         let runtime = tokio::runtime::Runtime::new().unwrap();
         let path = ObjectPath::parse(path).unwrap();

@@ -2,17 +2,19 @@
 //! tone-numbered pinyin through its `cmn-latn-pinyin` voice.
 //!
 //! libespeak-ng keeps global state, so one process synthesizes one chunk at a
-//! time. Parallel synthesis uses a pool of worker processes — the `tingshu`
-//! binary itself in its hidden `__espeak-worker` mode — each with its own
-//! copy of the library; without a worker program the backend synthesizes in
-//! this process, one chunk at a time.
+//! time. Parallel synthesis uses worker processes — the `tingshu` binary
+//! itself in its hidden `__espeak-worker` mode, one per voice — that fork a
+//! child for every request from their initialized engine; without a worker
+//! program the backend synthesizes in this process, one chunk at a time.
 
 use std::cell::RefCell;
+use std::collections::{HashMap, VecDeque};
 use std::ffi::{CString, c_int, c_short, c_void};
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
 use std::process::Stdio;
-use std::sync::{Mutex, OnceLock};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use async_trait::async_trait;
 use espeakng_sys as sys;
@@ -24,9 +26,6 @@ use tokio::sync::Semaphore;
 use super::{Limits, SynthError, SynthRequest, Synthesizer};
 use crate::audio::AudioClip;
 
-/// Idle worker processes kept per concurrent request (one per voice in use).
-const MAX_IDLE_PER_SLOT: usize = 4;
-
 /// Hidden subcommand that turns the binary into a synthesis worker.
 pub const WORKER_ARG: &str = "__espeak-worker";
 
@@ -34,7 +33,8 @@ pub const WORKER_ARG: &str = "__espeak-worker";
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EspeakConfig {
-    /// Worker processes; 0 = one per CPU core.
+    /// Requests synthesized at once, each in a process of its own; 0 = two
+    /// more than the CPU cores (so a core never waits for the next request).
     #[serde(default)]
     pub workers: usize,
     /// espeak-ng rate (words per minute setting) at speed 1.0.
@@ -56,6 +56,9 @@ fn default_max_chars() -> usize {
 /// One request to the engine.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EngineRequest {
+    /// Names the reply (the worker answers in the order requests finish).
+    #[serde(default)]
+    pub id: u64,
     pub voice: String,
     pub rate: u32,
     pub pitch: Option<u8>,
@@ -64,6 +67,7 @@ pub struct EngineRequest {
 
 #[derive(Debug, Serialize, Deserialize)]
 struct WorkerReply {
+    id: Option<u64>,
     samples: Option<usize>,
     sample_rate: Option<u32>,
     error: Option<String>,
@@ -313,8 +317,9 @@ impl Drop for SharedPcm {
     }
 }
 
-/// Worker mode: read JSON requests from stdin, one per line; answer each with
-/// a JSON line, then the samples as 16-bit little-endian PCM.
+/// Worker mode: read requests from `input`, one JSON line each (with an
+/// `id`); answer each with a JSON line carrying its `id`, then the samples as
+/// 16-bit little-endian PCM. Replies come in the order requests finish.
 ///
 /// Each request is synthesized in a child process forked for it from the
 /// initialized engine, so every request starts from the same engine state
@@ -325,48 +330,184 @@ impl Drop for SharedPcm {
 /// `espeak_Terminate` + `espeak_Initialize` leave them alone), which made a
 /// chunk's audio depend on what the worker had spoken before.
 ///
+/// Children run side by side (up to [`MAX_CHILDREN`]): one worker process
+/// per voice keeps every core busy, and a request that arrives while others
+/// run starts at once instead of waiting for the worker.
+///
 /// Call it only from a single-threaded process (the worker mode of the
 /// binary, before any runtime starts): the child of a multi-threaded process
 /// may find a lock held by a thread that does not exist there.
-pub fn run_worker(input: impl BufRead, output: impl Write) -> std::io::Result<()> {
+pub fn run_worker(input: std::fs::File, output: impl Write) -> std::io::Result<()> {
     // A reply (seconds of 16-bit audio) fits in the pipe to the parent at
     // once, instead of waking the worker for every 64 KiB the parent reads.
     // SAFETY: fcntl on fd 1 only changes its buffer size (or fails harmlessly).
     unsafe { libc::fcntl(1, libc::F_SETPIPE_SZ, PIPE_SIZE) };
-    serve(input, output, Isolation::ForkPerRequest)
+    serve_forked(input, output)
 }
 
 /// Pipe buffer for replies (the default unprivileged maximum).
 const PIPE_SIZE: c_int = 1 << 20;
 
-/// How [`serve`] runs each request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Isolation {
-    /// In a child process forked from the initialized engine (reproducible).
-    ForkPerRequest,
-    /// In this process (output depends on earlier requests).
-    #[cfg_attr(not(test), allow(dead_code))]
-    InProcess,
+/// Children one worker runs at once; further requests wait in its queue.
+pub const MAX_CHILDREN: usize = 16;
+
+/// A child synthesizing one request.
+struct Running {
+    pid: libc::pid_t,
+    /// Read end of the pipe its report comes through.
+    report: std::fs::File,
+    /// Its shared buffer.
+    slot: usize,
+    id: u64,
 }
 
-fn serve(input: impl BufRead, mut output: impl Write, isolation: Isolation) -> std::io::Result<()> {
+/// [`run_worker`] without the pipe set-up.
+fn serve_forked(mut input: std::fs::File, mut output: impl Write) -> std::io::Result<()> {
+    use std::io::Read;
+    use std::os::fd::AsRawFd;
+
     // Initialized before the first fork, so that no child pays for it and
     // every child starts from this state.
     let ready = engine();
-    let shared = match isolation {
-        Isolation::ForkPerRequest => Some(SharedPcm::new(SHARED_SAMPLES)?),
-        Isolation::InProcess => None,
-    };
+    let mut slots: Vec<SharedPcm> = Vec::new();
+    let mut free: Vec<usize> = Vec::new();
+    let mut running: Vec<Running> = Vec::new();
+    let mut queue: VecDeque<Vec<u8>> = VecDeque::new();
+    let mut unread: Vec<u8> = Vec::new();
+    let mut input_open = true;
     // The voice selected in this process: loading a voice takes longer than
     // forking, so the parent loads it once and the children only speak.
     let mut selected: Option<String> = None;
+    let mut chunk = vec![0u8; 1 << 16];
+    loop {
+        while running.len() < MAX_CHILDREN {
+            let Some(line) = queue.pop_front() else {
+                break;
+            };
+            let req = match serde_json::from_slice::<EngineRequest>(&line) {
+                Ok(req) => req,
+                Err(e) => {
+                    write_reply(&mut output, None, &Err(format!("bad request: {e}")), &[])?;
+                    continue;
+                }
+            };
+            let id = req.id;
+            let engine = match &ready {
+                Ok(engine) => engine.lock().unwrap_or_else(|e| e.into_inner()),
+                Err(e) => {
+                    write_reply(&mut output, Some(id), &Err(e.clone()), &[])?;
+                    continue;
+                }
+            };
+            if selected.as_deref() != Some(req.voice.as_str()) {
+                selected = None;
+                if let Err(e) = select_voice(&engine, &req.voice) {
+                    write_reply(&mut output, Some(id), &Err(e), &[])?;
+                    continue;
+                }
+                selected = Some(req.voice.clone());
+            }
+            let slot = match free.pop() {
+                Some(slot) => slot,
+                None => {
+                    slots.push(SharedPcm::new(SHARED_SAMPLES)?);
+                    slots.len() - 1
+                }
+            };
+            match fork_child(&req, &slots[slot]) {
+                Ok((pid, report)) => running.push(Running {
+                    pid,
+                    report,
+                    slot,
+                    id,
+                }),
+                Err(e) => {
+                    free.push(slot);
+                    let message = format!("synthesis process failed: {e}");
+                    write_reply(&mut output, Some(id), &Err(message), &[])?;
+                }
+            }
+        }
+        output.flush()?;
+        if !input_open && running.is_empty() && queue.is_empty() {
+            return Ok(());
+        }
+
+        let mut fds: Vec<libc::pollfd> = Vec::with_capacity(running.len() + 1);
+        if input_open {
+            fds.push(libc::pollfd {
+                fd: input.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            });
+        }
+        fds.extend(running.iter().map(|r| libc::pollfd {
+            fd: r.report.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        }));
+        // SAFETY: `fds` is a valid array of `fds.len()` pollfd entries.
+        if unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, -1) } < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        let mut children = &fds[..];
+        if input_open {
+            if fds[0].revents != 0 {
+                let n = input.read(&mut chunk)?;
+                if n == 0 {
+                    input_open = false;
+                }
+                unread.extend_from_slice(&chunk[..n]);
+                while let Some(end) = unread.iter().position(|&b| b == b'\n') {
+                    let mut line: Vec<u8> = unread.drain(..=end).collect();
+                    line.pop();
+                    queue.push_back(line);
+                }
+                if !input_open && !unread.is_empty() {
+                    queue.push_back(std::mem::take(&mut unread));
+                }
+            }
+            children = &fds[1..];
+        }
+        // From the back, so that `swap_remove` only moves children already
+        // looked at.
+        for i in (0..running.len()).rev() {
+            if children[i].revents == 0 {
+                continue;
+            }
+            let child = running.swap_remove(i);
+            let spoken = finish_child(child.pid, child.report, slots[child.slot].capacity)
+                .unwrap_or_else(|e| Err(format!("synthesis process failed: {e}")));
+            let rate = ready.as_ref().map_or(22050, |engine| {
+                engine.lock().unwrap_or_else(|e| e.into_inner()).sample_rate
+            });
+            match spoken {
+                Ok(len) => write_reply(
+                    &mut output,
+                    Some(child.id),
+                    &Ok(rate),
+                    &slots[child.slot].bytes(len),
+                )?,
+                Err(e) => write_reply(&mut output, Some(child.id), &Err(e), &[])?,
+            }
+            free.push(child.slot);
+        }
+    }
+}
+
+/// Serves requests one after another in this process (output depends on
+/// earlier requests); for tests of the protocol.
+#[cfg(test)]
+fn serve_in_process(input: impl BufRead, mut output: impl Write) -> std::io::Result<()> {
     for line in input.lines() {
         let line = line?;
-        let request = serde_json::from_str::<EngineRequest>(&line);
-        match (request, &ready, &shared) {
-            (Err(e), _, _) => write_reply(&mut output, &Err(format!("bad request: {e}")), &[])?,
-            (Ok(_), Err(e), _) => write_reply(&mut output, &Err(e.clone()), &[])?,
-            (Ok(req), Ok(_), None) => match synthesize_blocking(&req) {
+        match serde_json::from_str::<EngineRequest>(&line) {
+            Err(e) => write_reply(&mut output, None, &Err(format!("bad request: {e}")), &[])?,
+            Ok(req) => match synthesize_blocking(&req) {
                 Ok(clip) => {
                     let pcm: Vec<u8> = clip
                         .samples
@@ -375,50 +516,32 @@ fn serve(input: impl BufRead, mut output: impl Write, isolation: Isolation) -> s
                             ((s * 32768.0).round().clamp(-32768.0, 32767.0) as i16).to_le_bytes()
                         })
                         .collect();
-                    write_reply(&mut output, &Ok(clip.sample_rate), &pcm)?
+                    write_reply(&mut output, Some(req.id), &Ok(clip.sample_rate), &pcm)?
                 }
-                Err(e) => write_reply(&mut output, &Err(e), &[])?,
+                Err(e) => write_reply(&mut output, Some(req.id), &Err(e), &[])?,
             },
-            (Ok(req), Ok(engine), Some(shared)) => {
-                let guard = engine.lock().unwrap_or_else(|e| e.into_inner());
-                let voice = if selected.as_deref() == Some(req.voice.as_str()) {
-                    Ok(())
-                } else {
-                    selected = None;
-                    select_voice(&guard, &req.voice)
-                        .inspect(|()| selected = Some(req.voice.clone()))
-                };
-                let spoken = voice.and_then(|()| {
-                    synthesize_in_child(&req, shared)
-                        .unwrap_or_else(|e| Err(format!("synthesis process failed: {e}")))
-                });
-                match spoken {
-                    Ok(len) => {
-                        write_reply(&mut output, &Ok(guard.sample_rate), &shared.bytes(len))?
-                    }
-                    Err(e) => write_reply(&mut output, &Err(e), &[])?,
-                }
-            }
         }
-        output.flush()?;
     }
-    Ok(())
+    output.flush()
 }
 
 /// Writes a reply in the worker protocol: a JSON line, then `pcm` (16-bit
 /// little-endian samples) when `result` is the sample rate.
 fn write_reply(
     output: &mut impl Write,
+    id: Option<u64>,
     result: &Result<u32, String>,
     pcm: &[u8],
 ) -> std::io::Result<()> {
     let header = match result {
         Ok(sample_rate) => WorkerReply {
+            id,
             samples: Some(pcm.len() / 2),
             sample_rate: Some(*sample_rate),
             error: None,
         },
         Err(error) => WorkerReply {
+            id,
             samples: None,
             sample_rate: None,
             error: Some(error.clone()),
@@ -441,19 +564,18 @@ struct ChildReport {
     error: Option<String>,
 }
 
-/// Speaks `req` with the selected voice in a child process forked for it.
-/// The child leaves the samples at the start of `shared` and reports their
-/// number (or its error) through a pipe.
-fn synthesize_in_child(
+/// Forks a child that speaks `req` with the selected voice, leaves the
+/// samples at the start of `shared` and reports their number (or its error)
+/// through the pipe whose read end is returned.
+fn fork_child(
     req: &EngineRequest,
     shared: &SharedPcm,
-) -> std::io::Result<Result<usize, String>> {
-    use std::io::Read;
+) -> std::io::Result<(libc::pid_t, std::fs::File)> {
     use std::os::fd::{FromRawFd, OwnedFd};
 
     let mut fds: [c_int; 2] = [0; 2];
-    // SAFETY: `pipe` writes two new descriptors into `fds`.
-    if unsafe { libc::pipe(fds.as_mut_ptr()) } != 0 {
+    // SAFETY: `pipe2` writes two new descriptors into `fds`.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
         return Err(std::io::Error::last_os_error());
     }
     // SAFETY: both descriptors were just created and are owned by nobody else.
@@ -511,8 +633,20 @@ fn synthesize_in_child(
         unsafe { libc::_exit(code) }
     }
     drop(write_end);
-    let mut report = Vec::new();
-    let read = std::fs::File::from(read_end).read_to_end(&mut report);
+    Ok((pid, std::fs::File::from(read_end)))
+}
+
+/// Collects a child's report (it writes it just before it exits) and its
+/// exit status.
+fn finish_child(
+    pid: libc::pid_t,
+    mut report: std::fs::File,
+    capacity: usize,
+) -> std::io::Result<Result<usize, String>> {
+    use std::io::Read;
+
+    let mut bytes = Vec::new();
+    let read = report.read_to_end(&mut bytes);
     let mut status: c_int = 0;
     loop {
         // SAFETY: `pid` is our child; `status` is a valid out-pointer.
@@ -531,27 +665,33 @@ fn synthesize_in_child(
             "child ended abnormally (wait status {status})"
         )));
     }
-    let report: ChildReport = serde_json::from_slice(&report)
+    let report: ChildReport = serde_json::from_slice(&bytes)
         .map_err(|_| std::io::Error::other("unreadable report from child"))?;
     Ok(match (report.samples, report.error) {
-        (Some(n), None) if n <= shared.capacity => Ok(n),
+        (Some(n), None) if n <= capacity => Ok(n),
         (_, Some(e)) => Err(e),
         _ => Err("bad report from child".into()),
     })
 }
 
-/// Reads one worker reply (blocking); used by tests of the protocol.
-pub fn read_reply(mut input: impl BufRead) -> std::io::Result<Result<AudioClip, String>> {
+/// Reads one worker reply (blocking): its id and result; used by tests of
+/// the protocol.
+pub fn read_reply(
+    mut input: impl BufRead,
+) -> std::io::Result<(Option<u64>, Result<AudioClip, String>)> {
     let mut line = String::new();
     input.read_line(&mut line)?;
     let header: WorkerReply = serde_json::from_str(&line).map_err(std::io::Error::other)?;
     if let Some(error) = header.error {
-        return Ok(Err(error));
+        return Ok((header.id, Err(error)));
     }
     let n = header.samples.unwrap_or(0);
     let mut bytes = vec![0u8; n * 2];
     input.read_exact(&mut bytes)?;
-    Ok(Ok(pcm_clip(&bytes, header.sample_rate.unwrap_or(22050))))
+    Ok((
+        header.id,
+        Ok(pcm_clip(&bytes, header.sample_rate.unwrap_or(22050))),
+    ))
 }
 
 fn pcm_clip(bytes: &[u8], sample_rate: u32) -> AudioClip {
@@ -565,12 +705,77 @@ fn pcm_clip(bytes: &[u8], sample_rate: u32) -> AudioClip {
 // ---------------------------------------------------------------------------
 // Backend
 
+type Reply = std::io::Result<Result<AudioClip, String>>;
+
+/// Requests sent to one worker process and not yet answered.
+#[derive(Default)]
+struct Waiters {
+    state: Mutex<WaitersState>,
+}
+
+#[derive(Default)]
+struct WaitersState {
+    waiting: HashMap<u64, tokio::sync::oneshot::Sender<Reply>>,
+    /// Why the worker can take no more requests.
+    closed: Option<String>,
+}
+
+impl Waiters {
+    fn lock(&self) -> std::sync::MutexGuard<'_, WaitersState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Registers request `id`; `None` if the worker is gone.
+    fn add(&self, id: u64) -> Option<tokio::sync::oneshot::Receiver<Reply>> {
+        let mut state = self.lock();
+        if state.closed.is_some() {
+            return None;
+        }
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        state.waiting.insert(id, tx);
+        Some(rx)
+    }
+
+    fn answer(&self, id: u64, reply: Reply) {
+        if let Some(tx) = self.lock().waiting.remove(&id) {
+            // The requester may have given up (timeout): nothing to do.
+            let _ = tx.send(reply);
+        }
+    }
+
+    /// Fails every waiting request and refuses new ones.
+    fn close(&self, why: String) {
+        let waiting = {
+            let mut state = self.lock();
+            state.closed.get_or_insert(why.clone());
+            std::mem::take(&mut state.waiting)
+        };
+        for (_, tx) in waiting {
+            let _ = tx.send(Err(std::io::Error::other(why.clone())));
+        }
+    }
+
+    fn is_closed(&self) -> bool {
+        self.lock().closed.is_some()
+    }
+}
+
+/// A worker process: one voice, any number of requests in flight.
 struct Worker {
+    /// Killed when dropped.
     _child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-    /// The one voice it speaks, loaded by its first request.
-    voice: Option<String>,
+    stdin: tokio::sync::Mutex<ChildStdin>,
+    waiters: Arc<Waiters>,
+    next_id: AtomicU64,
+}
+
+/// The worker processes of a backend.
+#[derive(Default)]
+struct Workers {
+    /// By the voice each speaks for its whole life.
+    by_voice: HashMap<String, Arc<Worker>>,
+    /// Started ahead of need, voice not chosen yet.
+    spare: Vec<Arc<Worker>>,
 }
 
 /// The `espeak` backend.
@@ -579,31 +784,34 @@ pub struct Espeak {
     config: EspeakConfig,
     /// Program to start as a worker; `None` = synthesize in this process.
     worker_program: Option<PathBuf>,
-    workers: usize,
-    idle: Mutex<Vec<Worker>>,
+    /// Requests synthesized at once.
+    concurrency: usize,
+    workers: Mutex<Workers>,
     permits: Semaphore,
 }
 
 impl Espeak {
     pub fn new(name: &str, config: EspeakConfig, worker_program: Option<PathBuf>) -> Espeak {
-        let workers = match (&worker_program, config.workers) {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let concurrency = match (&worker_program, config.workers) {
             (None, _) => 1,
-            (Some(_), 0) => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            (Some(_), 0) => cores + 2,
             (Some(_), n) => n,
         };
         Espeak {
             name: name.to_owned(),
             config,
             worker_program,
-            workers,
-            idle: Mutex::new(Vec::new()),
-            permits: Semaphore::new(workers),
+            concurrency,
+            workers: Mutex::new(Workers::default()),
+            permits: Semaphore::new(concurrency),
         }
     }
 
     fn engine_request(&self, req: &SynthRequest) -> EngineRequest {
         let rate = (self.config.rate as f32 * req.voice.speed).round() as u32;
         EngineRequest {
+            id: 0,
             voice: req.voice.voice.clone(),
             rate: rate.clamp(sys::espeakRATE_MINIMUM, sys::espeakRATE_MAXIMUM),
             pitch: req.voice.pitch,
@@ -611,6 +819,8 @@ impl Espeak {
         }
     }
 
+    /// Starts a worker process and the task that reads its replies (needs
+    /// a tokio runtime).
     fn spawn_worker(&self, program: &PathBuf) -> std::io::Result<Worker> {
         let mut child = Command::new(program)
             .arg(WORKER_ARG)
@@ -627,33 +837,63 @@ impl Espeak {
             .stdout
             .take()
             .ok_or_else(|| std::io::Error::other("no worker stdout"))?;
+        let waiters = Arc::new(Waiters::default());
+        tokio::spawn(read_replies(stdout, Arc::clone(&waiters)));
         Ok(Worker {
             _child: child,
-            stdin,
-            stdout: BufReader::new(stdout),
-            voice: None,
+            stdin: tokio::sync::Mutex::new(stdin),
+            waiters,
+            next_id: AtomicU64::new(1),
         })
     }
 
-    async fn ask_worker(
-        worker: &mut Worker,
-        req: &EngineRequest,
-    ) -> std::io::Result<Result<AudioClip, String>> {
-        let mut line = serde_json::to_vec(req).map_err(std::io::Error::other)?;
+    /// The worker for `voice`: its own, else a spare one, else a new one.
+    /// A worker speaks one voice for its whole life: libespeak-ng keeps
+    /// state from every voice it loads, and after enough switches its
+    /// children returned cut-off audio (seen on a long book), so a worker
+    /// that switched would no longer give the same bytes as a fresh one.
+    fn worker_for(&self, voice: &str, program: &PathBuf) -> std::io::Result<Arc<Worker>> {
+        let mut workers = self.workers.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(worker) = workers.by_voice.get(voice)
+            && !worker.waiters.is_closed()
+        {
+            return Ok(Arc::clone(worker));
+        }
+        let worker = loop {
+            match workers.spare.pop() {
+                Some(w) if w.waiters.is_closed() => continue,
+                Some(w) => break w,
+                None => break Arc::new(self.spawn_worker(program)?),
+            }
+        };
+        workers
+            .by_voice
+            .insert(voice.to_owned(), Arc::clone(&worker));
+        Ok(worker)
+    }
+
+    async fn ask_worker(worker: &Worker, mut req: EngineRequest) -> Reply {
+        req.id = worker.next_id.fetch_add(1, Ordering::Relaxed);
+        let reply = worker
+            .waiters
+            .add(req.id)
+            .ok_or_else(|| std::io::Error::other("worker exited"))?;
+        let mut line = serde_json::to_vec(&req).map_err(std::io::Error::other)?;
         line.push(b'\n');
-        worker.stdin.write_all(&line).await?;
-        worker.stdin.flush().await?;
-        let mut header = String::new();
-        if worker.stdout.read_line(&mut header).await? == 0 {
-            return Err(std::io::Error::other("worker exited"));
+        let sent = {
+            let mut stdin = worker.stdin.lock().await;
+            match stdin.write_all(&line).await {
+                Ok(()) => stdin.flush().await,
+                Err(e) => Err(e),
+            }
+        };
+        if let Err(e) = sent {
+            worker.waiters.close(format!("cannot write to worker: {e}"));
+            return Err(e);
         }
-        let header: WorkerReply = serde_json::from_str(&header).map_err(std::io::Error::other)?;
-        if let Some(error) = header.error {
-            return Ok(Err(error));
-        }
-        let mut bytes = vec![0u8; header.samples.unwrap_or(0) * 2];
-        worker.stdout.read_exact(&mut bytes).await?;
-        Ok(Ok(pcm_clip(&bytes, header.sample_rate.unwrap_or(22050))))
+        reply
+            .await
+            .unwrap_or_else(|_| Err(std::io::Error::other("worker exited")))
     }
 
     fn engine_error(&self, message: String) -> SynthError {
@@ -662,6 +902,45 @@ impl Espeak {
             message,
         }
     }
+}
+
+/// Reads a worker's replies and hands each to the request waiting for it;
+/// when the worker's output ends or cannot be read, fails the rest.
+async fn read_replies(stdout: ChildStdout, waiters: Arc<Waiters>) {
+    let mut reader = BufReader::with_capacity(1 << 16, stdout);
+    let mut line = String::new();
+    // Reused: a reply's bytes land in memory that is already mapped.
+    let mut bytes = Vec::new();
+    let why = loop {
+        line.clear();
+        match reader.read_line(&mut line).await {
+            Ok(0) => break "worker exited".to_owned(),
+            Ok(_) => {}
+            Err(e) => break format!("cannot read from worker: {e}"),
+        }
+        let header: WorkerReply = match serde_json::from_str(&line) {
+            Ok(header) => header,
+            Err(e) => break format!("bad reply from worker: {e}"),
+        };
+        let Some(id) = header.id else {
+            break format!(
+                "reply without a request id: {}",
+                header.error.unwrap_or_default()
+            );
+        };
+        let result = match header.error {
+            Some(error) => Err(error),
+            None => {
+                bytes.resize(header.samples.unwrap_or(0) * 2, 0);
+                if let Err(e) = reader.read_exact(&mut bytes).await {
+                    break format!("cannot read from worker: {e}");
+                }
+                Ok(pcm_clip(&bytes, header.sample_rate.unwrap_or(22050)))
+            }
+        };
+        waiters.answer(id, Ok(result));
+    };
+    waiters.close(why);
 }
 
 #[async_trait]
@@ -673,7 +952,7 @@ impl Synthesizer for Espeak {
     fn limits(&self) -> Limits {
         Limits {
             max_chars: self.config.max_chars,
-            max_in_flight: self.workers,
+            max_in_flight: self.concurrency,
         }
     }
 
@@ -685,10 +964,16 @@ impl Synthesizer for Espeak {
         let Some(program) = &self.worker_program else {
             return;
         };
-        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
-        while idle.len() < self.workers {
+        // The reply readers need a runtime; without one, workers start on
+        // the first request.
+        if tokio::runtime::Handle::try_current().is_err() {
+            return;
+        }
+        let mut workers = self.workers.lock().unwrap_or_else(|e| e.into_inner());
+        // Most books need two voices (narration and dialogue) at once.
+        while workers.by_voice.len() + workers.spare.len() < WARM_WORKERS {
             match self.spawn_worker(program) {
-                Ok(worker) => idle.push(worker),
+                Ok(worker) => workers.spare.push(Arc::new(worker)),
                 // The first request will try again and report the error.
                 Err(_) => break,
             }
@@ -708,50 +993,22 @@ impl Synthesizer for Espeak {
                 .map_err(|e| self.engine_error(format!("synthesis task failed: {e}")))?
                 .map_err(|e| self.engine_error(e));
         };
-        // A worker speaks one voice for its whole life: libespeak-ng keeps
-        // state from every voice it loads, and after enough switches its
-        // children return cut-off audio (seen on a long book), so a worker
-        // that switched would no longer give the same bytes as a fresh one.
-        // Take a worker with this voice, else one that has none yet, else
-        // start another.
-        let popped = {
-            let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
-            let voice = Some(engine_req.voice.as_str());
-            idle.iter()
-                .rposition(|w| w.voice.as_deref() == voice)
-                .or_else(|| idle.iter().rposition(|w| w.voice.is_none()))
-                .map(|i| idle.remove(i))
+        let worker_error = |source| SynthError::Worker {
+            backend: self.name.clone(),
+            source,
         };
-        let mut worker = match popped {
-            Some(w) => w,
-            None => self
-                .spawn_worker(program)
-                .map_err(|source| SynthError::Worker {
-                    backend: self.name.clone(),
-                    source,
-                })?,
-        };
-        match Self::ask_worker(&mut worker, &engine_req).await {
-            Ok(reply) => {
-                worker.voice = Some(engine_req.voice.clone());
-                let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
-                idle.push(worker);
-                // Idle workers of voices no longer asked for are let go
-                // (oldest first); a few per voice may wait.
-                if idle.len() > self.workers * MAX_IDLE_PER_SLOT {
-                    idle.remove(0);
-                }
-                drop(idle);
-                reply.map_err(|e| self.engine_error(e))
-            }
-            // The worker is dropped (and killed); the next request starts a new one.
-            Err(source) => Err(SynthError::Worker {
-                backend: self.name.clone(),
-                source,
-            }),
-        }
+        let worker = self
+            .worker_for(&engine_req.voice, program)
+            .map_err(worker_error)?;
+        Self::ask_worker(&worker, engine_req)
+            .await
+            .map_err(worker_error)?
+            .map_err(|e| self.engine_error(e))
     }
 }
+
+/// Worker processes started before the first request.
+const WARM_WORKERS: usize = 2;
 
 #[cfg(test)]
 mod tests {
@@ -767,6 +1024,7 @@ mod tests {
 
     fn req(voice: &str, text: &str) -> EngineRequest {
         EngineRequest {
+            id: 0,
             voice: voice.into(),
             rate: 230,
             pitch: None,
@@ -794,16 +1052,44 @@ mod tests {
     #[test]
     fn worker_protocol_round_trip() {
         let _turn = turn();
-        let mut input = serde_json::to_string(&req("cmn-latn-pinyin", "ma1 ma1")).unwrap();
+        let mut first = req("cmn-latn-pinyin", "ma1 ma1");
+        first.id = 7;
+        let mut input = serde_json::to_string(&first).unwrap();
         input.push('\n');
         input.push_str("not json\n");
         let mut out = Vec::new();
-        serve(input.as_bytes(), &mut out, Isolation::InProcess).unwrap();
+        serve_in_process(input.as_bytes(), &mut out).unwrap();
         let mut reader = std::io::Cursor::new(out);
-        let clip = read_reply(&mut reader).unwrap().unwrap();
-        assert!(clip.duration_s() > 0.2);
-        let err = read_reply(&mut reader).unwrap().unwrap_err();
-        assert!(err.starts_with("bad request"), "{err}");
+        let (id, clip) = read_reply(&mut reader).unwrap();
+        assert_eq!(id, Some(7));
+        assert!(clip.unwrap().duration_s() > 0.2);
+        let (id, err) = read_reply(&mut reader).unwrap();
+        assert_eq!(id, None);
+        assert!(err.unwrap_err().starts_with("bad request"));
+    }
+
+    /// Runs requests through the forking worker loop; replies by id.
+    fn serve_forked_replies(requests: &[EngineRequest]) -> Vec<Result<AudioClip, String>> {
+        let mut input = tempfile::tempfile().unwrap();
+        for (i, r) in requests.iter().enumerate() {
+            let mut r = r.clone();
+            r.id = i as u64;
+            writeln!(input, "{}", serde_json::to_string(&r).unwrap()).unwrap();
+        }
+        use std::io::Seek;
+        input.rewind().unwrap();
+        let mut out = Vec::new();
+        serve_forked(input, &mut out).unwrap();
+        let mut reader = std::io::Cursor::new(out);
+        let mut replies: Vec<Option<Result<AudioClip, String>>> = vec![None; requests.len()];
+        for _ in 0..requests.len() {
+            let (id, result) = read_reply(&mut reader).unwrap();
+            let slot = &mut replies[id.unwrap() as usize];
+            assert!(slot.is_none(), "two replies for request {id:?}");
+            *slot = Some(result);
+        }
+        assert_eq!(reader.position() as usize, reader.get_ref().len());
+        replies.into_iter().map(Option::unwrap).collect()
     }
 
     #[test]
@@ -815,22 +1101,22 @@ mod tests {
         );
         let mut other = req("cmn-latn-pinyin+m3", "jin1 wan3 you3 chuan2 jin4 gang3.");
         other.pitch = Some(70);
-        let mut input = String::new();
-        for r in [&same, &other, &same, &same, &other, &same] {
-            input.push_str(&serde_json::to_string(r).unwrap());
-            input.push('\n');
+        // More requests than children at once, so some wait their turn.
+        let mut requests = Vec::new();
+        for _ in 0..=MAX_CHILDREN / 2 {
+            requests.extend([same.clone(), other.clone()]);
         }
-        let mut out = Vec::new();
-        serve(input.as_bytes(), &mut out, Isolation::ForkPerRequest).unwrap();
-        let mut reader = std::io::Cursor::new(out);
-        let clips: Vec<AudioClip> = (0..6)
-            .map(|_| read_reply(&mut reader).unwrap().unwrap())
-            .collect();
-        assert!(clips[0].duration_s() > 0.5);
-        for i in [2, 3, 5] {
-            assert_eq!(clips[i], clips[0], "reply {i}");
+        requests.push(req("no-such-voice-xx", "ni3"));
+        let clips = serve_forked_replies(&requests);
+        let first = clips[0].clone().unwrap();
+        let second = clips[1].clone().unwrap();
+        assert!(first.duration_s() > 0.5);
+        assert_ne!(first, second);
+        for (i, clip) in clips[..clips.len() - 1].iter().enumerate() {
+            let expected = if i % 2 == 0 { &first } else { &second };
+            assert_eq!(clip.as_ref().unwrap(), expected, "reply {i}");
         }
-        assert_eq!(clips[4], clips[1]);
-        assert_ne!(clips[0], clips[1]);
+        let err = clips.last().unwrap().clone().unwrap_err();
+        assert!(err.contains("no-such-voice-xx"), "{err}");
     }
 }
