@@ -217,6 +217,31 @@ impl Renderer {
         self.mix_chapter(job, pieces)
     }
 
+    /// The voices each backend will speak for `jobs` (backend voice names,
+    /// most segments first).
+    fn voices_needed(&self, jobs: &[ChapterJob]) -> BTreeMap<String, Vec<String>> {
+        let mut counts: BTreeMap<(&str, &str), usize> = BTreeMap::new();
+        for segment in jobs.iter().flat_map(|job| &job.chapter.segments) {
+            let name = self
+                .config
+                .voice_for(segment.kind, segment.speaker.as_deref());
+            let voice = &self.config.voices[name];
+            *counts
+                .entry((voice.backend.as_str(), voice.voice.as_str()))
+                .or_default() += 1;
+        }
+        let mut by_count: Vec<((&str, &str), usize)> = counts.into_iter().collect();
+        by_count.sort_by(|a, b| b.1.cmp(&a.1));
+        let mut needed: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for ((backend, voice), _) in by_count {
+            needed
+                .entry(backend.to_owned())
+                .or_default()
+                .push(voice.to_owned());
+        }
+        needed
+    }
+
     fn concurrency(&self) -> usize {
         let total: usize = self
             .backends
@@ -234,8 +259,8 @@ impl Renderer {
             jobs
         };
         // Worker processes start while the text goes through the front end.
-        if !jobs.is_empty() {
-            self.backends.values().for_each(|b| b.warm_up());
+        for (backend, voices) in self.voices_needed(&jobs) {
+            self.backends[&backend].warm_up(&voices);
         }
         // Requests run in their own task: they start as soon as the first
         // segment is planned, and keep going while a finished chapter is

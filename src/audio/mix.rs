@@ -253,6 +253,7 @@ pub fn mix_prepared<W: Write + Seek>(
         .collect();
     drop(segments);
     let duration_s = writer.finish()?;
+    tracing::debug!(duration_s, "chapter written");
     let seconds = |n: u64| n as f64 / f64::from(rate);
     Ok(MixedChapter {
         sample_rate: rate,

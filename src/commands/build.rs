@@ -233,6 +233,7 @@ pub async fn run(args: &BuildArgs, worker_program: Option<PathBuf>) -> anyhow::R
     }
 
     cache.flush();
+    tracing::debug!("book files written, cache flushed");
     let flags = quality_flags(&written);
     let audio_s: f64 = written.iter().map(|c| c.duration_s).sum();
     let summary = format!(

@@ -14,7 +14,9 @@ const T2S: &str = include_str!("data/t2s.tsv");
 
 /// Character and phrase readings (tone numbers, `v` for ü, 5 for neutral).
 pub struct Dictionary {
-    chars: FxHashMap<char, Vec<&'static str>>,
+    /// Each character's readings: a range of `readings`.
+    chars: FxHashMap<char, (u32, u32)>,
+    readings: Vec<&'static str>,
     phrases: HashMap<&'static str, Phrase, rustc_hash::FxBuildHasher>,
     t2s: FxHashMap<char, char>,
     /// Every ending (two characters or more) of every phrase, so that a
@@ -41,50 +43,41 @@ impl Dictionary {
         &DICTIONARY
     }
 
+    /// Parses the embedded lists, three parts side by side (this runs
+    /// before the first request of a build can be sent).
     fn load() -> Dictionary {
-        let mut chars = FxHashMap::default();
-        chars.reserve(42_000);
-        for line in CHARS.lines() {
-            let Some((c, readings)) = line.split_once('\t') else {
-                continue;
-            };
-            let Some(c) = c.chars().next() else { continue };
-            chars.insert(c, readings.split(',').collect());
-        }
-        let mut phrases = HashMap::with_capacity_and_hasher(75_000, Default::default());
-        let mut max_phrase_chars = 1;
-        for (data, common) in [(PHRASES, true), (EXTRA_PHRASES, false)] {
-            for line in data.lines() {
-                if let Some((word, readings)) = line.split_once('\t') {
-                    max_phrase_chars = max_phrase_chars.max(word.chars().count());
-                    phrases.entry(word).or_insert(Phrase { readings, common });
+        std::thread::scope(|scope| {
+            let chars = scope.spawn(load_chars);
+            let endings = scope.spawn(phrase_endings);
+            let mut phrases = HashMap::with_capacity_and_hasher(75_000, Default::default());
+            let mut max_phrase_chars = 1;
+            for (data, common) in [(PHRASES, true), (EXTRA_PHRASES, false)] {
+                for line in data.lines() {
+                    if let Some((word, readings)) = line.split_once('\t') {
+                        max_phrase_chars = max_phrase_chars.max(word.chars().count());
+                        phrases.entry(word).or_insert(Phrase { readings, common });
+                    }
                 }
             }
-        }
-        let mut endings = rustc_hash::FxHashSet::default();
-        endings.reserve(phrases.len() * 2);
-        for word in phrases.keys() {
-            let starts: Vec<usize> = word.char_indices().map(|(i, _)| i).collect();
-            for &k in starts.iter().rev().skip(1) {
-                endings.insert(&word[k..]);
+            let t2s = T2S
+                .lines()
+                .filter_map(|line| {
+                    let mut it = line.chars();
+                    let t = it.next()?;
+                    let s = it.nth(1)?;
+                    Some((t, s))
+                })
+                .collect();
+            let (chars, readings) = chars.join().expect("character list parses");
+            Dictionary {
+                chars,
+                readings,
+                phrases,
+                t2s,
+                endings: endings.join().expect("phrase list parses"),
+                max_phrase_chars,
             }
-        }
-        let t2s = T2S
-            .lines()
-            .filter_map(|line| {
-                let mut it = line.chars();
-                let t = it.next()?;
-                let s = it.nth(1)?;
-                Some((t, s))
-            })
-            .collect();
-        Dictionary {
-            chars,
-            phrases,
-            t2s,
-            endings,
-            max_phrase_chars,
-        }
+        })
     }
 
     /// All readings of a character, the most common first.
@@ -92,7 +85,9 @@ impl Dictionary {
         self.chars
             .get(&c)
             .or_else(|| self.chars.get(&self.simplified(c)))
-            .map_or(&[], Vec::as_slice)
+            .map_or(&[], |&(start, end)| {
+                &self.readings[start as usize..end as usize]
+            })
     }
 
     /// The most common reading of a character.
@@ -119,6 +114,45 @@ impl Dictionary {
     pub fn simplified(&self, c: char) -> char {
         self.t2s.get(&c).copied().unwrap_or(c)
     }
+}
+
+/// The character list: each character's range in one list of readings.
+fn load_chars() -> (FxHashMap<char, (u32, u32)>, Vec<&'static str>) {
+    let mut chars = FxHashMap::default();
+    chars.reserve(42_000);
+    let mut readings = Vec::with_capacity(50_000);
+    for line in CHARS.lines() {
+        let Some((c, list)) = line.split_once('\t') else {
+            continue;
+        };
+        let Some(c) = c.chars().next() else { continue };
+        let start = readings.len() as u32;
+        readings.extend(list.split(','));
+        chars.insert(c, (start, readings.len() as u32));
+    }
+    (chars, readings)
+}
+
+/// Every ending of two characters or more (whole phrases included) of
+/// every phrase in both lists.
+fn phrase_endings() -> rustc_hash::FxHashSet<&'static str> {
+    let mut endings = rustc_hash::FxHashSet::default();
+    endings.reserve(160_000);
+    for data in [PHRASES, EXTRA_PHRASES] {
+        for line in data.lines() {
+            let Some((word, _)) = line.split_once('\t') else {
+                continue;
+            };
+            let mut starts = word.char_indices().map(|(i, _)| i).peekable();
+            while let Some(k) = starts.next() {
+                // The last character alone is not an ending.
+                if starts.peek().is_some() {
+                    endings.insert(&word[k..]);
+                }
+            }
+        }
+    }
+    endings
 }
 
 #[cfg(test)]

@@ -769,13 +769,11 @@ struct Worker {
     next_id: AtomicU64,
 }
 
-/// The worker processes of a backend.
+/// The worker processes of a backend, by the voice each speaks for its
+/// whole life.
 #[derive(Default)]
 struct Workers {
-    /// By the voice each speaks for its whole life.
     by_voice: HashMap<String, Arc<Worker>>,
-    /// Started ahead of need, voice not chosen yet.
-    spare: Vec<Arc<Worker>>,
 }
 
 /// The `espeak` backend.
@@ -847,7 +845,7 @@ impl Espeak {
         })
     }
 
-    /// The worker for `voice`: its own, else a spare one, else a new one.
+    /// The worker for `voice`, started if it has none or it died.
     /// A worker speaks one voice for its whole life: libespeak-ng keeps
     /// state from every voice it loads, and after enough switches its
     /// children returned cut-off audio (seen on a long book), so a worker
@@ -859,13 +857,7 @@ impl Espeak {
         {
             return Ok(Arc::clone(worker));
         }
-        let worker = loop {
-            match workers.spare.pop() {
-                Some(w) if w.waiters.is_closed() => continue,
-                Some(w) => break w,
-                None => break Arc::new(self.spawn_worker(program)?),
-            }
-        };
+        let worker = Arc::new(self.spawn_worker(program)?);
         workers
             .by_voice
             .insert(voice.to_owned(), Arc::clone(&worker));
@@ -960,7 +952,7 @@ impl Synthesizer for Espeak {
         format!("espeak-ng/rate={}", self.config.rate)
     }
 
-    fn warm_up(&self) {
+    fn warm_up(&self, voices: &[String]) {
         let Some(program) = &self.worker_program else {
             return;
         };
@@ -970,10 +962,14 @@ impl Synthesizer for Espeak {
             return;
         }
         let mut workers = self.workers.lock().unwrap_or_else(|e| e.into_inner());
-        // Most books need two voices (narration and dialogue) at once.
-        while workers.by_voice.len() + workers.spare.len() < WARM_WORKERS {
+        for voice in voices.iter().take(WARM_WORKERS) {
+            if workers.by_voice.contains_key(voice) {
+                continue;
+            }
             match self.spawn_worker(program) {
-                Ok(worker) => workers.spare.push(Arc::new(worker)),
+                Ok(worker) => {
+                    workers.by_voice.insert(voice.clone(), Arc::new(worker));
+                }
                 // The first request will try again and report the error.
                 Err(_) => break,
             }
@@ -1007,8 +1003,9 @@ impl Synthesizer for Espeak {
     }
 }
 
-/// Worker processes started before the first request.
-const WARM_WORKERS: usize = 2;
+/// Worker processes started before the first request (for the voices used
+/// most); others start on their first request.
+const WARM_WORKERS: usize = 4;
 
 #[cfg(test)]
 mod tests {

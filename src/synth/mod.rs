@@ -225,8 +225,10 @@ pub trait Synthesizer: Send + Sync {
     fn fingerprint(&self) -> String;
 
     /// Starts whatever the first request would otherwise wait for (worker
-    /// processes), so that it gets ready while the text is prepared.
-    fn warm_up(&self) {}
+    /// processes), so that it gets ready while the text is prepared;
+    /// `voices` are the backend voice names the work will use, most used
+    /// first.
+    fn warm_up(&self, _voices: &[String]) {}
 
     async fn synthesize(&self, req: &SynthRequest) -> Result<AudioClip, SynthError>;
 }
