@@ -231,7 +231,7 @@ impl Renderer {
                 .or_default() += 1;
         }
         let mut by_count: Vec<((&str, &str), usize)> = counts.into_iter().collect();
-        by_count.sort_by(|a, b| b.1.cmp(&a.1));
+        by_count.sort_by_key(|&(_, n)| std::cmp::Reverse(n));
         let mut needed: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for ((backend, voice), _) in by_count {
             needed
