@@ -23,20 +23,40 @@ const SETTLED: f32 = 1e-3;
 /// The gain falls smoothly over the look-ahead before each peak and
 /// recovers exponentially afterwards.
 pub fn limit(samples: &mut [f32], ceiling: f32, sample_rate: u32) {
-    let Some(gains) = block_gains(samples, ceiling, sample_rate) else {
+    let mut peaks = block_peaks(samples);
+    let Some(gains) = block_gains(&peaks, ceiling, sample_rate) else {
         return;
     };
-    apply(samples, &gains, |_, _, _| ());
+    apply(samples, &mut peaks, &gains, |_, _, _| ());
+}
+
+/// The largest absolute sample of every block of [`BLOCK`] samples.
+pub fn block_peaks(samples: &[f32]) -> Vec<f32> {
+    samples.chunks(BLOCK).map(peak).collect()
+}
+
+fn peak(block: &[f32]) -> f32 {
+    block
+        .iter()
+        .fold(0.0f32, |m, &x| if x.abs() > m { x.abs() } else { m })
 }
 
 /// [`limit`] that also scales a power track ([`loudness::k_power`], one
 /// entry per [`loudness::POWER_BLOCK`] samples) by the mean square of the
-/// gain over each entry, keeping it in step with the audio.
-pub fn limit_tracked(samples: &mut [f32], power: &mut [f32], ceiling: f32, sample_rate: u32) {
-    let Some(gains) = block_gains(samples, ceiling, sample_rate) else {
+/// gain over each entry, keeping it in step with the audio. `peaks` are the
+/// samples' [`block_peaks`] (kept up to date here), so audio that needs no
+/// limiting is not read at all.
+pub fn limit_tracked(
+    samples: &mut [f32],
+    power: &mut [f32],
+    peaks: &mut [f32],
+    ceiling: f32,
+    sample_rate: u32,
+) {
+    let Some(gains) = block_gains(peaks, ceiling, sample_rate) else {
         return;
     };
-    apply(samples, &gains, |b, g0, g1| {
+    apply(samples, peaks, &gains, |b, g0, g1| {
         if let Some(p) = power.get_mut(b) {
             // Mean of g² over a linear ramp from g0 to g1.
             *p *= (g0 * g0 + g0 * g1 + g1 * g1) / 3.0;
@@ -44,25 +64,22 @@ pub fn limit_tracked(samples: &mut [f32], power: &mut [f32], ceiling: f32, sampl
     });
 }
 
-/// The gain at every block boundary (sample `k * BLOCK`, and the end), or
-/// `None` when no sample passes the ceiling.
+/// The gain at every block boundary (sample `k * BLOCK`, and the end), for
+/// blocks with these `peaks`, or `None` when no sample passes the ceiling.
 ///
 /// Each boundary's gain is at most the gain that the loudest sample of
 /// either neighbouring block allows, so the gain interpolated between two
 /// boundaries keeps every sample of the block between them under the
 /// ceiling. A backward pass ramps the gain down ahead of each peak (the
 /// look-ahead), a forward pass lets it recover exponentially after.
-fn block_gains(samples: &[f32], ceiling: f32, sample_rate: u32) -> Option<Vec<f32>> {
-    if samples.is_empty() || ceiling <= 0.0 {
+fn block_gains(peaks: &[f32], ceiling: f32, sample_rate: u32) -> Option<Vec<f32>> {
+    if ceiling <= 0.0 || peaks.iter().all(|&p| p <= ceiling) {
         return None;
     }
     // What each block allows; a hair under, so rounding cannot pass the ceiling.
-    let allowed: Vec<f32> = samples
-        .chunks(BLOCK)
-        .map(|block| {
-            let peak = block
-                .iter()
-                .fold(0.0f32, |m, &x| if x.abs() > m { x.abs() } else { m });
+    let allowed: Vec<f32> = peaks
+        .iter()
+        .map(|&peak| {
             if peak > ceiling {
                 ceiling / peak * (1.0 - 1e-6)
             } else {
@@ -70,9 +87,6 @@ fn block_gains(samples: &[f32], ceiling: f32, sample_rate: u32) -> Option<Vec<f3
             }
         })
         .collect();
-    if allowed.iter().all(|&a| a >= 1.0) {
-        return None;
-    }
     let blocks = allowed.len();
     let per_block = |ms: f32| (-(BLOCK as f32) / (ms / 1000.0 * sample_rate as f32)).exp();
     let (attack, release) = (per_block(ATTACK_MS), per_block(RELEASE_MS));
@@ -95,9 +109,14 @@ fn block_gains(samples: &[f32], ceiling: f32, sample_rate: u32) -> Option<Vec<f3
     Some(gains)
 }
 
-/// Scales each block by its boundary gains, interpolated; `changed(b, g0,
-/// g1)` is told every block whose gain is under 1.
-fn apply(samples: &mut [f32], gains: &[f32], mut changed: impl FnMut(usize, f32, f32)) {
+/// Scales each block by its boundary gains, interpolated, and updates its
+/// peak; `changed(b, g0, g1)` is told every block whose gain is under 1.
+fn apply(
+    samples: &mut [f32],
+    peaks: &mut [f32],
+    gains: &[f32],
+    mut changed: impl FnMut(usize, f32, f32),
+) {
     for (b, block) in samples.chunks_mut(BLOCK).enumerate() {
         let (g0, g1) = (gains[b], gains[b + 1]);
         if g0 >= 1.0 && g1 >= 1.0 {
@@ -107,6 +126,7 @@ fn apply(samples: &mut [f32], gains: &[f32], mut changed: impl FnMut(usize, f32,
         for (j, s) in block.iter_mut().enumerate() {
             *s *= g0 + step * j as f32;
         }
+        peaks[b] = peak(block);
         changed(b, g0, g1);
     }
 }
@@ -147,8 +167,11 @@ mod tests {
         let mut samples: Vec<f32> = (0..rate).map(|i| 0.9 * (i as f32 * 0.07).sin()).collect();
         let before = loudness::k_power(&samples, rate);
         let mut power = before.clone();
-        limit_tracked(&mut samples, &mut power, 0.3, rate);
+        let mut peaks = block_peaks(&samples);
+        limit_tracked(&mut samples, &mut power, &mut peaks, 0.3, rate);
         assert!(samples.iter().all(|s| s.abs() <= 0.3));
+        // The block peaks are those of the limited audio.
+        assert_eq!(peaks, block_peaks(&samples));
         // The tracked power matches the power of the limited audio.
         let after = loudness::k_power(&samples, rate);
         let total = |p: &[f32]| p.iter().map(|&x| f64::from(x)).sum::<f64>();

@@ -431,24 +431,44 @@ impl TruePeak {
 /// least `floor`: only neighbourhoods of samples loud enough to possibly
 /// pass `floor` once interpolated are oversampled.
 pub fn true_peak_above(clips: &[&[f32]], floor: f32) -> f32 {
+    let peaks: Vec<Vec<f32>> = clips.iter().map(|c| super::limit::block_peaks(c)).collect();
+    let with_peaks: Vec<(&[f32], &[f32])> = clips
+        .iter()
+        .zip(&peaks)
+        .map(|(c, p)| (*c, p.as_slice()))
+        .collect();
+    true_peak_above_blocks(&with_peaks, floor)
+}
+
+/// [`true_peak_above`] for clips given with their block peaks
+/// ([`super::limit::block_peaks`]): blocks too quiet to matter are skipped
+/// without reading their samples.
+pub fn true_peak_above_blocks(clips: &[(&[f32], &[f32])], floor: f32) -> f32 {
     let tp = TruePeak::new();
     let threshold = floor / tp.gain_bound;
     let mut peak = floor;
-    for clip in clips {
+    for &(clip, peaks) in clips {
         // Interpolation points n (between n and n + 1) checked so far.
         let mut next = 0usize;
-        for (i, &s) in clip.iter().enumerate() {
-            let a = s.abs();
-            if a <= threshold {
+        for (b, &block_peak) in peaks.iter().enumerate() {
+            if block_peak <= threshold {
                 continue;
             }
-            peak = peak.max(a);
-            let from = i.saturating_sub(TP_HALF).max(next);
-            let to = (i + TP_HALF).min(clip.len());
-            for n in from..to {
-                peak = peak.max(tp.between(clip, n));
+            let start = b * POWER_BLOCK;
+            let end = (start + POWER_BLOCK).min(clip.len());
+            for i in start..end {
+                let a = clip[i].abs();
+                if a <= threshold {
+                    continue;
+                }
+                peak = peak.max(a);
+                let from = i.saturating_sub(TP_HALF).max(next);
+                let to = (i + TP_HALF).min(clip.len());
+                for n in from..to {
+                    peak = peak.max(tp.between(clip, n));
+                }
+                next = next.max(to);
             }
-            next = next.max(to);
         }
     }
     peak
@@ -457,6 +477,39 @@ pub fn true_peak_above(clips: &[&[f32]], floor: f32) -> f32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn skipping_quiet_blocks_finds_the_same_true_peak_as_a_full_scan() {
+        let tp = TruePeak::new();
+        // Quiet speech-like noise with a few loud bursts, some of them at
+        // block edges, in clips of uneven lengths.
+        let mut seed = 7u32;
+        let mut noise = move || {
+            seed = seed.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            (seed >> 8) as f32 / (1u32 << 24) as f32 - 0.5
+        };
+        let clips: Vec<Vec<f32>> = [1000usize, 4097, 31, 2500]
+            .iter()
+            .map(|&n| {
+                let mut c: Vec<f32> = (0..n).map(|_| 0.05 * noise()).collect();
+                for at in [n / 3, (n / 2) / POWER_BLOCK * POWER_BLOCK, n - 1] {
+                    c[at] = 0.9 * noise().signum();
+                }
+                c
+            })
+            .collect();
+        let refs: Vec<&[f32]> = clips.iter().map(Vec::as_slice).collect();
+        for floor in [0.01f32, 0.3, 0.6, 0.95] {
+            let full = refs
+                .iter()
+                .flat_map(|c| {
+                    let between = (0..c.len()).map(|n| tp.between(c, n));
+                    c.iter().map(|s| s.abs()).chain(between)
+                })
+                .fold(floor, f32::max);
+            assert_eq!(true_peak_above(&refs, floor), full, "floor {floor}");
+        }
+    }
 
     fn tone(amplitude: f32, rate: u32, secs: f32) -> Vec<f32> {
         let step = std::f32::consts::TAU * 1000.0 / rate as f32;

@@ -123,8 +123,19 @@ pub struct SegmentAudio {
 #[derive(Debug, Clone)]
 pub struct PreparedClip {
     clip: AudioClip,
-    power: Vec<f32>,
+    track: Track,
 }
+
+/// What the mixer keeps per clip beside its samples, one entry per
+/// [`loudness::POWER_BLOCK`] samples: K-weighted power and peak.
+#[derive(Debug, Clone)]
+struct Track {
+    power: Vec<f32>,
+    peaks: Vec<f32>,
+}
+
+/// Tracks by segment, then chunk.
+type Tracks = Vec<Vec<Track>>;
 
 /// Prepares one chunk for a chapter at `rate`. Chunks are independent, so
 /// this can run as each one arrives, before the chapter is complete.
@@ -135,8 +146,11 @@ pub fn prepare(clip: AudioClip, rate: u32) -> PreparedClip {
         &mut clip.samples,
         super::clip::samples_for_ms(FADE_MS, rate),
     );
-    let power = loudness::k_power(&clip.samples, rate);
-    PreparedClip { clip, power }
+    let track = Track {
+        power: loudness::k_power(&clip.samples, rate),
+        peaks: limit::block_peaks(&clip.samples),
+    };
+    PreparedClip { clip, track }
 }
 
 /// [`SegmentAudio`] whose chunks went through [`prepare`].
@@ -214,12 +228,12 @@ pub fn mix_prepared<W: Write + Seek>(
     let rate = config.sample_rate;
     tracing::debug!(segments = prepared.len(), "mixing chapter");
     let mut segments = Vec::with_capacity(prepared.len());
-    let mut power: Vec<Vec<Vec<f32>>> = Vec::with_capacity(prepared.len());
+    let mut power: Tracks = Vec::with_capacity(prepared.len());
     for segment in prepared {
         let (chunks, track) = segment
             .chunks
             .into_iter()
-            .map(|(b, p)| ((b, p.clip), p.power))
+            .map(|(b, p)| ((b, p.clip), p.track))
             .unzip();
         segments.push(SegmentAudio {
             kind: segment.kind,
@@ -235,7 +249,7 @@ pub fn mix_prepared<W: Write + Seek>(
         *gain = level_voice(config, &mut segments, &mut power, &voices, v);
     }
     let correction = correct_chapter(config, &mut segments, &mut power, &voices, &mut gains_db);
-    let peaks = cap_true_peaks(config, &segments, &voices, &mut gains_db);
+    let peaks = cap_true_peaks(config, &segments, &power, &voices, &mut gains_db);
     let integrated_lufs = chapter_lufs(config, &segments, &power, &voices, &gains_db);
     drop(power);
     tracing::debug!(correction, "chapter corrected");
@@ -336,7 +350,7 @@ fn lay_out<S: Sink>(
 
 /// A sink that sums the clips' K-weighted power into loudness blocks.
 struct PowerSink<'a> {
-    power: &'a [Vec<Vec<f32>>],
+    power: &'a [Vec<Track>],
     blocks: loudness::PowerBlocks,
 }
 
@@ -354,9 +368,9 @@ impl Sink for PowerSink<'_> {
         gain: f32,
     ) -> Result<(), WavError> {
         match self.power.get(segment).and_then(|p| p.get(chunk)) {
-            Some(p) => self
+            Some(t) => self
                 .blocks
-                .add(p, samples.len(), f64::from(gain) * f64::from(gain)),
+                .add(&t.power, samples.len(), f64::from(gain) * f64::from(gain)),
             None => self.blocks.silence(samples.len()),
         }
         Ok(())
@@ -371,7 +385,7 @@ impl Sink for PowerSink<'_> {
 fn chapter_lufs(
     config: &MixConfig,
     segments: &[SegmentAudio],
-    power: &[Vec<Vec<f32>>],
+    power: &[Vec<Track>],
     voices: &VoiceIndex,
     gains_db: &[f64],
 ) -> f64 {
@@ -398,7 +412,7 @@ fn chapter_lufs(
 fn correct_chapter(
     config: &MixConfig,
     segments: &mut [SegmentAudio],
-    power: &mut [Vec<Vec<f32>>],
+    power: &mut [Vec<Track>],
     voices: &VoiceIndex,
     gains_db: &mut [f64],
 ) -> f64 {
@@ -425,24 +439,36 @@ fn correct_chapter(
 fn cap_true_peaks(
     config: &MixConfig,
     segments: &[SegmentAudio],
+    tracks: &[Vec<Track>],
     voices: &VoiceIndex,
     gains_db: &mut [f64],
 ) -> f64 {
     let mut chapter = f64::NEG_INFINITY;
     for (v, gain) in gains_db.iter_mut().enumerate() {
-        let clips: Vec<&[f32]> = segments
+        let clips: Vec<(&[f32], &[f32])> = segments
             .iter()
+            .zip(tracks)
             .zip(&voices.of_segment)
             .filter(|&(_, &sv)| sv == v)
-            .flat_map(|(s, _)| s.chunks.iter().map(|(_, c)| c.samples.as_slice()))
+            .flat_map(|((s, t), _)| {
+                s.chunks
+                    .iter()
+                    .zip(t)
+                    .map(|((_, c), t)| (c.samples.as_slice(), t.peaks.as_slice()))
+            })
             .collect();
         // Samples are unscaled: the ceiling moves by the voice's gain.
         let floor = loudness::from_db(config.true_peak_dbtp - *gain - 0.5);
-        let peak = loudness::to_db(f64::from(loudness::true_peak_above(&clips, floor))) + *gain;
+        // Clips are independent: each one's peak on any core.
+        let peak = clips
+            .par_iter()
+            .map(|&clip| loudness::true_peak_above_blocks(&[clip], floor))
+            .reduce(|| floor, f32::max);
+        let peak = loudness::to_db(f64::from(peak)) + *gain;
         if peak > config.true_peak_dbtp {
             *gain -= peak - config.true_peak_dbtp;
         }
-        if clips.iter().any(|c| !c.is_empty()) {
+        if clips.iter().any(|(c, _)| !c.is_empty()) {
             chapter = chapter.max(peak.min(config.true_peak_dbtp));
         }
     }
@@ -500,13 +526,13 @@ const TRUE_PEAK_MARGIN_DB: f64 = 0.5;
 fn limit_voice(
     config: &MixConfig,
     segments: &mut [SegmentAudio],
-    power: &mut [Vec<Vec<f32>>],
+    power: &mut [Vec<Track>],
     voices: &VoiceIndex,
     v: usize,
     gain_db: f64,
 ) {
     let ceiling = loudness::from_db(config.true_peak_dbtp - TRUE_PEAK_MARGIN_DB - gain_db);
-    let mut clips: Vec<(&mut AudioClip, &mut Vec<f32>)> = segments
+    let mut clips: Vec<(&mut AudioClip, &mut Track)> = segments
         .iter_mut()
         .zip(power.iter_mut())
         .zip(&voices.of_segment)
@@ -519,8 +545,14 @@ fn limit_voice(
                 .zip(power.iter_mut())
         })
         .collect();
-    clips.par_iter_mut().for_each(|(clip, power)| {
-        limit::limit_tracked(&mut clip.samples, power, ceiling, config.sample_rate);
+    clips.par_iter_mut().for_each(|(clip, track)| {
+        limit::limit_tracked(
+            &mut clip.samples,
+            &mut track.power,
+            &mut track.peaks,
+            ceiling,
+            config.sample_rate,
+        );
     });
 }
 
@@ -528,7 +560,7 @@ fn limit_voice(
 fn voice_lufs(
     config: &MixConfig,
     segments: &[SegmentAudio],
-    power: &[Vec<Vec<f32>>],
+    power: &[Vec<Track>],
     voices: &VoiceIndex,
     v: usize,
     gain_db: f64,
@@ -541,7 +573,7 @@ fn voice_lufs(
         .flat_map(|((segment, p), _)| {
             p.iter()
                 .zip(&segment.chunks)
-                .map(|(p, (_, clip))| (p.as_slice(), clip.samples.len()))
+                .map(|(t, (_, clip))| (t.power.as_slice(), clip.samples.len()))
         })
         .collect();
     let scale = 10f64.powf(gain_db / 10.0);
@@ -555,7 +587,7 @@ fn voice_lufs(
 fn level_voice(
     config: &MixConfig,
     segments: &mut [SegmentAudio],
-    power: &mut [Vec<Vec<f32>>],
+    power: &mut [Vec<Track>],
     voices: &VoiceIndex,
     v: usize,
 ) -> f64 {

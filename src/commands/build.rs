@@ -108,6 +108,8 @@ impl Outputs {
 
 /// Runs `build`. Bad input is an `Err` (exit 2) before anything is written.
 pub async fn run(args: &BuildArgs, worker_program: Option<PathBuf>) -> anyhow::Result<u8> {
+    // The front end's tables load while the book is read.
+    crate::frontend::warm_up();
     let cast = args.cast.as_deref().map(Cast::load).transpose()?;
     let book = read_book_with_cast(&args.book, cast.as_ref())?;
     let mut config = VoicesConfig::load(args.voices.as_deref())?;

@@ -25,6 +25,7 @@ const PLAYERS: [(&str, &[&str]); 5] = [
 ];
 
 pub async fn run(args: &PreviewArgs, worker_program: Option<PathBuf>) -> anyhow::Result<u8> {
+    crate::frontend::warm_up();
     let config = VoicesConfig::load(args.voices.as_deref())?;
     let lexicon = args.lexicon.as_deref().map(Lexicon::load).transpose()?;
     let chapter = passage(args)?;

@@ -30,6 +30,24 @@ pub struct Spoken {
     pub pinyin: String,
 }
 
+/// Loads the embedded dictionary and model and compiles the normalizer's
+/// patterns on a thread of its own, so that they are ready (or nearly) by
+/// the time the first chunk is prepared; callers that get there first wait
+/// for the same work instead of repeating it.
+pub fn warm_up() {
+    let spawn = |work: fn()| {
+        let _ = std::thread::Builder::new()
+            .name("tingshu-frontend-warm-up".into())
+            .spawn(work);
+    };
+    // The dictionary first: every chunk needs it, while a pattern is only
+    // compiled once a chunk has something it matches.
+    spawn(|| {
+        dictionary::Dictionary::get();
+        polyphone::Model::embedded();
+    });
+}
+
 /// Prepares a chunk of original text for synthesis.
 pub fn prepare(text: &str) -> Spoken {
     prepare_with(text, &Lexicon::new())
