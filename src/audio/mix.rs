@@ -615,6 +615,10 @@ fn level_voice(
     gain
 }
 
+/// Samples converted at a time: hound's 16-bit writer allocates a buffer
+/// of this size, small enough for the allocator to reuse (no fresh pages).
+const WRITE_CHUNK: usize = 16 << 10;
+
 /// Streams samples into a WAV writer, each clip scaled by its voice's gain.
 struct ChapterWriter<W: Write + Seek> {
     wav: hound::WavWriter<W>,
@@ -641,11 +645,16 @@ impl<W: Write + Seek> ChapterWriter<W> {
 
 impl<W: Write + Seek> Sink for ChapterWriter<W> {
     fn silence(&mut self, samples: usize) -> Result<(), WavError> {
-        let mut out = self.wav.get_i16_writer(samples as u32);
-        for _ in 0..samples {
-            out.write_sample(0i16);
+        let mut left = samples;
+        while left > 0 {
+            let n = left.min(WRITE_CHUNK);
+            let mut out = self.wav.get_i16_writer(n as u32);
+            for _ in 0..n {
+                out.write_sample(0i16);
+            }
+            out.flush()?;
+            left -= n;
         }
-        out.flush()?;
         self.written += samples as u64;
         Ok(())
     }
@@ -657,11 +666,13 @@ impl<W: Write + Seek> Sink for ChapterWriter<W> {
         samples: &[f32],
         gain: f32,
     ) -> Result<(), WavError> {
-        let mut out = self.wav.get_i16_writer(samples.len() as u32);
-        for &s in samples {
-            out.write_sample(wav::to_i16(s * gain));
+        for chunk in samples.chunks(WRITE_CHUNK) {
+            let mut out = self.wav.get_i16_writer(chunk.len() as u32);
+            for &s in chunk {
+                out.write_sample(wav::to_i16(s * gain));
+            }
+            out.flush()?;
         }
-        out.flush()?;
         self.written += samples.len() as u64;
         Ok(())
     }
