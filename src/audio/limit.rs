@@ -96,18 +96,64 @@ fn block_gains(peaks: &[f32], ceiling: f32, sample_rate: u32) -> Option<Vec<f32>
             before.min(allowed.get(k).copied().unwrap_or(1.0))
         })
         .collect();
-    let settle = |g: f32| if 1.0 - g < SETTLED { 1.0 } else { g };
-    // Only the ramps snap to 1: what a block allows is never exceeded.
-    for k in (0..blocks).rev() {
-        let ramp = settle(1.0 - (1.0 - gains[k + 1]) * attack);
-        gains[k] = gains[k].min(ramp);
-    }
-    for k in 1..=blocks {
-        let recovering = settle(1.0 - (1.0 - gains[k - 1]) * release);
-        gains[k] = gains[k].min(recovering);
-    }
+    // The attack ramps down ahead of each peak; the release recovers after
+    // it (the same recurrence, run over the reversed gains).
+    ramp_backward(&mut gains, attack);
+    gains.reverse();
+    ramp_backward(&mut gains, release);
+    gains.reverse();
     Some(gains)
 }
+
+/// The gain a block may have given the next block's gain `next`: it rises by
+/// at most `factor` of its shortfall per block. Only the ramps snap to 1
+/// (within [`SETTLED`]): what a block allows is never exceeded.
+fn ramp(next: f32, factor: f32) -> f32 {
+    let g = 1.0 - (1.0 - next) * factor;
+    if 1.0 - g < SETTLED { 1.0 } else { g }
+}
+
+/// `g[k] = min(g[k], ramp(g[k + 1]))` for `k` from the end down to 0.
+///
+/// Each step needs the one before, and a chain of dependent multiplications
+/// runs at a fraction of the core's speed; so the gains are cut into
+/// [`LANES`] pieces run side by side, each starting from the gain after it
+/// as it was before this pass. Then each piece's end is corrected with the
+/// final gain after it, going down until a gain no longer changes. The
+/// ramp is monotone and the pass only lowers gains, so this gives exactly
+/// the serial result (unit-tested against it).
+fn ramp_backward(g: &mut [f32], factor: f32) {
+    let steps = g.len().saturating_sub(1);
+    let len = steps / LANES;
+    if len < 64 {
+        for k in (0..steps).rev() {
+            g[k] = g[k].min(ramp(g[k + 1], factor));
+        }
+        return;
+    }
+    // The last piece takes the remainder, done first and in full.
+    for k in (LANES * len..steps).rev() {
+        g[k] = g[k].min(ramp(g[k + 1], factor));
+    }
+    for j in (0..len).rev() {
+        for lane in 0..LANES {
+            let k = lane * len + j;
+            g[k] = g[k].min(ramp(g[k + 1], factor));
+        }
+    }
+    for lane in (0..LANES - 1).rev() {
+        for k in (lane * len..(lane + 1) * len).rev() {
+            let lowered = g[k].min(ramp(g[k + 1], factor));
+            if lowered == g[k] {
+                break;
+            }
+            g[k] = lowered;
+        }
+    }
+}
+
+/// Independent pieces of a gain ramp computed side by side.
+const LANES: usize = 4;
 
 /// Scales each block by its boundary gains, interpolated, and updates its
 /// peak; `changed(b, g0, g1)` is told every block whose gain is under 1.
@@ -152,6 +198,38 @@ mod tests {
         // Near it the gain ramps rather than jumping.
         let g = |i: usize| samples[i] / before[i];
         assert!(g(11950) > g(11990) || before[11990].abs() < 1e-3);
+    }
+
+    /// The one-step-at-a-time recurrence that `ramp_backward` must match.
+    fn ramp_backward_serial(g: &mut [f32], factor: f32) {
+        for k in (0..g.len().saturating_sub(1)).rev() {
+            g[k] = g[k].min(ramp(g[k + 1], factor));
+        }
+    }
+
+    #[test]
+    fn ramps_in_pieces_equal_the_serial_ramp_exactly() {
+        let mut seed = 11u32;
+        let mut next = move || {
+            seed = seed.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            (seed >> 8) as f32 / (1u32 << 24) as f32
+        };
+        for n in [0usize, 1, 2, 5, 255, 256, 257, 258, 1000, 4099, 100_003] {
+            for factor in [0.5f32, 0.95, 0.998] {
+                // Mostly 1 with dips of varied depth, some at piece edges.
+                let mut g: Vec<f32> = (0..n)
+                    .map(|_| if next() < 0.03 { next() } else { 1.0 })
+                    .collect();
+                if n > 300 {
+                    g[n / 4] = 0.01;
+                    g[n / 4 - 1] = 0.2;
+                }
+                let mut expected = g.clone();
+                ramp_backward_serial(&mut expected, factor);
+                ramp_backward(&mut g, factor);
+                assert_eq!(g, expected, "n {n}, factor {factor}");
+            }
+        }
     }
 
     #[test]
