@@ -249,9 +249,24 @@ impl BookOutputs {
         h.update(self.author.as_deref().unwrap_or("").as_bytes());
         if let Some(cover) = &self.cover {
             h.update(b"\0cover\0");
-            h.update(std::fs::read(cover).unwrap_or_default());
+            match std::fs::read(cover) {
+                Ok(bytes) => h.update(bytes),
+                // Unlike an empty file: the tags change when it appears.
+                Err(_) => h.update(b"\0unreadable"),
+            }
         }
         hex::encode(h.finalize())
+    }
+
+    /// Whether the playlist in `book_dir` reads as it would be written now
+    /// for `manifest` (true when no playlist is made).
+    pub fn playlist_is_current(&self, book_dir: &Path, manifest: &Manifest) -> bool {
+        let Some(format) = self.playlist_format() else {
+            return true;
+        };
+        let path = book_dir.join(self.book_file_name(BookFile::Playlist));
+        let text = playlist(manifest, &self.title, format, Some(book_dir));
+        std::fs::read(path).is_ok_and(|bytes| bytes == text.as_bytes())
     }
 
     /// Writes one file of `chapter` into `book_dir`; `chapter.file` names
@@ -353,7 +368,8 @@ impl BookOutputs {
                 let Some(format) = self.playlist_format() else {
                     return Ok(());
                 };
-                write_atomic(&path, playlist(manifest, &self.title, format).as_bytes())
+                let text = playlist(manifest, &self.title, format, Some(book_dir));
+                write_atomic(&path, text.as_bytes())
             }
             BookFile::M4b => {
                 let encoder = self.encoder(&path, Format::M4b)?;
@@ -444,19 +460,23 @@ fn cues(chapter: &ManifestChapter) -> Vec<Cue> {
 }
 
 /// An extended M3U playlist of the manifest's chapters in `format`, with
-/// relative paths (UTF-8).
-fn playlist(manifest: &Manifest, title: &str, format: Format) -> String {
+/// relative paths (UTF-8). With `book_dir`, a chapter whose encoded file is
+/// not there (its encode failed; a later run retries it) is listed by its
+/// WAV, so the playlist never names a missing file.
+fn playlist(manifest: &Manifest, title: &str, format: Format, book_dir: Option<&Path>) -> String {
     let mut out = String::from("#EXTM3U\n#EXTENC:UTF-8\n");
     let _ = writeln!(out, "#PLAYLIST:{}", one_line(title));
     for chapter in &manifest.chapters {
-        let file = if format == Format::Wav {
+        let encoded = format!(
+            "{}.{}",
+            chapter_stem(chapter.index, &chapter.title),
+            format.extension()
+        );
+        let missing = book_dir.is_some_and(|dir| !dir.join(&encoded).is_file());
+        let file = if format == Format::Wav || missing {
             chapter.file.clone()
         } else {
-            format!(
-                "{}.{}",
-                chapter_stem(chapter.index, &chapter.title),
-                format.extension()
-            )
+            encoded
         };
         let _ = writeln!(
             out,
@@ -563,12 +583,20 @@ mod tests {
                 chapter(2, "第二章 灯", ".wav/0002-第二章_灯.wav", 2.6),
             ],
         };
-        let text = playlist(&manifest, "雾港", Format::Mp3);
+        let text = playlist(&manifest, "雾港", Format::Mp3, None);
         assert_eq!(
             text,
             "#EXTM3U\n#EXTENC:UTF-8\n#PLAYLIST:雾港\n#EXTINF:61,第一章 雾\n0001-第一章_雾.mp3\n#EXTINF:3,第二章 灯\n0002-第二章_灯.mp3\n"
         );
-        assert!(playlist(&manifest, "雾港", Format::Wav).contains("\n.wav/0002-第二章_灯.wav\n"));
+        assert!(
+            playlist(&manifest, "雾港", Format::Wav, None).contains("\n.wav/0002-第二章_灯.wav\n")
+        );
+        // Only chapter 1's MP3 exists: chapter 2 is listed by its WAV.
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("0001-第一章_雾.mp3"), b"ID3").unwrap();
+        let text = playlist(&manifest, "雾港", Format::Mp3, Some(dir.path()));
+        assert!(text.contains("\n0001-第一章_雾.mp3\n"), "{text}");
+        assert!(text.contains("\n.wav/0002-第二章_灯.wav\n"), "{text}");
     }
 
     #[test]
@@ -625,5 +653,10 @@ mod tests {
         let with_cover = c.tags_digest();
         std::fs::write(&cover, b"two").unwrap();
         assert_ne!(with_cover, c.tags_digest());
+        // A missing cover is not an empty one.
+        std::fs::write(&cover, b"").unwrap();
+        let empty = c.tags_digest();
+        std::fs::remove_file(&cover).unwrap();
+        assert_ne!(empty, c.tags_digest());
     }
 }

@@ -1143,11 +1143,18 @@ fn failed_encodes_show_in_status_and_are_made_by_the_next_run() {
     );
     assert!(status.contains("no encoder here"), "{status}");
     assert_eq!(names_with(&lib.book_dir(), ".mp3"), Vec::<String>::new());
+    // The playlist names only files that exist: the WAVs for now.
+    let playlist = || std::fs::read_to_string(lib.book_dir().join("serial.m3u")).unwrap();
+    let listed = |text: &str, ext: &str| text.lines().filter(|l| l.ends_with(ext)).count();
+    assert_eq!(listed(&playlist(), ".wav"), 2, "{}", playlist());
+    assert_eq!(listed(&playlist(), ".mp3"), 0, "{}", playlist());
 
-    // With a working ffmpeg the next run encodes them, rendering nothing.
+    // With a working ffmpeg the next run encodes them, rendering nothing,
+    // and the playlist lists the MP3s.
     let stderr = lib.run_ok();
     assert!(stderr.contains("0 of 2 chapters rendered"), "{stderr}");
     assert_eq!(names_with(&lib.book_dir(), ".mp3").len(), 2);
+    assert_eq!(listed(&playlist(), ".mp3"), 2, "{}", playlist());
     let status = String::from_utf8_lossy(&lib.batch("status").stdout).into_owned();
     assert!(status.contains("failures: none"), "{status}");
 }

@@ -330,7 +330,7 @@ impl Drop for SharedPcm {
 /// `espeak_Terminate` + `espeak_Initialize` leave them alone), which made a
 /// chunk's audio depend on what the worker had spoken before.
 ///
-/// Children run side by side (up to [`MAX_CHILDREN`]): one worker process
+/// Children run side by side (up to [`max_children`]): one worker process
 /// per voice keeps every core busy, and a request that arrives while others
 /// run starts at once instead of waiting for the worker.
 ///
@@ -348,8 +348,12 @@ pub fn run_worker(input: std::fs::File, output: impl Write) -> std::io::Result<(
 /// Pipe buffer for replies (the default unprivileged maximum).
 const PIPE_SIZE: c_int = 1 << 20;
 
-/// Children one worker runs at once; further requests wait in its queue.
-pub const MAX_CHILDREN: usize = 16;
+/// Children one worker runs at once (two per CPU core, at least 4; the
+/// backend sends no more than cores + 2 by default); further requests wait
+/// in its queue.
+pub fn max_children() -> usize {
+    std::thread::available_parallelism().map_or(4, |n| (2 * n.get()).max(4))
+}
 
 /// A child synthesizing one request.
 struct Running {
@@ -379,8 +383,9 @@ fn serve_forked(mut input: std::fs::File, mut output: impl Write) -> std::io::Re
     // forking, so the parent loads it once and the children only speak.
     let mut selected: Option<String> = None;
     let mut chunk = vec![0u8; 1 << 16];
+    let max_children = max_children();
     loop {
-        while running.len() < MAX_CHILDREN {
+        while running.len() < max_children {
             let Some(line) = queue.pop_front() else {
                 break;
             };
@@ -764,6 +769,7 @@ impl Waiters {
 struct Worker {
     /// Killed when dropped.
     _child: Child,
+    pid: Option<u32>,
     stdin: tokio::sync::Mutex<ChildStdin>,
     waiters: Arc<Waiters>,
     next_id: AtomicU64,
@@ -806,6 +812,18 @@ impl Espeak {
         }
     }
 
+    /// Process ids of the worker processes running now (for diagnostics
+    /// and tests).
+    pub fn worker_ids(&self) -> Vec<u32> {
+        let workers = self.workers.lock().unwrap_or_else(|e| e.into_inner());
+        workers
+            .by_voice
+            .values()
+            .filter(|w| !w.waiters.is_closed())
+            .filter_map(|w| w.pid)
+            .collect()
+    }
+
     fn engine_request(&self, req: &SynthRequest) -> EngineRequest {
         let rate = (self.config.rate as f32 * req.voice.speed).round() as u32;
         EngineRequest {
@@ -838,6 +856,7 @@ impl Espeak {
         let waiters = Arc::new(Waiters::default());
         tokio::spawn(read_replies(stdout, Arc::clone(&waiters)));
         Ok(Worker {
+            pid: child.id(),
             _child: child,
             stdin: tokio::sync::Mutex::new(stdin),
             waiters,
@@ -1100,7 +1119,7 @@ mod tests {
         other.pitch = Some(70);
         // More requests than children at once, so some wait their turn.
         let mut requests = Vec::new();
-        for _ in 0..=MAX_CHILDREN / 2 {
+        for _ in 0..=max_children() / 2 {
             requests.extend([same.clone(), other.clone()]);
         }
         requests.push(req("no-such-voice-xx", "ni3"));
