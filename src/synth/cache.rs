@@ -559,20 +559,47 @@ fn write_entry(dir: &Path, key: &CacheKey, bytes: &[u8]) -> std::io::Result<()> 
     result
 }
 
-/// Whether every sample of `clip` is a 16-bit value (as espeak-ng's are), so
-/// a 16-bit entry holds it exactly.
-fn fits_16_bit(clip: &AudioClip) -> bool {
-    clip.samples.iter().all(|&s| {
-        let v = s * 32768.0;
-        // `as` saturates, so only in-range whole numbers come back equal.
-        f32::from(v as i16) == v
-    })
+/// A mono WAV in one piece: 16-bit PCM (format 1) when that holds every
+/// sample exactly (espeak-ng's always do), else 32-bit float (format 3).
+fn encode_clip(clip: &AudioClip) -> std::io::Result<Vec<u8>> {
+    if let Some(bytes) = encode_16_bit(clip)? {
+        return Ok(bytes);
+    }
+    let (mut bytes, start) = wav_with_room(clip, 3, 4)?;
+    for (out, s) in bytes[start..].chunks_exact_mut(4).zip(&clip.samples) {
+        out.copy_from_slice(&s.to_le_bytes());
+    }
+    Ok(bytes)
 }
 
-/// A mono WAV in one piece: 16-bit PCM (format 1) when that is exact, else
-/// 32-bit float (format 3).
-fn encode_clip(clip: &AudioClip) -> std::io::Result<Vec<u8>> {
-    let (format, width): (u16, u32) = if fits_16_bit(clip) { (1, 2) } else { (3, 4) };
+/// The 16-bit entry of `clip`, or `None` when some sample is not a 16-bit
+/// value. Converts and checks in one pass (a block at a time, so the
+/// compiler can vectorize the loop).
+fn encode_16_bit(clip: &AudioClip) -> std::io::Result<Option<Vec<u8>>> {
+    const BLOCK: usize = 1024;
+    let (mut bytes, start) = wav_with_room(clip, 1, 2)?;
+    let blocks = bytes[start..]
+        .chunks_mut(2 * BLOCK)
+        .zip(clip.samples.chunks(BLOCK));
+    for (out, samples) in blocks {
+        let mut exact = true;
+        for (o, &s) in out.chunks_exact_mut(2).zip(samples) {
+            let v = s * 32768.0;
+            // `as` saturates, so only in-range whole numbers come back equal.
+            let i = v as i16;
+            exact &= f32::from(i) == v;
+            o.copy_from_slice(&i.to_le_bytes());
+        }
+        if !exact {
+            return Ok(None);
+        }
+    }
+    Ok(Some(bytes))
+}
+
+/// A WAV header for `clip` in `format` with `width`-byte samples, followed
+/// by room for the samples; returns the bytes and where the samples start.
+fn wav_with_room(clip: &AudioClip, format: u16, width: u32) -> std::io::Result<(Vec<u8>, usize)> {
     let data_len = u32::try_from(clip.samples.len() as u64 * u64::from(width))
         .ok()
         .filter(|&n| n <= u32::MAX - 36)
@@ -592,17 +619,7 @@ fn encode_clip(clip: &AudioClip) -> std::io::Result<Vec<u8>> {
     bytes.extend_from_slice(&data_len.to_le_bytes());
     let start = bytes.len();
     bytes.resize(start + data_len as usize, 0);
-    let data = &mut bytes[start..];
-    if format == 1 {
-        for (out, s) in data.chunks_exact_mut(2).zip(&clip.samples) {
-            out.copy_from_slice(&((s * 32768.0) as i16).to_le_bytes());
-        }
-    } else {
-        for (out, s) in data.chunks_exact_mut(4).zip(&clip.samples) {
-            out.copy_from_slice(&s.to_le_bytes());
-        }
-    }
-    Ok(bytes)
+    Ok((bytes, start))
 }
 
 /// Reads what [`encode_clip`] made; anything else is an error.
@@ -720,6 +737,15 @@ mod tests {
         let key2 = CacheKey::new("x", &req("三", 1.0));
         cache.put(&key2, &finer).unwrap();
         assert_eq!(cache.get(&key2), Some(finer));
+        // Also when that sample comes late, after whole blocks fitted.
+        let long: Vec<i16> = (0..3000).map(|i| (i * 7 - 10_000) as i16).collect();
+        let mut late = AudioClip::from_i16(&long, 22050);
+        late.samples[2500] += 1e-6;
+        let key3 = CacheKey::new("x", &req("四", 1.0));
+        cache.put(&key3, &late).unwrap();
+        assert_eq!(cache.get(&key3), Some(late));
+        let reader = hound::WavReader::open(Cache::path(dir.path(), &key3)).unwrap();
+        assert_eq!(reader.spec().sample_format, hound::SampleFormat::Float);
     }
 
     #[test]
