@@ -269,6 +269,10 @@ struct RawVoicesFile {
     mix: MixConfig,
 }
 
+/// The rate espeak-ng synthesizes at (Hz): the output rate of a voices file
+/// whose voices are all espeak-ng and that sets no `[mix] sample_rate`.
+pub const ESPEAK_RATE: u32 = 22050;
+
 /// A whole voices file.
 #[derive(Debug, Clone, PartialEq)]
 pub struct VoicesConfig {
@@ -359,9 +363,28 @@ impl VoicesConfig {
             source: file.to_owned(),
             env: BTreeMap::new(),
         };
+        let rate_given = toml::from_str::<toml::Table>(text)
+            .ok()
+            .and_then(|doc| doc.get("mix")?.get("sample_rate").cloned())
+            .is_some();
+        if !rate_given && config.only_espeak() {
+            // espeak-ng's own rate: voices that all speak at it need no
+            // conversion. Other backends are converted to the 24 kHz default.
+            config.mix.sample_rate = ESPEAK_RATE;
+        }
         config.check()?;
         config.read_env(env)?;
         Ok(config)
+    }
+
+    /// Whether every voice uses an espeak backend.
+    fn only_espeak(&self) -> bool {
+        self.voices.values().all(|v| {
+            matches!(
+                self.backends.get(&v.backend),
+                Some(BackendConfig::Espeak(_))
+            )
+        })
     }
 
     fn invalid(&self, key: String, message: String) -> ConfigError {
@@ -756,6 +779,26 @@ mod tests {
             config.voice_settings(narrator),
             config.voice_settings(dialogue)
         );
+    }
+
+    #[test]
+    fn output_rate_defaults_to_espeaks_own_only_for_espeak_voices() {
+        let espeak_only = "[backends.local]\ntype = \"espeak\"\n\n[voices.n]\nbackend = \"local\"\nvoice = \"cmn-latn-pinyin\"\n\n[casting]\nnarrator = \"n\"\ndialogue = \"n\"\n";
+        let config = VoicesConfig::parse(espeak_only, "a.toml").unwrap();
+        assert_eq!(config.mix.sample_rate, ESPEAK_RATE);
+        // Set in the file: kept.
+        let set = format!("{espeak_only}\n[mix]\nsample_rate = 24000\n");
+        assert_eq!(
+            VoicesConfig::parse(&set, "b.toml").unwrap().mix.sample_rate,
+            24000
+        );
+        // A voice on another backend: the general default.
+        let mixed = espeak_only.replace(
+            "[voices.n]",
+            "[backends.tts]\ntype = \"command\"\nprogram = \"true\"\n\n[voices.other]\nbackend = \"tts\"\nvoice = \"x\"\n\n[voices.n]",
+        );
+        let config = VoicesConfig::parse(&mixed, "c.toml").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(config.mix.sample_rate, MixConfig::default().sample_rate);
     }
 
     #[test]
