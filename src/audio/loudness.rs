@@ -428,22 +428,11 @@ impl TruePeak {
 }
 
 /// True peak (linear) of clips that sit apart (silence around each), at
-/// least `floor`: only neighbourhoods of samples loud enough to possibly
-/// pass `floor` once interpolated are oversampled.
-pub fn true_peak_above(clips: &[&[f32]], floor: f32) -> f32 {
-    let peaks: Vec<Vec<f32>> = clips.iter().map(|c| super::limit::block_peaks(c)).collect();
-    let with_peaks: Vec<(&[f32], &[f32])> = clips
-        .iter()
-        .zip(&peaks)
-        .map(|(c, p)| (*c, p.as_slice()))
-        .collect();
-    true_peak_above_blocks(&with_peaks, floor)
-}
-
-/// [`true_peak_above`] for clips given with their block peaks
-/// ([`super::limit::block_peaks`]): blocks too quiet to matter are skipped
-/// without reading their samples.
-pub fn true_peak_above_blocks(clips: &[(&[f32], &[f32])], floor: f32) -> f32 {
+/// least `floor`, each clip given with its block peaks
+/// ([`super::limit::block_peaks`]): only neighbourhoods of samples loud
+/// enough to possibly pass `floor` once interpolated are oversampled, and
+/// blocks too quiet to hold one are skipped without reading their samples.
+pub fn true_peak_above(clips: &[(&[f32], &[f32])], floor: f32) -> f32 {
     let tp = TruePeak::new();
     let threshold = floor / tp.gain_bound;
     let mut peak = floor;
@@ -499,6 +488,15 @@ mod tests {
             })
             .collect();
         let refs: Vec<&[f32]> = clips.iter().map(Vec::as_slice).collect();
+        let peaks: Vec<Vec<f32>> = refs
+            .iter()
+            .map(|c| super::super::limit::block_peaks(c))
+            .collect();
+        let with_peaks: Vec<(&[f32], &[f32])> = refs
+            .iter()
+            .zip(&peaks)
+            .map(|(c, p)| (*c, p.as_slice()))
+            .collect();
         for floor in [0.01f32, 0.3, 0.6, 0.95] {
             let full = refs
                 .iter()
@@ -507,7 +505,7 @@ mod tests {
                     c.iter().map(|s| s.abs()).chain(between)
                 })
                 .fold(floor, f32::max);
-            assert_eq!(true_peak_above(&refs, floor), full, "floor {floor}");
+            assert_eq!(true_peak_above(&with_peaks, floor), full, "floor {floor}");
         }
     }
 

@@ -462,7 +462,7 @@ fn cap_true_peaks(
         // Clips are independent: each one's peak on any core.
         let peak = clips
             .par_iter()
-            .map(|&clip| loudness::true_peak_above_blocks(&[clip], floor))
+            .map(|&clip| loudness::true_peak_above(&[clip], floor))
             .reduce(|| floor, f32::max);
         let peak = loudness::to_db(f64::from(peak)) + *gain;
         if peak > config.true_peak_dbtp {

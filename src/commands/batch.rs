@@ -715,7 +715,6 @@ async fn render_job(
                 &plan,
                 &manifest,
                 book_changed,
-                made.written > 0,
                 &mut state,
                 &mut failures,
             );
@@ -901,20 +900,16 @@ fn refresh_chapter_files(
 /// Rewrites the book-level files (manifest, playlist, M4B) when a chapter
 /// was rendered or removed (`changed`), when what they are made from
 /// changed, or when they are missing or were changed by something else;
-/// otherwise leaves them alone. The playlist is also rewritten when
-/// chapter files were made (`chapter_files_made`) and it would now read
-/// differently: it lists a chapter by its WAV while its encoded file is
-/// missing. Removes those no longer
-/// asked for. Returns how many it wrote; records them in `state` (the
-/// caller writes it).
-#[allow(clippy::too_many_arguments)]
+/// otherwise leaves them alone. The playlist is also rewritten when it
+/// would now read differently: it lists a chapter by its WAV while its
+/// encoded file is missing. Removes those no longer asked for. Returns how
+/// many it wrote; records them in `state` (the caller writes it).
 fn refresh_book_files(
     outputs: &BookOutputs,
     dir: &Path,
     plan: &Plan,
     manifest: &Manifest,
     changed: bool,
-    chapter_files_made: bool,
     state: &mut BookState,
     failures: &mut Vec<String>,
 ) -> usize {
@@ -933,9 +928,8 @@ fn refresh_book_files(
     }
     let mut written = 0;
     for (&file, name) in files.iter().zip(&names) {
-        let stale_playlist = file == BookFile::Playlist
-            && chapter_files_made
-            && !outputs.playlist_is_current(dir, manifest);
+        let stale_playlist =
+            file == BookFile::Playlist && !outputs.playlist_is_current(dir, manifest);
         if !changed && !stale_playlist && output_is_current(&state.book_files, dir, name, &hash) {
             continue;
         }

@@ -30,22 +30,19 @@ pub struct Spoken {
     pub pinyin: String,
 }
 
-/// Loads the embedded dictionary and model and compiles the normalizer's
-/// patterns on a thread of its own, so that they are ready (or nearly) by
-/// the time the first chunk is prepared; callers that get there first wait
-/// for the same work instead of repeating it.
+/// Loads the embedded dictionary and polyphone model on a thread of its
+/// own, so that they are ready (or nearly) by the time the first chunk is
+/// prepared; callers that get there first wait for the same work instead
+/// of repeating it.
 pub fn warm_up() {
-    let spawn = |work: fn()| {
-        let _ = std::thread::Builder::new()
-            .name("tingshu-frontend-warm-up".into())
-            .spawn(work);
-    };
-    // The dictionary first: every chunk needs it, while a pattern is only
-    // compiled once a chunk has something it matches.
-    spawn(|| {
-        dictionary::Dictionary::get();
-        polyphone::Model::embedded();
-    });
+    // Only the tables: the normalizer's patterns are compiled once a chunk
+    // has something they match (compiling them here slowed the tables).
+    let _ = std::thread::Builder::new()
+        .name("tingshu-frontend-warm-up".into())
+        .spawn(|| {
+            dictionary::Dictionary::get();
+            polyphone::Model::embedded();
+        });
 }
 
 /// Prepares a chunk of original text for synthesis.

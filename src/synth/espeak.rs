@@ -10,7 +10,9 @@
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
 use std::ffi::{CString, c_int, c_short, c_void};
-use std::io::{BufRead, Write};
+#[cfg(test)]
+use std::io::BufRead;
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -100,6 +102,8 @@ enum Sink {
 /// Samples mapped in one go in the shared buffer (256 KiB, a multiple of
 /// the page size).
 const POPULATE_STEP: usize = 128 << 10;
+/// Samples per 4 KiB page: populated ranges stay page-aligned.
+const PAGE_SAMPLES: usize = 2048;
 
 thread_local! {
     static CAPTURE: RefCell<Sink> = const { RefCell::new(Sink::Vec(Vec::new())) };
@@ -137,7 +141,9 @@ unsafe extern "C" fn capture(
                 // One call maps the pages ahead, instead of one page fault
                 // per page written (the pages exist already after the first
                 // request; a kernel without MADV_POPULATE_WRITE just faults).
-                let upto = (*populated + POPULATE_STEP).max(end).min(*capacity);
+                let upto = (*populated + POPULATE_STEP)
+                    .max(end.next_multiple_of(PAGE_SAMPLES))
+                    .min(*capacity);
                 // SAFETY: the range lies inside the mapping, and madvise
                 // only maps its pages; a failure changes nothing.
                 unsafe {
@@ -384,6 +390,9 @@ fn serve_forked(mut input: std::fs::File, mut output: impl Write) -> std::io::Re
     let mut selected: Option<String> = None;
     let mut chunk = vec![0u8; 1 << 16];
     let max_children = max_children();
+    let rate = ready.as_ref().map_or(0, |engine| {
+        engine.lock().unwrap_or_else(|e| e.into_inner()).sample_rate
+    });
     loop {
         while running.len() < max_children {
             let Some(line) = queue.pop_front() else {
@@ -487,9 +496,6 @@ fn serve_forked(mut input: std::fs::File, mut output: impl Write) -> std::io::Re
             let child = running.swap_remove(i);
             let spoken = finish_child(child.pid, child.report, slots[child.slot].capacity)
                 .unwrap_or_else(|e| Err(format!("synthesis process failed: {e}")));
-            let rate = ready.as_ref().map_or(22050, |engine| {
-                engine.lock().unwrap_or_else(|e| e.into_inner()).sample_rate
-            });
             match spoken {
                 Ok(len) => write_reply(
                     &mut output,
@@ -679,9 +685,10 @@ fn finish_child(
     })
 }
 
-/// Reads one worker reply (blocking): its id and result; used by tests of
-/// the protocol.
-pub fn read_reply(
+/// Reads one worker reply (blocking): its id and result; for tests of the
+/// protocol.
+#[cfg(test)]
+fn read_reply(
     mut input: impl BufRead,
 ) -> std::io::Result<(Option<u64>, Result<AudioClip, String>)> {
     let mut line = String::new();
