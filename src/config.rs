@@ -17,6 +17,7 @@ use crate::synth::client::{ClientBackend, SynthClient};
 use crate::synth::command::{CommandBackend, CommandConfig};
 use crate::synth::espeak::{Espeak, EspeakConfig};
 use crate::synth::http::{Http, HttpConfig, Secret};
+use crate::synth::kokoro::{Kokoro, KokoroConfig, KokoroFiles};
 use crate::synth::limit::{Limiter, RateLimit};
 use crate::synth::openai::{Openai, OpenaiConfig};
 use crate::synth::retry::RetryPolicy;
@@ -25,6 +26,8 @@ use crate::text::SegmentKind;
 
 /// The embedded default voices file.
 pub const DEFAULT_VOICES: &str = include_str!("../voices/default.toml");
+/// The espeak-ng voices, used when the neural voice is not installed.
+pub const ESPEAK_VOICES: &str = include_str!("../voices/espeak.toml");
 
 /// A problem in a voices file, naming the file and the key.
 #[derive(Debug, thiserror::Error)]
@@ -126,6 +129,7 @@ fn line_of(text: &str, key: &str) -> Option<usize> {
 #[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]
 pub enum BackendConfig {
     Espeak(EspeakConfig),
+    Kokoro(KokoroConfig),
     Openai(OpenaiConfig),
     Http(HttpConfig),
     Azure(AzureConfig),
@@ -137,6 +141,7 @@ impl BackendConfig {
     pub fn type_name(&self) -> &'static str {
         match self {
             BackendConfig::Espeak(_) => "espeak",
+            BackendConfig::Kokoro(_) => "kokoro",
             BackendConfig::Openai(_) => "openai",
             BackendConfig::Http(_) => "http",
             BackendConfig::Azure(_) => "azure",
@@ -146,7 +151,7 @@ impl BackendConfig {
 
     fn default_in_flight(&self) -> usize {
         match self {
-            BackendConfig::Espeak(_) => usize::MAX,
+            BackendConfig::Espeak(_) | BackendConfig::Kokoro(_) => usize::MAX,
             BackendConfig::Openai(_) | BackendConfig::Azure(_) => 4,
             BackendConfig::Http(_) => 2,
             BackendConfig::Command(_) => 1,
@@ -291,10 +296,26 @@ pub struct VoicesConfig {
 }
 
 impl VoicesConfig {
-    /// Reads `path`, or the embedded default when `None`.
+    /// Reads `path`; when `None`, the file `$TINGSHU_VOICES` names, else the
+    /// embedded default: the neural voices when installed, else espeak-ng's.
     pub fn load(path: Option<&Path>) -> Result<VoicesConfig, ConfigError> {
-        match path {
-            None => VoicesConfig::parse(DEFAULT_VOICES, "voices/default.toml (built in)"),
+        let from_env = std::env::var_os("TINGSHU_VOICES")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from);
+        match path.or(from_env.as_deref()) {
+            None if KokoroFiles::locate(None).installed() => {
+                VoicesConfig::parse(DEFAULT_VOICES, "voices/default.toml (built in)")
+            }
+            None => {
+                static ONCE: std::sync::Once = std::sync::Once::new();
+                ONCE.call_once(|| {
+                    eprintln!(
+                        "tingshu: the neural voice is not installed ({}); using the espeak-ng voices — install it with scripts/install-kokoro.sh",
+                        KokoroFiles::locate(None).root.display()
+                    );
+                });
+                VoicesConfig::parse(ESPEAK_VOICES, "voices/espeak.toml (built in)")
+            }
             Some(path) => {
                 let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
                     path: path.to_owned(),
@@ -420,7 +441,9 @@ impl VoicesConfig {
                     c.endpoint.is_none(),
                 ),
             ],
-            BackendConfig::Espeak(_) | BackendConfig::Command(_) => Vec::new(),
+            BackendConfig::Espeak(_) | BackendConfig::Kokoro(_) | BackendConfig::Command(_) => {
+                Vec::new()
+            }
         }
     }
 
@@ -453,6 +476,22 @@ impl VoicesConfig {
         for (name, backend) in &self.backends {
             let checked = match backend {
                 BackendConfig::Espeak(_) => Ok(()),
+                BackendConfig::Kokoro(c) => {
+                    let voices: Vec<(String, &str)> = self
+                        .voices
+                        .iter()
+                        .filter(|(_, v)| &v.backend == name)
+                        .map(|(vn, v)| (format!("voices.{vn}.voice"), v.voice.as_str()))
+                        .collect();
+                    let voices: Vec<(&str, &str)> =
+                        voices.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+                    match c.check(&voices) {
+                        Err((key, message)) if key.starts_with("voices.") => {
+                            return Err(self.invalid(key, message));
+                        }
+                        other => other,
+                    }
+                }
                 BackendConfig::Openai(c) => c.check(),
                 BackendConfig::Http(c) => c.check(),
                 BackendConfig::Azure(_) => Ok(()),
@@ -671,6 +710,7 @@ impl VoicesConfig {
                 }
                 Arc::new(Espeak::new(name, c, worker_program))
             }
+            BackendConfig::Kokoro(c) => Arc::new(Kokoro::new(name, c.clone())),
             BackendConfig::Openai(c) => Arc::new(Openai::new(
                 name,
                 c.clone(),
@@ -715,8 +755,13 @@ impl VoicesConfig {
                     limiter: Limiter::new(synth.limits().max_in_flight, client.rate()),
                     retry: client.retry_policy(),
                     // Network backends time out on their own at `timeout`;
-                    // this outer limit catches hung local engines.
-                    timeout: client.timeout() + Duration::from_secs(1),
+                    // this outer limit catches hung local engines. A neural
+                    // engine on a busy CPU may need minutes for a long
+                    // chunk: an hour unless the file says otherwise.
+                    timeout: match (&self.backends[&name], client.timeout_s) {
+                        (BackendConfig::Kokoro(_), None) => Duration::from_secs(3600),
+                        _ => client.timeout() + Duration::from_secs(1),
+                    },
                     fallback: client
                         .fallback
                         .clone()

@@ -159,7 +159,7 @@ impl Renderer {
                     } else {
                         spoken.text
                     },
-                    pinyin: spoken.pinyin,
+                    pinyin: spoken.pinyin_words,
                     voice: voice.clone(),
                 };
                 (c.boundary, Arc::clone(&backend), request)

@@ -11,6 +11,7 @@ use crate::cli::VoicesArgs;
 use crate::config::{BackendConfig, VoicesConfig};
 use crate::frontend;
 use crate::synth::SynthRequest;
+use crate::synth::kokoro::KokoroFiles;
 
 /// The phrase `--check` reads.
 pub const TEST_PHRASE: &str = "你好，这是一段试音。今天的天气很不错。";
@@ -34,7 +35,7 @@ pub async fn run(args: &VoicesArgs, worker_program: Option<PathBuf>) -> anyhow::
     let spoken = frontend::prepare(TEST_PHRASE);
     let request = SynthRequest {
         text: spoken.text,
-        pinyin: spoken.pinyin,
+        pinyin: spoken.pinyin_words,
         voice: config.voice_settings(name),
     };
     let start = Instant::now();
@@ -59,9 +60,47 @@ pub async fn run(args: &VoicesArgs, worker_program: Option<PathBuf>) -> anyhow::
     }
 }
 
+/// Where the neural voice is and which packs are installed, or how to
+/// install it.
+pub fn neural_status(files: &KokoroFiles) -> String {
+    if !files.installed() {
+        return format!(
+            "neural voice (Kokoro-82M): not installed in {} — install it with scripts/install-kokoro.sh (about 130 MB)\n",
+            files.root.display()
+        );
+    }
+    let packs = files.installed_packs();
+    let mut out = format!(
+        "neural voice (Kokoro-82M): {}\n  model   {}\n  runtime {}\n  packs   ",
+        files.root.display(),
+        files.model.display(),
+        files.runtime.display()
+    );
+    let (female, male): (Vec<&str>, Vec<&str>) = packs.iter().partition(|p| p.starts_with("zf_"));
+    out.push_str(&format!(
+        "female {} · male {}\n",
+        female.join(" "),
+        male.join(" ")
+    ));
+    let missing: Vec<&str> = crate::synth::kokoro::files::PACKS
+        .iter()
+        .map(|(n, _)| *n)
+        .filter(|n| !packs.contains(n))
+        .collect();
+    if !missing.is_empty() {
+        out.push_str(&format!(
+            "  missing {} (rerun scripts/install-kokoro.sh)\n",
+            missing.join(" ")
+        ));
+    }
+    out
+}
+
 /// The human-readable listing of backends, voices and casting.
 pub fn listing(config: &VoicesConfig) -> String {
-    let mut out = format!("voices file: {}\n\nbackends:\n", config.source);
+    let mut out = format!("voices file: {}\n\n", config.source);
+    out.push_str(&neural_status(&KokoroFiles::locate(None)));
+    out.push_str("\nbackends:\n");
     for (name, backend) in &config.backends {
         let client = &config.clients[name];
         let mut line = format!("  {name:<12} {:<8}", backend.type_name());
@@ -78,7 +117,7 @@ pub fn listing(config: &VoicesConfig) -> String {
             BackendConfig::Openai(c) => c.api_key_env.clone(),
             BackendConfig::Http(c) => c.api_key_env.clone(),
             BackendConfig::Azure(c) => Some(c.api_key_env.clone()),
-            BackendConfig::Espeak(_) | BackendConfig::Command(_) => None,
+            BackendConfig::Espeak(_) | BackendConfig::Kokoro(_) | BackendConfig::Command(_) => None,
         };
         if let Some(var) = key_env {
             line.push_str(&format!(" key=${var}"));
@@ -122,7 +161,7 @@ mod tests {
 
     #[test]
     fn lists_the_default_voices() {
-        let config = VoicesConfig::load(None).unwrap();
+        let config = VoicesConfig::load(Some(std::path::Path::new("voices/espeak.toml"))).unwrap();
         let text = listing(&config);
         assert!(text.contains("  local        espeak"), "{text}");
         assert!(

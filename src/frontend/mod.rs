@@ -28,6 +28,9 @@ pub struct Spoken {
     /// Tone-numbered pinyin with ASCII phrasing marks and tone sandhi
     /// applied (for the espeak voice).
     pub pinyin: String,
+    /// The same pinyin with the syllables of each word joined by `-`
+    /// (for voices that phrase by word: Kokoro).
+    pub pinyin_words: String,
 }
 
 /// Loads the embedded dictionary and polyphone model on a thread of its
@@ -62,6 +65,7 @@ pub fn prepare_with(text: &str, lexicon: &Lexicon) -> Spoken {
     sandhi::apply_in_words(&chars, &mut readings, analysis.word_ids());
     Spoken {
         pinyin: pinyin::speakable(&normalized, &readings),
+        pinyin_words: pinyin::speakable_words(&normalized, &readings, analysis.word_ids()),
         text: normalized,
     }
 }

@@ -372,6 +372,49 @@ pub fn speakable(text: &str, readings: &[Option<String>]) -> String {
     out.trim().to_owned()
 }
 
+/// [`speakable`] with word boundaries: the syllables of one segmented word
+/// joined by `-` (`ni3-hao3, shi4-jie4.`), for voices that phrase by word
+/// (Kokoro). `words` are [`Analysis::word_ids`].
+pub fn speakable_words(text: &str, readings: &[Option<String>], words: &[Option<usize>]) -> String {
+    let plain = speakable(text, readings);
+    // Walk the syllables of `plain` alongside the characters that carry
+    // readings, joining a syllable to the one before when both belong to
+    // the same word.
+    let word_of_reading: Vec<Option<usize>> = readings
+        .iter()
+        .zip(words.iter().chain(std::iter::repeat(&None)))
+        .filter(|(r, _)| r.is_some())
+        .map(|(_, w)| *w)
+        .collect();
+    let mut out = String::with_capacity(plain.len());
+    let mut index = 0;
+    let mut previous_word: Option<usize> = None;
+    for token in plain.split(' ') {
+        let is_syllable = token
+            .trim_end_matches([',', '.', '!', '?'])
+            .ends_with(|c: char| c.is_ascii_digit())
+            && token.chars().next().is_some_and(|c| c.is_ascii_lowercase());
+        if is_syllable {
+            let word = word_of_reading.get(index).copied().flatten();
+            if !out.is_empty() {
+                let joined =
+                    word.is_some() && word == previous_word && !out.ends_with([',', '.', '!', '?']);
+                out.push(if joined { '-' } else { ' ' });
+            }
+            out.push_str(token);
+            previous_word = word;
+            index += 1;
+        } else {
+            if !out.is_empty() {
+                out.push(' ');
+            }
+            out.push_str(token);
+            previous_word = None;
+        }
+    }
+    out
+}
+
 fn trim_end_spaces(s: &mut String) {
     while s.ends_with(' ') {
         s.pop();
@@ -400,6 +443,20 @@ mod tests {
             .flatten()
             .collect::<Vec<_>>()
             .join(" ")
+    }
+
+    #[test]
+    fn words_are_joined_for_phrasing_voices() {
+        let text = "你好，世界。我们走吧";
+        let lexicon = Lexicon::new();
+        let analysis = Analysis::new(text, &lexicon);
+        let model = Model::embedded();
+        let readings: Vec<Option<String>> = (0..analysis.len())
+            .map(|i| analysis.reading(i, model))
+            .collect();
+        let joined = speakable_words(text, &readings, analysis.word_ids());
+        assert_eq!(joined, "ni3-hao3, shi4-jie4. wo3-men5 zou3 ba5");
+        assert_eq!(joined.replace('-', " "), speakable(text, &readings));
     }
 
     #[test]

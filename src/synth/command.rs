@@ -107,7 +107,7 @@ impl CommandBackend {
                 a.replace("{out}", &out.to_string_lossy())
                     .replace("{voice}", &req.voice.voice)
                     .replace("{speed}", &req.voice.speed.to_string())
-                    .replace("{pinyin}", &req.pinyin)
+                    .replace("{pinyin}", &req.syllables())
                     .replace("{text}", &req.text)
             })
             .collect();
@@ -127,8 +127,9 @@ impl CommandBackend {
                 message: format!("cannot start '{}': {e}", self.config.program),
             })?;
         if let Some(mut stdin) = child.stdin.take() {
-            let input = if self.config.input == "pinyin" {
-                &req.pinyin
+            let syllables = req.syllables();
+            let input: &str = if self.config.input == "pinyin" {
+                &syllables
             } else {
                 &req.text
             };

@@ -838,7 +838,7 @@ impl Espeak {
             voice: req.voice.voice.clone(),
             rate: rate.clamp(sys::espeakRATE_MINIMUM, sys::espeakRATE_MAXIMUM),
             pitch: req.voice.pitch,
-            text: req.pinyin.clone(),
+            text: req.syllables().into_owned(),
         }
     }
 

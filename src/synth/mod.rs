@@ -7,6 +7,7 @@ pub mod client;
 pub mod command;
 pub mod espeak;
 pub mod http;
+pub mod kokoro;
 pub mod limit;
 pub mod openai;
 pub mod retry;
@@ -60,9 +61,23 @@ pub struct VoiceSettings {
 pub struct SynthRequest {
     /// Normalized text in the original script, for text-input backends.
     pub text: String,
-    /// Tone-numbered pinyin of the same text, for the espeak-ng voice.
+    /// Tone-numbered pinyin of the same text with sandhi applied, the
+    /// syllables of one word joined by `-` (`ni3-hao3, shi4-jie4.`): the
+    /// phrasing the neural voice reads; [`SynthRequest::syllables`] gives
+    /// the space-separated form the espeak-ng voice reads.
     pub pinyin: String,
     pub voice: VoiceSettings,
+}
+
+impl SynthRequest {
+    /// The pinyin with every syllable separated by a space.
+    pub fn syllables(&self) -> std::borrow::Cow<'_, str> {
+        if self.pinyin.contains('-') {
+            std::borrow::Cow::Owned(self.pinyin.replace('-', " "))
+        } else {
+            std::borrow::Cow::Borrowed(&self.pinyin)
+        }
+    }
 }
 
 /// Why a request failed. [`SynthError::is_retryable`] says which errors may

@@ -1,0 +1,347 @@
+//! Where the neural voice's files live, and the checks that they are the
+//! files tingshu was built for.
+//!
+//! `scripts/install-kokoro.sh` puts them in the data directory
+//! ([`data_dir`]):
+//!
+//! ```text
+//! kokoro/kokoro-v1.0.int8.onnx   the model (92 MB, sha256 below)
+//! kokoro/vocab.json              phoneme → token id, checked against ours
+//! kokoro/voices/zf_xiaobei.bin   voice packs, float32 [510, 1, 256] each
+//! onnxruntime/libonnxruntime.so.1.32.0
+//! onnxruntime-gpu/…              optional: the CUDA build and its provider
+//! ```
+
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+use super::pack::{Blend, PACK_FLOATS, Style};
+
+/// sha256 of `kokoro-v1.0.int8.onnx` (the upstream kokoro-onnx release file).
+pub const MODEL_SHA256: &str = "6e742170d309016e5891a994e1ce1559c702a2ccd0075e67ef7157974f6406cb";
+/// Its size in bytes.
+pub const MODEL_SIZE: u64 = 92_361_271;
+/// The model's file name.
+pub const MODEL_FILE: &str = "kokoro-v1.0.int8.onnx";
+/// The ONNX Runtime library the installer puts beside it.
+pub const RUNTIME_FILE: &str = "libonnxruntime.so.1.32.0";
+/// The oldest ONNX Runtime minor version (1.x) accepted.
+pub const MIN_RUNTIME_MINOR: u32 = 20;
+/// How to install what is missing.
+pub const INSTALL_HINT: &str = "install it with scripts/install-kokoro.sh";
+
+/// The Mandarin voice packs (npm kokoro-js 1.2.1, `voices/*.bin`) and their
+/// sha256: female `zf_*`, male `zm_*`.
+pub const PACKS: &[(&str, &str)] = &[
+    (
+        "zf_xiaobei",
+        "5dde6e1c9c4f12c8b327bc29c0cee361a23b52b952c04636858ba637ec66e640",
+    ),
+    (
+        "zf_xiaoni",
+        "08892b62a39af0a615cd0581238db7e19e44c578e8fa0bfd0e586e93327d9cba",
+    ),
+    (
+        "zf_xiaoxiao",
+        "03adb5d5e3ddd88b047954e974e651cb0a4b524c985057e5d872e962c7be1169",
+    ),
+    (
+        "zf_xiaoyi",
+        "bc1555c5c486099196ac254bae5e0bb543c121952a3092f50b7d8724f1bc36b3",
+    ),
+    (
+        "zm_yunjian",
+        "de48a00bdbf3649f07162269a2b6e0513604389bfac8a2e6c75cb34b323ad6fa",
+    ),
+    (
+        "zm_yunxi",
+        "7243892fb4e560d47014090ddf010f8b8b790f3c6b029ff82b2ac06aa4e27c8b",
+    ),
+    (
+        "zm_yunxia",
+        "6b2b8fc15b3df19a368daebe5c581c7fabf433ee5b8a17ffd6b3d723cff8936d",
+    ),
+    (
+        "zm_yunyang",
+        "261e2c89470534dbbcb8fd98b8fdc495ec94063d9bb6c8277f7be43cccba3f42",
+    ),
+];
+
+/// What is wrong with the neural voice's files. Every message names the
+/// file and the fix.
+#[derive(Debug, thiserror::Error)]
+pub enum KokoroError {
+    #[error("{}: missing ({INSTALL_HINT})", path.display())]
+    Missing { path: PathBuf },
+    #[error("{}: {problem} (reinstall it with scripts/install-kokoro.sh)", path.display())]
+    Corrupt { path: PathBuf, problem: String },
+    #[error("{}: cannot be read: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{}: {problem} ({INSTALL_HINT})", path.display())]
+    Runtime { path: PathBuf, problem: String },
+    #[error("voice '{name}': no such Kokoro voice pack (known: {known})")]
+    UnknownVoice { name: String, known: String },
+    #[error("voice '{spec}': {problem}")]
+    BadBlend { spec: String, problem: String },
+    #[error("{0}")]
+    Engine(String),
+}
+
+/// tingshu's data directory: `$TINGSHU_DATA`, else `$XDG_DATA_HOME/tingshu`,
+/// else `~/.local/share/tingshu`.
+pub fn data_dir() -> PathBuf {
+    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    if let Some(dir) = var("TINGSHU_DATA") {
+        return PathBuf::from(dir);
+    }
+    if let Some(dir) = var("XDG_DATA_HOME") {
+        return PathBuf::from(dir).join("tingshu");
+    }
+    let home = var("HOME").map_or_else(|| PathBuf::from("/"), PathBuf::from);
+    home.join(".local/share/tingshu")
+}
+
+/// The paths of the neural voice's files.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KokoroFiles {
+    pub root: PathBuf,
+    pub model: PathBuf,
+    pub vocab: PathBuf,
+    pub voices: PathBuf,
+    pub runtime: PathBuf,
+    /// onnxruntime-gpu's build of the same runtime, with its CUDA provider
+    /// (`TINGSHU_GPU=1 scripts/install-kokoro.sh`), when installed.
+    pub gpu_runtime: PathBuf,
+}
+
+impl KokoroFiles {
+    /// The files under `root`, or under [`data_dir`].
+    pub fn locate(root: Option<&Path>) -> KokoroFiles {
+        let root = root.map_or_else(data_dir, Path::to_owned);
+        KokoroFiles {
+            model: root.join("kokoro").join(MODEL_FILE),
+            vocab: root.join("kokoro/vocab.json"),
+            voices: root.join("kokoro/voices"),
+            runtime: root.join("onnxruntime").join(RUNTIME_FILE),
+            gpu_runtime: root.join("onnxruntime-gpu").join(RUNTIME_FILE),
+            root,
+        }
+    }
+
+    /// Whether everything is in place (without the checksum work).
+    pub fn installed(&self) -> bool {
+        self.model.is_file()
+            && self.vocab.is_file()
+            && self.runtime.is_file()
+            && PACKS.iter().any(|(name, _)| self.pack(name).is_file())
+    }
+
+    pub fn pack(&self, name: &str) -> PathBuf {
+        self.voices.join(format!("{name}.bin"))
+    }
+
+    /// The packs that are installed.
+    pub fn installed_packs(&self) -> Vec<&'static str> {
+        PACKS
+            .iter()
+            .map(|&(name, _)| name)
+            .filter(|name| self.pack(name).is_file())
+            .collect()
+    }
+
+    /// Checks the model (size, sha256 — verified once, then remembered by
+    /// size and modification time), the vocabulary and the runtime library
+    /// (present, loadable, a supported version).
+    pub fn check(&self) -> Result<(), KokoroError> {
+        self.check_model()?;
+        self.check_vocab()?;
+        runtime_version(&self.runtime)?;
+        Ok(())
+    }
+
+    fn check_model(&self) -> Result<(), KokoroError> {
+        let meta = std::fs::metadata(&self.model).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => KokoroError::Missing {
+                path: self.model.clone(),
+            },
+            _ => KokoroError::Read {
+                path: self.model.clone(),
+                source: e,
+            },
+        })?;
+        if meta.len() != MODEL_SIZE {
+            return Err(KokoroError::Corrupt {
+                path: self.model.clone(),
+                problem: format!("{} bytes, expected {MODEL_SIZE}", meta.len()),
+            });
+        }
+        let stamp_path = self.model.with_extension("onnx.verified");
+        let stamp = stamp_of(&meta);
+        if std::fs::read_to_string(&stamp_path).is_ok_and(|s| s.trim() == stamp) {
+            return Ok(());
+        }
+        let digest = sha256_file(&self.model)?;
+        if digest != MODEL_SHA256 {
+            return Err(KokoroError::Corrupt {
+                path: self.model.clone(),
+                problem: format!("sha256 {digest}, expected {MODEL_SHA256}"),
+            });
+        }
+        // Remembered for the next start; a read-only directory just means
+        // checking again next time.
+        let _ = std::fs::write(&stamp_path, format!("{stamp}\n"));
+        Ok(())
+    }
+
+    /// Every symbol the phoneme mapping emits has the same id in the
+    /// installed vocabulary.
+    fn check_vocab(&self) -> Result<(), KokoroError> {
+        let text = std::fs::read_to_string(&self.vocab).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => KokoroError::Missing {
+                path: self.vocab.clone(),
+            },
+            _ => KokoroError::Read {
+                path: self.vocab.clone(),
+                source: e,
+            },
+        })?;
+        let corrupt = |problem: String| KokoroError::Corrupt {
+            path: self.vocab.clone(),
+            problem,
+        };
+        let doc: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| corrupt(format!("not JSON: {e}")))?;
+        let map = doc
+            .get("vocab")
+            .and_then(|v| v.as_object())
+            .ok_or_else(|| corrupt("no \"vocab\" object".into()))?;
+        for &(symbol, id) in super::phonemes::VOCAB {
+            let theirs = map.get(&symbol.to_string()).and_then(|v| v.as_i64());
+            if theirs != Some(id) {
+                return Err(corrupt(format!(
+                    "symbol '{symbol}' has id {theirs:?}, the phoneme mapping uses {id}"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks that every pack of `blend` is installed and intact.
+    pub fn check_blend(&self, blend: &Blend) -> Result<(), KokoroError> {
+        self.load_blend(blend).map(|_| ())
+    }
+
+    /// Loads (and checks) the packs of `blend` and mixes them.
+    pub fn load_blend(&self, blend: &Blend) -> Result<Style, KokoroError> {
+        let mut mixed = vec![0.0f32; PACK_FLOATS];
+        for (name, weight) in &blend.parts {
+            let Some(&(_, sha)) = PACKS.iter().find(|(n, _)| n == name) else {
+                return Err(KokoroError::UnknownVoice {
+                    name: name.clone(),
+                    known: PACKS.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", "),
+                });
+            };
+            let path = self.pack(name);
+            let bytes = std::fs::read(&path).map_err(|e| match e.kind() {
+                std::io::ErrorKind::NotFound => KokoroError::Missing { path: path.clone() },
+                _ => KokoroError::Read {
+                    path: path.clone(),
+                    source: e,
+                },
+            })?;
+            let digest = hex::encode(Sha256::digest(&bytes));
+            if digest != sha {
+                return Err(KokoroError::Corrupt {
+                    path,
+                    problem: format!("sha256 {digest}, expected {sha}"),
+                });
+            }
+            for (m, chunk) in mixed.iter_mut().zip(bytes.chunks_exact(4)) {
+                *m += weight * f32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
+            }
+        }
+        Ok(Style::new(mixed))
+    }
+}
+
+fn stamp_of(meta: &std::fs::Metadata) -> String {
+    let mtime = meta
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos());
+    format!("{} {mtime} {MODEL_SHA256}", meta.len())
+}
+
+fn sha256_file(path: &Path) -> Result<String, KokoroError> {
+    use std::io::Read;
+    let read_err = |source| KokoroError::Read {
+        path: path.to_owned(),
+        source,
+    };
+    let mut file = std::fs::File::open(path).map_err(read_err)?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = file.read(&mut buf).map_err(read_err)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+    }
+    Ok(hex::encode(hasher.finalize()))
+}
+
+/// The version string of the ONNX Runtime library at `path`, checked to be
+/// 1.x with x ≥ [`MIN_RUNTIME_MINOR`]. The library stays loaded (it is the
+/// one inference uses).
+pub fn runtime_version(path: &Path) -> Result<String, KokoroError> {
+    static LOADED: std::sync::Mutex<Vec<(PathBuf, String)>> = std::sync::Mutex::new(Vec::new());
+    let mut loaded = LOADED.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((_, v)) = loaded.iter().find(|(p, _)| p == path) {
+        return Ok(v.clone());
+    }
+    let problem = |problem: String| KokoroError::Runtime {
+        path: path.to_owned(),
+        problem,
+    };
+    if !path.is_file() {
+        return Err(KokoroError::Missing {
+            path: path.to_owned(),
+        });
+    }
+    // SAFETY: loading ONNX Runtime runs its static initializers, which have
+    // no preconditions; the library is never unloaded (leaked below).
+    let lib = unsafe { libloading::Library::new(path) }
+        .map_err(|e| problem(format!("cannot be loaded: {e}")))?;
+    // SAFETY: `OrtGetApiBase` takes no arguments and returns a pointer to a
+    // static table whose `GetVersionString` returns a static C string.
+    let version = unsafe {
+        let get: libloading::Symbol<unsafe extern "system" fn() -> *const ort::sys::OrtApiBase> =
+            lib.get(b"OrtGetApiBase")
+                .map_err(|_| problem("is not ONNX Runtime (no OrtGetApiBase)".into()))?;
+        let base = get();
+        if base.is_null() {
+            return Err(problem("OrtGetApiBase returned nothing".into()));
+        }
+        let s = ((*base).GetVersionString)();
+        std::ffi::CStr::from_ptr(s).to_string_lossy().into_owned()
+    };
+    let minor = version
+        .strip_prefix("1.")
+        .and_then(|rest| rest.split('.').next())
+        .and_then(|m| m.parse::<u32>().ok());
+    if !minor.is_some_and(|m| m >= MIN_RUNTIME_MINOR) {
+        return Err(problem(format!(
+            "ONNX Runtime {version}; tingshu needs 1.{MIN_RUNTIME_MINOR} or later (1.32 is installed by the script)"
+        )));
+    }
+    std::mem::forget(lib);
+    loaded.push((path.to_owned(), version.clone()));
+    Ok(version)
+}

@@ -1,0 +1,210 @@
+//! The built-in neural voice: Kokoro-82M (v1.0, int8 ONNX) run in-process
+//! through ONNX Runtime, fed phonemes that tingshu computes from its own
+//! pinyin ([`phonemes`]).
+//!
+//! - [`files`]: where the model, the voice packs and the runtime live, and
+//!   their checks (sizes, sha256);
+//! - [`pack`]: voice packs (style vectors) and blends of them;
+//! - [`engine`]: ONNX Runtime sessions, one inference at a time each.
+
+pub mod engine;
+pub mod files;
+pub mod pack;
+pub mod phonemes;
+
+use std::sync::{Arc, OnceLock};
+
+use async_trait::async_trait;
+use serde::Deserialize;
+
+use super::{Limits, SynthError, SynthRequest, Synthesizer};
+use crate::audio::AudioClip;
+pub use engine::{Device, Engine};
+pub use files::{KokoroError, KokoroFiles, data_dir};
+pub use pack::Style;
+
+/// The rate Kokoro synthesizes at (Hz).
+pub const SAMPLE_RATE: u32 = 24_000;
+
+/// `[backends.NAME] type = "kokoro"` in the voices file.
+#[derive(Debug, Clone, PartialEq, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct KokoroConfig {
+    /// Inferences run at once, each in a session of its own; 0 = one per
+    /// CPU core (one in all on a GPU).
+    #[serde(default)]
+    pub sessions: usize,
+    /// Threads each session computes with; 0 = the cores divided among the
+    /// sessions.
+    #[serde(default)]
+    pub threads: usize,
+    /// `auto` (CUDA when its runtime and a GPU load, else CPU), `cpu`, `cuda`.
+    #[serde(default)]
+    pub device: Device,
+    /// Where the model, packs and runtime are (default: tingshu's data
+    /// directory, see [`data_dir`]).
+    #[serde(default)]
+    pub data_dir: Option<std::path::PathBuf>,
+    /// Longest chunk (characters) per request.
+    #[serde(default)]
+    pub max_chars: Option<usize>,
+}
+
+/// Characters of text per request: about 4 phoneme tokens a Han character,
+/// so one request stays well under the model's 510 tokens.
+pub const DEFAULT_MAX_CHARS: usize = 90;
+
+impl KokoroConfig {
+    /// Checks the keys and the files they point to; `voices` are the voice
+    /// specs (`zf_xiaobei`, `zf_xiaobei:0.7,zf_xiaoyi:0.3`) that use it.
+    pub fn check(&self, voices: &[(&str, &str)]) -> Result<(), (String, String)> {
+        if self.max_chars == Some(0) {
+            return Err(("max_chars".into(), "must be at least 1".into()));
+        }
+        if self.sessions > 64 {
+            return Err(("sessions".into(), "must be at most 64".into()));
+        }
+        if self.threads > 256 {
+            return Err(("threads".into(), "must be at most 256".into()));
+        }
+        let files = KokoroFiles::locate(self.data_dir.as_deref());
+        files
+            .check()
+            .map_err(|e| ("data_dir".into(), e.to_string()))?;
+        for (key, spec) in voices {
+            pack::Blend::parse(spec)
+                .and_then(|b| files.check_blend(&b))
+                .map_err(|e| ((*key).to_owned(), e.to_string()))?;
+        }
+        Ok(())
+    }
+}
+
+fn load_into(
+    cell: &OnceLock<Result<Arc<Engine>, String>>,
+    files: &KokoroFiles,
+    config: &KokoroConfig,
+) -> Result<Arc<Engine>, String> {
+    cell.get_or_init(|| {
+        Engine::load(files, config)
+            .map(Arc::new)
+            .map_err(|e| e.to_string())
+    })
+    .clone()
+}
+
+/// The Kokoro backend: an engine loaded on first use (or by
+/// [`Synthesizer::warm_up`]), shared by every voice of the backend.
+pub struct Kokoro {
+    name: String,
+    config: KokoroConfig,
+    files: KokoroFiles,
+    engine: Arc<OnceLock<Result<Arc<Engine>, String>>>,
+    styles: std::sync::Mutex<std::collections::HashMap<String, Arc<Style>>>,
+}
+
+impl Kokoro {
+    pub fn new(name: &str, config: KokoroConfig) -> Kokoro {
+        let files = KokoroFiles::locate(config.data_dir.as_deref());
+        Kokoro {
+            name: name.to_owned(),
+            config,
+            files,
+            engine: Arc::default(),
+            styles: Default::default(),
+        }
+    }
+
+    fn setup_error(&self, message: impl Into<String>) -> SynthError {
+        SynthError::Setup {
+            backend: self.name.clone(),
+            message: message.into(),
+        }
+    }
+
+    /// The engine, loading it the first time.
+    fn engine(&self) -> Result<Arc<Engine>, SynthError> {
+        load_into(&self.engine, &self.files, &self.config).map_err(|m| self.setup_error(m))
+    }
+
+    fn style(&self, spec: &str) -> Result<Arc<Style>, SynthError> {
+        let mut styles = self.styles.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(s) = styles.get(spec) {
+            return Ok(Arc::clone(s));
+        }
+        let blend = pack::Blend::parse(spec).map_err(|e| self.setup_error(e.to_string()))?;
+        let style = Arc::new(
+            self.files
+                .load_blend(&blend)
+                .map_err(|e| self.setup_error(e.to_string()))?,
+        );
+        styles.insert(spec.to_owned(), Arc::clone(&style));
+        Ok(style)
+    }
+
+    /// Sessions this backend runs (the number of requests in flight).
+    fn sessions(&self) -> usize {
+        engine::plan(&self.config).0
+    }
+}
+
+#[async_trait]
+impl Synthesizer for Kokoro {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn limits(&self) -> Limits {
+        Limits {
+            max_chars: self.config.max_chars.unwrap_or(DEFAULT_MAX_CHARS),
+            max_in_flight: self.sessions(),
+        }
+    }
+
+    fn fingerprint(&self) -> String {
+        // Thread counts change the float summation order only below what
+        // 16-bit output keeps; the model and the phoneme mapping are what
+        // change the audio.
+        format!(
+            "kokoro/{}/phonemes-{}",
+            files::MODEL_SHA256,
+            phonemes::VERSION
+        )
+    }
+
+    fn warm_up(&self, _voices: &[String]) {
+        // Load the runtime and the sessions on a thread while the book is
+        // read and prepared; the first request waits for the same load.
+        if self.engine.get().is_none() {
+            let (cell, files, config) = (
+                Arc::clone(&self.engine),
+                self.files.clone(),
+                self.config.clone(),
+            );
+            let _ = std::thread::Builder::new()
+                .name("tingshu-kokoro-load".into())
+                .spawn(move || {
+                    let _ = load_into(&cell, &files, &config);
+                });
+        }
+    }
+
+    async fn synthesize(&self, req: &SynthRequest) -> Result<AudioClip, SynthError> {
+        let engine = self.engine()?;
+        let style = self.style(&req.voice.voice)?;
+        let phonemes = phonemes::phonemize(&req.pinyin);
+        let speed = req.voice.speed;
+        let name = self.name.clone();
+        let samples = tokio::task::spawn_blocking(move || engine.speak(&phonemes, &style, speed))
+            .await
+            .map_err(|e| SynthError::Engine {
+                backend: name.clone(),
+                message: format!("inference thread failed: {e}"),
+            })?
+            .map_err(|e| SynthError::Engine {
+                backend: name,
+                message: e.to_string(),
+            })?;
+        Ok(AudioClip::new(samples, SAMPLE_RATE))
+    }
+}
