@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds tingshu and renders every book in samples/
-# into output/ with the embedded espeak-ng voices.
+# into output/ with the built-in voices: the neural voice (installed by
+# scripts/install-deps.sh), or espeak-ng where it could not be installed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh

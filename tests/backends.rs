@@ -300,7 +300,10 @@ async fn tingshu(dir: &Path, args: &[&str]) -> Run {
         .env("TEST_TTS_KEY", KEY)
         .env("TEST_AZURE_KEY", KEY)
         .env("RUST_LOG", "debug")
-        .env_remove("TINGSHU_VOICES")
+        .env(
+            "TINGSHU_VOICES",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/voices/espeak.toml"),
+        )
         .env_remove("TINGSHU_OUT")
         .env_remove("TINGSHU_CACHE")
         .output()

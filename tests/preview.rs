@@ -9,7 +9,10 @@ fn tingshu(dir: &Path, args: &[&str], stdin: Option<&str>) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_tingshu"))
         .args(args)
         .current_dir(dir)
-        .env_remove("TINGSHU_VOICES")
+        .env(
+            "TINGSHU_VOICES",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/voices/espeak.toml"),
+        )
         .env_remove("TINGSHU_CACHE")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -121,7 +124,10 @@ fn play_without_a_player_says_so() {
         .args(["preview", "好。", "--play", "-o", "p.wav"])
         .current_dir(dir.path())
         .env("PATH", empty.path())
-        .env_remove("TINGSHU_VOICES")
+        .env(
+            "TINGSHU_VOICES",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/voices/espeak.toml"),
+        )
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));

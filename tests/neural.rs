@@ -1,0 +1,337 @@
+//! The built-in neural voice (Kokoro-82M through ONNX Runtime) end to end,
+//! through the real binary: the demo book, determinism, text over the
+//! model's token limit, and broken installations.
+//!
+//! Needs the voice installed (`scripts/install-kokoro.sh`, which the
+//! README's test command runs). Without it these tests skip with a message,
+//! or fail when `TINGSHU_REQUIRE_SERVICES=1`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use tingshu::synth::kokoro::KokoroFiles;
+
+const BIN: &str = env!("CARGO_BIN_EXE_tingshu");
+const REPO: &str = env!("CARGO_MANIFEST_DIR");
+
+fn installed() -> Option<KokoroFiles> {
+    let files = KokoroFiles::locate(None);
+    if files.installed() {
+        return Some(files);
+    }
+    let message = format!(
+        "neural voice not installed in {} (scripts/install-kokoro.sh)",
+        files.root.display()
+    );
+    if std::env::var("TINGSHU_REQUIRE_SERVICES").is_ok_and(|v| v == "1") {
+        panic!("{message}");
+    }
+    eprintln!("skipping: {message}");
+    None
+}
+
+fn tingshu(dir: &Path, args: &[&str], data: Option<&Path>) -> Output {
+    let mut cmd = Command::new(BIN);
+    cmd.args(args)
+        .current_dir(dir)
+        .env_remove("TINGSHU_VOICES")
+        .env_remove("TINGSHU_CACHE")
+        .env_remove("TINGSHU_OUT");
+    if let Some(data) = data {
+        cmd.env("TINGSHU_DATA", data);
+    }
+    cmd.output().unwrap()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn wav(path: &Path) -> (u32, f64, Vec<i16>) {
+    let mut reader = hound::WavReader::open(path).unwrap();
+    let rate = reader.spec().sample_rate;
+    let samples: Vec<i16> = reader.samples::<i16>().map(Result::unwrap).collect();
+    (rate, samples.len() as f64 / f64::from(rate), samples)
+}
+
+fn default_voices() -> String {
+    format!("{REPO}/voices/default.toml")
+}
+
+#[test]
+fn demo_book_renders_with_distinct_neural_voices_by_gender() {
+    let Some(_) = installed() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let book = format!("{REPO}/samples/灯塔守夜人.txt");
+    let cast = format!("{REPO}/samples/灯塔守夜人.cast.toml");
+    let out = tingshu(
+        dir.path(),
+        &["build", &book, "--cast", &cast, "--out", "out"],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let book_dir = dir.path().join("out/灯塔守夜人");
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(book_dir.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["sample_rate"], 24000);
+    let chapters = manifest["chapters"].as_array().unwrap();
+    assert!(!chapters.is_empty());
+    let mut voices = std::collections::BTreeSet::new();
+    let mut han = 0usize;
+    let mut audio_s = 0.0;
+    for chapter in chapters {
+        let file = book_dir.join(chapter["file"].as_str().unwrap());
+        let (rate, secs, samples) = wav(&file);
+        assert_eq!(rate, 24000);
+        audio_s += secs;
+        // Speech, not silence: a fair share of samples is loud.
+        let loud = samples.iter().filter(|s| s.unsigned_abs() > 1000).count();
+        assert!(
+            loud * 10 > samples.len(),
+            "{}: mostly silent",
+            file.display()
+        );
+        for seg in chapter["segments"].as_array().unwrap() {
+            voices.insert(seg["voice"].as_str().unwrap().to_owned());
+            han += seg["text"]
+                .as_str()
+                .unwrap()
+                .chars()
+                .filter(|c| ('\u{4e00}'..='\u{9fff}').contains(c))
+                .count();
+        }
+    }
+    // The cast file's genders reach the gendered neural voices.
+    for v in ["narrator", "female", "male"] {
+        assert!(voices.contains(v), "{voices:?}");
+    }
+    // A narrator reads 3–8 Han characters a second.
+    let rate = han as f64 / audio_s;
+    assert!((2.5..8.0).contains(&rate), "{han} chars in {audio_s:.1}s");
+}
+
+#[test]
+fn same_text_and_voice_give_the_same_bytes() {
+    let Some(_) = installed() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let voices = default_voices();
+    let text = "风从海上吹来，他把灯塔的门关紧了。";
+    for (name, cache) in [("a.wav", "c1"), ("b.wav", "c2")] {
+        let out = tingshu(
+            dir.path(),
+            &[
+                "preview", text, "--voices", &voices, "-o", name, "--cache", cache,
+            ],
+            None,
+        );
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    }
+    let a = std::fs::read(dir.path().join("a.wav")).unwrap();
+    let b = std::fs::read(dir.path().join("b.wav")).unwrap();
+    assert!(a.len() > 48_000, "{} bytes", a.len());
+    assert!(a == b, "two renders of the same text differ");
+}
+
+#[test]
+fn a_paragraph_over_the_token_limit_is_split_not_cut() {
+    let Some(_) = installed() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    // One request of 160 characters without punctuation: about 700 phoneme
+    // tokens, over the model's 510, so the engine must split it.
+    let voices = std::fs::read_to_string(default_voices())
+        .unwrap()
+        .replace("# max_chars = 90", "max_chars = 400");
+    std::fs::write(dir.path().join("v.toml"), voices).unwrap();
+    let words = [
+        "灯塔", "守夜", "海浪", "星光", "渔船", "归来", "山风", "明月",
+    ];
+    let text: String = (0..80).map(|i| words[i % words.len()]).collect();
+    assert_eq!(text.chars().count(), 160);
+    let phonemes = tingshu::synth::kokoro::phonemes::phonemize(
+        &tingshu::frontend::prepare(&text).pinyin_words,
+    );
+    assert!(
+        phonemes.chars().count() > 510,
+        "{}",
+        phonemes.chars().count()
+    );
+    let out = tingshu(
+        dir.path(),
+        &[
+            "preview", &text, "--voices", "v.toml", "-o", "long.wav", "--cache", "c",
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let (_, secs, _) = wav(&dir.path().join("long.wav"));
+    // Every syllable spoken: at most 8 a second, so at least 20 s.
+    assert!(secs > 20.0, "{secs:.1}s for 160 characters");
+}
+
+/// A data directory with links to the installed files, where a test can
+/// remove or spoil one of them.
+fn staged(files: &KokoroFiles) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("kokoro/voices")).unwrap();
+    std::fs::create_dir_all(root.join("onnxruntime")).unwrap();
+    let link = |from: &Path, to: PathBuf| std::os::unix::fs::symlink(from, to).unwrap();
+    link(
+        &files.model,
+        root.join("kokoro").join(files.model.file_name().unwrap()),
+    );
+    link(&files.vocab, root.join("kokoro/vocab.json"));
+    link(
+        &files.runtime,
+        root.join("onnxruntime")
+            .join(files.runtime.file_name().unwrap()),
+    );
+    for pack in files.installed_packs() {
+        std::fs::copy(
+            files.pack(pack),
+            root.join(format!("kokoro/voices/{pack}.bin")),
+        )
+        .unwrap();
+    }
+    dir
+}
+
+fn assert_bad_install(data: &Path, voices: &str, expect: &[&str]) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = tingshu(
+        dir.path(),
+        &[
+            "build",
+            &format!("{REPO}/samples/灯塔守夜人.txt"),
+            "--voices",
+            voices,
+            "--out",
+            "out",
+        ],
+        Some(data),
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    for e in expect {
+        assert!(err.contains(e), "{err} lacks {e}");
+    }
+    assert!(!dir.path().join("out").exists(), "output written: {err}");
+}
+
+#[test]
+fn broken_installations_are_one_line_errors_naming_the_file() {
+    let Some(files) = installed() else { return };
+    let voices = default_voices();
+
+    let data = staged(&files);
+    std::fs::remove_file(data.path().join("kokoro/kokoro-v1.0.int8.onnx")).unwrap();
+    assert_bad_install(
+        data.path(),
+        &voices,
+        &["kokoro-v1.0.int8.onnx: missing", "install-kokoro.sh"],
+    );
+
+    // Right size, wrong bytes (a sparse file of zeros).
+    let data = staged(&files);
+    let model = data.path().join("kokoro/kokoro-v1.0.int8.onnx");
+    std::fs::remove_file(&model).unwrap();
+    let f = std::fs::File::create(&model).unwrap();
+    f.set_len(tingshu::synth::kokoro::files::MODEL_SIZE)
+        .unwrap();
+    drop(f);
+    assert_bad_install(
+        data.path(),
+        &voices,
+        &["kokoro-v1.0.int8.onnx: sha256", "reinstall"],
+    );
+
+    let data = staged(&files);
+    let pack = data.path().join("kokoro/voices/zm_yunxi.bin");
+    let mut bytes = std::fs::read(&pack).unwrap();
+    bytes[1000] ^= 0x40;
+    std::fs::write(&pack, bytes).unwrap();
+    assert_bad_install(
+        data.path(),
+        &voices,
+        &["zm_yunxi.bin: sha256", "voices.dialogue.voice"],
+    );
+
+    let data = staged(&files);
+    let runtime = data.path().join("onnxruntime/libonnxruntime.so.1.32.0");
+    std::fs::remove_file(&runtime).unwrap();
+    std::fs::write(&runtime, "not a library").unwrap();
+    assert_bad_install(
+        data.path(),
+        &voices,
+        &["libonnxruntime.so.1.32.0: cannot be loaded"],
+    );
+
+    let data = staged(&files);
+    std::fs::remove_file(data.path().join("onnxruntime/libonnxruntime.so.1.32.0")).unwrap();
+    assert_bad_install(data.path(), &voices, &["libonnxruntime.so.1.32.0: missing"]);
+
+    let data = staged(&files);
+    let dir = tempfile::tempdir().unwrap();
+    let v = std::fs::read_to_string(&voices).unwrap().replace(
+        "voice = \"zm_yunxi\"",
+        "voice = \"zm_nobody:0.5,zf_xiaobei:0.5\"",
+    );
+    let vfile = dir.path().join("v.toml");
+    std::fs::write(&vfile, v).unwrap();
+    assert_bad_install(
+        data.path(),
+        vfile.to_str().unwrap(),
+        &[
+            "v.toml",
+            "voices.dialogue.voice",
+            "zm_nobody",
+            "known: zf_xiaobei",
+        ],
+    );
+}
+
+#[test]
+fn without_the_neural_voice_the_default_is_espeak_with_one_notice() {
+    let empty = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let out = tingshu(dir.path(), &["voices"], Some(empty.path()));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let listing = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        listing.contains("voices/espeak.toml (built in)"),
+        "{listing}"
+    );
+    assert!(
+        listing.contains("neural voice (Kokoro-82M): not installed"),
+        "{listing}"
+    );
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("install it with scripts/install-kokoro.sh"),
+        "{err}"
+    );
+}
+
+#[test]
+fn voices_lists_the_installed_packs() {
+    let Some(files) = installed() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let out = tingshu(dir.path(), &["voices"], None);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let listing = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        listing.contains("voices/default.toml (built in)"),
+        "{listing}"
+    );
+    assert!(
+        listing.contains(&files.model.display().to_string()),
+        "{listing}"
+    );
+    assert!(
+        listing.contains("female zf_xiaobei zf_xiaoni zf_xiaoxiao zf_xiaoyi"),
+        "{listing}"
+    );
+    assert!(listing.contains("  neural       kokoro"), "{listing}");
+}
