@@ -2,9 +2,11 @@
 # Installs the Debian/Ubuntu packages tingshu needs to build and test:
 # espeak-ng (the embedded voice) and its library headers, libclang (bindgen),
 # ffmpeg (encoded outputs and loudness checks in tests) and sox;
-# postgresql and redis-server for the scale-out (queue) tests and benchmark.
+# postgresql and redis-server for the scale-out (queue) tests and benchmark;
+# chromium and chromium-driver (with a CJK font) for the studio's browser test.
 set -euo pipefail
-packages=(espeak-ng libespeak-ng-dev libclang-dev pkg-config ffmpeg postgresql redis-server)
+packages=(espeak-ng libespeak-ng-dev libclang-dev pkg-config ffmpeg postgresql redis-server
+  chromium chromium-driver fonts-wqy-zenhei)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -171,7 +171,10 @@ async fn change(studio: &Studio, method: reqwest::Method, path: &str, body: Valu
         Some(&studio.token),
     )
     .await;
-    (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+    (
+        status,
+        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+    )
 }
 
 /// Seconds of audio in WAV bytes (decoded with hound).
@@ -270,14 +273,23 @@ async fn serves_the_page_book_chapters_and_previews() {
         (json!({"text": "你好", "chapter": 1}), 400, "not both"),
         (json!({}), 400, "give text or chapter"),
         (json!({"chapter": 1, "paragraphs": [3, 2]}), 400, "1-based"),
-        (json!({"chapter": 1, "paragraphs": [9, 9]}), 404, "none in chapter 1"),
+        (
+            json!({"chapter": 1, "paragraphs": [9, 9]}),
+            404,
+            "none in chapter 1",
+        ),
         (json!({"chapter": 7}), 404, "chapters 1 to 2"),
-        (json!({"text": "你好", "voice": "robot"}), 400, "no voice 'robot'"),
+        (
+            json!({"text": "你好", "voice": "robot"}),
+            400,
+            "no voice 'robot'",
+        ),
         (json!({"text": "……"}), 400, "nothing to read"),
         (json!({"txt": "你好"}), 400, "unknown field `txt`"),
         (json!({"text": "好".repeat(2001)}), 413, "longer than 2000"),
     ] {
-        let (got, answer) = change(&studio, reqwest::Method::POST, "/api/preview", body.clone()).await;
+        let (got, answer) =
+            change(&studio, reqwest::Method::POST, "/api/preview", body.clone()).await;
         assert_eq!(got, status, "{body}: {answer}");
         let error = answer["error"].as_str().unwrap();
         assert!(error.contains(message), "{body}: {error}");
@@ -293,7 +305,10 @@ async fn serves_the_page_book_chapters_and_previews() {
     assert_eq!(status, 400);
     let error: Value = serde_json::from_slice(&body).unwrap();
     assert!(
-        error["error"].as_str().unwrap().starts_with("request body: EOF"),
+        error["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("request body: EOF"),
         "{error}"
     );
     let huge = json!({"text": "好".repeat(100_000)}).to_string();
@@ -307,7 +322,12 @@ async fn serves_the_page_book_chapters_and_previews() {
     .await;
     assert_eq!(status, 413, "{}", String::from_utf8_lossy(&body));
     let error: Value = serde_json::from_slice(&body).unwrap();
-    assert!(error["error"].as_str().unwrap().contains("over 262144 bytes"));
+    assert!(
+        error["error"]
+            .as_str()
+            .unwrap()
+            .contains("over 262144 bytes")
+    );
 
     // The pinyin of a text with the book's lexicon.
     let p = get_json(&studio, "/api/pinyin?text=%E5%B0%8F%E9%9B%A8").await;
@@ -326,13 +346,15 @@ async fn changes_need_the_token_and_stay_inside_the_studio() {
             (reqwest::Method::PUT, "/api/lexicon"),
             (reqwest::Method::POST, "/api/render"),
         ] {
-            let (status, _, answer) =
-                send(&studio, method, path, Some(body.clone()), token).await;
+            let (status, _, answer) = send(&studio, method, path, Some(body.clone()), token).await;
             assert_eq!(status, 403, "{path} with {token:?}");
             assert!(String::from_utf8_lossy(&answer).contains("X-Tingshu-Token"));
         }
     }
-    assert_eq!(std::fs::read_to_string(fixture.path("cast.toml")).unwrap(), CAST);
+    assert_eq!(
+        std::fs::read_to_string(fixture.path("cast.toml")).unwrap(),
+        CAST
+    );
     assert!(!fixture.path("lexicon.toml").exists());
 
     // No request path reaches the filesystem.
@@ -368,7 +390,9 @@ async fn changes_need_the_token_and_stay_inside_the_studio() {
         .unwrap();
     assert_eq!(response.status().as_u16(), 200);
     let headers = client().get(studio.at("/")).send().await.unwrap();
-    let csp = headers.headers()["content-security-policy"].to_str().unwrap();
+    let csp = headers.headers()["content-security-policy"]
+        .to_str()
+        .unwrap();
     assert!(csp.contains("default-src 'none'"), "{csp}");
     assert_eq!(headers.headers()["referrer-policy"], "no-referrer");
 }
@@ -409,23 +433,47 @@ async fn cast_and_lexicon_edits_are_checked_then_written() {
     let mut taken = characters.clone();
     taken[1]["aliases"] = json!(["小雨"]);
     for (body, message) in [
-        (json!({"characters": bad}), "cast.toml: line 15, key gender: unknown variant `boy`"),
-        (json!({"characters": unknown_voice}), "cast.toml: character.陆大川.voice: unknown voice 'robot'"),
-        (json!({"characters": taken}), "cast.toml: character[1].aliases: \"小雨\" is already used by character \"韩小雨\""),
-        (json!({"toml": "[[character]]\nname = \"甲\"\nage = 3\n"}), "cast.toml: line 3, key age: unknown field `age`"),
-        (json!({"characters": [{"name": "甲", "mood": "sad"}]}), "request body: unknown field `mood`"),
+        (
+            json!({"characters": bad}),
+            "cast.toml: line 15, key gender: unknown variant `boy`",
+        ),
+        (
+            json!({"characters": unknown_voice}),
+            "cast.toml: character.陆大川.voice: unknown voice 'robot'",
+        ),
+        (
+            json!({"characters": taken}),
+            "cast.toml: character[1].aliases: \"小雨\" is already used by character \"韩小雨\"",
+        ),
+        (
+            json!({"toml": "[[character]]\nname = \"甲\"\nage = 3\n"}),
+            "cast.toml: line 3, key age: unknown field `age`",
+        ),
+        (
+            json!({"characters": [{"name": "甲", "mood": "sad"}]}),
+            "request body: unknown field `mood`",
+        ),
         (json!({}), "give characters or toml"),
     ] {
-        let (status, answer) = change(&studio, reqwest::Method::PUT, "/api/cast", body.clone()).await;
+        let (status, answer) =
+            change(&studio, reqwest::Method::PUT, "/api/cast", body.clone()).await;
         assert_eq!(status, 400, "{body}");
         let error = answer["error"].as_str().unwrap();
         assert!(error.contains(message), "{body}: {error}");
         assert!(!error.contains('\n'));
-        assert_eq!(std::fs::read_to_string(fixture.path("cast.toml")).unwrap(), before);
+        assert_eq!(
+            std::fs::read_to_string(fixture.path("cast.toml")).unwrap(),
+            before
+        );
     }
 
     // Readings go to the lexicon file, which did not exist.
-    assert!(get_json(&studio, "/api/lexicon").await["entries"].as_array().unwrap().is_empty());
+    assert!(
+        get_json(&studio, "/api/lexicon").await["entries"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
     let (status, answer) = change(
         &studio,
         reqwest::Method::PUT,
@@ -434,7 +482,10 @@ async fn cast_and_lexicon_edits_are_checked_then_written() {
     )
     .await;
     assert_eq!(status, 200, "{answer}");
-    assert_eq!(answer["entries"], json!([{"word": "小雨", "pinyin": "xiao3 yu4", "say": null}]));
+    assert_eq!(
+        answer["entries"],
+        json!([{"word": "小雨", "pinyin": "xiao3 yu4", "say": null}])
+    );
     let p = get_json(&studio, "/api/pinyin?text=%E5%B0%8F%E9%9B%A8").await;
     assert_eq!(p["pinyin"], json!(["xiao3", "yu4"]));
     let (status, _) = change(
@@ -449,18 +500,31 @@ async fn cast_and_lexicon_edits_are_checked_then_written() {
     assert!(text.contains("\"小雨\" = \"xiao3 yu4\""), "{text}");
     assert!(text.contains("\"歇脚\" = { say = \"休息\" }"), "{text}");
     for (body, message) in [
-        (json!({"word": "小雨", "pinyin": "xiao3"}), "lexicon.toml: key \"小雨\": 1 syllables for 2 characters"),
-        (json!({"word": "小雨", "pinyin": "xiao yu"}), "key \"小雨\": bad syllable \"xiao\""),
-        (json!({"word": "", "pinyin": "a1"}), "word: must not be empty"),
+        (
+            json!({"word": "小雨", "pinyin": "xiao3"}),
+            "lexicon.toml: key \"小雨\": 1 syllables for 2 characters",
+        ),
+        (
+            json!({"word": "小雨", "pinyin": "xiao yu"}),
+            "key \"小雨\": bad syllable \"xiao\"",
+        ),
+        (
+            json!({"word": "", "pinyin": "a1"}),
+            "word: must not be empty",
+        ),
         (json!({"word": "小雨"}), "give pinyin, say or remove"),
         (json!({"toml": "\"好\" = 3"}), "key \"好\""),
         (json!({"word": "小雨", "tone": 4}), "unknown field `tone`"),
     ] {
-        let (status, answer) = change(&studio, reqwest::Method::PUT, "/api/lexicon", body.clone()).await;
+        let (status, answer) =
+            change(&studio, reqwest::Method::PUT, "/api/lexicon", body.clone()).await;
         assert_eq!(status, 400, "{body}: {answer}");
         let error = answer["error"].as_str().unwrap();
         assert!(error.contains(message), "{body}: {error}");
-        assert_eq!(std::fs::read_to_string(fixture.path("lexicon.toml")).unwrap(), text);
+        assert_eq!(
+            std::fs::read_to_string(fixture.path("lexicon.toml")).unwrap(),
+            text
+        );
     }
     let (status, answer) = change(
         &studio,
@@ -472,7 +536,10 @@ async fn cast_and_lexicon_edits_are_checked_then_written() {
     assert_eq!(status, 200);
     assert_eq!(answer["entries"].as_array().unwrap().len(), 1);
     // The file written is the one `tingshu pinyin --lexicon` reads.
-    assert_eq!(pinyin_with(&fixture, Some("lexicon.toml"), "小雨"), "xiao3 yu4");
+    assert_eq!(
+        pinyin_with(&fixture, Some("lexicon.toml"), "小雨"),
+        "xiao3 yu4"
+    );
 }
 
 /// `tingshu pinyin [--lexicon L]` of one line.
@@ -510,7 +577,12 @@ async fn renders_chapters_with_progress_events() {
         (json!({"chapters": [3]}), 404),
         (json!({"chapters": "1"}), 400),
     ] {
-        assert_eq!(change(&studio, reqwest::Method::POST, "/api/render", body).await.0, status);
+        assert_eq!(
+            change(&studio, reqwest::Method::POST, "/api/render", body)
+                .await
+                .0,
+            status
+        );
     }
     let (status, answer) = change(
         &studio,
@@ -564,16 +636,46 @@ async fn renders_chapters_with_progress_events() {
 #[test]
 fn bad_starts_fail_with_one_line_and_exit_2() {
     let fixture = Fixture::new();
-    std::fs::write(fixture.path("bad-cast.toml"), "[[character]]\nname = \"甲\"\ngender = \"m\"\n").unwrap();
-    std::fs::write(fixture.path("bad-voices.toml"), "[casting]\nnarrator = \"nobody\"\n").unwrap();
+    std::fs::write(
+        fixture.path("bad-cast.toml"),
+        "[[character]]\nname = \"甲\"\ngender = \"m\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        fixture.path("bad-voices.toml"),
+        "[casting]\nnarrator = \"nobody\"\n",
+    )
+    .unwrap();
     let voices = voices_file();
     for (args, message) in [
-        (vec!["studio", "山路.txt", "--bind", "0.0.0.0:0"], "--bind 0.0.0.0:0: not a loopback address; give --token"),
+        (
+            vec!["studio", "山路.txt", "--bind", "0.0.0.0:0"],
+            "--bind 0.0.0.0:0: not a loopback address; give --token",
+        ),
         (vec!["studio", "无.txt"], "无.txt: no such file"),
-        (vec!["studio", "山路.txt", "--voices", "bad-voices.toml"], "bad-voices.toml"),
-        (vec!["studio", "山路.txt", "--voices", &voices, "--cast", "bad-cast.toml"], "bad-cast.toml: line 3, key gender"),
-        (vec!["studio", "山路.txt", "--token", "a b"], "--token: use letters"),
-        (vec!["studio", "山路.txt", "--job", "x"], "--job needs a jobs file"),
+        (
+            vec!["studio", "山路.txt", "--voices", "bad-voices.toml"],
+            "bad-voices.toml",
+        ),
+        (
+            vec![
+                "studio",
+                "山路.txt",
+                "--voices",
+                &voices,
+                "--cast",
+                "bad-cast.toml",
+            ],
+            "bad-cast.toml: line 3, key gender",
+        ),
+        (
+            vec!["studio", "山路.txt", "--token", "a b"],
+            "--token: use letters",
+        ),
+        (
+            vec!["studio", "山路.txt", "--job", "x"],
+            "--job needs a jobs file",
+        ),
     ] {
         let out = tingshu(fixture.dir.path()).args(&args).output().unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
@@ -667,7 +769,9 @@ impl Browser {
             http,
             _profile: profile,
         };
-        let answer = browser.call(reqwest::Method::POST, "/session", capabilities).await;
+        let answer = browser
+            .call(reqwest::Method::POST, "/session", capabilities)
+            .await;
         browser.session = answer["sessionId"].as_str().unwrap().to_owned();
         Some(browser)
     }
@@ -729,14 +833,22 @@ impl Browser {
 
     async fn click(&self, css: &str) {
         let id = self.element(css).await;
-        self.call(reqwest::Method::POST, &format!("/element/{id}/click"), json!({}))
-            .await;
+        self.call(
+            reqwest::Method::POST,
+            &format!("/element/{id}/click"),
+            json!({}),
+        )
+        .await;
     }
 
     async fn type_into(&self, css: &str, text: &str) {
         let id = self.element(css).await;
-        self.call(reqwest::Method::POST, &format!("/element/{id}/clear"), json!({}))
-            .await;
+        self.call(
+            reqwest::Method::POST,
+            &format!("/element/{id}/clear"),
+            json!({}),
+        )
+        .await;
         self.call(
             reqwest::Method::POST,
             &format!("/element/{id}/value"),
@@ -787,6 +899,22 @@ async fn the_page_works_in_a_real_browser() {
         .script("return [...document.querySelectorAll('.para[data-paragraph=\"3\"] .who')].map(b => b.textContent)")
         .await;
     assert_eq!(named, json!(["陆大川"]));
+    // Each character has a colour of their own.
+    let colours = browser
+        .script("return [...document.querySelectorAll('.para .who')].map(b => getComputedStyle(b).backgroundColor)")
+        .await;
+    let colours: Vec<&str> = colours
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    assert_eq!(colours.len(), 2, "{colours:?}");
+    assert_ne!(colours[0], colours[1]);
+    assert!(
+        colours.iter().all(|c| *c != "rgb(85, 85, 119)"),
+        "fallback colour: {colours:?}"
+    );
 
     // Clicking a paragraph plays a WAV that decodes.
     browser.click(".para[data-paragraph=\"2\"]").await;
@@ -797,7 +925,9 @@ async fn the_page_works_in_a_real_browser() {
     assert_eq!(played["request"]["paragraphs"], json!([2, 2]));
     assert!(played["seconds"].as_f64().unwrap() > 0.5, "{played}");
     assert!(played["bytes"].as_u64().unwrap() > 10_000, "{played}");
-    let src = browser.script("return document.getElementById('player').src").await;
+    let src = browser
+        .script("return document.getElementById('player').src")
+        .await;
     assert!(src.as_str().unwrap().starts_with("blob:"), "{src}");
 
     // Changing a character's voice writes the cast file.
@@ -842,7 +972,10 @@ async fn the_page_works_in_a_real_browser() {
         .wait_for("const e = document.getElementById('error'); return !e.hidden && e.textContent")
         .await;
     assert!(
-        error.as_str().unwrap().contains("key \"小雨\": 1 syllables for 2 characters"),
+        error
+            .as_str()
+            .unwrap()
+            .contains("key \"小雨\": 1 syllables for 2 characters"),
         "{error}"
     );
     assert!(!fixture.path("lexicon.toml").exists());
@@ -851,7 +984,10 @@ async fn the_page_works_in_a_real_browser() {
     browser
         .wait_for("return document.body.dataset.lastReading && document.getElementById('current').value === 'xiao3 yu4'")
         .await;
-    assert_eq!(pinyin_with(&fixture, Some("lexicon.toml"), "小雨"), "xiao3 yu4");
+    assert_eq!(
+        pinyin_with(&fixture, Some("lexicon.toml"), "小雨"),
+        "xiao3 yu4"
+    );
 
     // A POST without the token, from the page itself, gets 403.
     let status = browser
@@ -877,15 +1013,21 @@ async fn the_page_works_in_a_real_browser() {
         browser.screenshot(&docs).await;
     }
     browser
-        .call(reqwest::Method::POST, "/window/rect", json!({"width": 390, "height": 844}))
+        .call(
+            reqwest::Method::POST,
+            "/window/rect",
+            json!({"width": 390, "height": 844}),
+        )
         .await;
     let fits = browser
-        .wait_for("return document.documentElement.scrollWidth <= window.innerWidth + 1 ? 'fits' : ''")
+        .wait_for(
+            "return document.documentElement.scrollWidth <= window.innerWidth + 1 ? 'fits' : ''",
+        )
         .await;
     assert_eq!(fits, "fits");
-    browser.screenshot(&artefacts.join("studio-phone.png")).await;
-    eprintln!("screenshots in {}", artefacts.display());
     browser
-        .call(reqwest::Method::DELETE, "", Value::Null)
+        .screenshot(&artefacts.join("studio-phone.png"))
         .await;
+    eprintln!("screenshots in {}", artefacts.display());
+    browser.call(reqwest::Method::DELETE, "", Value::Null).await;
 }

@@ -410,14 +410,20 @@ async fn preview(
     }
     let chapter = passage(&studio, &req)?;
     if chapter.segments.is_empty() {
-        return Err(ApiError::bad("nothing to read: the text has no speakable part"));
+        return Err(ApiError::bad(
+            "nothing to read: the text has no speakable part",
+        ));
     }
     let started = std::time::Instant::now();
     let wav = studio
         .preview(chapter, req.voice.as_deref())
         .await
         .map_err(|e| ApiError::new(StatusCode::BAD_GATEWAY, e))?;
-    tracing::info!(ms = started.elapsed().as_millis() as u64, bytes = wav.len(), "preview");
+    tracing::info!(
+        ms = started.elapsed().as_millis() as u64,
+        bytes = wav.len(),
+        "preview"
+    );
     Ok(([(header::CONTENT_TYPE, "audio/wav")], wav).into_response())
 }
 
@@ -450,9 +456,7 @@ async fn put_cast(
                     *lines.entry(name).or_default() += 1;
                 }
             }
-            edit::cast_toml(&characters, |name| {
-                lines.get(name).copied().unwrap_or(0)
-            })
+            edit::cast_toml(&characters, |name| lines.get(name).copied().unwrap_or(0))
         }
         (None, Some(toml)) => toml,
         _ => return Err(ApiError::bad("give characters or toml")),
@@ -487,9 +491,7 @@ async fn lexicon(State(studio): Shared) -> axum::Json<Value> {
 #[derive(Debug, Deserialize)]
 #[serde(untagged)]
 enum LexiconPut {
-    Text {
-        toml: String,
-    },
+    Text { toml: String },
     Edit(LexiconEdit),
 }
 
@@ -514,7 +516,10 @@ async fn put_lexicon(
             }
             let current = studio.loaded().lexicon_text.clone();
             edit::lexicon_with(&current, &edit).map_err(|m| {
-                ApiError::bad(format!("lexicon {}: {m}", studio.options().lexicon.display()))
+                ApiError::bad(format!(
+                    "lexicon {}: {m}",
+                    studio.options().lexicon.display()
+                ))
             })?
         }
     };

@@ -138,12 +138,13 @@ impl Studio {
         let mut lexicon = user_lexicon;
         book.add_ruby_words(&mut lexicon);
         let cache_dir = options.out.join(".cache");
-        let cache = Cache::open(&cache_dir)?
-            .write_behind()
-            .map_err(|reason| StudioError::Write {
-                path: cache_dir.clone(),
-                reason,
-            })?;
+        let cache =
+            Cache::open(&cache_dir)?
+                .write_behind()
+                .map_err(|reason| StudioError::Write {
+                    path: cache_dir.clone(),
+                    reason,
+                })?;
         let renderer = Renderer::with_cache(base.clone(), worker_program, Some(cache));
         let previews = tempfile::Builder::new()
             .prefix("tingshu-studio-")
@@ -241,7 +242,9 @@ impl Studio {
         let mut outcome = None;
         renderer.render(vec![job], |o| outcome = Some(o)).await;
         let result = match outcome.map(|o| o.result) {
-            Some(Ok(_)) => std::fs::read(&path).map_err(|e| format!("cannot read the preview: {e}")),
+            Some(Ok(_)) => {
+                std::fs::read(&path).map_err(|e| format!("cannot read the preview: {e}"))
+            }
             Some(Err(e)) => Err(crate::commands::error_chain(&e)),
             None => Err("the passage produced no audio".to_owned()),
         };
