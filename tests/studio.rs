@@ -631,6 +631,25 @@ async fn renders_chapters_with_progress_events() {
     assert!(fixture.path("output/山路/0001-第一章_山路.wav").is_file());
     let book = get_json(&studio, "/api/book").await;
     assert_eq!(book["renders"].as_array().unwrap().len(), 2);
+
+    // SIGTERM stops it at once, though the event stream is still open.
+    let mut studio = studio;
+    let pid = studio.child.id() as libc::pid_t;
+    // SAFETY: kill(2) on the pid of our own child process.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(status) = studio.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the studio did not stop on SIGTERM"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(status.code(), Some(0));
+    drop(events);
 }
 
 #[test]
@@ -652,7 +671,10 @@ fn bad_starts_fail_with_one_line_and_exit_2() {
             vec!["studio", "山路.txt", "--bind", "0.0.0.0:0"],
             "--bind 0.0.0.0:0: not a loopback address; give --token",
         ),
-        (vec!["studio", "无.txt"], "无.txt: no such file"),
+        (
+            vec!["studio", "无.txt", "--voices", &voices],
+            "无.txt: no such file",
+        ),
         (
             vec!["studio", "山路.txt", "--voices", "bad-voices.toml"],
             "bad-voices.toml",

@@ -58,10 +58,15 @@ pub async fn run(args: &StudioArgs, worker_program: Option<PathBuf>) -> anyhow::
         o.lexicon.display(),
         if o.lexicon.exists() { "" } else { " (new)" },
     );
+    let stopping = Arc::clone(&studio);
     axum::serve(listener, router(Arc::clone(&studio)))
-        .with_graceful_shutdown(stopped())
+        .with_graceful_shutdown(async move {
+            stopped().await;
+            stopping.stop();
+        })
         .await
         .context("the studio server stopped")?;
+    studio.flush();
     Ok(EXIT_OK)
 }
 

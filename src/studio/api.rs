@@ -587,14 +587,26 @@ async fn render(
 async fn events(
     State(studio): Shared,
 ) -> Sse<impl futures::Stream<Item = Result<Event, Infallible>>> {
-    let receiver = studio.subscribe();
-    let stream = futures::stream::unfold(receiver, |mut rx| async move {
+    let (receiver, stopping) = studio.subscribe();
+    let stream = futures::stream::unfold((receiver, stopping), |(mut rx, mut stop)| async move {
         loop {
-            match rx.recv().await {
-                Ok(data) => return Some((Ok(Event::default().event("render").data(data)), rx)),
-                // A slow reader misses events; the next one says where it is.
-                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
-                Err(tokio::sync::broadcast::error::RecvError::Closed) => return None,
+            if *stop.borrow() {
+                return None;
+            }
+            tokio::select! {
+                received = rx.recv() => match received {
+                    Ok(data) => {
+                        return Some((Ok(Event::default().event("render").data(data)), (rx, stop)));
+                    }
+                    // A slow reader misses events; the next one says where it is.
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return None,
+                },
+                changed = stop.changed() => {
+                    if changed.is_err() {
+                        return None;
+                    }
+                }
             }
         }
     });

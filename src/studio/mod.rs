@@ -108,6 +108,9 @@ pub struct Studio {
     previews: tempfile::TempDir,
     preview_count: AtomicU64,
     rendering: AtomicBool,
+    /// Set when the server stops: event streams end, so that a graceful
+    /// shutdown does not wait for open pages.
+    stopping: tokio::sync::watch::Sender<bool>,
 }
 
 /// Reads a file that may not exist yet: its text, or "" when absent.
@@ -170,6 +173,7 @@ impl Studio {
             previews,
             preview_count: AtomicU64::new(0),
             rendering: AtomicBool::new(false),
+            stopping: tokio::sync::watch::Sender::new(false),
         })
     }
 
@@ -252,9 +256,27 @@ impl Studio {
         result
     }
 
-    /// Subscribes to the render events (JSON texts).
-    pub fn subscribe(&self) -> broadcast::Receiver<String> {
-        self.events.subscribe()
+    /// Subscribes to the render events (JSON texts), and to the stop.
+    pub fn subscribe(
+        &self,
+    ) -> (
+        broadcast::Receiver<String>,
+        tokio::sync::watch::Receiver<bool>,
+    ) {
+        (self.events.subscribe(), self.stopping.subscribe())
+    }
+
+    /// Ends the event streams and writes what the cache still holds; call
+    /// when the server stops.
+    pub fn stop(&self) {
+        self.stopping.send_replace(true);
+    }
+
+    /// Writes the cache entries still queued.
+    pub fn flush(&self) {
+        if let Some(cache) = self.renderer.client.cache() {
+            cache.flush();
+        }
     }
 
     fn emit(&self, event: &serde_json::Value) {
@@ -335,9 +357,7 @@ impl Studio {
                 self.emit(&event);
             })
             .await;
-        if let Some(cache) = self.renderer.client.cache() {
-            cache.flush();
-        }
+        self.flush();
         self.emit(&serde_json::json!({"type": "render", "state": "finished", "done": done, "total": total, "failed": failed}));
     }
 
