@@ -269,6 +269,28 @@ async fn serves_the_page_book_chapters_and_previews() {
     let two = preview(&studio, json!({"chapter": 1, "paragraphs": [2, 3]})).await;
     assert!(one > 0.5 && two > one + 0.5, "{one} {two}");
     assert!(preview(&studio, json!({"text": "你好。", "voice": "female"})).await > 0.2);
+    // Streamed: a WAV header with placeholder sizes, then 16-bit PCM chunk
+    // by chunk; as long as the passage, give or take the edge pauses.
+    let (status, kind, streamed) = send(
+        &studio,
+        reqwest::Method::POST,
+        "/api/preview",
+        Some(json!({"chapter": 1, "paragraphs": [2, 3], "stream": true}).to_string()),
+        Some(&studio.token),
+    )
+    .await;
+    assert_eq!((status, kind.as_str()), (200, "audio/wav"));
+    assert_eq!(&streamed[..4], b"RIFF");
+    assert_eq!(&streamed[36..40], b"data");
+    assert_eq!(&streamed[40..44], &u32::MAX.to_le_bytes());
+    let rate = u32::from_le_bytes(streamed[24..28].try_into().unwrap());
+    assert_eq!(rate, 22050);
+    assert_eq!(streamed.len() % 2, 0);
+    let streamed_s = (streamed.len() - 44) as f64 / 2.0 / f64::from(rate);
+    assert!(
+        (streamed_s - (two - 1.5)).abs() < 1.0,
+        "streamed {streamed_s} s, whole {two} s"
+    );
     for (body, status, message) in [
         (json!({"text": "你好", "chapter": 1}), 400, "not both"),
         (json!({}), 400, "give text or chapter"),
@@ -947,6 +969,8 @@ async fn the_page_works_in_a_real_browser() {
     assert_eq!(played["request"]["paragraphs"], json!([2, 2]));
     assert!(played["seconds"].as_f64().unwrap() > 0.5, "{played}");
     assert!(played["bytes"].as_u64().unwrap() > 10_000, "{played}");
+    assert_eq!(played["streamed"], true, "{played}");
+    assert!(played["first_ms"].as_u64().is_some(), "{played}");
     let src = browser
         .script("return document.getElementById('player').src")
         .await;

@@ -5,7 +5,7 @@
 //! |---|---|
 //! | `GET /api/book` | title, chapters, speakers, voices, casting, files, renders |
 //! | `GET /api/chapters/{n}` | chapter `n` (1-based): paragraphs of segments with kind, speaker and voice |
-//! | `POST /api/preview` | `{"text": …}` or `{"chapter": n, "paragraphs": [a, b]}` (optional `"voice"`) → `audio/wav` |
+//! | `POST /api/preview` | `{"text": …}` or `{"chapter": n, "paragraphs": [a, b]}` (optional `"voice"`, `"stream": true`) → `audio/wav` |
 //! | `GET`/`PUT /api/cast` | the cast; PUT `{"characters": […]}` or `{"toml": …}` |
 //! | `GET`/`PUT /api/lexicon` | the lexicon; PUT `{"word", "pinyin"}`, `{"word", "say"}`, `{"word", "remove": true}` or `{"toml": …}` |
 //! | `GET /api/pinyin?text=…` | the pinyin of a text with the lexicon |
@@ -337,6 +337,9 @@ struct PreviewRequest {
     paragraphs: Option<[usize; 2]>,
     /// Read everything with this voice (voice samples).
     voice: Option<String>,
+    /// Stream the audio chunk by chunk (a WAV with placeholder sizes).
+    #[serde(default)]
+    stream: bool,
 }
 
 /// The passage a preview request asks for, as one chapter.
@@ -413,6 +416,11 @@ async fn preview(
         return Err(ApiError::bad(
             "nothing to read: the text has no speakable part",
         ));
+    }
+    if req.stream {
+        let body =
+            axum::body::Body::from_stream(studio.preview_stream(chapter, req.voice.as_deref()));
+        return Ok(([(header::CONTENT_TYPE, "audio/wav")], body).into_response());
     }
     let started = std::time::Instant::now();
     let wav = studio

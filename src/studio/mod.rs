@@ -222,20 +222,7 @@ impl Studio {
         chapter: ScriptChapter,
         voice: Option<&str>,
     ) -> Result<Vec<u8>, String> {
-        let (mut config, lexicon) = {
-            let loaded = self.loaded();
-            ((*loaded.config).clone(), loaded.lexicon.clone())
-        };
-        config.mix.speak_title = false;
-        if let Some(voice) = voice {
-            config.casting.narrator = voice.to_owned();
-            config.casting.dialogue = Some(voice.to_owned());
-            config.casting.male = None;
-            config.casting.female = None;
-            config.casting.characters.clear();
-            config.cast.clear();
-        }
-        let renderer = self.renderer_with(config, lexicon);
+        let renderer = self.preview_renderer(voice);
         let n = self.preview_count.fetch_add(1, Ordering::Relaxed);
         let path = self.previews.path().join(format!("preview-{n}.wav"));
         let job = ChapterJob {
@@ -254,6 +241,114 @@ impl Studio {
         };
         let _ = std::fs::remove_file(&path);
         result
+    }
+
+    /// Like [`Studio::preview`], but as a stream: a WAV header with
+    /// placeholder sizes (as streamed WAVs have), then each chunk's 16-bit
+    /// PCM as soon as it and every chunk before it are synthesized, with
+    /// the pause that follows it. The header goes out with the first chunk,
+    /// so the time to the first byte is the time to the first sentence.
+    /// Each chunk is levelled on its own (the whole-passage preview levels
+    /// per voice over the passage).
+    pub fn preview_stream(
+        &self,
+        chapter: ScriptChapter,
+        voice: Option<&str>,
+    ) -> impl futures::Stream<Item = std::io::Result<axum::body::Bytes>> + Send + 'static {
+        use futures::StreamExt;
+        let renderer = self.preview_renderer(voice);
+        let pauses = renderer.config.mix.pauses.clone();
+        let planned = renderer.plan_chapter(&chapter);
+        let mut items = Vec::with_capacity(planned.len());
+        for (i, c) in planned.iter().enumerate() {
+            let segment = &chapter.segments[c.segment];
+            let pause_ms = match planned.get(i + 1) {
+                Some(next) if next.segment == c.segment => pauses.after_chunk(c.boundary),
+                Some(next) => {
+                    let n = &chapter.segments[next.segment];
+                    if n.paragraph != segment.paragraph {
+                        pauses.paragraph_ms
+                    } else if n.kind != segment.kind {
+                        pauses.turn_ms
+                    } else {
+                        pauses.segment_ms
+                    }
+                }
+                None => 0,
+            };
+            let voice = renderer
+                .config
+                .voice_for(segment.kind, segment.speaker.as_deref())
+                .to_owned();
+            items.push((
+                i,
+                segment.kind,
+                segment.paragraph,
+                voice,
+                pause_ms,
+                c.backend.name().to_owned(),
+                c.request.clone(),
+            ));
+        }
+        let client = Arc::clone(&renderer.client);
+        let mix = renderer.config.mix.clone();
+        let in_flight = renderer
+            .backends
+            .values()
+            .map(|b| b.limits().max_in_flight)
+            .sum::<usize>()
+            .max(1);
+        futures::stream::iter(items)
+            .map(
+                move |(i, kind, paragraph, voice, pause_ms, backend, request)| {
+                    let client = Arc::clone(&client);
+                    let mix = mix.clone();
+                    async move {
+                        let rate = mix.sample_rate;
+                        let clip = if crate::pipeline::is_silent(&request) {
+                            crate::audio::AudioClip::new(Vec::new(), 0)
+                        } else {
+                            client
+                                .synthesize(&backend, &request)
+                                .await
+                                .map_err(|e| std::io::Error::other(e.to_string()))?
+                                .clip
+                        };
+                        let pcm = tokio::task::spawn_blocking(move || {
+                            edit::chunk_pcm(&mix, kind, paragraph, voice, clip, pause_ms)
+                        })
+                        .await
+                        .map_err(std::io::Error::other)??;
+                        Ok(if i == 0 {
+                            let mut first = edit::stream_header(rate);
+                            first.extend_from_slice(&pcm);
+                            axum::body::Bytes::from(first)
+                        } else {
+                            axum::body::Bytes::from(pcm)
+                        })
+                    }
+                },
+            )
+            .buffered(in_flight)
+    }
+
+    /// The renderer a preview uses: the cast and lexicon as they are now,
+    /// no spoken title, everything in `voice` when given.
+    fn preview_renderer(&self, voice: Option<&str>) -> Renderer {
+        let (mut config, lexicon) = {
+            let loaded = self.loaded();
+            ((*loaded.config).clone(), loaded.lexicon.clone())
+        };
+        config.mix.speak_title = false;
+        if let Some(voice) = voice {
+            config.casting.narrator = voice.to_owned();
+            config.casting.dialogue = Some(voice.to_owned());
+            config.casting.male = None;
+            config.casting.female = None;
+            config.casting.characters.clear();
+            config.cast.clear();
+        }
+        self.renderer_with(config, lexicon)
     }
 
     /// Subscribes to the render events (JSON texts), and to the stop.

@@ -179,7 +179,7 @@ function onParagraph(para) {
   if (text) {
     selectWord(text, paragraph);
   } else {
-    preview({ chapter: state.chapter, paragraphs: [paragraph, paragraph] }, para);
+    previewStream({ chapter: state.chapter, paragraphs: [paragraph, paragraph] }, para);
   }
 }
 
@@ -229,6 +229,99 @@ async function preview(request, para) {
   status(seconds === null ? `preview in ${ms} ms` : `${seconds.toFixed(1)} s of audio in ${ms} ms`);
 }
 
+// A 16-bit mono WAV of `pcm` (Uint8Array chunks) at `rate`, for the player.
+function wavOf(chunks, rate) {
+  const length = chunks.reduce((n, c) => n + c.length, 0);
+  const out = new Uint8Array(44 + length);
+  const v = new DataView(out.buffer);
+  const text = (at, s) => { for (let i = 0; i < s.length; i++) out[at + i] = s.charCodeAt(i); };
+  text(0, "RIFF"); v.setUint32(4, 36 + length, true); text(8, "WAVEfmt ");
+  v.setUint32(16, 16, true); v.setUint16(20, 1, true); v.setUint16(22, 1, true);
+  v.setUint32(24, rate, true); v.setUint32(28, rate * 2, true); v.setUint16(32, 2, true);
+  v.setUint16(34, 16, true); text(36, "data"); v.setUint32(40, length, true);
+  let at = 44;
+  for (const c of chunks) { out.set(c, at); at += c.length; }
+  return out;
+}
+
+// Plays a passage while it is synthesized: the server streams a WAV chunk by
+// chunk (POST /api/preview with "stream": true) and each piece of PCM is
+// scheduled on the Web Audio clock as it arrives. The whole passage then
+// goes to the player, to hear again or scrub.
+async function previewStream(request, para) {
+  for (const p of document.querySelectorAll(".para.playing")) p.classList.remove("playing");
+  if (para) para.classList.add("playing");
+  for (const s of state.sources || []) { try { s.stop(); } catch (_) { /* ended */ } }
+  state.sources = [];
+  status("synthesizing…");
+  const started = performance.now();
+  let response;
+  try {
+    response = await api("POST", "/api/preview", { ...request, stream: true });
+  } catch (_) {
+    status("");
+    return;
+  }
+  const context = state.context || (state.context = new (window.AudioContext || window.webkitAudioContext)());
+  context.resume().catch(() => {});
+  const reader = response.body.getReader();
+  let rate = 0, header = false, pending = new Uint8Array(0), at = 0, firstMs = null;
+  const chunks = [];
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      const joined = new Uint8Array(pending.length + value.length);
+      joined.set(pending); joined.set(value, pending.length);
+      pending = joined;
+      if (!header) {
+        if (pending.length < 44) continue;
+        rate = new DataView(pending.buffer).getUint32(24, true);
+        pending = pending.slice(44);
+        header = true;
+      }
+      const usable = pending.length & ~1;
+      if (!usable) continue;
+      const bytes = pending.slice(0, usable);
+      pending = pending.slice(usable);
+      chunks.push(bytes);
+      const samples = new Int16Array(bytes.buffer);
+      const buffer = context.createBuffer(1, samples.length, rate);
+      const channel = buffer.getChannelData(0);
+      for (let i = 0; i < samples.length; i++) channel[i] = samples[i] / 32768;
+      const source = context.createBufferSource();
+      source.buffer = buffer;
+      source.connect(context.destination);
+      if (at < context.currentTime) at = context.currentTime + 0.05;
+      source.start(at);
+      at += buffer.duration;
+      state.sources.push(source);
+      if (firstMs === null) {
+        firstMs = Math.round(performance.now() - started);
+        status(`playing (first audio after ${firstMs} ms)…`);
+      }
+    }
+  } catch (e) {
+    showError(`the preview stream broke off: ${e}`);
+  }
+  const ms = Math.round(performance.now() - started);
+  const wav = wavOf(chunks, rate || 22050);
+  let seconds = null;
+  try {
+    const check = new (window.OfflineAudioContext)(1, 1, rate || 22050);
+    seconds = (await check.decodeAudioData(wav.buffer.slice(0))).duration;
+  } catch (e) {
+    showError(`the preview does not decode: ${e}`);
+  }
+  document.body.dataset.lastPreview = JSON.stringify({
+    request, bytes: wav.length, seconds, ms, first_ms: firstMs, streamed: true,
+  });
+  if (state.audio) URL.revokeObjectURL(state.audio);
+  state.audio = URL.createObjectURL(new Blob([wav], { type: "audio/wav" }));
+  $("player").src = state.audio;
+  if (seconds !== null) status(`${seconds.toFixed(1)} s of audio; first sound after ${firstMs} ms, all in ${ms} ms`);
+}
+
 async function saveReading() {
   const word = $("word").value.trim();
   const pinyin = $("pinyin").value.trim();
@@ -248,7 +341,7 @@ function hearAgain() {
   const word = $("word").value.trim();
   if (s && s.text === word && s.chapter) {
     const para = document.querySelector(`.para[data-paragraph="${s.paragraph}"]`);
-    preview({ chapter: s.chapter, paragraphs: [s.paragraph, s.paragraph] }, para);
+    previewStream({ chapter: s.chapter, paragraphs: [s.paragraph, s.paragraph] }, para);
   } else if (word) {
     preview({ text: word }, null);
   }
