@@ -42,6 +42,9 @@ pub enum Command {
     Worker(WorkerArgs),
     /// Show queued, running, done and parked tasks per job on a queue.
     QueueStatus(QueueStatusArgs),
+    /// A local web page to read the script, cast voices, preview passages
+    /// and fix pronunciations; prints the URL to open.
+    Studio(StudioArgs),
 }
 
 #[derive(Debug, Args)]
@@ -300,4 +303,35 @@ pub struct QueueStatusArgs {
     /// The queue: postgres://user:password@host/db.
     #[arg(long, env = "TINGSHU_QUEUE")]
     pub queue: String,
+}
+
+#[derive(Debug, Args)]
+pub struct StudioArgs {
+    /// The book (TXT or EPUB), or a jobs file (`*.toml`) whose job gives the
+    /// book, voices and cast.
+    pub book: PathBuf,
+    /// The job of a jobs file (needed when it has more than one).
+    #[arg(long)]
+    pub job: Option<String>,
+    /// Address to listen on; port 0 picks a free port. Anything but a
+    /// loopback address needs --token.
+    #[arg(long, default_value = "127.0.0.1:0", env = "TINGSHU_STUDIO_BIND")]
+    pub bind: std::net::SocketAddr,
+    /// The token every change (POST/PUT) must carry; random when absent.
+    #[arg(long, env = "TINGSHU_STUDIO_TOKEN")]
+    pub token: Option<String>,
+    /// Voices file (TOML); the built-in voices when absent.
+    #[arg(long, env = "TINGSHU_VOICES")]
+    pub voices: Option<PathBuf>,
+    /// Cast file the page reads and writes (default BOOK_DIR/<stem>.cast.toml;
+    /// created on the first save).
+    #[arg(long, env = "TINGSHU_CAST")]
+    pub cast: Option<PathBuf>,
+    /// Lexicon the page reads and writes (default BOOK_DIR/<stem>.lexicon.toml;
+    /// created on the first save).
+    #[arg(long, env = "TINGSHU_LEXICON")]
+    pub lexicon: Option<PathBuf>,
+    /// Where renders go: DIR/<stem>/, with the synthesis cache in DIR/.cache.
+    #[arg(long, short, default_value = "output", env = "TINGSHU_OUT")]
+    pub out: PathBuf,
 }

@@ -23,5 +23,6 @@ pub mod outputs;
 pub mod pipeline;
 pub mod progress;
 pub mod queue;
+pub mod studio;
 pub mod synth;
 pub mod text;

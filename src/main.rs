@@ -69,6 +69,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             Command::Enqueue(args) => commands::enqueue::run(args).await,
             Command::Worker(args) => commands::worker::run(args, worker_program).await,
             Command::QueueStatus(args) => commands::queue_status::run(args).await,
+            Command::Studio(args) => commands::studio::run(args, worker_program).await,
         }
     })
 }

@@ -9,6 +9,7 @@ pub mod preview;
 pub mod queue_status;
 pub mod select;
 pub mod split;
+pub mod studio;
 pub mod voices;
 pub mod worker;
 

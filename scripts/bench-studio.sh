@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# Studio preview latency: `tingshu studio` on a book (default
+# samples/灯塔守夜人.txt) with a voices file (default voices/espeak.toml),
+# each paragraph of the first chapters previewed once through
+# POST /api/preview, as the page does when a paragraph is clicked. A fresh
+# output directory, so every preview synthesizes (nothing cached); then the
+# same paragraphs again (cached). Median and worst wall time per preview,
+# measured by curl. Target: every paragraph under 1 s with the espeak voices.
+#
+# Then a stand-in for a slow local neural voice: examples/fake_tts_server
+# answering each request (a sentence) after SLOW_MS (default 1500 ms, about
+# what Kokoro on 2 cores needs for a 20-character sentence), one request at
+# a time. For each paragraph: the whole preview's time, and the time to the
+# first byte of the streamed preview ("stream": true), which is the first
+# sentence's audio. Target: first sentence within 2 s.
+#
+#   scripts/bench-studio.sh [BOOK] [VOICES] [CHAPTERS]   (SLOW_MS=1500)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BOOK=${1:-samples/灯塔守夜人.txt}
+VOICES=${2:-voices/espeak.toml}
+CHAPTERS=${3:-3}
+cargo build --release --quiet --bin tingshu --example fake_tts_server
+TMP=$(mktemp -d)
+cleanup() {
+    [[ -n ${PID:-} ]] && kill "$PID" 2>/dev/null
+    [[ -n ${FAKE:-} ]] && kill "$FAKE" 2>/dev/null
+    rm -rf "$TMP"
+}
+trap cleanup EXIT
+start() {
+    rm -f "$TMP/url"
+    target/release/tingshu studio "$BOOK" --voices "$1" --out "$TMP/out.$2" \
+        --cast "$TMP/cast.toml" --lexicon "$TMP/lexicon.toml" > "$TMP/url" 2> "$TMP/log" &
+    PID=$!
+    for _ in $(seq 100); do [[ -s $TMP/url ]] && break; sleep 0.1; done
+    URL=$(head -n1 "$TMP/url")
+    BASE=${URL%/?token=*}
+    TOKEN=${URL#*token=}
+}
+start "$VOICES" espeak
+curl -s "$BASE/api/book" > "$TMP/book.json"
+# chapter index and paragraph count of the first CHAPTERS chapters
+python3 - "$TMP/book.json" "$CHAPTERS" > "$TMP/plan" <<'PY'
+import json, sys
+book = json.load(open(sys.argv[1]))
+for c in book["chapters"][: int(sys.argv[2])]:
+    for p in range(1, c["paragraphs"] + 1):
+        print(c["index"], p)
+PY
+sleep 1  # engine workers start with the server
+run() {
+    local label=$1 stream=${2:-false} timing=${3:-time_total}
+    : > "$TMP/times.$label"
+    while read -r chapter paragraph; do
+        curl -s -o "$TMP/p.wav" -w "%{http_code} %{$timing}\n" \
+            -H "X-Tingshu-Token: $TOKEN" -H 'Content-Type: application/json' \
+            -d "{\"chapter\": $chapter, \"paragraphs\": [$paragraph, $paragraph], \"stream\": $stream}" \
+            "$BASE/api/preview" >> "$TMP/times.$label"
+    done < "$TMP/plan"
+    python3 - "$TMP/times.$label" "$label" <<'PY'
+import statistics, sys
+rows = [l.split() for l in open(sys.argv[1])]
+bad = [r for r in rows if r[0] != "200"]
+t = sorted(float(r[1]) for r in rows if r[0] == "200")
+print(f"{sys.argv[2]:>20}: {len(t)} paragraphs, median {statistics.median(t)*1e3:.0f} ms, "
+      f"p90 {t[int(len(t)*0.9)]*1e3:.0f} ms, worst {t[-1]*1e3:.0f} ms, "
+      f"under 1 s: {sum(x < 1 for x in t)}/{len(t)}, failed: {len(bad)}")
+PY
+}
+echo "studio preview latency: $BOOK, $VOICES, $(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg)"
+run uncached
+run cached
+kill "$PID"; wait "$PID" 2>/dev/null || true; PID=
+
+SLOW_MS=${SLOW_MS:-1500}
+target/release/examples/fake_tts_server "$SLOW_MS" > "$TMP/server.log" &
+FAKE=$!
+for _ in $(seq 100); do grep -q listening "$TMP/server.log" 2>/dev/null && break; sleep 0.05; done
+ADDR=$(sed -n 's/^listening on //p' "$TMP/server.log")
+cat > "$TMP/slow.toml" <<TOML
+[backends.slow]
+type = "openai"
+base_url = "http://$ADDR/v1"
+max_in_flight = 1
+
+[voices.narrator]
+backend = "slow"
+voice = "stand-in"
+
+[casting]
+narrator = "narrator"
+TOML
+start "$TMP/slow.toml" slow
+echo "stand-in neural voice: ${SLOW_MS} ms per request, one at a time"
+run whole false time_total
+# a fresh output directory again: nothing cached for the streamed run
+kill "$PID"; wait "$PID" 2>/dev/null || true
+start "$TMP/slow.toml" slow-stream
+# time to the first audio bytes (headers arrive at once, so not curl's
+# time_starttransfer): the header and first chunk come together
+python3 - "$BASE" "$TOKEN" "$TMP/plan" <<'PY'
+import http.client, json, statistics, sys, time, urllib.parse
+base, token, plan = sys.argv[1], sys.argv[2], sys.argv[3]
+u = urllib.parse.urlparse(base)
+first, whole = [], []
+for line in open(plan):
+    chapter, paragraph = map(int, line.split())
+    body = json.dumps({"chapter": chapter, "paragraphs": [paragraph, paragraph], "stream": True})
+    c = http.client.HTTPConnection(u.hostname, u.port)
+    t0 = time.monotonic()
+    c.request("POST", "/api/preview", body, {"X-Tingshu-Token": token, "Content-Type": "application/json"})
+    r = r_ = c.getresponse()
+    assert r.status == 200, r.status
+    got = r.read1(65536)
+    while len(got) <= 44:
+        got += r.read1(65536)
+    first.append(time.monotonic() - t0)
+    rest = r.read()
+    whole.append(time.monotonic() - t0)
+    c.close()
+first.sort()
+print(f"{'first audio, stream':>20}: {len(first)} paragraphs, median {statistics.median(first)*1e3:.0f} ms, "
+      f"p90 {first[int(len(first)*0.9)]*1e3:.0f} ms, worst {first[-1]*1e3:.0f} ms, "
+      f"under 2 s: {sum(x < 2 for x in first)}/{len(first)}; whole stream median {statistics.median(whole)*1e3:.0f} ms")
+PY

@@ -1,0 +1,1079 @@
+//! `tingshu studio`: the real binary serving a fixture book with the
+//! espeak-ng voices, driven by a plain HTTP client (every endpoint, bad
+//! input, the security rules) and by Debian's chromium through chromedriver
+//! (W3C WebDriver JSON over plain HTTP).
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tingshu::text::Cast;
+
+const BOOK: &str = "\
+第一章 山路
+　　天快黑了，韩小雨背着竹篓走下山坡，风从松林里吹过来。
+　　“前面就是镇子了吗？”韩小雨回头问。
+　　陆大川摇摇头：“还早呢，先找个地方歇脚。”
+　　两人沿着小河又走了很久，直到看见一盏灯。
+第二章 客栈
+　　客栈的门半开着，里面有人在算账。
+　　「住店。」陸大川說，「要兩間房。」
+　　韩小雨放下竹篓，坐在门边喝了一碗热水。
+";
+
+const CAST: &str = "\
+[[character]]
+name = \"韩小雨\"
+aliases = [\"小雨\"]
+gender = \"female\"
+
+[[character]]
+name = \"陆大川\"
+aliases = [\"陸大川\", \"大川\"]
+gender = \"male\"
+";
+
+/// A fixture directory: the book, its cast and (empty) lexicon.
+struct Fixture {
+    dir: tempfile::TempDir,
+}
+
+impl Fixture {
+    fn new() -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("山路.txt"), BOOK).unwrap();
+        std::fs::write(dir.path().join("cast.toml"), CAST).unwrap();
+        Fixture { dir }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+}
+
+fn voices_file() -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("voices/espeak.toml")
+        .display()
+        .to_string()
+}
+
+/// A running `tingshu studio`; killed when dropped.
+struct Studio {
+    child: Child,
+    url: String,
+    base: String,
+    token: String,
+}
+
+impl Drop for Studio {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn tingshu(dir: &Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_tingshu"));
+    command
+        .current_dir(dir)
+        .env_remove("TINGSHU_VOICES")
+        .env_remove("TINGSHU_CAST")
+        .env_remove("TINGSHU_LEXICON")
+        .env_remove("TINGSHU_CACHE")
+        .env_remove("TINGSHU_STUDIO_TOKEN")
+        .env_remove("TINGSHU_STUDIO_BIND");
+    command
+}
+
+impl Studio {
+    fn start(fixture: &Fixture) -> Studio {
+        let mut child = tingshu(fixture.dir.path())
+            .args(["studio", "山路.txt", "--voices", &voices_file()])
+            .args(["--cast", "cast.toml", "--lexicon", "lexicon.toml"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let _ = BufReader::new(stdout).read_line(&mut line);
+            let _ = tx.send(line);
+        });
+        let line = rx
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the studio printed its URL");
+        let url = line.trim().to_owned();
+        let (base, token) = url
+            .split_once("/?token=")
+            .unwrap_or_else(|| panic!("first line is the URL: {url:?}"));
+        assert!(base.starts_with("http://127.0.0.1:"), "{url}");
+        Studio {
+            base: base.to_owned(),
+            token: token.to_owned(),
+            url,
+            child,
+        }
+    }
+
+    fn at(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+}
+
+fn client() -> reqwest::Client {
+    reqwest::Client::builder().no_proxy().build().unwrap()
+}
+
+async fn send(
+    studio: &Studio,
+    method: reqwest::Method,
+    path: &str,
+    body: Option<String>,
+    token: Option<&str>,
+) -> (u16, String, Vec<u8>) {
+    let mut request = client().request(method, studio.at(path));
+    if let Some(token) = token {
+        request = request.header("X-Tingshu-Token", token);
+    }
+    if let Some(body) = body {
+        request = request
+            .header("Content-Type", "application/json")
+            .body(body);
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    let kind = response
+        .headers()
+        .get("content-type")
+        .map(|v| v.to_str().unwrap().to_owned())
+        .unwrap_or_default();
+    (status, kind, response.bytes().await.unwrap().to_vec())
+}
+
+async fn get_json(studio: &Studio, path: &str) -> Value {
+    let (status, _, body) = send(studio, reqwest::Method::GET, path, None, None).await;
+    assert_eq!(status, 200, "{path}: {}", String::from_utf8_lossy(&body));
+    serde_json::from_slice(&body).unwrap()
+}
+
+/// A change with the token: (status, JSON or error body).
+async fn change(studio: &Studio, method: reqwest::Method, path: &str, body: Value) -> (u16, Value) {
+    let (status, _, bytes) = send(
+        studio,
+        method,
+        path,
+        Some(body.to_string()),
+        Some(&studio.token),
+    )
+    .await;
+    (
+        status,
+        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+    )
+}
+
+/// Seconds of audio in WAV bytes (decoded with hound).
+fn wav_seconds(bytes: &[u8]) -> f64 {
+    let reader = hound::WavReader::new(std::io::Cursor::new(bytes)).unwrap();
+    let spec = reader.spec();
+    let samples = reader.into_samples::<i16>().map(Result::unwrap).count();
+    samples as f64 / f64::from(spec.sample_rate) / f64::from(spec.channels)
+}
+
+async fn preview(studio: &Studio, body: Value) -> f64 {
+    let (status, kind, bytes) = send(
+        studio,
+        reqwest::Method::POST,
+        "/api/preview",
+        Some(body.to_string()),
+        Some(&studio.token),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}: {}", String::from_utf8_lossy(&bytes));
+    assert_eq!(kind, "audio/wav");
+    wav_seconds(&bytes)
+}
+
+#[tokio::test]
+async fn serves_the_page_book_chapters_and_previews() {
+    let fixture = Fixture::new();
+    let studio = Studio::start(&fixture);
+    assert_eq!(studio.token.len(), 32, "random 128-bit token");
+
+    let (status, kind, page) = send(&studio, reqwest::Method::GET, "/", None, None).await;
+    assert_eq!((status, kind.as_str()), (200, "text/html; charset=utf-8"));
+    let page = String::from_utf8(page).unwrap();
+    assert!(page.contains("<script src=\"/studio.js\""), "{page}");
+    assert!(!page.contains("http://") && !page.contains("https://"));
+    for (path, kind) in [
+        ("/studio.js", "text/javascript"),
+        ("/studio.css", "text/css"),
+    ] {
+        let (status, got, body) = send(&studio, reqwest::Method::GET, path, None, None).await;
+        assert_eq!(status, 200);
+        assert!(got.starts_with(kind), "{path}: {got}");
+        assert!(!String::from_utf8(body).unwrap().contains("https://"));
+    }
+
+    let book = get_json(&studio, "/api/book").await;
+    let titles: Vec<&str> = book["chapters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["title"].as_str().unwrap())
+        .collect();
+    assert_eq!(titles, ["第一章 山路", "第二章 客栈"]);
+    let speakers: Vec<&str> = book["speakers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(speakers, ["韩小雨", "陆大川"]);
+    assert_eq!(book["speakers"][0]["reads_with"], "female");
+    assert_eq!(book["speakers"][1]["reads_with"], "dialogue");
+    let voices: Vec<&str> = book["voices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(voices, ["dialogue", "female", "narrator"]);
+    assert_eq!(book["voices"][0]["type"], "espeak");
+
+    let chapter = get_json(&studio, "/api/chapters/2").await;
+    assert_eq!(chapter["title"], "第二章 客栈");
+    // Traditional text is shown as written, with its speaker.
+    let p2 = &chapter["paragraphs"][1];
+    assert_eq!(p2["paragraph"], 2);
+    assert_eq!(p2["segments"][0]["text"], "「住店。」");
+    assert_eq!(p2["segments"][0]["kind"], "dialogue");
+    assert_eq!(p2["segments"][0]["speaker"], "陆大川");
+    assert_eq!(p2["segments"][0]["voice"], "dialogue");
+    assert_eq!(p2["segments"][1]["text"], "陸大川說，");
+    for bad in ["/api/chapters/0", "/api/chapters/3", "/api/chapters/x"] {
+        let (status, _, body) = send(&studio, reqwest::Method::GET, bad, None, None).await;
+        assert_eq!(status, 404, "{bad}");
+        let error: Value = serde_json::from_slice(&body).unwrap();
+        assert!(error["error"].as_str().unwrap().contains("chapters 1 to 2"));
+    }
+
+    // Previews: a text, paragraphs of a chapter, a voice sample.
+    assert!(preview(&studio, json!({"text": "风从松林里吹过来。"})).await > 0.5);
+    let one = preview(&studio, json!({"chapter": 1, "paragraphs": [2, 2]})).await;
+    let two = preview(&studio, json!({"chapter": 1, "paragraphs": [2, 3]})).await;
+    assert!(one > 0.5 && two > one + 0.5, "{one} {two}");
+    assert!(preview(&studio, json!({"text": "你好。", "voice": "female"})).await > 0.2);
+    // Streamed: a WAV header with placeholder sizes, then 16-bit PCM chunk
+    // by chunk; as long as the passage, give or take the edge pauses.
+    let (status, kind, streamed) = send(
+        &studio,
+        reqwest::Method::POST,
+        "/api/preview",
+        Some(json!({"chapter": 1, "paragraphs": [2, 3], "stream": true}).to_string()),
+        Some(&studio.token),
+    )
+    .await;
+    assert_eq!((status, kind.as_str()), (200, "audio/wav"));
+    assert_eq!(&streamed[..4], b"RIFF");
+    assert_eq!(&streamed[36..40], b"data");
+    assert_eq!(&streamed[40..44], &u32::MAX.to_le_bytes());
+    let rate = u32::from_le_bytes(streamed[24..28].try_into().unwrap());
+    assert_eq!(rate, 22050);
+    assert_eq!(streamed.len() % 2, 0);
+    let streamed_s = (streamed.len() - 44) as f64 / 2.0 / f64::from(rate);
+    assert!(
+        (streamed_s - (two - 1.5)).abs() < 1.0,
+        "streamed {streamed_s} s, whole {two} s"
+    );
+    for (body, status, message) in [
+        (json!({"text": "你好", "chapter": 1}), 400, "not both"),
+        (json!({}), 400, "give text or chapter"),
+        (json!({"chapter": 1, "paragraphs": [3, 2]}), 400, "1-based"),
+        (
+            json!({"chapter": 1, "paragraphs": [9, 9]}),
+            404,
+            "none in chapter 1",
+        ),
+        (json!({"chapter": 7}), 404, "chapters 1 to 2"),
+        (
+            json!({"text": "你好", "voice": "robot"}),
+            400,
+            "no voice 'robot'",
+        ),
+        (json!({"text": "……"}), 400, "nothing to read"),
+        (json!({"txt": "你好"}), 400, "unknown field `txt`"),
+        (json!({"text": "好".repeat(2001)}), 413, "longer than 2000"),
+    ] {
+        let (got, answer) =
+            change(&studio, reqwest::Method::POST, "/api/preview", body.clone()).await;
+        assert_eq!(got, status, "{body}: {answer}");
+        let error = answer["error"].as_str().unwrap();
+        assert!(error.contains(message), "{body}: {error}");
+    }
+    let (status, _, body) = send(
+        &studio,
+        reqwest::Method::POST,
+        "/api/preview",
+        Some("{\"text\": ".into()),
+        Some(&studio.token),
+    )
+    .await;
+    assert_eq!(status, 400);
+    let error: Value = serde_json::from_slice(&body).unwrap();
+    assert!(
+        error["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("request body: EOF"),
+        "{error}"
+    );
+    let huge = json!({"text": "好".repeat(100_000)}).to_string();
+    let (status, _, body) = send(
+        &studio,
+        reqwest::Method::POST,
+        "/api/preview",
+        Some(huge),
+        Some(&studio.token),
+    )
+    .await;
+    assert_eq!(status, 413, "{}", String::from_utf8_lossy(&body));
+    let error: Value = serde_json::from_slice(&body).unwrap();
+    assert!(
+        error["error"]
+            .as_str()
+            .unwrap()
+            .contains("over 262144 bytes")
+    );
+
+    // The pinyin of a text with the book's lexicon.
+    let p = get_json(&studio, "/api/pinyin?text=%E5%B0%8F%E9%9B%A8").await;
+    assert_eq!(p["pinyin"], json!(["xiao3", "yu3"]));
+}
+
+#[tokio::test]
+async fn changes_need_the_token_and_stay_inside_the_studio() {
+    let fixture = Fixture::new();
+    let studio = Studio::start(&fixture);
+    let body = json!({"text": "你好"}).to_string();
+    for token in [None, Some(""), Some("0123"), Some(&studio.token[..31])] {
+        for (method, path) in [
+            (reqwest::Method::POST, "/api/preview"),
+            (reqwest::Method::PUT, "/api/cast"),
+            (reqwest::Method::PUT, "/api/lexicon"),
+            (reqwest::Method::POST, "/api/render"),
+        ] {
+            let (status, _, answer) = send(&studio, method, path, Some(body.clone()), token).await;
+            assert_eq!(status, 403, "{path} with {token:?}");
+            assert!(String::from_utf8_lossy(&answer).contains("X-Tingshu-Token"));
+        }
+    }
+    assert_eq!(
+        std::fs::read_to_string(fixture.path("cast.toml")).unwrap(),
+        CAST
+    );
+    assert!(!fixture.path("lexicon.toml").exists());
+
+    // No request path reaches the filesystem.
+    std::fs::write(fixture.path("secret.txt"), "秘密").unwrap();
+    for path in [
+        "/secret.txt",
+        "/../secret.txt",
+        "/%2e%2e/secret.txt",
+        "/studio.js/../secret.txt",
+        "/api/renders/..%2Fsecret.txt",
+        "/api/chapters/..%2F..%2Fsecret.txt",
+        "/api/renders/1",
+        "/etc/passwd",
+    ] {
+        let (status, _, answer) = send(&studio, reqwest::Method::GET, path, None, None).await;
+        assert!(status == 404 || status == 400, "{path}: {status}");
+        assert!(!String::from_utf8_lossy(&answer).contains("秘密"), "{path}");
+    }
+
+    // Another site's name for 127.0.0.1 (DNS rebinding) is refused.
+    let response = client()
+        .get(studio.at("/api/book"))
+        .header("Host", "evil.example:80")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 403);
+    let response = client()
+        .get(studio.at("/api/book"))
+        .header("Host", "localhost")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+    let headers = client().get(studio.at("/")).send().await.unwrap();
+    let csp = headers.headers()["content-security-policy"]
+        .to_str()
+        .unwrap();
+    assert!(csp.contains("default-src 'none'"), "{csp}");
+    assert_eq!(headers.headers()["referrer-policy"], "no-referrer");
+}
+
+#[tokio::test]
+async fn cast_and_lexicon_edits_are_checked_then_written() {
+    let fixture = Fixture::new();
+    let studio = Studio::start(&fixture);
+    let cast = get_json(&studio, "/api/cast").await;
+    assert_eq!(cast["characters"][0]["name"], "韩小雨");
+    assert!(cast["file"].as_str().unwrap().ends_with("cast.toml"));
+
+    // Giving 韩小雨 the narrator's voice writes the cast file and recasts.
+    let mut characters = cast["characters"].clone();
+    characters[0]["voice"] = "narrator".into();
+    let (status, answer) = change(
+        &studio,
+        reqwest::Method::PUT,
+        "/api/cast",
+        json!({"characters": characters}),
+    )
+    .await;
+    assert_eq!(status, 200, "{answer}");
+    let written = Cast::load(&fixture.path("cast.toml")).unwrap();
+    assert_eq!(written.characters[0].voice.as_deref(), Some("narrator"));
+    assert_eq!(written.characters[1].aliases, ["陸大川", "大川"]);
+    let book = get_json(&studio, "/api/book").await;
+    assert_eq!(book["speakers"][0]["reads_with"], "narrator");
+    let chapter = get_json(&studio, "/api/chapters/1").await;
+    assert_eq!(chapter["paragraphs"][1]["segments"][0]["voice"], "narrator");
+
+    // Bad edits get the cast file's file:key message; the file stays.
+    let before = std::fs::read_to_string(fixture.path("cast.toml")).unwrap();
+    let mut bad = characters.clone();
+    bad[1]["gender"] = "boy".into();
+    let mut unknown_voice = characters.clone();
+    unknown_voice[1]["voice"] = "robot".into();
+    let mut taken = characters.clone();
+    taken[1]["aliases"] = json!(["小雨"]);
+    for (body, message) in [
+        (
+            json!({"characters": bad}),
+            "cast.toml: line 15, key gender: unknown variant `boy`",
+        ),
+        (
+            json!({"characters": unknown_voice}),
+            "cast.toml: character.陆大川.voice: unknown voice 'robot'",
+        ),
+        (
+            json!({"characters": taken}),
+            "cast.toml: character[1].aliases: \"小雨\" is already used by character \"韩小雨\"",
+        ),
+        (
+            json!({"toml": "[[character]]\nname = \"甲\"\nage = 3\n"}),
+            "cast.toml: line 3, key age: unknown field `age`",
+        ),
+        (
+            json!({"characters": [{"name": "甲", "mood": "sad"}]}),
+            "request body: unknown field `mood`",
+        ),
+        (json!({}), "give characters or toml"),
+    ] {
+        let (status, answer) =
+            change(&studio, reqwest::Method::PUT, "/api/cast", body.clone()).await;
+        assert_eq!(status, 400, "{body}");
+        let error = answer["error"].as_str().unwrap();
+        assert!(error.contains(message), "{body}: {error}");
+        assert!(!error.contains('\n'));
+        assert_eq!(
+            std::fs::read_to_string(fixture.path("cast.toml")).unwrap(),
+            before
+        );
+    }
+
+    // Readings go to the lexicon file, which did not exist.
+    assert!(
+        get_json(&studio, "/api/lexicon").await["entries"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+    let (status, answer) = change(
+        &studio,
+        reqwest::Method::PUT,
+        "/api/lexicon",
+        json!({"word": "小雨", "pinyin": "xiao3 yu4"}),
+    )
+    .await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(
+        answer["entries"],
+        json!([{"word": "小雨", "pinyin": "xiao3 yu4", "say": null}])
+    );
+    let p = get_json(&studio, "/api/pinyin?text=%E5%B0%8F%E9%9B%A8").await;
+    assert_eq!(p["pinyin"], json!(["xiao3", "yu4"]));
+    let (status, _) = change(
+        &studio,
+        reqwest::Method::PUT,
+        "/api/lexicon",
+        json!({"word": "歇脚", "say": "休息"}),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let text = std::fs::read_to_string(fixture.path("lexicon.toml")).unwrap();
+    assert!(text.contains("\"小雨\" = \"xiao3 yu4\""), "{text}");
+    assert!(text.contains("\"歇脚\" = { say = \"休息\" }"), "{text}");
+    for (body, message) in [
+        (
+            json!({"word": "小雨", "pinyin": "xiao3"}),
+            "lexicon.toml: key \"小雨\": 1 syllables for 2 characters",
+        ),
+        (
+            json!({"word": "小雨", "pinyin": "xiao yu"}),
+            "key \"小雨\": bad syllable \"xiao\"",
+        ),
+        (
+            json!({"word": "", "pinyin": "a1"}),
+            "word: must not be empty",
+        ),
+        (json!({"word": "小雨"}), "give pinyin, say or remove"),
+        (json!({"toml": "\"好\" = 3"}), "key \"好\""),
+        (json!({"word": "小雨", "tone": 4}), "unknown field `tone`"),
+    ] {
+        let (status, answer) =
+            change(&studio, reqwest::Method::PUT, "/api/lexicon", body.clone()).await;
+        assert_eq!(status, 400, "{body}: {answer}");
+        let error = answer["error"].as_str().unwrap();
+        assert!(error.contains(message), "{body}: {error}");
+        assert_eq!(
+            std::fs::read_to_string(fixture.path("lexicon.toml")).unwrap(),
+            text
+        );
+    }
+    let (status, answer) = change(
+        &studio,
+        reqwest::Method::PUT,
+        "/api/lexicon",
+        json!({"word": "歇脚", "remove": true}),
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(answer["entries"].as_array().unwrap().len(), 1);
+    // The file written is the one `tingshu pinyin --lexicon` reads.
+    assert_eq!(
+        pinyin_with(&fixture, Some("lexicon.toml"), "小雨"),
+        "xiao3 yu4"
+    );
+}
+
+/// `tingshu pinyin [--lexicon L]` of one line.
+fn pinyin_with(fixture: &Fixture, lexicon: Option<&str>, line: &str) -> String {
+    use std::io::Write;
+    let mut command = tingshu(fixture.dir.path());
+    command.arg("pinyin");
+    if let Some(l) = lexicon {
+        command.args(["--lexicon", l]);
+    }
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(format!("{line}\n").as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}
+
+#[tokio::test]
+async fn renders_chapters_with_progress_events() {
+    let fixture = Fixture::new();
+    let studio = Studio::start(&fixture);
+    let mut events = client().get(studio.at("/api/events")).send().await.unwrap();
+    assert_eq!(events.headers()["content-type"], "text/event-stream");
+    for (body, status) in [
+        (json!({"chapters": []}), 400),
+        (json!({"chapters": [3]}), 404),
+        (json!({"chapters": "1"}), 400),
+    ] {
+        assert_eq!(
+            change(&studio, reqwest::Method::POST, "/api/render", body)
+                .await
+                .0,
+            status
+        );
+    }
+    let (status, answer) = change(
+        &studio,
+        reqwest::Method::POST,
+        "/api/render",
+        json!({"chapters": [2, 1]}),
+    )
+    .await;
+    assert_eq!(status, 202, "{answer}");
+    assert_eq!(answer["chapters"], json!([1, 2]));
+    let mut seen = String::new();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !seen.contains("\"state\":\"finished\"") {
+        assert!(Instant::now() < deadline, "no finished event: {seen}");
+        let chunk = tokio::time::timeout(Duration::from_secs(60), events.chunk())
+            .await
+            .unwrap()
+            .unwrap()
+            .expect("the event stream stays open");
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    let states: Vec<Value> = seen
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect();
+    assert!(seen.contains("event: render"));
+    assert_eq!(states[0]["state"], "started");
+    let chapters: Vec<&Value> = states.iter().filter(|e| e["state"] == "chapter").collect();
+    assert_eq!(chapters.len(), 2, "{seen}");
+    assert_eq!(chapters.last().unwrap()["done"], 2);
+    assert!(chapters.iter().all(|e| e["ok"] == true), "{seen}");
+    assert_eq!(states.last().unwrap()["failed"], 0);
+    for n in [1, 2] {
+        let (status, kind, wav) = send(
+            &studio,
+            reqwest::Method::GET,
+            &format!("/api/renders/{n}"),
+            None,
+            None,
+        )
+        .await;
+        assert_eq!((status, kind.as_str()), (200, "audio/wav"));
+        assert!(wav_seconds(&wav) > 3.0);
+    }
+    assert!(fixture.path("output/山路/0001-第一章_山路.wav").is_file());
+    let book = get_json(&studio, "/api/book").await;
+    assert_eq!(book["renders"].as_array().unwrap().len(), 2);
+
+    // SIGTERM stops it at once, though the event stream is still open.
+    let mut studio = studio;
+    let pid = studio.child.id() as libc::pid_t;
+    // SAFETY: kill(2) on the pid of our own child process.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(status) = studio.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the studio did not stop on SIGTERM"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(status.code(), Some(0));
+    drop(events);
+}
+
+#[test]
+fn bad_starts_fail_with_one_line_and_exit_2() {
+    let fixture = Fixture::new();
+    std::fs::write(
+        fixture.path("bad-cast.toml"),
+        "[[character]]\nname = \"甲\"\ngender = \"m\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        fixture.path("bad-voices.toml"),
+        "[casting]\nnarrator = \"nobody\"\n",
+    )
+    .unwrap();
+    let voices = voices_file();
+    for (args, message) in [
+        (
+            vec!["studio", "山路.txt", "--bind", "0.0.0.0:0"],
+            "--bind 0.0.0.0:0: not a loopback address; give --token",
+        ),
+        (
+            vec!["studio", "无.txt", "--voices", &voices],
+            "无.txt: no such file",
+        ),
+        (
+            vec!["studio", "山路.txt", "--voices", "bad-voices.toml"],
+            "bad-voices.toml",
+        ),
+        (
+            vec![
+                "studio",
+                "山路.txt",
+                "--voices",
+                &voices,
+                "--cast",
+                "bad-cast.toml",
+            ],
+            "bad-cast.toml: line 3, key gender",
+        ),
+        (
+            vec!["studio", "山路.txt", "--token", "a b"],
+            "--token: use letters",
+        ),
+        (
+            vec!["studio", "山路.txt", "--job", "x"],
+            "--job needs a jobs file",
+        ),
+    ] {
+        let out = tingshu(fixture.dir.path()).args(&args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(out.stdout.is_empty(), "{args:?}: no URL printed");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.contains(message), "{args:?}: {stderr}");
+    }
+}
+
+/// A W3C WebDriver session on chromedriver.
+struct Browser {
+    driver: Child,
+    base: String,
+    session: String,
+    http: reqwest::Client,
+    _profile: tempfile::TempDir,
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+    }
+}
+
+fn program(name: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|p| p.join(name))
+            .find(|p| p.is_file())
+    })
+}
+
+impl Browser {
+    async fn start() -> Option<Browser> {
+        let (Some(chromium), Some(driver)) = (program("chromium"), program("chromedriver")) else {
+            let message = "chromium and chromedriver are not installed (scripts/install-deps.sh installs them)";
+            if std::env::var("TINGSHU_REQUIRE_SERVICES").as_deref() == Ok("1") {
+                panic!("{message}");
+            }
+            eprintln!("skipped: {message}");
+            return None;
+        };
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let driver = Command::new(driver)
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let base = format!("http://127.0.0.1:{port}");
+        let http = client();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Ok(r) = http.get(format!("{base}/status")).send().await
+                && r.status().is_success()
+            {
+                break;
+            }
+            assert!(Instant::now() < deadline, "chromedriver did not start");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let profile = tempfile::tempdir().unwrap();
+        let args = [
+            "--headless".to_owned(),
+            "--no-sandbox".to_owned(),
+            "--disable-gpu".to_owned(),
+            "--disable-quic".to_owned(),
+            "--no-first-run".to_owned(),
+            "--disable-background-networking".to_owned(),
+            "--disable-component-update".to_owned(),
+            "--disable-sync".to_owned(),
+            "--disable-dev-shm-usage".to_owned(),
+            "--autoplay-policy=no-user-gesture-required".to_owned(),
+            "--window-size=1280,860".to_owned(),
+            format!("--user-data-dir={}", profile.path().display()),
+        ];
+        let capabilities = json!({"capabilities": {"alwaysMatch": {
+            "browserName": "chrome",
+            "goog:chromeOptions": {"binary": chromium, "args": args},
+        }}});
+        let mut browser = Browser {
+            driver,
+            base,
+            session: String::new(),
+            http,
+            _profile: profile,
+        };
+        let answer = browser
+            .call(reqwest::Method::POST, "/session", capabilities)
+            .await;
+        browser.session = answer["sessionId"].as_str().unwrap().to_owned();
+        Some(browser)
+    }
+
+    async fn call(&self, method: reqwest::Method, path: &str, body: Value) -> Value {
+        let url = if path == "/session" {
+            format!("{}/session", self.base)
+        } else {
+            format!("{}/session/{}{path}", self.base, self.session)
+        };
+        let mut request = self.http.request(method, url);
+        if !body.is_null() {
+            request = request.json(&body);
+        }
+        let answer: Value = request.send().await.unwrap().json().await.unwrap();
+        assert!(
+            answer["value"].get("error").is_none(),
+            "webdriver {path}: {answer}"
+        );
+        answer["value"].clone()
+    }
+
+    async fn script(&self, script: &str) -> Value {
+        self.call(
+            reqwest::Method::POST,
+            "/execute/sync",
+            json!({"script": script, "args": []}),
+        )
+        .await
+    }
+
+    /// Runs `script` until it returns something truthy.
+    async fn wait_for(&self, script: &str) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let v = self.script(script).await;
+            if !(v.is_null() || v == json!(false) || v == json!("")) {
+                return v;
+            }
+            assert!(Instant::now() < deadline, "timed out waiting for: {script}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    async fn element(&self, css: &str) -> String {
+        let v = self
+            .call(
+                reqwest::Method::POST,
+                "/element",
+                json!({"using": "css selector", "value": css}),
+            )
+            .await;
+        v.as_object()
+            .and_then(|o| o.values().next())
+            .and_then(Value::as_str)
+            .unwrap()
+            .to_owned()
+    }
+
+    async fn click(&self, css: &str) {
+        let id = self.element(css).await;
+        self.call(
+            reqwest::Method::POST,
+            &format!("/element/{id}/click"),
+            json!({}),
+        )
+        .await;
+    }
+
+    async fn type_into(&self, css: &str, text: &str) {
+        let id = self.element(css).await;
+        self.call(
+            reqwest::Method::POST,
+            &format!("/element/{id}/clear"),
+            json!({}),
+        )
+        .await;
+        self.call(
+            reqwest::Method::POST,
+            &format!("/element/{id}/value"),
+            json!({"text": text}),
+        )
+        .await;
+    }
+
+    async fn screenshot(&self, path: &Path) {
+        use base64::Engine;
+        let png = self
+            .call(reqwest::Method::GET, "/screenshot", Value::Null)
+            .await;
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(png.as_str().unwrap())
+            .unwrap();
+        assert!(bytes.starts_with(b"\x89PNG"));
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, bytes).unwrap();
+    }
+}
+
+#[tokio::test]
+async fn the_page_works_in_a_real_browser() {
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    let fixture = Fixture::new();
+    let studio = Studio::start(&fixture);
+    browser
+        .call(reqwest::Method::POST, "/url", json!({"url": studio.url}))
+        .await;
+    browser.wait_for("return document.body.dataset.ready").await;
+    // The token left the address bar.
+    let href = browser.script("return location.href").await;
+    assert!(!href.as_str().unwrap().contains("token"), "{href}");
+
+    // Chapters and speakers are listed; dialogue is told apart and named.
+    let chapters = browser
+        .script("return [...document.querySelectorAll('#chapters button')].map(b => b.textContent)")
+        .await;
+    assert_eq!(chapters, json!(["第一章 山路", "第二章 客栈"]));
+    let speakers = browser
+        .script("return [...document.querySelectorAll('#cast td.name')].map(td => td.textContent)")
+        .await;
+    assert_eq!(speakers, json!(["韩小雨", "陆大川"]));
+    let named = browser
+        .script("return [...document.querySelectorAll('.para[data-paragraph=\"3\"] .who')].map(b => b.textContent)")
+        .await;
+    assert_eq!(named, json!(["陆大川"]));
+    // Each character has a colour of their own.
+    let colours = browser
+        .script("return [...document.querySelectorAll('.para .who')].map(b => getComputedStyle(b).backgroundColor)")
+        .await;
+    let colours: Vec<&str> = colours
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    assert_eq!(colours.len(), 2, "{colours:?}");
+    assert_ne!(colours[0], colours[1]);
+    assert!(
+        colours.iter().all(|c| *c != "rgb(85, 85, 119)"),
+        "fallback colour: {colours:?}"
+    );
+
+    // Clicking a paragraph plays a WAV that decodes.
+    browser.click(".para[data-paragraph=\"2\"]").await;
+    let played = browser
+        .wait_for("return document.body.dataset.lastPreview")
+        .await;
+    let played: Value = serde_json::from_str(played.as_str().unwrap()).unwrap();
+    assert_eq!(played["request"]["paragraphs"], json!([2, 2]));
+    assert!(played["seconds"].as_f64().unwrap() > 0.5, "{played}");
+    assert!(played["bytes"].as_u64().unwrap() > 10_000, "{played}");
+    assert_eq!(played["streamed"], true, "{played}");
+    assert!(played["first_ms"].as_u64().is_some(), "{played}");
+    let src = browser
+        .script("return document.getElementById('player').src")
+        .await;
+    assert!(src.as_str().unwrap().starts_with("blob:"), "{src}");
+
+    // Changing a character's voice writes the cast file.
+    browser
+        .click("select.voice[data-name=\"陆大川\"] option[value=\"narrator\"]")
+        .await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let cast = Cast::load(&fixture.path("cast.toml")).unwrap();
+        if cast.get("陆大川").and_then(|c| c.voice.as_deref()) == Some("narrator") {
+            assert_eq!(cast.get("韩小雨").unwrap().voice, None);
+            break;
+        }
+        assert!(Instant::now() < deadline, "the cast file was not written");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    browser
+        .wait_for("return document.querySelector('.para[data-paragraph=\"3\"] .seg.dialogue').title.endsWith('narrator')")
+        .await;
+
+    // Selecting a word and giving its reading changes `tingshu pinyin`.
+    assert_eq!(pinyin_with(&fixture, None, "小雨"), "xiao3 yu3");
+    browser
+        .script(
+            "const p = document.querySelector('.para[data-paragraph=\"1\"]');
+             const seg = p.querySelector('.seg');
+             const node = seg.firstChild;
+             const at = node.textContent.indexOf('小雨');
+             const range = document.createRange();
+             range.setStart(node, at); range.setEnd(node, at + 2);
+             const sel = window.getSelection(); sel.removeAllRanges(); sel.addRange(range);
+             p.dispatchEvent(new MouseEvent('mouseup', {bubbles: true}));
+             return at",
+        )
+        .await;
+    browser
+        .wait_for("return document.getElementById('word').value === '小雨' && document.getElementById('pinyin').value === 'xiao3 yu3'")
+        .await;
+    browser.type_into("#pinyin", "xiao3").await;
+    browser.click("#save-reading").await;
+    let error = browser
+        .wait_for("const e = document.getElementById('error'); return !e.hidden && e.textContent")
+        .await;
+    assert!(
+        error
+            .as_str()
+            .unwrap()
+            .contains("key \"小雨\": 1 syllables for 2 characters"),
+        "{error}"
+    );
+    assert!(!fixture.path("lexicon.toml").exists());
+    browser.type_into("#pinyin", "xiao3 yu4").await;
+    browser.click("#save-reading").await;
+    browser
+        .wait_for("return document.body.dataset.lastReading && document.getElementById('current').value === 'xiao3 yu4'")
+        .await;
+    assert_eq!(
+        pinyin_with(&fixture, Some("lexicon.toml"), "小雨"),
+        "xiao3 yu4"
+    );
+
+    // A POST without the token, from the page itself, gets 403.
+    let status = browser
+        .call(
+            reqwest::Method::POST,
+            "/execute/async",
+            json!({"script": "const done = arguments[arguments.length - 1];
+                fetch('/api/preview', {method: 'POST', headers: {'Content-Type': 'application/json'},
+                  body: JSON.stringify({text: '你好'})}).then(r => done(r.status), e => done(String(e)));",
+                "args": []}),
+        )
+        .await;
+    assert_eq!(status, json!(403));
+
+    // Screenshots: desktop and phone width.
+    browser
+        .script("document.getElementById('error').hidden = true; window.getSelection().removeAllRanges(); return 1")
+        .await;
+    let artefacts = Path::new(env!("CARGO_TARGET_TMPDIR")).join("studio");
+    browser.screenshot(&artefacts.join("studio.png")).await;
+    if std::env::var("TINGSHU_UPDATE_DOCS").as_deref() == Ok("1") {
+        let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/studio.png");
+        browser.screenshot(&docs).await;
+    }
+    browser
+        .call(
+            reqwest::Method::POST,
+            "/window/rect",
+            json!({"width": 390, "height": 844}),
+        )
+        .await;
+    let fits = browser
+        .wait_for(
+            "return document.documentElement.scrollWidth <= window.innerWidth + 1 ? 'fits' : ''",
+        )
+        .await;
+    assert_eq!(fits, "fits");
+    browser
+        .screenshot(&artefacts.join("studio-phone.png"))
+        .await;
+    eprintln!("screenshots in {}", artefacts.display());
+    browser.call(reqwest::Method::DELETE, "", Value::Null).await;
+}
