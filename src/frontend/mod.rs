@@ -18,15 +18,29 @@ pub use lexicon::{Lexicon, LexiconError};
 
 /// Version of the front end's output; part of every synthesis cache key so
 /// that a better front end re-renders what it would now say differently.
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
 
 /// What one chunk of text sounds like.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Spoken {
     /// Normalized text in the original script (for text-input backends).
     pub text: String,
-    /// Tone-numbered pinyin with ASCII phrasing marks and tone sandhi
-    /// applied (for the espeak voice).
+    /// What to say, for the pinyin-reading voices (espeak-ng, Kokoro):
+    /// tokens separated by single spaces, with tone sandhi applied.
+    ///
+    /// - A Han syllable is lowercase tone-numbered pinyin (`ni3`, `lv4`,
+    ///   neutral tone `5`).
+    /// - Phrasing marks are ASCII `,` `.` `!` `?`, written right after the
+    ///   token before them (`hao3, shi4`).
+    /// - Latin text is a token of ASCII letters only — no tone digit, never
+    ///   glued to a syllable. An ALL-UPPERCASE token (`QQ`, `GDP`, `AK`,
+    ///   `OK`) is spelled letter by letter; any other (`iPhone`, `Hello`,
+    ///   `App`) is read as a word. Digits inside mixed tokens have been
+    ///   normalized to Chinese numbers: `AK-47` → `AK si4 shi2 qi1`,
+    ///   `5G` → `wu3 G`, `MP3` → `MP san1`.
+    ///
+    /// A backend that needs another form (espeak-ng switches to an English
+    /// voice for words) transforms this string itself.
     pub pinyin: String,
 }
 
