@@ -92,6 +92,32 @@ mod tests {
     }
 
     #[test]
+    fn latin_and_numbers_reach_synthesis_apart_from_syllables() {
+        for (text, want) in [
+            ("一条QQ消息", "yi4 tiao2 QQ xiao1 xi5"),
+            ("5G网络", "wu3 G wang3 luo4"),
+            ("他举起AK-47", "ta1 ju3 qi3 AK si4 shi2 qi1"),
+            ("耳机里放着MP3", "er3 ji1 li3 fang4 zhe5 MP san1"),
+            ("打开iPhone", "da3 kai1 iPhone"),
+            ("每人100万", "mei3 ren2 yi4 bai3 wan4"),
+            ("一月一日", "yi1 yue4 yi1 ri4"),
+            ("一万，一亿，一千", "yi2 wan4, yi2 yi4, yi4 qian1"),
+            ("打110", "da3 yi1 yi1 ling2"),
+            ("统一思想", "tong3 yi1 si1 xiang3"),
+        ] {
+            let got = prepare(text).pinyin;
+            assert_eq!(got, want, "{text}");
+            for token in got.split(' ') {
+                let t = token.trim_end_matches([',', '.', '!', '?']);
+                let latin = t.bytes().all(|b| b.is_ascii_alphabetic());
+                let syllable = t.ends_with(|c: char| c.is_ascii_digit())
+                    && t[..t.len() - 1].bytes().all(|b| b.is_ascii_lowercase());
+                assert!(latin || syllable, "{text}: {token} mixes letters and pinyin");
+            }
+        }
+    }
+
+    #[test]
     fn lexicon_replacement_reaches_synthesis() {
         let lex = Lexicon::parse(
             "\"靼子\" = { say = \"鞑子\" }",

@@ -287,6 +287,15 @@ impl<'l> Analysis<'l> {
         let dict = Dictionary::get();
         let c = self.simplified[i];
         let mut candidates: Vec<&'static str> = dict.readings(self.original[i]).to_vec();
+        // A Traditional character's list can lack readings of its
+        // Simplified form (剝 bo1 only, 剥 bao1 and bo1).
+        if c != self.original[i] {
+            for r in dict.readings(c) {
+                if !candidates.contains(r) {
+                    candidates.push(r);
+                }
+            }
+        }
         let phrase_reading = match word.source {
             Source::Phrase(p) => p.split(' ').nth(i - word.start),
             _ => None,
@@ -305,6 +314,7 @@ impl<'l> Analysis<'l> {
                 self.simplified[i - 1]
             },
             next: self.simplified.get(i + 1).copied().unwrap_or('\u{3}'),
+            next2: self.simplified.get(i + 2).copied().unwrap_or('\u{3}'),
             prev2: if i < 2 {
                 '\u{2}'
             } else {
