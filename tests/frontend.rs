@@ -233,3 +233,21 @@ fn everyday_polyphone_list() {
         wrong.join("\n")
     );
 }
+
+/// `tingshu pinyin` shows Latin tokens where they stand, apart from the
+/// syllables around them.
+#[test]
+fn pinyin_shows_latin_tokens() {
+    let plain = stdout_lines(&tingshu(
+        &["pinyin"],
+        "一条QQ消息\n打开App Store\niPhone坏了\n".as_bytes(),
+    ));
+    assert_eq!(
+        plain,
+        [
+            "yi1 tiao2 QQ xiao1 xi5",
+            "da3 kai1 App Store",
+            "iPhone huai4 le5"
+        ]
+    );
+}

@@ -112,7 +112,10 @@ mod tests {
                 let latin = t.bytes().all(|b| b.is_ascii_alphabetic());
                 let syllable = t.ends_with(|c: char| c.is_ascii_digit())
                     && t[..t.len() - 1].bytes().all(|b| b.is_ascii_lowercase());
-                assert!(latin || syllable, "{text}: {token} mixes letters and pinyin");
+                assert!(
+                    latin || syllable,
+                    "{text}: {token} mixes letters and pinyin"
+                );
             }
         }
     }
