@@ -96,7 +96,7 @@ mod tests {
         for (text, want) in [
             ("一条QQ消息", "yi4 tiao2 QQ xiao1 xi5"),
             ("5G网络", "wu3 G wang3 luo4"),
-            ("他举起AK-47", "ta1 ju3 qi3 AK si4 shi2 qi1"),
+            ("他举起AK-47", "ta1 ju2 qi3 AK si4 shi2 qi1"),
             ("耳机里放着MP3", "er3 ji1 li3 fang4 zhe5 MP san1"),
             ("打开iPhone", "da3 kai1 iPhone"),
             ("每人100万", "mei3 ren2 yi4 bai3 wan4"),

@@ -334,7 +334,7 @@ fn numbers(text: &str) -> String {
     let text = rewrite(&text, &DECADE, |t, c| {
         let m = c.get(0)?;
         let (before, after) = around(t, m.start(), m.end());
-        if is_digit(before)
+        if before.is_some_and(|b| b.is_ascii_alphanumeric())
             || after.is_some_and(|a| a.is_ascii_alphanumeric())
             || !c[1].ends_with('0')
         {
