@@ -299,7 +299,7 @@ fn context_rule(f: &Features) -> Option<&'static str> {
         // 为人民服务: for, not 为人 (conduct).
         '为' if n == '人' && n2 == '民' => "wei4",
         '似' if n == '的' && !"类相近酷貌形神疑看好恰胜".contains(p) => "shi4",
-        '单' if n == '于' && !han(n2) || n == '于' && "的奴王".contains(p) => "chan2",
+        '单' if n == '于' && (!han(n2) || "的奴王".contains(p)) => "chan2",
         '说' if n == '客' => "shui4",
         // Traditional 著 (OpenCC keeps it): 著作, 名著, 著名.
         '著' if "作名称述者录".contains(n) || "名巨原专论编显".contains(p) => "zhu4",

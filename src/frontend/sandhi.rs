@@ -103,14 +103,18 @@ fn yi_bu(chars: &[char], readings: &mut [Option<String>], words: Option<&[Option
                     || clock;
                 // The last syllable of a longer word (统一, 唯一, 专一) keeps
                 // yi1 unless a measure word follows (同一个).
-                let word_final = words.is_some_and(|w| {
-                    let id = w.get(i).copied().flatten();
-                    id.is_some()
-                        && i > 0
-                        && w.get(i - 1).copied().flatten() == id
-                        && w.get(i + 1).copied().flatten() != id
-                        && !next_char.is_some_and(|n| MEASURE_AFTER_YI.contains(n))
-                });
+                // 统一, 唯一, 专一… inside a longer phrase (统一思想) too.
+                let after_word_head = prev_char.is_some_and(|p| "统唯专单划均归合".contains(p))
+                    && !next_char.is_some_and(|n| MEASURE_AFTER_YI.contains(n));
+                let word_final = after_word_head
+                    || words.is_some_and(|w| {
+                        let id = w.get(i).copied().flatten();
+                        id.is_some()
+                            && i > 0
+                            && w.get(i - 1).copied().flatten() == id
+                            && w.get(i + 1).copied().flatten() != id
+                            && !next_char.is_some_and(|n| MEASURE_AFTER_YI.contains(n))
+                    });
                 match next.and_then(tone) {
                     _ if numeric || word_final => None,
                     Some(_) if reduplicated => Some("yi5".to_owned()),
