@@ -104,7 +104,7 @@ fn yi_bu(chars: &[char], readings: &mut [Option<String>], words: Option<&[Option
                 // The last syllable of a longer word (统一, 唯一, 专一) keeps
                 // yi1 unless a measure word follows (同一个).
                 // 统一, 唯一, 专一… inside a longer phrase (统一思想) too.
-                let after_word_head = prev_char.is_some_and(|p| "统唯专单划均归合".contains(p))
+                let after_word_head = prev_char.is_some_and(|p| "统唯专划归".contains(p))
                     && !next_char.is_some_and(|n| MEASURE_AFTER_YI.contains(n));
                 let word_final = after_word_head
                     || words.is_some_and(|w| {
