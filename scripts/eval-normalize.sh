@@ -2,12 +2,18 @@
 # Exact-match accuracy of `tingshu normalize` on the NeMo Chinese text
 # normalization test cases (../shared/data/tn/nemo-zh/test_cases_*.txt,
 # `written~spoken[~alternative…]`). Prints per-file figures, the total and
-# every line that differs.
+# every line that differs; then the same for our own web-novel lines
+# (tests/fixtures/frontend/normalize-webnovel.txt, `written~spoken`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${TN_DIR:-../shared/data/tn/nemo-zh}
 bin=${TINGSHU:-target/release/tingshu}
 [ -x "$bin" ] || cargo build --release
+own=tests/fixtures/frontend/normalize-webnovel.txt
+paste -d'~' "$own" <(cut -d'~' -f1 "$own" | "$bin" normalize) | awk -F'~' '
+  $1 == "" { next }
+  { total++; if ($2 == $3) ok++; else bad = bad sprintf("  %s → %s (want %s)\n", $1, $3, $2) }
+  END { printf "own web-novel lines exact match: %d / %d = %.2f%%\n%s", ok, total, 100 * ok / total, bad }'
 if ! ls "$dir"/test_cases_*.txt >/dev/null 2>&1; then
   echo "skip: no test cases in $dir" >&2
   exit 0

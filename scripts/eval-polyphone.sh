@@ -9,6 +9,8 @@
 # 2. The honest figure: k-fold cross-validation (default 5) of the same
 #    model and features, each fold read by a model fitted on the other folds
 #    (examples/train_polyphone.rs), plus the dictionary-only baseline.
+# 3. Our own everyday sentences, Simplified and Traditional
+#    (tests/fixtures/frontend/polyphones.tsv: target in ▁…▁, tab, reading).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${CPP_DIR:-../shared/data/polyphone}
@@ -19,6 +21,18 @@ if [ ! -f "$dir/cpp-dev.sent" ]; then
   exit 0
 fi
 cargo build --release --bin tingshu --example train_polyphone
+own=tests/fixtures/frontend/polyphones.tsv
+grep -v '^#' "$own" | cut -f1 | sed 's/▁//g' | "$bin" pinyin --jsonl |
+  paste -d'\t' <(grep -v '^#' "$own") - | LC_ALL=C awk -F'\t' '
+    {
+      # Characters before the marker (UTF-8 lead bytes only).
+      split($1, parts, "▁"); t = parts[1]; gsub(/[\200-\277]/, "", t); index_ = length(t)
+      row = $3; gsub(/^\[|\]$/, "", row); n = split(row, cells, ",")
+      got = cells[index_ + 1]; gsub(/"/, "", got)
+      total++; if (got == $2) ok++; else bad = bad sprintf("  %s: %s (want %s)\n", $1, got, $2)
+    }
+    END { printf "own everyday sentences: %d / %d = %.2f%%\n%s", ok, total, 100 * ok / total, bad }'
+
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 sed 's/▁.*$//' "$dir/cpp-dev.sent" | "$bin" pinyin --jsonl >"$work/prefix.jsonl"

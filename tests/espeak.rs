@@ -134,3 +134,45 @@ async fn a_killed_worker_is_replaced() {
     assert_eq!(now.len(), 1);
     assert!(now.iter().all(|pid| !pids.contains(pid)));
 }
+
+/// Latin text reaches espeak-ng as tokens of its own, never glued to a
+/// syllable, and is spoken: each passage with QQ, GDP, AK-47 or iPhone
+/// takes clearly longer than the same passage without it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn latin_tokens_are_sent_apart_and_spoken() {
+    let espeak = backend(2);
+    for (with, without) in [
+        ("他收到一条QQ消息。", "他收到一条消息。"),
+        ("今年的GDP增长很快。", "今年的增长很快。"),
+        ("他举起一把AK-47。", "他举起一把。"),
+        ("她用iPhone拍了一张照片。", "她用拍了一张照片。"),
+    ] {
+        let spoken = tingshu::frontend::prepare(with).pinyin;
+        for token in spoken.split(' ') {
+            let t = token.trim_end_matches([',', '.', '!', '?']);
+            let latin = !t.is_empty() && t.bytes().all(|b| b.is_ascii_alphabetic());
+            let syllable = t.len() > 1
+                && t.ends_with(|c: char| c.is_ascii_digit())
+                && t[..t.len() - 1].bytes().all(|b| b.is_ascii_lowercase());
+            assert!(latin || syllable, "{with}: token {token:?} in {spoken:?}");
+        }
+        let long = espeak
+            .synthesize(&request("cmn-latn-pinyin", 35, &spoken))
+            .await
+            .unwrap();
+        let short = espeak
+            .synthesize(&request(
+                "cmn-latn-pinyin",
+                35,
+                &tingshu::frontend::prepare(without).pinyin,
+            ))
+            .await
+            .unwrap();
+        assert!(
+            long.duration_s() > short.duration_s() + 0.25,
+            "{with}: {:.2} s against {:.2} s without the Latin token",
+            long.duration_s(),
+            short.duration_s()
+        );
+    }
+}

@@ -168,3 +168,86 @@ fn nemo_normalization_cases() {
     assert!(total > 0);
     assert!(ok * 100 >= total * 95, "{ok}/{total} exact");
 }
+
+/// Our own web-novel lines (tests/fixtures/frontend/normalize-webnovel.txt,
+/// `written~spoken`): phone, service and net numbers, plates, rooms, codes,
+/// 80后, chapters, times, scores, temperatures, money, thousands, full-width
+/// digits, decades, Latin with digits — at least 98% exact.
+#[test]
+fn webnovel_normalization_list() {
+    let text = std::fs::read_to_string("tests/fixtures/frontend/normalize-webnovel.txt").unwrap();
+    let cases: Vec<(&str, &str)> = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| l.split_once('~').expect("written~spoken"))
+        .collect();
+    assert!(cases.len() >= 120, "{} lines", cases.len());
+    let input: String = cases.iter().map(|(w, _)| format!("{w}\n")).collect();
+    let got = stdout_lines(&tingshu(&["normalize"], input.as_bytes()));
+    assert_eq!(got.len(), cases.len());
+    let wrong: Vec<String> = cases
+        .iter()
+        .zip(&got)
+        .filter(|((_, want), got)| want != got)
+        .map(|((written, want), got)| format!("{written} → {got} (want {want})"))
+        .collect();
+    assert!(
+        wrong.len() * 50 <= cases.len(),
+        "{} of {} differ:\n{}",
+        wrong.len(),
+        cases.len(),
+        wrong.join("\n")
+    );
+}
+
+/// Our own everyday polyphone sentences, Simplified and Traditional
+/// (tests/fixtures/frontend/polyphones.tsv: the target wrapped in ▁…▁, a
+/// tab, the golden reading) — at least 97% read right.
+#[test]
+fn everyday_polyphone_list() {
+    let text = std::fs::read_to_string("tests/fixtures/frontend/polyphones.tsv").unwrap();
+    let cases: Vec<(String, usize, &str)> = text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|l| {
+            let (marked, gold) = l.split_once('\t').expect("sentence<TAB>reading");
+            let index = marked.split('▁').next().unwrap().chars().count();
+            (marked.replace('▁', ""), index, gold)
+        })
+        .collect();
+    assert!(cases.len() >= 200, "{} sentences", cases.len());
+    let input: String = cases.iter().map(|(s, _, _)| format!("{s}\n")).collect();
+    let rows = jsonl(&input, &[]);
+    assert_eq!(rows.len(), cases.len());
+    let wrong: Vec<String> = cases
+        .iter()
+        .zip(&rows)
+        .filter(|((_, i, gold), row)| row[*i].as_deref() != Some(*gold))
+        .map(|((s, i, gold), row)| format!("{s} [{i}]: {:?} (want {gold})", row[*i]))
+        .collect();
+    assert!(
+        wrong.len() * 100 <= cases.len() * 3,
+        "{} of {} wrong:\n{}",
+        wrong.len(),
+        cases.len(),
+        wrong.join("\n")
+    );
+}
+
+/// `tingshu pinyin` shows Latin tokens where they stand, apart from the
+/// syllables around them.
+#[test]
+fn pinyin_shows_latin_tokens() {
+    let plain = stdout_lines(&tingshu(
+        &["pinyin"],
+        "一条QQ消息\n打开App Store\niPhone坏了\n".as_bytes(),
+    ));
+    assert_eq!(
+        plain,
+        [
+            "yi1 tiao2 QQ xiao1 xi5",
+            "da3 kai1 App Store",
+            "iPhone huai4 le5"
+        ]
+    );
+}

@@ -1,7 +1,9 @@
 //! `tingshu pinyin [--jsonl]`: stdin lines → lexical tone-numbered pinyin
-//! (no tone sandhi). Plain: the syllables of each line, space-separated.
-//! `--jsonl`: one JSON array per line, one element per Unicode scalar
-//! value (the syllable, or null for a non-Han character).
+//! (no tone sandhi). Plain: the syllables of each line, space-separated,
+//! with each run of Latin letters as a token of its own where it stands, as
+//! the voices get it (`QQ`, `iPhone`). `--jsonl`: one JSON array per line,
+//! one element per Unicode scalar value (the syllable, or null for a
+//! character that is not Han).
 
 use std::io::{BufWriter, Write};
 
@@ -22,7 +24,7 @@ pub fn run(args: &PinyinArgs) -> anyhow::Result<u8> {
             writeln!(out, "{json}")
         } else {
             let mut first = true;
-            for s in readings.iter().flatten() {
+            for s in pinyin::spoken_tokens(line, &readings) {
                 if !first {
                     out.write_all(b" ")?;
                 }

@@ -21,10 +21,44 @@ const DIGITS: [char; 10] = ['零', '一', '二', '三', '四', '五', '六', '�
 const LIANG_MEASURES: &str = "个個只隻位名次天年条條件本张張把匹头頭口辆輛艘架门門座间間家种種样樣部份点點分秒周岁歲斤层層倍枚支根片封颗顆双雙对對句步声聲碗杯场場顿頓趟遍回下套台臺幅首篇块塊元毛角千万萬亿億百里米克吨噸升群批届屆项項辈輩棵株朵顶頂条棟栋尊拳脚腳眼";
 
 /// Words before a number that make it a code read digit by digit.
-const CODE_WORDS: [&str; 16] = [
-    "电话", "手机", "号码", "编号", "热线", "拨打", "尾号", "账号", "帐号", "密码", "工号", "学号",
-    "房间", "QQ", "qq", "邮编",
+const CODE_WORDS: [&str; 24] = [
+    "电话",
+    "手机",
+    "号码",
+    "编号",
+    "热线",
+    "拨打",
+    "尾号",
+    "账号",
+    "帐号",
+    "密码",
+    "工号",
+    "学号",
+    "房间",
+    "QQ",
+    "qq",
+    "邮编",
+    "验证码",
+    "单号",
+    "房号",
+    "门牌",
+    "单元",
+    "车次",
+    "航班",
+    "口令",
 ];
+
+/// Numbers read digit by digit when they stand alone (not before a measure
+/// word or unit): service and emergency lines (打110) and the net's number
+/// words (520 我爱你, 1314 一生一世, 666, 886 拜拜, 233 大笑).
+const DIGIT_WORDS: [&str; 21] = [
+    "110", "119", "120", "122", "114", "12306", "12315", "12345", "12110", "10086", "10010",
+    "95588", "95533", "520", "521", "1314", "5201314", "666", "886", "233", "555",
+];
+
+/// Characters after a number that make it a count or amount (120米,
+/// 520元), not a digit word.
+const COUNT_AFTER: &str = "人元块塊毛角分秒岁歲年月日号號米克斤升吨度多余来万萬亿億千百十倍辆輛位名层層楼樓室平亩步公厘毫英码尺寸寸%";
 
 /// Acronyms written in lower or mixed case that are read letter by letter.
 const ACRONYMS: [&str; 26] = [
@@ -38,6 +72,26 @@ fn re(pattern: &str) -> Regex {
 
 static LETTERS: LazyLock<Regex> = LazyLock::new(|| re(r"[A-Za-z]+(?: [A-Za-z]+)*"));
 static THOUSANDS: LazyLock<Regex> = LazyLock::new(|| re(r"\d{1,3}(?:,\d{3})+"));
+static SPACED_THOUSANDS: LazyLock<Regex> = LazyLock::new(|| re(r"\d{1,3}(?: \d{3})+"));
+/// Mobile numbers written in groups (138-0013-8000, +86 138 0013 8000) and
+/// a country code before one.
+static PHONE: LazyLock<Regex> =
+    LazyLock::new(|| re(r"(?:\+(\d{1,3})[ -]?)?(1[3-9]\d)[- ](\d{4})[- ](\d{4})"));
+/// Licence plates: a province (or, with a dot, any Han character: 江A·88888),
+/// a letter, five or six more letters and digits.
+static PLATE: LazyLock<Regex> =
+    LazyLock::new(|| re(r"(\p{Han})([A-Z])([·・.．\- ]?)([A-Z0-9]{5,6})"));
+const PROVINCES: &str = "京津沪渝冀豫云辽黑湘皖鲁新苏浙赣鄂桂甘晋蒙陕吉闽贵粤青藏川宁琼";
+/// Decades: 1990s, 80s.
+static DECADE: LazyLock<Regex> = LazyLock::new(|| re(r"(\d{2}|\d{4})s"));
+/// Generations: 80后, 00后.
+static GENERATION: LazyLock<Regex> = LazyLock::new(|| re(r"(\d0)后"));
+/// Calibres: .22口径.
+static CALIBRE: LazyLock<Regex> = LazyLock::new(|| re(r"\.(\d+)(口径|英寸)"));
+/// 7-11 the shop.
+static SEVEN_ELEVEN: LazyLock<Regex> = LazyLock::new(|| re(r"7-11(便利|店)"));
+/// Yuan with small change in 块: 3.5块 → 三块五.
+static KUAI: LazyLock<Regex> = LazyLock::new(|| re(r"(\d+)\.(\d{1,2})块"));
 static ERA: LazyLock<Regex> = LazyLock::new(|| {
     re(
         r"(\d{1,4})(年(?:\d{1,2}月)?(?:\d{1,2}[日号])?)?\s?(a\.d\.|A\.D\.|ad|AD|b\.c\.|B\.C\.|bc|BC)",
@@ -55,14 +109,17 @@ static PER_UNIT: LazyLock<Regex> =
     LazyLock::new(|| re(r"(元|角|块|米|克|斤|升|吨|度|秒|钟|时|里)/(\p{Han})"));
 static TIME: LazyLock<Regex> = LazyLock::new(|| re(r"(\d{1,2})[:：](\d{2})(?:[:：](\d{2}))?"));
 static RATIO: LazyLock<Regex> = LazyLock::new(|| re(r"(\d+)[:：](\d+)"));
-static MONEY: LazyLock<Regex> =
-    LazyLock::new(|| re(r"(-)?([$¥￥€£₩])\s?(\d+(?:\.\d+)?)([万亿萬億]?)"));
+static MONEY: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"(-)?([$¥￥€£₩])\s?(\d+(?:\.\d+)?)([万亿萬億]?)(美元|美金|元|块|欧元|英镑|韩元|日元|人民币)?",
+    )
+});
 static PERCENT: LazyLock<Regex> = LazyLock::new(|| re(r"(-|负)?(\d+(?:\.\d+)?)%"));
 static NEG_WORDS: LazyLock<Regex> = LazyLock::new(|| re(r"-(百分之|\d+分之)"));
 static FRACTION: LazyLock<Regex> = LazyLock::new(|| re(r"(-)?(\d+)/(\d+)"));
 static MEASURE: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r"(-)?(\d+(?:\.\d+)?)\s?(km/h|km²|m²|m³|cm²|°C|℃|°F|℉|kg|km|cm|mm|ml|mL|mg|ms|Hz|kW|kw|min|g|m|s|h|L|t)",
+        r"(-)?(\d+(?:\.\d+)?)\s?(km/h|km²|m²|m³|cm²|°C|℃|°F|℉|°|kg|km|cm|mm|ml|mL|mg|ms|Hz|kW|kw|min|g|m|s|h|L|t)",
     )
 });
 static YEAR: LazyLock<Regex> = LazyLock::new(|| re(r"(\d+)年(\d{1,2}月)?"));
@@ -225,7 +282,103 @@ fn rewrite(text: &str, regex: &Regex, f: impl Fn(&str, &Captures) -> Option<Stri
 }
 
 fn numbers(text: &str) -> String {
-    let text = THOUSANDS.replace_all(text, |c: &Captures| c[0].replace(',', ""));
+    let text = rewrite(text, &PHONE, |t, c| {
+        let m = c.get(0)?;
+        let (before, after) = around(t, m.start(), m.end());
+        if is_digit(before) || is_digit(after) {
+            return None;
+        }
+        let mut out = String::new();
+        if let Some(country) = c.get(1) {
+            out.push('加');
+            out.push_str(&digit_string(country.as_str()));
+            out.push('，');
+        }
+        for (i, group) in [2, 3, 4].into_iter().enumerate() {
+            if i > 0 {
+                out.push('，');
+            }
+            out.push_str(&digit_string(&c[group]));
+        }
+        Some(out)
+    });
+    let text = rewrite(&text, &PLATE, |t, c| {
+        let m = c.get(0)?;
+        let (_, after) = around(t, m.start(), m.end());
+        let dotted = matches!(&c[3], "·" | "・");
+        let province = c[1].chars().next().is_some_and(|p| PROVINCES.contains(p));
+        if after.is_some_and(|a| a.is_ascii_alphanumeric())
+            || !(dotted || province)
+            || !c[4].bytes().any(|b| b.is_ascii_digit())
+        {
+            return None;
+        }
+        let rest: String = c[4]
+            .chars()
+            .map(|ch| match ch.to_digit(10) {
+                Some(d) => DIGITS[d as usize],
+                None => ch,
+            })
+            .collect();
+        Some(format!("{}{}{rest}", &c[1], &c[2]))
+    });
+    let text = rewrite(&text, &SPACED_THOUSANDS, |t, c| {
+        let m = c.get(0)?;
+        let (before, after) = around(t, m.start(), m.end());
+        if is_digit(before) || is_digit(after) || before == Some('+') {
+            return None;
+        }
+        Some(m.as_str().replace(' ', ""))
+    });
+    let text = THOUSANDS.replace_all(&text, |c: &Captures| c[0].replace(',', ""));
+    let text = rewrite(&text, &DECADE, |t, c| {
+        let m = c.get(0)?;
+        let (before, after) = around(t, m.start(), m.end());
+        if before.is_some_and(|b| b.is_ascii_alphanumeric())
+            || after.is_some_and(|a| a.is_ascii_alphanumeric())
+            || !c[1].ends_with('0')
+        {
+            return None;
+        }
+        Some(format!("{}年代", digit_string(&c[1])))
+    });
+    let text = rewrite(&text, &GENERATION, |t, c| {
+        let m = c.get(0)?;
+        let (before, _) = around(t, m.start(), m.end());
+        if is_digit(before) || before == Some('第') || before == Some('.') {
+            return None;
+        }
+        Some(format!("{}后", digit_string(&c[1])))
+    });
+    let text = rewrite(&text, &CALIBRE, |t, c| {
+        let m = c.get(0)?;
+        let (before, _) = around(t, m.start(), m.end());
+        if is_digit(before) {
+            return None;
+        }
+        Some(format!("点{}{}", digit_string(&c[1]), &c[2]))
+    });
+    let text = SEVEN_ELEVEN.replace_all(&text, "七十一$1");
+    let text = rewrite(&text, &KUAI, |t, c| {
+        let m = c.get(0)?;
+        let (before, _) = around(t, m.start(), m.end());
+        if is_digit(before) || before == Some('.') {
+            return None;
+        }
+        let frac = c[2].trim_end_matches('0');
+        let mut out = format!("{}块", number_words(&c[1]));
+        let mut digits = frac.bytes().map(|b| DIGITS[usize::from(b - b'0')]);
+        match (digits.next(), digits.next()) {
+            (Some(jiao), None) => out.push(jiao),
+            (Some(jiao), Some(fen)) => {
+                out.push(jiao);
+                out.push('毛');
+                out.push(fen);
+            }
+            _ => {}
+        }
+        Some(out)
+    });
     let text = rewrite(&text, &ERA, |_, c| {
         let prefix = if c[3].to_ascii_lowercase().starts_with('b') {
             "公元前"
@@ -268,11 +421,36 @@ fn numbers(text: &str) -> String {
         let (before, after) = around(t, m.start(), m.end());
         let h: u64 = c[1].parse().ok()?;
         let min: u64 = c[2].parse().ok()?;
-        if is_digit(before) || is_digit(after) || h > 24 || min > 59 {
+        if is_digit(before)
+            || is_digit(after)
+            || h > 24
+            || min > 59
+            || c.get(3).is_none() && is_score(t, m.start(), m.end())
+        {
             return None;
         }
-        let mut out = format!("{}点{}分", cardinal(h), cardinal(min));
-        if let Some(s) = c.get(3) {
+        // Clock notation — a leading zero (03:04) or am/pm after it —
+        // reads each field as a number (三点四分, as the NeMo cases have
+        // it); in prose a narrator reads 2:05 as 两点零五分 and 8:00 as 八点.
+        let clock = c[1].len() == 2 && c[1].starts_with('0')
+            || ["am", "pm", "AM", "PM"]
+                .iter()
+                .any(|w| t[m.end()..].starts_with(w));
+        let hour = if h == 2 {
+            "两".to_owned()
+        } else {
+            cardinal(h)
+        };
+        let mut out = format!("{hour}点");
+        let seconds = c.get(3);
+        if clock || min != 0 || seconds.is_some() {
+            if !clock && (1..10).contains(&min) {
+                out.push('零');
+            }
+            out.push_str(&cardinal(min));
+            out.push('分');
+        }
+        if let Some(s) = seconds {
             let s: u64 = s.as_str().parse().ok()?;
             out.push_str(&format!("{}秒", cardinal(s)));
         }
@@ -287,15 +465,17 @@ fn numbers(text: &str) -> String {
         Some(format!("{}比{}", number_words(&c[1]), number_words(&c[2])))
     });
     let text = rewrite(&text, &MONEY, |_, c| {
-        let name = match &c[2] {
-            "$" => "美元",
-            "€" => "欧元",
-            "£" => "英镑",
-            "₩" => "韩元",
-            _ => "元",
+        // A currency word after the amount ($100美元, ¥50块) is the name.
+        let name = match (c.get(5), &c[2]) {
+            (Some(word), _) => word.as_str(),
+            (None, "$") => "美元",
+            (None, "€") => "欧元",
+            (None, "£") => "英镑",
+            (None, "₩") => "韩元",
+            (None, _) => "元",
         };
         let sign = if c.get(1).is_some() { "负" } else { "" };
-        Some(format!("{sign}{}{}{name}", decimal_words(&c[3]), &c[4]))
+        Some(format!("{sign}{}{}{name}", money_words(&c[3]), &c[4]))
     });
     let text = rewrite(&text, &PERCENT, |_, c| {
         let sign = if c.get(1).is_some() { "负" } else { "" };
@@ -333,6 +513,7 @@ fn numbers(text: &str) -> String {
             "cm²" => "平方厘米",
             "°C" | "℃" => "摄氏度",
             "°F" | "℉" => "华氏度",
+            "°" => "度",
             "kg" => "千克",
             "km" => "公里",
             "cm" => "厘米",
@@ -351,10 +532,13 @@ fn numbers(text: &str) -> String {
             "t" => "吨",
             _ => return None,
         };
-        let sign = if c.get(1).is_some() && !before.is_some_and(|b| b.is_ascii_alphanumeric()) {
-            "负"
-        } else {
-            ""
+        let negative = c.get(1).is_some() && !before.is_some_and(|b| b.is_ascii_alphanumeric());
+        let sign = match () {
+            // Below zero a narrator says 零下 (零下十摄氏度), once.
+            _ if negative && unit.contains('度') && t[..m.start()].ends_with("零下") => "",
+            _ if negative && unit.contains('度') => "零下",
+            _ if negative => "负",
+            _ => "",
         };
         let amount = if &c[2] == "2" && !unit.contains('度') {
             "两".to_owned()
@@ -459,6 +643,48 @@ fn decimal_words(number: &str) -> String {
     }
 }
 
+/// An amount of money: no trailing zeros after the point (14.60元 →
+/// 十四点六元, 25.00元 → 二十五元).
+fn money_words(number: &str) -> String {
+    match number.split_once('.') {
+        Some((int, frac)) if frac.trim_end_matches('0').is_empty() => number_words(int),
+        Some((int, frac)) => decimal_words(&format!("{int}.{}", frac.trim_end_matches('0'))),
+        None => number_words(number),
+    }
+}
+
+/// Whether `a:b` at `start..end` of `text` is a score (比分17:16, 以3:2击败)
+/// rather than a time.
+fn is_score(text: &str, start: usize, end: usize) -> bool {
+    const BEFORE: [&str; 6] = ["比分", "比赛", "战成", "打成", "比数", "总分"];
+    const AFTER: [&str; 7] = ["获胜", "取胜", "战胜", "击败", "赢", "输", "落败"];
+    let head = &text[..start];
+    let window: String = head
+        .chars()
+        .rev()
+        .take(8)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
+    BEFORE.iter().any(|w| window.contains(w))
+        || head.ends_with('以')
+        || AFTER.iter().any(|w| text[end..].starts_with(w))
+}
+
+/// Whether the number `int` followed by `next` is said digit by digit as a
+/// service line or a net number word (打110, 我爱你520) — not when a count
+/// or unit follows (110辆车, 520元).
+fn is_digit_word(int: &str, next: Option<char>) -> bool {
+    DIGIT_WORDS.contains(&int)
+        && !next.is_some_and(|c| {
+            COUNT_AFTER.contains(c)
+                || LIANG_MEASURES.contains(c)
+                || c == '.'
+                || c.is_ascii_alphanumeric()
+        })
+}
+
 fn speak_number(text: &str, caps: &Captures) -> String {
     let whole = caps.get(0).expect("match");
     let int = &caps["int"];
@@ -470,6 +696,11 @@ fn speak_number(text: &str, caps: &Captures) -> String {
         let before_sign = head.chars().next_back();
         if before_sign.is_some_and(|c| c.is_ascii_alphanumeric()) {
             out.push(' ');
+        } else if next == Some('度') {
+            // -3度: a temperature below zero.
+            if !head.ends_with("零下") {
+                out.push_str("零下");
+            }
         } else {
             out.push('负');
         }
@@ -482,13 +713,28 @@ fn speak_number(text: &str, caps: &Captures) -> String {
         .into_iter()
         .rev()
         .collect();
+    let ordinal = prev == Some('第');
+    let after_letter = prev.is_some_and(|c| c.is_ascii_uppercase()) && int.len() >= 3;
+    // Room and flat numbers: 201室, 1302房间.
+    let room = int.len() >= 3 && (next == Some('室') || text[whole.end()..].starts_with("房间"));
     let code = CODE_WORDS.iter().any(|w| window.contains(w))
-        || (int.len() == 11 && int.starts_with('1') && matches!(int.as_bytes()[1], b'3'..=b'9'));
-    if code || (int.len() > 1 && int.starts_with('0')) || int.len() > 12 {
+        || (int.len() == 11 && int.starts_with('1') && matches!(int.as_bytes()[1], b'3'..=b'9'))
+        || after_letter
+        || room
+        || caps.name("frac").is_none() && caps.name("neg").is_none() && is_digit_word(int, next);
+    let padded = int.len() > 1 && int.starts_with('0');
+    if ordinal && padded {
+        // 第001章 → 第一章.
+        let trimmed = int.trim_start_matches('0');
+        out.push_str(&number_words(if trimmed.is_empty() {
+            "0"
+        } else {
+            trimmed
+        }));
+    } else if code || padded || int.len() > 12 {
         out.push_str(&digit_string(int));
     } else {
         let value: u64 = int.parse().unwrap_or(0);
-        let ordinal = prev == Some('第');
         if value == 2
             && !ordinal
             && caps.name("frac").is_none()
@@ -501,8 +747,19 @@ fn speak_number(text: &str, caps: &Captures) -> String {
         }
     }
     if let Some(frac) = caps.name("frac") {
-        out.push('点');
-        out.push_str(&digit_string(frac.as_str()));
+        // Money has no trailing zeros: 14.60元 → 十四点六元.
+        let money = ["元", "块", "美元", "欧元", "英镑", "日元", "韩元"]
+            .iter()
+            .any(|w| text[whole.end()..].starts_with(w));
+        let frac = if money {
+            frac.as_str().trim_end_matches('0')
+        } else {
+            frac.as_str()
+        };
+        if !frac.is_empty() {
+            out.push('点');
+            out.push_str(&digit_string(frac));
+        }
     }
     out
 }
@@ -653,7 +910,7 @@ mod tests {
             ("第2名", "第二名"),
             ("涨了５０％", "涨了百分之五十"),
             ("3-5天", "三到五天"),
-            ("零下-3度", "零下负三度"),
+            ("零下-3度", "零下三度"),
             ("电话010", "电话零一零"),
             ("3/4的人", "四分之三的人"),
             ("5又2分之1", "五又二分之一"),
@@ -674,10 +931,10 @@ mod tests {
             ("V2.5.1版", "V二点五点一版"),
             ("用了3min20s", "用了三分钟二十秒"),
             ("$3.5/斤", "三点五美元每斤"),
-            ("-5℃～3℃", "负五摄氏度到三摄氏度"),
+            ("-5℃～3℃", "零下五摄氏度到三摄氏度"),
             ("3公里~5公里", "三公里到五公里"),
             ("好～走了", "好～走了"),
-            ("３．５公斤，－５度", "三点五公斤，负五度"),
+            ("３．５公斤，－５度", "三点五公斤，零下五度"),
             ("兩個人走了2.5萬里", "兩個人走了二點五萬里"),
             ("價格$12000", "價格一萬兩千美元"),
             ("公元前202年", "公元前二零二年"),

@@ -287,6 +287,15 @@ impl<'l> Analysis<'l> {
         let dict = Dictionary::get();
         let c = self.simplified[i];
         let mut candidates: Vec<&'static str> = dict.readings(self.original[i]).to_vec();
+        // A Traditional character's list can lack readings of its
+        // Simplified form (剝 bo1 only, 剥 bao1 and bo1).
+        if c != self.original[i] {
+            for r in dict.readings(c) {
+                if !candidates.contains(r) {
+                    candidates.push(r);
+                }
+            }
+        }
         let phrase_reading = match word.source {
             Source::Phrase(p) => p.split(' ').nth(i - word.start),
             _ => None,
@@ -305,6 +314,7 @@ impl<'l> Analysis<'l> {
                 self.simplified[i - 1]
             },
             next: self.simplified.get(i + 1).copied().unwrap_or('\u{3}'),
+            next2: self.simplified.get(i + 2).copied().unwrap_or('\u{3}'),
             prev2: if i < 2 {
                 '\u{2}'
             } else {
@@ -342,18 +352,33 @@ impl<'l> Analysis<'l> {
     }
 }
 
-/// Renders text for espeak-ng's `cmn-latn-pinyin` voice: Han characters as
-/// syllables, Chinese punctuation as the ASCII marks espeak-ng phrases by,
-/// other letters kept, everything else a space.
+/// Renders text for synthesis (the [`Spoken::pinyin`](super::Spoken)
+/// string): Han characters as syllables, Chinese punctuation as the ASCII
+/// marks espeak-ng phrases by, each run of ASCII letters a token of its own
+/// (never glued to a syllable), a leftover digit as its Chinese syllable,
+/// everything else a space.
 pub fn speakable(text: &str, readings: &[Option<String>]) -> String {
     let mut out = String::with_capacity(text.len() * 2);
+    // Whether the last thing written is a Latin letter (inside a token).
+    let mut in_latin = false;
     for (c, reading) in text.chars().zip(readings) {
         match reading {
             Some(s) => {
+                separate(&mut out);
                 out.push_str(s);
                 out.push(' ');
+                in_latin = false;
             }
             None => {
+                if c.is_ascii_alphabetic() {
+                    if !in_latin {
+                        separate(&mut out);
+                    }
+                    out.push(c);
+                    in_latin = true;
+                    continue;
+                }
+                in_latin = false;
                 if let Some(mark) = ascii_mark(c) {
                     trim_end_spaces(&mut out);
                     if !out.ends_with(mark.trim_end()) {
@@ -361,8 +386,10 @@ pub fn speakable(text: &str, readings: &[Option<String>]) -> String {
                     } else {
                         out.push(' ');
                     }
-                } else if c.is_ascii_alphanumeric() {
-                    out.push(c);
+                } else if let Some(d) = c.to_digit(10).filter(|_| c.is_ascii_digit()) {
+                    separate(&mut out);
+                    out.push_str(DIGIT_SYLLABLES[d as usize]);
+                    out.push(' ');
                 } else if !out.ends_with(' ') {
                     out.push(' ');
                 }
@@ -413,6 +440,53 @@ pub fn speakable_words(text: &str, readings: &[Option<String>], words: &[Option<
         }
     }
     out
+}
+
+const DIGIT_SYLLABLES: [&str; 10] = [
+    "ling2", "yi1", "er4", "san1", "si4", "wu3", "liu4", "qi1", "ba1", "jiu3",
+];
+
+/// Ends `out` with a space unless it is empty or already does.
+fn separate(out: &mut String) {
+    if !out.is_empty() && !out.ends_with(' ') {
+        out.push(' ');
+    }
+}
+
+/// The words of a line as [`speakable`] sends them, without phrasing marks:
+/// Han syllables and Latin tokens in order (what `tingshu pinyin` prints).
+pub fn spoken_tokens<'a>(text: &'a str, readings: &'a [Option<String>]) -> Vec<&'a str> {
+    let mut tokens = Vec::new();
+    // Byte range of the Latin run being read.
+    let mut latin: Option<(usize, usize)> = None;
+    for ((at, c), reading) in text.char_indices().zip(readings) {
+        if reading.is_none() && c.is_ascii_alphabetic() {
+            latin = Some(latin.map_or((at, at + 1), |(start, _)| (start, at + 1)));
+            continue;
+        }
+        if let Some((start, end)) = latin.take() {
+            tokens.push(&text[start..end]);
+        }
+        if let Some(s) = reading {
+            tokens.push(s.as_str());
+        }
+    }
+    if let Some((start, end)) = latin {
+        tokens.push(&text[start..end]);
+    }
+    tokens
+}
+
+/// Whether a token of a [`Spoken::pinyin`](super::Spoken) string is Latin
+/// text (ASCII letters only, no tone digit).
+pub fn is_latin_token(token: &str) -> bool {
+    !token.is_empty() && token.bytes().all(|b| b.is_ascii_alphabetic())
+}
+
+/// Whether a Latin token is spelled letter by letter (all upper case: QQ,
+/// GDP, AK) rather than read as a word (iPhone, Hello).
+pub fn is_spelled(token: &str) -> bool {
+    is_latin_token(token) && token.bytes().all(|b| b.is_ascii_uppercase())
 }
 
 fn trim_end_spaces(s: &mut String) {
@@ -515,5 +589,32 @@ mod tests {
     fn speakable_keeps_phrasing() {
         let text = "你好，世界！OK";
         assert_eq!(speakable(text, &syllables(text)), "ni3 hao3, shi4 jie4! OK");
+    }
+
+    #[test]
+    fn latin_tokens_stand_apart_from_syllables() {
+        for (text, want) in [
+            ("一条QQ消息", "yi1 tiao2 QQ xiao1 xi5"),
+            ("GDP增长", "GDP zeng1 zhang3"),
+            ("五G网络", "wu3 G wang3 luo4"),
+            ("iPhone打开", "iPhone da3 kai1"),
+            ("打开App Store看", "da3 kai1 App Store kan4"),
+            ("AK 四十七", "AK si4 shi2 qi1"),
+        ] {
+            let got = speakable(text, &syllables(text));
+            assert_eq!(got, want, "{text}");
+            for token in got.split(' ') {
+                let t = token.trim_end_matches([',', '.', '!', '?']);
+                assert!(
+                    is_latin_token(t) || t.bytes().last().is_some_and(|b| b.is_ascii_digit()),
+                    "{text}: glued token {token}"
+                );
+            }
+        }
+        assert_eq!(
+            spoken_tokens("用QQ发，5G", &syllables("用QQ发，5G")),
+            ["yong4", "QQ", "fa1", "G"]
+        );
+        assert!(is_spelled("GDP") && !is_spelled("iPhone") && !is_spelled("AK47"));
     }
 }

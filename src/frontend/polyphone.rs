@@ -26,6 +26,8 @@ pub struct Features {
     pub next: char,
     /// The character before `prev` (`\u{2}` before the line).
     pub prev2: char,
+    /// The character after `next` (`\u{3}` after the line).
+    pub next2: char,
     /// Whether the character is a word by itself (not in any phrase).
     pub single: bool,
     /// Hash of the segmented word that holds the character ([`word_hash`]).
@@ -215,6 +217,9 @@ impl Model {
 
     /// The reading to use for a character.
     pub fn choose(&self, f: &Features) -> Option<&'static str> {
+        if let Some(r) = context_rule(f).filter(|r| f.candidates.contains(r)) {
+            return Some(r);
+        }
         let chosen = self.score_best(f);
         particle_rule(f).or(chosen)
     }
@@ -234,6 +239,122 @@ impl Model {
         }
         best
     }
+}
+
+/// Titles and words after a surname (曾先生, 单老师, 解家).
+const AFTER_SURNAME: [&str; 14] = [
+    "先生", "女士", "小姐", "老师", "太太", "夫人", "老板", "总", "某", "家", "大人", "师傅",
+    "教授", "队长",
+];
+
+/// Characters that follow the adverb 曾 (曾经, 曾在, 曾是, 不曾见): after any
+/// other at the start of a clause, 曾 is the surname.
+const AFTER_ADVERB_CENG: &str = "经几有在是想说被把给对向和与跟去来到做见听看用为以也多一亲参";
+
+/// Surname readings of polyphones (曾 zeng1, 单 shan4, 解 xie4, 仇 qiu2,
+/// 朴 piao2, 查 zha1, 区 ou1, 乐 yue4, 覃 qin2).
+const SURNAMES: [(char, &str); 9] = [
+    ('曾', "zeng1"),
+    ('单', "shan4"),
+    ('解', "xie4"),
+    ('仇', "qiu2"),
+    ('朴', "piao2"),
+    ('查', "zha1"),
+    ('区', "ou1"),
+    ('乐', "yue4"),
+    ('覃', "qin2"),
+];
+
+/// Readings of everyday polyphones in narrative prose that the phrase data
+/// and the model (fitted on encyclopaedic text) get wrong: the verb and
+/// adjective senses of single characters (头发长得 zhang3, 很薄 bao2, 削苹果
+/// xiao1, 数了数 shu3), fixed collocations (似的 shi4, 为人民 wei4, 单于
+/// chan2) and surnames at the start of a name. Checked before the model.
+fn context_rule(f: &Features) -> Option<&'static str> {
+    let han = |c: char| crate::text::is_han(c);
+    // Traditional 著 stays 著 in the Simplified form: read it as 着 here.
+    let as_zhe = |c: char| if c == '著' { '着' } else { c };
+    let (p, n, n2) = (as_zhe(f.prev), as_zhe(f.next), as_zhe(f.next2));
+    let in_set = |c: char, set: &str| set.contains(c);
+    // Surnames: after 姓, before a title, or at the start of a clause
+    // before a given name (曾国华是…).
+    if let Some(&(_, reading)) = SURNAMES.iter().find(|(c, _)| *c == f.c) {
+        let next_two: String = [n, n2].iter().collect();
+        let titled = AFTER_SURNAME
+            .iter()
+            .any(|t| next_two.starts_with(t) || (t.chars().count() == 1 && t.starts_with(n)));
+        let after_xing = p == '姓';
+        let clause_start = !han(p) && han(n) && han(n2);
+        let name = f.single
+            && (titled
+                || after_xing
+                || (f.c == '曾'
+                    && (clause_start || "叫找和与跟".contains(p))
+                    && !in_set(n, AFTER_ADVERB_CENG)));
+        if name && !(f.c == '单' && n == '于') {
+            return Some(reading);
+        }
+    }
+    let r = match f.c {
+        // 为人民服务: for, not 为人 (conduct).
+        '为' if n == '人' && n2 == '民' => "wei4",
+        '似' if n == '的' && !"类相近酷貌形神疑看好恰胜".contains(p) => "shi4",
+        '单' if n == '于' && (!han(n2) || "的奴王".contains(p)) => "chan2",
+        '说' if n == '客' => "shui4",
+        // Traditional 著 (OpenCC keeps it): 著作, 名著, 著名.
+        '著' if "作名称述者录".contains(n) || "名巨原专论编显".contains(p) => "zhu4",
+        '数' if in_set(n, "了着过一钱落遍清") || p == n => "shu3",
+        '行' if "一两几数".contains(p) && !in_set(n, "人动三四五六七八九十众走") => {
+            "hang2"
+        }
+        '应' if n == '声' => "ying4",
+        '差' if n == '不' && in_set(n2, "多离") => "cha4",
+        '血' if !in_set(n, "淋晕") => "xue4",
+        '露' if in_set(n, "出了着面脸个馅底") && !in_set(p, "暴揭显透披流吐袒裸表") => {
+            "lou4"
+        }
+        '调' if p == '调' => "tiao2",
+        '和' if in_set(p, "粉面泥") => "huo2",
+        '卷' if in_set(n, "起了着成住走入进曲发土") || in_set(p, "席翻风") => {
+            "juan3"
+        }
+        _ if !f.single => return None,
+        '长' if n == '得' || n == '出' && !han(p) => "zhang3",
+        '还' if in_set(n, "钱给债清账书") || (!han(n) && in_set(p, "要得去来不没该归")) => {
+            "huan2"
+        }
+        '得' if in_set(n, "奖分胜逞") || n == '了' && in_set(n2, "第一奖冠病") => "de2",
+        '着' | '著' if n == '火' || n == '了' && in_set(n2, "火魔凉迷") => "zhao2",
+        '调' if in_set(n, "高低大小好") => "tiao2",
+        '应' if in_set(n, "声答邀试了道") => "ying4",
+        '种' if in_set(n, "了下地树菜花田过着玉瓜豆粮麦稻") => "zhong4",
+        '差' if in_set(p, "很太真最越更好挺") => "cha4",
+        '差' if in_set(p, "趟出公") || n == '事' => "chai1",
+        '假' if in_set(p, "请放休天") || in_set(n, "期条日") => "jia4",
+        '看' if n == '孩' || n == '着' && in_set(n2, "孩家门") || in_set(n, "守护管住家门") => {
+            "kan1"
+        }
+        '教' if in_set(n, "我你他她它们大人") => "jiao1",
+        '累' if in_set(n, "了得死坏极着") || in_set(p, "很太真好劳受拖连疲不挺多也") || !han(n) => {
+            "lei4"
+        }
+        '薄' if in_set(p, "很太真好挺这那么纸变") || in_set(n, "薄的片饼") => "bao2",
+        '削' if p == '被' || in_set(n, "去职减") => "xue1",
+        '削' if in_set(n, "苹果皮铅了着好尖") => "xiao1",
+        '剥' if in_set(n, "开了着皮掉下橘花蒜") => "bao1",
+        '塞' if in_set(n, "进满住给入到回了着过在紧") => "sai1",
+        '冲' if in_set(p, "很太真好挺") || n == '着' => "chong4",
+        '藏' if in_set(n, "起了着在进好身匿到住书") || in_set(p, "躲收隐埋暗私珍冷") => {
+            "cang2"
+        }
+        '扎' if n == '着' && p != '被' || in_set(n, "辫马头") => "za1",
+        '奔' if in_set(n, "着向往") => "ben4",
+        '弹' if in_set(n, "了着琴奏起开出跳性簧") || in_set(p, "会在轻反") => "tan2",
+        '转' if n == '圈' || n == '了' && in_set(n2, "三两几好圈") => "zhuan4",
+        '结' if n == '了' && in_set(n2, "果瓜籽") || n == '果' && p == '树' => "jie1",
+        _ => return None,
+    };
+    Some(r)
 }
 
 /// Characters after which a lone 地 is the adverbial particle de5
@@ -399,6 +520,7 @@ mod tests {
             prev,
             next: '\u{3}',
             prev2: '\u{2}',
+            next2: '\u{3}',
             single: false,
             neutral: false,
             word: word_hash(&c.to_string()),

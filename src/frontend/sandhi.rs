@@ -5,14 +5,14 @@
 //! - 3-3: in a run of third tones, all but the last become second tone
 //!   (with word boundaries: inside each word, then across a boundary only
 //!   when one side is a one-syllable word, as in 很好, 我想);
-//! - 一 (yi1): yi2 before a fourth tone, yi4 before other tones, neutral
-//!   between two identical syllables (看一看), kept as a number (第一, 十一,
-//!   at the end of a phrase);
+//! - 一 (yi1): yi2 before a fourth tone, yi4 before other tones (also
+//!   before 百 千 万 亿 at the start of a number: 一百 yi4 bai3, 一万 yi2
+//!   wan4), neutral between two identical syllables (看一看), kept as a
+//!   number after a digit or ordinal (第一, 十一, 初一, 一百零一), before a
+//!   digit (一一零, 一九九八), in dates (一月一日, 一号), at the end of a
+//!   word (统一, 唯一) and at the end of a phrase;
 //! - 不 (bu4): bu2 before a fourth tone, neutral between two identical
 //!   syllables (好不好).
-
-/// Characters that make a neighbouring 一 a number.
-const NUMERALS: &str = "零〇一二三四五六七八九十百千万亿两第";
 
 fn tone(s: &str) -> Option<u8> {
     s.bytes()
@@ -28,7 +28,7 @@ fn retone(s: &str, t: u8) -> String {
 /// Applies tone sandhi in place; `chars` and `readings` run in parallel.
 /// Without word boundaries every run of third tones is one unit.
 pub fn apply(chars: &[char], readings: &mut [Option<String>]) {
-    yi_bu(chars, readings);
+    yi_bu(chars, readings, None);
     let n = readings.len().min(chars.len());
     third_tone_runs(&mut readings[..n]);
 }
@@ -36,7 +36,7 @@ pub fn apply(chars: &[char], readings: &mut [Option<String>]) {
 /// Applies tone sandhi in place, using the word each character belongs to
 /// (`words[i]`, as from [`Analysis::word_ids`](super::pinyin::Analysis::word_ids)).
 pub fn apply_in_words(chars: &[char], readings: &mut [Option<String>], words: &[Option<usize>]) {
-    yi_bu(chars, readings);
+    yi_bu(chars, readings, Some(words));
     let n = readings.len().min(chars.len()).min(words.len());
     // Inside each word.
     let mut start = 0;
@@ -72,7 +72,16 @@ pub fn apply_in_words(chars: &[char], readings: &mut [Option<String>], words: &[
     }
 }
 
-fn yi_bu(chars: &[char], readings: &mut [Option<String>]) {
+/// Digits and ordinal prefixes: an 一 after one of these is a number (十一,
+/// 第一, 一百零一, 初一, 周一, 星期一), and so is one before a digit (一一零,
+/// 一九九八).
+const NUMBER_BEFORE: &str = "零〇一二三四五六七八九十百千万萬亿億两兩第初周週期拜";
+const DIGIT_AFTER: &str = "零〇一二三四五六七八九十两兩";
+/// Words that make 一 a date or a number read as such: 一月, 一号 and 一楼
+/// keep yi1 (and 一点 as a time: 一点零五分, 一点半, 一点钟).
+const NUMBER_AFTER: &str = "月号號楼樓";
+
+fn yi_bu(chars: &[char], readings: &mut [Option<String>], words: Option<&[Option<usize>]>) {
     let n = readings.len().min(chars.len());
     for i in 0..n {
         let (c, next) = (chars[i], readings.get(i + 1).and_then(|r| r.as_deref()));
@@ -81,10 +90,33 @@ fn yi_bu(chars: &[char], readings: &mut [Option<String>]) {
         let reduplicated = prev_char.is_some() && prev_char == next_char;
         let new = match (c, readings[i].as_deref()) {
             ('一', Some("yi1")) => {
-                let numeric = prev_char.is_some_and(|p| NUMERALS.contains(p))
-                    || next_char.is_some_and(|n| NUMERALS.contains(n));
+                // 一日 is a date after 月 (一月一日), a day elsewhere (一日三餐).
+                let date_day = next_char == Some('日') && prev_char == Some('月');
+                let clock = next_char == Some('点')
+                    && chars
+                        .get(i + 2)
+                        .is_some_and(|c| "零〇一二三四五六七八九十两半钟鐘整".contains(*c));
+                let numeric = prev_char.is_some_and(|p| NUMBER_BEFORE.contains(p))
+                    || next_char
+                        .is_some_and(|n| DIGIT_AFTER.contains(n) || NUMBER_AFTER.contains(n))
+                    || date_day
+                    || clock;
+                // The last syllable of a longer word (统一, 唯一, 专一) keeps
+                // yi1 unless a measure word follows (同一个).
+                // 统一, 唯一, 专一… inside a longer phrase (统一思想) too.
+                let after_word_head = prev_char.is_some_and(|p| "统唯专划归".contains(p))
+                    && !next_char.is_some_and(|n| MEASURE_AFTER_YI.contains(n));
+                let word_final = after_word_head
+                    || words.is_some_and(|w| {
+                        let id = w.get(i).copied().flatten();
+                        id.is_some()
+                            && i > 0
+                            && w.get(i - 1).copied().flatten() == id
+                            && w.get(i + 1).copied().flatten() != id
+                            && !next_char.is_some_and(|n| MEASURE_AFTER_YI.contains(n))
+                    });
                 match next.and_then(tone) {
-                    _ if numeric => None,
+                    _ if numeric || word_final => None,
                     Some(_) if reduplicated => Some("yi5".to_owned()),
                     Some(4) => Some("yi2".to_owned()),
                     Some(1..=3) => Some("yi4".to_owned()),
@@ -104,6 +136,9 @@ fn yi_bu(chars: &[char], readings: &mut [Option<String>]) {
         }
     }
 }
+
+/// Measure words after a word-final 一 that make it the numeral (同一个).
+const MEASURE_AFTER_YI: &str = "个個种種样樣次天年件位条條张張句回";
 
 /// 3-3: all but the last of each run of third tones become second tone.
 fn third_tone_runs(readings: &mut [Option<String>]) {
@@ -157,6 +192,23 @@ mod tests {
     }
 
     #[test]
+    fn word_final_yi_keeps_its_tone() {
+        // 统一 | 思想: yi1; 同一 | 个: yi2.
+        assert_eq!(
+            run_words(
+                "统一思想",
+                &["tong3", "yi1", "si1", "xiang3"],
+                &[0, 0, 1, 1]
+            ),
+            ["tong3", "yi1", "si1", "xiang3"]
+        );
+        assert_eq!(
+            run_words("同一个", &["tong2", "yi1", "ge4"], &[0, 0, 1]),
+            ["tong2", "yi2", "ge4"]
+        );
+    }
+
+    #[test]
     fn third_tones_by_word() {
         // 我 | 很 | 好: right to left, 很 changes, then 我 sees a second tone.
         assert_eq!(
@@ -197,6 +249,24 @@ mod tests {
             run("看一看", &["kan4", "yi1", "kan4"]),
             ["kan4", "yi5", "kan4"]
         );
+        assert_eq!(run("一百", &["yi1", "bai3"]), ["yi4", "bai3"]);
+        assert_eq!(run("一千", &["yi1", "qian1"]), ["yi4", "qian1"]);
+        assert_eq!(run("一万", &["yi1", "wan4"]), ["yi2", "wan4"]);
+        assert_eq!(run("一亿", &["yi1", "yi4"]), ["yi2", "yi4"]);
+        assert_eq!(
+            run("一百一十", &["yi1", "bai3", "yi1", "shi2"]),
+            ["yi4", "bai3", "yi1", "shi2"]
+        );
+        assert_eq!(
+            run("一月一日", &["yi1", "yue4", "yi1", "ri4"]),
+            ["yi1", "yue4", "yi1", "ri4"]
+        );
+        assert_eq!(run("一日", &["yi1", "ri4"]), ["yi2", "ri4"]);
+        assert_eq!(
+            run("一一零", &["yi1", "yi1", "ling2"]),
+            ["yi1", "yi1", "ling2"]
+        );
+        assert_eq!(run("周一", &["zhou1", "yi1"]), ["zhou1", "yi1"]);
         assert_eq!(run("不对", &["bu4", "dui4"]), ["bu2", "dui4"]);
         assert_eq!(run("不好", &["bu4", "hao3"]), ["bu4", "hao3"]);
         assert_eq!(
