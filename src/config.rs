@@ -177,15 +177,20 @@ pub struct ClientConfig {
     /// Voice id asked of the fallback backend (default: the same id).
     #[serde(default)]
     pub fallback_voice: Option<String>,
+    /// Largest answer read from a network backend, in MiB (default 256);
+    /// an answer is also capped by what its text could take to say.
+    #[serde(default)]
+    pub max_body_mb: Option<f64>,
 }
 
-const CLIENT_KEYS: [&str; 6] = [
+const CLIENT_KEYS: [&str; 7] = [
     "max_in_flight",
     "rate_limit",
     "timeout_s",
     "retries",
     "fallback",
     "fallback_voice",
+    "max_body_mb",
 ];
 
 impl ClientConfig {
@@ -195,6 +200,14 @@ impl ClientConfig {
 
     pub fn rate(&self) -> Option<RateLimit> {
         self.rate_limit.as_deref().and_then(|r| r.parse().ok())
+    }
+
+    /// `max_body_mb` in bytes.
+    pub fn max_body(&self) -> u64 {
+        self.max_body_mb
+            .map_or(crate::synth::http::DEFAULT_MAX_BODY, |mb| {
+                (mb * f64::from(1u32 << 20)) as u64
+            })
     }
 
     pub fn retry_policy(&self) -> RetryPolicy {
@@ -452,7 +465,7 @@ impl VoicesConfig {
     fn check(&self) -> Result<(), ConfigError> {
         for (name, backend) in &self.backends {
             let checked = match backend {
-                BackendConfig::Espeak(_) => Ok(()),
+                BackendConfig::Espeak(c) => check_espeak(c),
                 BackendConfig::Openai(c) => c.check(),
                 BackendConfig::Http(c) => c.check(),
                 BackendConfig::Azure(_) => Ok(()),
@@ -467,10 +480,28 @@ impl VoicesConfig {
             {
                 return Err(self.invalid(format!("backends.{name}.rate_limit"), e.to_string()));
             }
-            if client.max_in_flight == Some(0) {
+            if let Some(n) = client.max_in_flight
+                && !(1..=MAX_IN_FLIGHT).contains(&n)
+            {
                 return Err(self.invalid(
                     format!("backends.{name}.max_in_flight"),
-                    "must be at least 1".into(),
+                    format!("{n} is out of range 1–{MAX_IN_FLIGHT}"),
+                ));
+            }
+            if let Some(n) = client.retries
+                && n > 100
+            {
+                return Err(self.invalid(
+                    format!("backends.{name}.retries"),
+                    format!("{n} is out of range 0–100"),
+                ));
+            }
+            if let Some(mb) = client.max_body_mb
+                && !(mb.is_finite() && (0.01..=4096.0).contains(&mb))
+            {
+                return Err(self.invalid(
+                    format!("backends.{name}.max_body_mb"),
+                    format!("{mb} is out of range 0.01–4096"),
                 ));
             }
             if client.timeout_s.is_some_and(|t| !(t > 0.0 && t <= 86400.0)) {
@@ -548,6 +579,9 @@ impl VoicesConfig {
         }
         if !(8000..=96000).contains(&self.mix.sample_rate) {
             return Err(self.invalid("mix.sample_rate".into(), "must be 8000–96000".into()));
+        }
+        if let Err((key, message)) = check_mix(&self.mix) {
+            return Err(self.invalid(format!("mix.{key}"), message));
         }
         Ok(())
     }
@@ -677,14 +711,18 @@ impl VoicesConfig {
                 self.secret(c.api_key_env.as_ref()),
                 timeout,
                 in_flight,
-            )?),
-            BackendConfig::Http(c) => Arc::new(Http::new(
-                name,
-                c.clone(),
-                self.secret(c.api_key_env.as_ref()),
-                timeout,
-                in_flight,
-            )?),
+            )?
+            .with_max_body(client.max_body())),
+            BackendConfig::Http(c) => Arc::new(
+                Http::new(
+                    name,
+                    c.clone(),
+                    self.secret(c.api_key_env.as_ref()),
+                    timeout,
+                    in_flight,
+                )?
+                .with_max_body(client.max_body()),
+            ),
             BackendConfig::Azure(c) => Arc::new(Azure::new(
                 name,
                 c.clone(),
@@ -692,7 +730,8 @@ impl VoicesConfig {
                 self.secret(Some(&c.region_env)).expose(),
                 timeout,
                 in_flight,
-            )?),
+            )?
+            .with_max_body(client.max_body())),
             BackendConfig::Command(c) => {
                 Arc::new(CommandBackend::new(name, c.clone(), timeout, in_flight))
             }
@@ -728,6 +767,63 @@ impl VoicesConfig {
             .collect();
         SynthClient::new(backends, cache)
     }
+}
+
+/// Most requests a backend may have in flight, and most espeak-ng workers
+/// (each is a process).
+const MAX_IN_FLIGHT: usize = 1024;
+const MAX_WORKERS: usize = 256;
+
+/// `[backends.X] type = "espeak"`: numbers in range. Returns (key, problem).
+fn check_espeak(c: &crate::synth::espeak::EspeakConfig) -> Result<(), (String, String)> {
+    if c.workers > MAX_WORKERS {
+        return Err((
+            "workers".into(),
+            format!("{} is out of range 0–{MAX_WORKERS} (0 = one per core, plus two)", c.workers),
+        ));
+    }
+    if !(80..=450).contains(&c.rate) {
+        return Err(("rate".into(), format!("{} is out of range 80–450", c.rate)));
+    }
+    if !(1..=10_000).contains(&c.max_chars) {
+        return Err((
+            "max_chars".into(),
+            format!("{} is out of range 1–10000", c.max_chars),
+        ));
+    }
+    Ok(())
+}
+
+/// `[mix]`: every number finite and in range. Returns (key, problem).
+fn check_mix(mix: &crate::audio::MixConfig) -> Result<(), (String, String)> {
+    let range = |key: &str, v: f64, lo: f64, hi: f64| {
+        if v.is_finite() && (lo..=hi).contains(&v) {
+            Ok(())
+        } else {
+            Err((key.to_owned(), format!("{v} is out of range {lo}–{hi}")))
+        }
+    };
+    range("target_lufs", mix.target_lufs, -70.0, -5.0)?;
+    range("true_peak_dbtp", mix.true_peak_dbtp, -30.0, 0.0)?;
+    let p = &mix.pauses;
+    for (key, ms) in [
+        ("clause_ms", p.clause_ms),
+        ("sentence_ms", p.sentence_ms),
+        ("hesitation_ms", p.hesitation_ms),
+        ("segment_ms", p.segment_ms),
+        ("turn_ms", p.turn_ms),
+        ("paragraph_ms", p.paragraph_ms),
+        ("chapter_start_ms", p.chapter_start_ms),
+        ("chapter_end_ms", p.chapter_end_ms),
+    ] {
+        if ms > 60_000 {
+            return Err((
+                format!("pauses.{key}"),
+                format!("{ms} is out of range 0–60000 ms"),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// A backend that could not be built: every request fails with the reason.

@@ -23,5 +23,6 @@ pub mod outputs;
 pub mod pipeline;
 pub mod progress;
 pub mod queue;
+pub mod redact;
 pub mod synth;
 pub mod text;

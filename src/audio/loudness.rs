@@ -427,6 +427,14 @@ impl TruePeak {
     }
 }
 
+/// The sample magnitude under which no interpolated value can pass
+/// `floor`: a clip whose block peaks are all at or under it has a true
+/// peak under `floor` (its samples need not be read).
+pub fn true_peak_threshold(floor: f32) -> f32 {
+    static BOUND: std::sync::OnceLock<f32> = std::sync::OnceLock::new();
+    floor / *BOUND.get_or_init(|| TruePeak::new().gain_bound)
+}
+
 /// True peak (linear) of clips that sit apart (silence around each), at
 /// least `floor`, each clip given with its block peaks
 /// ([`super::limit::block_peaks`]): only neighbourhoods of samples loud
