@@ -359,10 +359,19 @@ impl VoicesConfig {
                     shared.insert(key.to_owned(), v);
                 }
             }
-            let client = ClientConfig::deserialize(toml::Value::Table(shared))
-                .map_err(|e| invalid(format!("backends.{name}"), one_line(&e.to_string())))?;
-            let backend = BackendConfig::deserialize(toml::Value::Table(table))
-                .map_err(|e| invalid(format!("backends.{name}"), one_line(&e.to_string())))?;
+            // An unknown key is located on its own line, not its table's.
+            let located = |e: toml::de::Error| {
+                let message = one_line(&e.to_string());
+                let key = unknown_field(&message).map_or_else(
+                    || format!("backends.{name}"),
+                    |field| format!("backends.{name}.{field}"),
+                );
+                invalid(key, message)
+            };
+            let client =
+                ClientConfig::deserialize(toml::Value::Table(shared)).map_err(located)?;
+            let backend =
+                BackendConfig::deserialize(toml::Value::Table(table)).map_err(located)?;
             backends.insert(name.clone(), backend);
             clients.insert(name, client);
         }
@@ -851,6 +860,12 @@ impl Synthesizer for Unavailable {
     }
 }
 
+/// The field named by a serde "unknown field `x`" message.
+fn unknown_field(message: &str) -> Option<&str> {
+    let rest = message.split_once("unknown field `")?.1;
+    rest.split_once('`').map(|(field, _)| field)
+}
+
 fn one_line(message: &str) -> String {
     message.split_whitespace().collect::<Vec<_>>().join(" ")
 }
@@ -937,7 +952,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(
-            err.starts_with("v.toml:1: backends.a: unknown field `speed`"),
+            err.starts_with("v.toml:3: backends.a.speed: unknown field `speed`"),
             "{err}"
         );
         let bad_ref = "[backends.a]\ntype = \"espeak\"\n[voices.n]\nbackend = \"b\"\nvoice = \"x\"\n[casting]\nnarrator = \"n\"\n";
@@ -1093,10 +1108,10 @@ characters = { "毛仲" = "narrator" }
             ),
             (
                 "max_in_flight = 0",
-                "must be at least 1",
+                "0 is out of range 1–1024",
                 "5: backends.server.max_in_flight",
             ),
-            ("colour = 1", "unknown field `colour`", "1: backends.server"),
+            ("colour = 1", "unknown field `colour`", "5: backends.server.colour"),
         ];
         for (extra, problem, key) in cases {
             let text = format!(

@@ -380,7 +380,7 @@ impl Renderer {
                     held[ci] += clip.memory_bytes();
                 }
                 results[ci].push((place.chunk, (place.segment, place.boundary, piece)));
-                if held[ci] > SPILL_AFTER {
+                if held[ci] > spill_after() {
                     held[ci] = spill_chapter(&jobs[ci], &mut spills[ci], &mut results[ci]);
                 }
                 remaining[ci] -= 1;
@@ -497,8 +497,18 @@ impl Renderer {
     }
 }
 
-/// Bytes of samples a chapter keeps in memory before it spills them.
-const SPILL_AFTER: usize = 48 << 20;
+/// Bytes of samples a chapter keeps in memory before it spills them
+/// (48 MiB, about 9 minutes at 22.05 kHz); `TINGSHU_SPILL_AFTER_MB`
+/// changes it (0 spills every clip: the same bytes come out either way).
+fn spill_after() -> usize {
+    static AFTER: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *AFTER.get_or_init(|| {
+        std::env::var("TINGSHU_SPILL_AFTER_MB")
+            .ok()
+            .and_then(|v| v.trim().parse::<usize>().ok())
+            .map_or(48 << 20, |mb| mb << 20)
+    })
+}
 
 /// Moves the samples of a chapter's pieces into its spill file (created
 /// beside the chapter's WAV). Returns the bytes still held in memory: 0, or

@@ -708,6 +708,11 @@ async fn render_job(
             &mut failures,
         );
         interrupted = made.interrupted;
+        if interrupted && book_changed {
+            // Stopped while encoding: the chapters rendered are listed all
+            // the same, or the next run would mix them again.
+            outputs.write_book_file(dir, &manifest, BookFile::Manifest)?;
+        }
         let mut book_written = 0;
         if !interrupted && !manifest.chapters.is_empty() {
             book_written = refresh_book_files(

@@ -268,14 +268,19 @@ mod tests {
         let err = Lexicon::parse("\"毛仲\" = \"mao2\"", Path::new("b.toml")).unwrap_err();
         assert_eq!(
             err.to_string(),
-            "lexicon b.toml: key \"毛仲\": 1 syllables for 2 characters"
+            "lexicon b.toml:1: key \"毛仲\": 1 syllables for 2 characters"
         );
         let err = Lexicon::parse("\"毛\" = \"mao\"", Path::new("b.toml")).unwrap_err();
         assert!(err.to_string().contains("bad syllable \"mao\""), "{err}");
         let err = Lexicon::parse("\"毛\" = { sai = \"x\" }", Path::new("b.toml")).unwrap_err();
-        assert!(
-            err.to_string().starts_with("lexicon b.toml: key \"毛\""),
-            "{err}"
+        assert_eq!(
+            err.to_string(),
+            "lexicon b.toml:1: key \"毛\": unknown key 'sai' (known: pinyin, say)"
+        );
+        let err = Lexicon::parse("\"灯\" = \"deng1\"\n\"毛\" = 3", Path::new("b.toml")).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "lexicon b.toml:2: key \"毛\": expected a pinyin string such as \"mao2 zhong4\" or a table { pinyin = \"…\", say = \"…\" }, not integer"
         );
         let err = Lexicon::parse("毛 = ", Path::new("b.toml")).unwrap_err();
         assert!(err.to_string().starts_with("lexicon b.toml: "), "{err}");
