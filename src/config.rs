@@ -340,8 +340,14 @@ impl VoicesConfig {
     ) -> Result<VoicesConfig, ConfigError> {
         let raw: RawVoicesFile = toml::from_str(text).map_err(|e| ConfigError::Parse {
             file: file.to_owned(),
+            // The line holding the span's start (a span starting a line
+            // is on that line, not the one before).
             line: e.span().map_or(0, |s| {
-                text[..s.start.min(text.len())].lines().count().max(1)
+                text.as_bytes()[..s.start.min(text.len())]
+                    .iter()
+                    .filter(|&&b| b == b'\n')
+                    .count()
+                    + 1
             }),
             message: e.message().trim().replace('\n', " "),
         })?;

@@ -253,7 +253,10 @@ impl Encoder {
             start_ms += frames_ms;
         }
         write_file(&list, &list_text)?;
-        write_file(&meta, &meta_text)?;
+        if let Err(e) = write_file(&meta, &meta_text) {
+            let _ = std::fs::remove_file(&list);
+            return Err(e);
+        }
         let mut args: Vec<String> = ["-f", "concat", "-safe", "0", "-i"]
             .map(String::from)
             .into();
@@ -529,10 +532,15 @@ fn path_arg(path: &Path) -> String {
     }
 }
 
+/// Writes a temporary input file of ffmpeg; a partly written one (disk
+/// full) is removed.
 fn write_file(path: &Path, text: &str) -> Result<(), EncodeError> {
-    std::fs::write(path, text).map_err(|source| EncodeError::Io {
-        path: path.to_owned(),
-        source,
+    std::fs::write(path, text).map_err(|source| {
+        let _ = std::fs::remove_file(path);
+        EncodeError::Io {
+            path: path.to_owned(),
+            source,
+        }
     })
 }
 
