@@ -374,10 +374,8 @@ impl VoicesConfig {
                 );
                 invalid(key, message)
             };
-            let client =
-                ClientConfig::deserialize(toml::Value::Table(shared)).map_err(located)?;
-            let backend =
-                BackendConfig::deserialize(toml::Value::Table(table)).map_err(located)?;
+            let client = ClientConfig::deserialize(toml::Value::Table(shared)).map_err(located)?;
+            let backend = BackendConfig::deserialize(toml::Value::Table(table)).map_err(located)?;
             backends.insert(name.clone(), backend);
             clients.insert(name, client);
         }
@@ -720,14 +718,16 @@ impl VoicesConfig {
                 }
                 Arc::new(Espeak::new(name, c, worker_program))
             }
-            BackendConfig::Openai(c) => Arc::new(Openai::new(
-                name,
-                c.clone(),
-                self.secret(c.api_key_env.as_ref()),
-                timeout,
-                in_flight,
-            )?
-            .with_max_body(client.max_body())),
+            BackendConfig::Openai(c) => Arc::new(
+                Openai::new(
+                    name,
+                    c.clone(),
+                    self.secret(c.api_key_env.as_ref()),
+                    timeout,
+                    in_flight,
+                )?
+                .with_max_body(client.max_body()),
+            ),
             BackendConfig::Http(c) => Arc::new(
                 Http::new(
                     name,
@@ -738,15 +738,17 @@ impl VoicesConfig {
                 )?
                 .with_max_body(client.max_body()),
             ),
-            BackendConfig::Azure(c) => Arc::new(Azure::new(
-                name,
-                c.clone(),
-                self.secret(Some(&c.api_key_env)),
-                self.secret(Some(&c.region_env)).expose(),
-                timeout,
-                in_flight,
-            )?
-            .with_max_body(client.max_body())),
+            BackendConfig::Azure(c) => Arc::new(
+                Azure::new(
+                    name,
+                    c.clone(),
+                    self.secret(Some(&c.api_key_env)),
+                    self.secret(Some(&c.region_env)).expose(),
+                    timeout,
+                    in_flight,
+                )?
+                .with_max_body(client.max_body()),
+            ),
             BackendConfig::Command(c) => {
                 Arc::new(CommandBackend::new(name, c.clone(), timeout, in_flight))
             }
@@ -794,7 +796,10 @@ fn check_espeak(c: &crate::synth::espeak::EspeakConfig) -> Result<(), (String, S
     if c.workers > MAX_WORKERS {
         return Err((
             "workers".into(),
-            format!("{} is out of range 0–{MAX_WORKERS} (0 = one per core, plus two)", c.workers),
+            format!(
+                "{} is out of range 0–{MAX_WORKERS} (0 = one per core, plus two)",
+                c.workers
+            ),
         ));
     }
     if !(80..=450).contains(&c.rate) {
@@ -1117,7 +1122,11 @@ characters = { "毛仲" = "narrator" }
                 "0 is out of range 1–1024",
                 "5: backends.server.max_in_flight",
             ),
-            ("colour = 1", "unknown field `colour`", "5: backends.server.colour"),
+            (
+                "colour = 1",
+                "unknown field `colour`",
+                "5: backends.server.colour",
+            ),
         ];
         for (extra, problem, key) in cases {
             let text = format!(

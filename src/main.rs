@@ -40,7 +40,10 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            eprintln!("tingshu: error: {}", tingshu::redact::redact(&format!("{e:#}")));
+            eprintln!(
+                "tingshu: error: {}",
+                tingshu::redact::redact(&format!("{e:#}"))
+            );
             // An unreachable queue server is a runtime failure, not bad input.
             let unavailable = e
                 .downcast_ref::<tingshu::queue::QueueError>()

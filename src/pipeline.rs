@@ -460,15 +460,17 @@ impl Renderer {
             .zip(voices)
             .zip(&mixed.spans)
             .zip(fallbacks)
-            .map(|(((segment, voice), &(start_s, end_s)), fallback)| ManifestSegment {
-                kind: segment.kind,
-                speaker: segment.speaker.clone(),
-                text: segment.text.clone(),
-                start_s: round_ms(start_s),
-                end_s: round_ms(end_s),
-                voice,
-                fallback,
-            })
+            .map(
+                |(((segment, voice), &(start_s, end_s)), fallback)| ManifestSegment {
+                    kind: segment.kind,
+                    speaker: segment.speaker.clone(),
+                    text: segment.text.clone(),
+                    start_s: round_ms(start_s),
+                    end_s: round_ms(end_s),
+                    voice,
+                    fallback,
+                },
+            )
             .collect();
         Ok(ManifestChapter {
             index: job.index,

@@ -79,7 +79,10 @@ mod tests {
             redact("unsupported queue URL 'redis//:PASS@host' (use …)"),
             "unsupported queue URL 'redis//:***@host' (use …)"
         );
-        assert_eq!(redact("redis://:pw@127.0.0.1/0"), "redis://:***@127.0.0.1/0");
+        assert_eq!(
+            redact("redis://:pw@127.0.0.1/0"),
+            "redis://:***@127.0.0.1/0"
+        );
     }
 
     #[test]

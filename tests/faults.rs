@@ -62,6 +62,8 @@ fn tingshu(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
     for (k, v) in env {
         command.env(k, v);
     }
+    // Reaped by wait4 in `wait_measured`, which also gives its peak RSS.
+    #[allow(clippy::zombie_processes)]
     let child = command.spawn().unwrap();
     let (code, max_rss) = wait_measured(child.id() as i32);
     let stderr = std::fs::read_to_string(&err_path).unwrap_or_default();
@@ -180,7 +182,8 @@ fn tone_wav(path: &Path, secs: f32) {
     let samples = (0..(secs * rate as f32) as usize)
         .map(|i| {
             let t = i as f32 / rate as f32;
-            0.3 * (std::f32::consts::TAU * 220.0 * t).sin() * (std::f32::consts::PI * 3.0 * t).sin().abs()
+            0.3 * (std::f32::consts::TAU * 220.0 * t).sin()
+                * (std::f32::consts::PI * 3.0 * t).sin().abs()
         })
         .collect();
     tingshu::audio::wav::write_wav_file(&tingshu::audio::AudioClip::new(samples, rate), path)
@@ -190,9 +193,24 @@ fn tone_wav(path: &Path, secs: f32) {
 /// A JPEG of noise, large (several MB).
 fn noisy_cover(path: &Path) {
     let ok = Command::new("ffmpeg")
-        .args(["-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i"])
+        .args([
+            "-hide_banner",
+            "-loglevel",
+            "error",
+            "-y",
+            "-f",
+            "lavfi",
+            "-i",
+        ])
         .arg("color=c=gray:size=1200x1200")
-        .args(["-vf", "noise=alls=100:allf=u", "-frames:v", "1", "-q:v", "1"])
+        .args([
+            "-vf",
+            "noise=alls=100:allf=u",
+            "-frames:v",
+            "1",
+            "-q:v",
+            "1",
+        ])
         .arg(path)
         .status()
         .is_ok_and(|s| s.success());
@@ -256,17 +274,30 @@ fn a_full_disk_during_an_encode_keeps_the_good_file() {
         album: "雾港".into(),
         ..Default::default()
     };
-    encoder.encode_chapter(&wav, &out, Format::Opus, &tags).unwrap();
+    encoder
+        .encode_chapter(&wav, &out, Format::Opus, &tags)
+        .unwrap();
     let good = std::fs::read(&out).unwrap();
     // Room for the audio and the 1 MiB margin of the free-space check,
     // not for the cover.
     fs.fill(1_250_000);
     tags.cover = Some(cover);
-    let err = chain(&encoder.encode_chapter(&wav, &out, Format::Opus, &tags).unwrap_err());
+    let err = chain(
+        &encoder
+            .encode_chapter(&wav, &out, Format::Opus, &tags)
+            .unwrap_err(),
+    );
     // ffmpeg's own "No space left on device", or the metadata file (which
     // holds the cover) failing to be written beside the output.
-    assert!(err.contains("disk full (") || err.contains("No space left on device"), "{err}");
-    assert_eq!(std::fs::read(&out).unwrap(), good, "the good file was replaced");
+    assert!(
+        err.contains("disk full (") || err.contains("No space left on device"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read(&out).unwrap(),
+        good,
+        "the good file was replaced"
+    );
     assert!(leftovers(fs.path(), ".part").is_empty());
 
     // Far too little room: refused before ffmpeg starts, plainly.
@@ -275,7 +306,10 @@ fn a_full_disk_during_an_encode_keeps_the_good_file() {
         .encode_chapter(&wav, &out, Format::Mp3, &tags)
         .unwrap_err()
         .to_string();
-    assert!(err.contains("disk full:") && err.contains("free in"), "{err}");
+    assert!(
+        err.contains("disk full:") && err.contains("free in"),
+        "{err}"
+    );
     assert_eq!(std::fs::read(&out).unwrap(), good);
 }
 
@@ -337,12 +371,25 @@ fn build_onto_a_full_disk_reports_the_encodes_and_exits_1() {
         let name = entry.to_string_lossy().into_owned();
         if name.ends_with(".mp3") || name.ends_with(".m4b") {
             let probe = Command::new("ffprobe")
-                .args(["-v", "error", "-show_entries", "format=duration", "-of", "csv=p=0"])
+                .args([
+                    "-v",
+                    "error",
+                    "-show_entries",
+                    "format=duration",
+                    "-of",
+                    "csv=p=0",
+                ])
                 .arg(&entry)
                 .output()
                 .unwrap();
-            let duration: f64 = String::from_utf8_lossy(&probe.stdout).trim().parse().unwrap_or(0.0);
-            assert!(probe.status.success() && probe.stderr.is_empty() && duration > 5.0, "broken {name}");
+            let duration: f64 = String::from_utf8_lossy(&probe.stdout)
+                .trim()
+                .parse()
+                .unwrap_or(0.0);
+            assert!(
+                probe.status.success() && probe.stderr.is_empty() && duration > 5.0,
+                "broken {name}"
+            );
         }
     }
     assert!(leftovers(&dir, ".part").is_empty());
@@ -374,12 +421,13 @@ async fn serve(app: Router) -> SocketAddr {
 /// audio for the JSON `{text, voice}` it gets.
 async fn redirector(target: Option<String>) -> SocketAddr {
     if let Some(target) = target {
-        let app = Router::new().fallback(move || {
-            let target = target.clone();
-            async move {
-                (StatusCode::TEMPORARY_REDIRECT, [(header::LOCATION, target)]).into_response()
-            }
-        });
+        let app =
+            Router::new().fallback(move || {
+                let target = target.clone();
+                async move {
+                    (StatusCode::TEMPORARY_REDIRECT, [(header::LOCATION, target)]).into_response()
+                }
+            });
         return serve(app).await;
     }
     let app = Router::new()
@@ -395,7 +443,10 @@ async fn redirector(target: Option<String>) -> SocketAddr {
                             let v: serde_json::Value =
                                 serde_json::from_slice(&body).unwrap_or_default();
                             let text = v["text"].as_str().unwrap_or("").to_owned();
-                            ([(header::CONTENT_TYPE, "audio/wav")], common::tone_wav(&text, "v"))
+                            (
+                                [(header::CONTENT_TYPE, "audio/wav")],
+                                common::tone_wav(&text, "v"),
+                            )
                                 .into_response()
                         }
                     }
@@ -426,23 +477,14 @@ fn one_backend_voices(dir: &Path, backend: &str) -> PathBuf {
 #[tokio::test(flavor = "multi_thread")]
 async fn cross_host_redirects_never_carry_the_key() {
     let seen = Arc::new(Seen::default());
-    let second = serve(
-        Router::new()
-            .fallback(record)
-            .with_state(Arc::clone(&seen)),
-    )
-    .await;
+    let second = serve(Router::new().fallback(record).with_state(Arc::clone(&seen))).await;
     let first = redirector(Some(format!("http://{second}/tts"))).await;
     let backends = [
-        format!(
-            "type = \"azure\"\nendpoint = \"http://{first}/tts\"\napi_key_env = \"FAULT_KEY\""
-        ),
+        format!("type = \"azure\"\nendpoint = \"http://{first}/tts\"\napi_key_env = \"FAULT_KEY\""),
         format!(
             "type = \"http\"\nmethod = \"POST\"\nurl = \"http://{first}/tts\"\napi_key_env = \"FAULT_KEY\"\nheaders = {{ \"X-Api-Key\" = \"{{key}}\" }}\njson = {{ text = \"{{text}}\", voice = \"{{voice}}\" }}"
         ),
-        format!(
-            "type = \"openai\"\nbase_url = \"http://{first}\"\napi_key_env = \"FAULT_KEY\""
-        ),
+        format!("type = \"openai\"\nbase_url = \"http://{first}\"\napi_key_env = \"FAULT_KEY\""),
     ];
     for backend in backends {
         let dir = tempfile::tempdir().unwrap();
@@ -451,14 +493,26 @@ async fn cross_host_redirects_never_carry_the_key() {
         let run = tokio::task::spawn_blocking(move || {
             tingshu(
                 &d,
-                &["preview", "灯亮了。", "--voices", "voices.toml", "-o", "out.wav", "-v"],
+                &[
+                    "preview",
+                    "灯亮了。",
+                    "--voices",
+                    "voices.toml",
+                    "-o",
+                    "out.wav",
+                    "-v",
+                ],
                 &[("RUST_LOG", "debug")],
             )
         })
         .await
         .unwrap();
         assert_ne!(run.code, 0, "{}", run.stderr);
-        assert!(run.stderr.contains("refused a redirect to another host"), "{backend}: {}", run.stderr);
+        assert!(
+            run.stderr.contains("refused a redirect to another host"),
+            "{backend}: {}",
+            run.stderr
+        );
         assert!(!run.stderr.contains(KEY), "key leaked: {}", run.stderr);
         assert!(!dir.path().join("out.wav").exists());
     }
@@ -466,7 +520,10 @@ async fn cross_host_redirects_never_carry_the_key() {
     // (openai): whatever reached the second host, no header held the key.
     for headers in seen.headers.lock().unwrap().iter() {
         for (name, value) in headers {
-            assert!(!value.to_str().unwrap_or("").contains(KEY), "{name} carried the key");
+            assert!(
+                !value.to_str().unwrap_or("").contains(KEY),
+                "{name} carried the key"
+            );
         }
     }
     assert_eq!(seen.requests.load(Ordering::SeqCst), 0);
@@ -485,7 +542,18 @@ async fn same_host_redirects_are_followed() {
     );
     let d = dir.path().to_owned();
     let run = tokio::task::spawn_blocking(move || {
-        tingshu(&d, &["preview", "灯亮了。", "--voices", "voices.toml", "-o", "out.wav"], &[])
+        tingshu(
+            &d,
+            &[
+                "preview",
+                "灯亮了。",
+                "--voices",
+                "voices.toml",
+                "-o",
+                "out.wav",
+            ],
+            &[],
+        )
     })
     .await
     .unwrap();
@@ -503,8 +571,12 @@ async fn echoed_keys_are_redacted_before_any_truncation() {
     let app = Router::new().fallback(move || {
         let n = c.fetch_add(1, Ordering::SeqCst);
         async move {
-            if n % 2 == 0 {
-                (StatusCode::OK, format!("error: the key {KEY} is not valid here")).into_response()
+            if n.is_multiple_of(2) {
+                (
+                    StatusCode::OK,
+                    format!("error: the key {KEY} is not valid here"),
+                )
+                    .into_response()
             } else {
                 let padding = "x".repeat(110);
                 (StatusCode::UNAUTHORIZED, format!("{padding} key={KEY}")).into_response()
@@ -524,7 +596,15 @@ async fn echoed_keys_are_redacted_before_any_truncation() {
     let run = tokio::task::spawn_blocking(move || {
         tingshu(
             &d,
-            &["build", book.to_str().unwrap(), "--voices", "voices.toml", "--out", "out", "-v"],
+            &[
+                "build",
+                book.to_str().unwrap(),
+                "--voices",
+                "voices.toml",
+                "--out",
+                "out",
+                "-v",
+            ],
             &[("RUST_LOG", "debug")],
         )
     })
@@ -537,7 +617,11 @@ async fn echoed_keys_are_redacted_before_any_truncation() {
     assert!(run.stderr.contains("***"), "{}", run.stderr);
     for file in walk(&dir.path().join("out")) {
         let text = String::from_utf8_lossy(&std::fs::read(&file).unwrap()).into_owned();
-        assert!(!text.contains(&partial), "key leaked into {}", file.display());
+        assert!(
+            !text.contains(&partial),
+            "key leaked into {}",
+            file.display()
+        );
     }
 }
 
@@ -547,10 +631,20 @@ async fn echoed_keys_are_redacted_before_any_truncation() {
 fn a_malformed_queue_url_never_shows_its_password() {
     let dir = tempfile::tempdir().unwrap();
     let book = write_book(dir.path(), "书.txt", 1, 1);
-    for url in ["redis//:Pa55wordXYZ@127.0.0.1:1/0", "postgres//u:Pa55wordXYZ@127.0.0.1:1/q"] {
+    for url in [
+        "redis//:Pa55wordXYZ@127.0.0.1:1/0",
+        "postgres//u:Pa55wordXYZ@127.0.0.1:1/q",
+    ] {
         let run = tingshu(
             dir.path(),
-            &["enqueue", book.to_str().unwrap(), "--queue", url, "--out", "out"],
+            &[
+                "enqueue",
+                book.to_str().unwrap(),
+                "--queue",
+                url,
+                "--out",
+                "out",
+            ],
             &[],
         );
         assert_ne!(run.code, 0);
@@ -567,17 +661,68 @@ fn a_malformed_queue_url_never_shows_its_password() {
 fn bad_numbers_name_the_file_line_and_key() {
     let base = "[backends.local]\ntype = \"espeak\"\n\n[voices.narrator]\nbackend = \"local\"\nvoice = \"cmn-latn-pinyin\"\n\n[casting]\nnarrator = \"narrator\"\n";
     let cases: Vec<(String, &str)> = vec![
-        (format!("{base}\n[mix]\ntarget_lufs = nan\n"), "v.toml:12: mix.target_lufs: NaN is out of range"),
-        (format!("{base}\n[mix]\ntrue_peak_dbtp = inf\n"), "v.toml:12: mix.true_peak_dbtp"),
-        (format!("{base}\n[mix.pauses]\nsentence_ms = 99999999\n"), "v.toml:12: mix.pauses.sentence_ms"),
-        (base.replace("type = \"espeak\"\n", "type = \"espeak\"\nworkers = 9223372036854775807\n"), "v.toml:3: backends.local.workers"),
-        (base.replace("type = \"espeak\"\n", "type = \"espeak\"\nmax_chars = 0\n"), "v.toml:3: backends.local.max_chars"),
-        (base.replace("type = \"espeak\"\n", "type = \"espeak\"\nmax_in_flight = 100000\n"), "v.toml:3: backends.local.max_in_flight"),
-        (base.replace("type = \"espeak\"\n", "type = \"espeak\"\ntimeout_s = nan\n"), "v.toml:3: backends.local.timeout_s"),
-        (base.replace("type = \"espeak\"\n", "type = \"espeak\"\nmax_body_mb = -1.0\n"), "v.toml:3: backends.local.max_body_mb"),
-        (base.replace("voice = \"cmn-latn-pinyin\"\n", "voice = \"cmn-latn-pinyin\"\nspeed = nan\n"), "v.toml:7: voices.narrator.speed"),
-        (base.replace("type = \"espeak\"\n", "type = \"espeak\"\ncolour = 3\n"), "v.toml:3"),
-        (base.replace("voice = \"cmn-latn-pinyin\"\n", "voice = \"cmn-latn-pinyin\"\nloudness = 3\n"), "v.toml:7"),
+        (
+            format!("{base}\n[mix]\ntarget_lufs = nan\n"),
+            "v.toml:12: mix.target_lufs: NaN is out of range",
+        ),
+        (
+            format!("{base}\n[mix]\ntrue_peak_dbtp = inf\n"),
+            "v.toml:12: mix.true_peak_dbtp",
+        ),
+        (
+            format!("{base}\n[mix.pauses]\nsentence_ms = 99999999\n"),
+            "v.toml:12: mix.pauses.sentence_ms",
+        ),
+        (
+            base.replace(
+                "type = \"espeak\"\n",
+                "type = \"espeak\"\nworkers = 9223372036854775807\n",
+            ),
+            "v.toml:3: backends.local.workers",
+        ),
+        (
+            base.replace("type = \"espeak\"\n", "type = \"espeak\"\nmax_chars = 0\n"),
+            "v.toml:3: backends.local.max_chars",
+        ),
+        (
+            base.replace(
+                "type = \"espeak\"\n",
+                "type = \"espeak\"\nmax_in_flight = 100000\n",
+            ),
+            "v.toml:3: backends.local.max_in_flight",
+        ),
+        (
+            base.replace(
+                "type = \"espeak\"\n",
+                "type = \"espeak\"\ntimeout_s = nan\n",
+            ),
+            "v.toml:3: backends.local.timeout_s",
+        ),
+        (
+            base.replace(
+                "type = \"espeak\"\n",
+                "type = \"espeak\"\nmax_body_mb = -1.0\n",
+            ),
+            "v.toml:3: backends.local.max_body_mb",
+        ),
+        (
+            base.replace(
+                "voice = \"cmn-latn-pinyin\"\n",
+                "voice = \"cmn-latn-pinyin\"\nspeed = nan\n",
+            ),
+            "v.toml:7: voices.narrator.speed",
+        ),
+        (
+            base.replace("type = \"espeak\"\n", "type = \"espeak\"\ncolour = 3\n"),
+            "v.toml:3",
+        ),
+        (
+            base.replace(
+                "voice = \"cmn-latn-pinyin\"\n",
+                "voice = \"cmn-latn-pinyin\"\nloudness = 3\n",
+            ),
+            "v.toml:7",
+        ),
     ];
     let dir = tempfile::tempdir().unwrap();
     let book = write_book(dir.path(), "书.txt", 1, 1);
@@ -585,11 +730,22 @@ fn bad_numbers_name_the_file_line_and_key() {
         std::fs::write(dir.path().join("v.toml"), &voices).unwrap();
         let run = tingshu(
             dir.path(),
-            &["build", book.to_str().unwrap(), "--voices", "v.toml", "--out", "out"],
+            &[
+                "build",
+                book.to_str().unwrap(),
+                "--voices",
+                "v.toml",
+                "--out",
+                "out",
+            ],
             &[],
         );
         assert_eq!(run.code, 2, "{voices}\n{}", run.stderr);
-        assert!(run.stderr.contains(expected), "expected {expected:?}:\n{}", run.stderr);
+        assert!(
+            run.stderr.contains(expected),
+            "expected {expected:?}:\n{}",
+            run.stderr
+        );
         assert_eq!(run.stderr.trim().lines().count(), 1, "{}", run.stderr);
         assert!(!run.stderr.contains("panicked"));
         assert!(!dir.path().join("out").exists());
@@ -607,7 +763,12 @@ fn a_wrong_lexicon_entry_reads_plainly() {
     .unwrap();
     let run = tingshu(dir.path(), &["pinyin", "--lexicon", "lex.toml"], &[]);
     assert_eq!(run.code, 2, "{}", run.stderr);
-    assert!(run.stderr.contains("lex.toml:2: key \"雾\": expected a pinyin string"), "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("lex.toml:2: key \"雾\": expected a pinyin string"),
+        "{}",
+        run.stderr
+    );
     assert!(!run.stderr.contains("untagged"), "{}", run.stderr);
 }
 
@@ -618,12 +779,47 @@ fn command_text_arguments_need_a_double_dash() {
     let dir = tempfile::tempdir().unwrap();
     let voices = "[backends.cmd]\ntype = \"command\"\nprogram = \"espeak-ng\"\nargs = [\"-v\", \"cmn-latn-pinyin\", \"--stdout\", \"{pinyin}\"]\n\n[voices.narrator]\nbackend = \"cmd\"\nvoice = \"x\"\n\n[casting]\nnarrator = \"narrator\"\n";
     std::fs::write(dir.path().join("v.toml"), voices).unwrap();
-    let run = tingshu(dir.path(), &["preview", "--voices", "v.toml", "-o", "o.wav", "--", "-减号开头。"], &[]);
+    let run = tingshu(
+        dir.path(),
+        &[
+            "preview",
+            "--voices",
+            "v.toml",
+            "-o",
+            "o.wav",
+            "--",
+            "-减号开头。",
+        ],
+        &[],
+    );
     assert_eq!(run.code, 2, "{}", run.stderr);
-    assert!(run.stderr.contains("v.toml:4: backends.cmd.args"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("v.toml:4: backends.cmd.args"),
+        "{}",
+        run.stderr
+    );
     // With `--`, text beginning with a dash is spoken, not parsed.
-    std::fs::write(dir.path().join("v.toml"), voices.replace("\"--stdout\", \"{pinyin}\"", "\"--stdout\", \"--\", \"{pinyin}\"")).unwrap();
-    let run = tingshu(dir.path(), &["preview", "--voices", "v.toml", "-o", "o.wav", "--", "-减号开头的一句话。"], &[]);
+    std::fs::write(
+        dir.path().join("v.toml"),
+        voices.replace(
+            "\"--stdout\", \"{pinyin}\"",
+            "\"--stdout\", \"--\", \"{pinyin}\"",
+        ),
+    )
+    .unwrap();
+    let run = tingshu(
+        dir.path(),
+        &[
+            "preview",
+            "--voices",
+            "v.toml",
+            "-o",
+            "o.wav",
+            "--",
+            "-减号开头的一句话。",
+        ],
+        &[],
+    );
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(dir.path().join("o.wav").is_file());
 }
@@ -643,28 +839,55 @@ fn fallback_audio_is_not_reused_once_the_primary_recovers() {
     );
     std::fs::write(dir.path().join("v.toml"), voices).unwrap();
     let book = write_book(dir.path(), "书.txt", 1, 2);
-    let args = ["build", book.to_str().unwrap(), "--voices", "v.toml", "--out", "out"];
+    let args = [
+        "build",
+        book.to_str().unwrap(),
+        "--voices",
+        "v.toml",
+        "--out",
+        "out",
+    ];
     server.fail_next(1_000_000);
     let run = tingshu(dir.path(), &args, &[]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let storm = server.count();
     assert!(storm > 0);
     let manifest: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(dir.path().join("out/书/manifest.json")).unwrap()).unwrap();
+        serde_json::from_slice(&std::fs::read(dir.path().join("out/书/manifest.json")).unwrap())
+            .unwrap();
     let segments = manifest["chapters"][0]["segments"].as_array().unwrap();
-    assert!(segments.iter().all(|s| s["fallback"] == "local/cmn-latn-pinyin"), "{segments:?}");
+    assert!(
+        segments
+            .iter()
+            .all(|s| s["fallback"] == "local/cmn-latn-pinyin"),
+        "{segments:?}"
+    );
     let report = std::fs::read_to_string(dir.path().join("out/书/report.txt")).unwrap();
-    assert!(report.contains(&format!("Fallbacks: segments read by a fallback backend ({})", segments.len())), "{report}");
+    assert!(
+        report.contains(&format!(
+            "Fallbacks: segments read by a fallback backend ({})",
+            segments.len()
+        )),
+        "{report}"
+    );
 
     server.fail_next(0);
     let run = tingshu(dir.path(), &args, &[]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     // Every chunk once (retries = 0), as during the storm.
-    assert_eq!(server.count() - storm, storm, "the healthy server was not asked again");
+    assert_eq!(
+        server.count() - storm,
+        storm,
+        "the healthy server was not asked again"
+    );
     let manifest: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(dir.path().join("out/书/manifest.json")).unwrap()).unwrap();
+        serde_json::from_slice(&std::fs::read(dir.path().join("out/书/manifest.json")).unwrap())
+            .unwrap();
     let segments = manifest["chapters"][0]["segments"].as_array().unwrap();
-    assert!(segments.iter().all(|s| s.get("fallback").is_none()), "{segments:?}");
+    assert!(
+        segments.iter().all(|s| s.get("fallback").is_none()),
+        "{segments:?}"
+    );
     let report = std::fs::read_to_string(dir.path().join("out/书/report.txt")).unwrap();
     assert!(!report.contains("Fallbacks"), "{report}");
     // A third run is all from the primary's cache.
@@ -711,12 +934,25 @@ async fn a_2_gb_answer_is_rejected_early_with_bounded_memory() {
         let dir = tempfile::tempdir().unwrap();
         one_backend_voices(
             dir.path(),
-            &format!("type = \"http\"\nmethod = \"POST\"\nurl = \"http://{server}/tts\"\njson = {{ text = \"{{text}}\" }}\nmax_in_flight = 4"),
+            &format!(
+                "type = \"http\"\nmethod = \"POST\"\nurl = \"http://{server}/tts\"\njson = {{ text = \"{{text}}\" }}\nmax_in_flight = 4"
+            ),
         );
         let d = dir.path().to_owned();
         let started = Instant::now();
         let run = tokio::task::spawn_blocking(move || {
-            tingshu(&d, &["preview", "守塔人把灯擦亮了。", "--voices", "voices.toml", "-o", "o.wav"], &[])
+            tingshu(
+                &d,
+                &[
+                    "preview",
+                    "守塔人把灯擦亮了。",
+                    "--voices",
+                    "voices.toml",
+                    "-o",
+                    "o.wav",
+                ],
+                &[],
+            )
         })
         .await
         .unwrap();
@@ -746,14 +982,28 @@ fn a_spilled_chapter_mixes_to_the_same_bytes() {
     for (out, spill) in [("memory", "100000"), ("spilled", "0")] {
         let run = tingshu(
             dir.path(),
-            &["build", book.to_str().unwrap(), "--voices", voices.to_str().unwrap(), "--out", out, "--cache", "cache"],
+            &[
+                "build",
+                book.to_str().unwrap(),
+                "--voices",
+                voices.to_str().unwrap(),
+                "--out",
+                out,
+                "--cache",
+                "cache",
+            ],
             &[("TINGSHU_SPILL_AFTER_MB", spill)],
         );
         assert_eq!(run.code, 0, "{}", run.stderr);
         let mut files: Vec<(String, Vec<u8>)> = walk(&dir.path().join(out).join("长"))
             .into_iter()
             .filter(|p| p.extension().is_some_and(|e| e == "wav"))
-            .map(|p| (p.file_name().unwrap().to_string_lossy().into_owned(), std::fs::read(&p).unwrap()))
+            .map(|p| {
+                (
+                    p.file_name().unwrap().to_string_lossy().into_owned(),
+                    std::fs::read(&p).unwrap(),
+                )
+            })
             .collect();
         files.sort();
         assert_eq!(files.len(), 2);
@@ -764,7 +1014,10 @@ fn a_spilled_chapter_mixes_to_the_same_bytes() {
             .collect();
         assert!(names.iter().all(|n| !n.starts_with('.')), "{names:?}");
     }
-    assert!(outputs[0] == outputs[1], "spilled and in-memory chapters differ");
+    assert!(
+        outputs[0] == outputs[1],
+        "spilled and in-memory chapters differ"
+    );
 }
 
 // ------------------------------------------------- 7. processes and names
@@ -783,7 +1036,10 @@ fn ffmpeg_children(parent: u32) -> Vec<u32> {
         let Some((comm, rest)) = stat.split_once(") ") else {
             continue;
         };
-        let ppid = rest.split_whitespace().nth(1).and_then(|p| p.parse::<u32>().ok());
+        let ppid = rest
+            .split_whitespace()
+            .nth(1)
+            .and_then(|p| p.parse::<u32>().ok());
         if comm.ends_with("(ffmpeg") && ppid == Some(parent) {
             found.push(pid);
         }
@@ -849,7 +1105,10 @@ fn a_killed_build_leaves_no_ffmpeg_and_the_rerun_cleans_up() {
     while orphans.iter().any(|&p| alive(p)) && Instant::now() < gone_by {
         std::thread::sleep(Duration::from_millis(20));
     }
-    assert!(orphans.iter().all(|&p| !alive(p)), "ffmpeg outlived tingshu: {orphans:?}");
+    assert!(
+        orphans.iter().all(|&p| !alive(p)),
+        "ffmpeg outlived tingshu: {orphans:?}"
+    );
     // Something a killed run leaves: a half-written file.
     let book_dir = dir.path().join("out/灯");
     std::fs::create_dir_all(&book_dir).unwrap();
@@ -873,7 +1132,14 @@ fn bidi_controls_never_reach_file_names() {
     let voices = espeak_voices();
     let run = tingshu(
         dir.path(),
-        &["build", "书.txt", "--voices", voices.to_str().unwrap(), "--out", "out"],
+        &[
+            "build",
+            "书.txt",
+            "--voices",
+            voices.to_str().unwrap(),
+            "--out",
+            "out",
+        ],
         &[],
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
@@ -881,7 +1147,10 @@ fn bidi_controls_never_reach_file_names() {
         .iter()
         .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
         .collect();
-    assert!(names.iter().any(|n| n == "0001-第一章_灯3pm.exe塔.wav"), "{names:?}");
+    assert!(
+        names.iter().any(|n| n == "0001-第一章_灯3pm.exe塔.wav"),
+        "{names:?}"
+    );
     for name in names {
         assert!(!name.chars().any(|c| matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')), "{name:?}");
     }

@@ -299,7 +299,13 @@ impl Encoder {
             );
         }
         args.extend(["-movflags", "+faststart", "-f", "ipod"].map(String::from));
-        let result = self.run(args, out, Expect::Audio { duration_ms: start_ms });
+        let result = self.run(
+            args,
+            out,
+            Expect::Audio {
+                duration_ms: start_ms,
+            },
+        );
         let _ = std::fs::remove_file(&list);
         let _ = std::fs::remove_file(&meta);
         result
@@ -370,7 +376,12 @@ impl Encoder {
     /// `Error writing trailer … No space left on device`; this catches it.
     fn verify(&self, file: &Path, expect: Expect) -> Result<(), String> {
         let output = Command::new(self.probe_program())
-            .args(["-v", "error", "-show_entries", "format=duration:stream=codec_type"])
+            .args([
+                "-v",
+                "error",
+                "-show_entries",
+                "format=duration:stream=codec_type",
+            ])
             .args(["-of", "default=noprint_wrappers=1"])
             .arg(path_arg(file))
             .stdin(Stdio::null())
@@ -386,7 +397,10 @@ impl Encoder {
             let line = last_line(&stderr);
             return Err(format!("the file written does not read back ({line})"));
         }
-        let has = |kind: &str| text.lines().any(|l| l.trim() == format!("codec_type={kind}"));
+        let has = |kind: &str| {
+            text.lines()
+                .any(|l| l.trim() == format!("codec_type={kind}"))
+        };
         let (kind, expected_ms) = match expect {
             Expect::Audio { duration_ms } => ("audio", Some(duration_ms)),
             Expect::Image => ("video", None),
@@ -414,7 +428,13 @@ impl Encoder {
     }
 
     fn verify_by_decoding(&self, file: &Path) -> Result<(), String> {
-        let args = vec!["-i".into(), path_arg(file), "-f".into(), "null".into(), "-".into()];
+        let args = vec![
+            "-i".into(),
+            path_arg(file),
+            "-f".into(),
+            "null".into(),
+            "-".into(),
+        ];
         match self.invoke(args) {
             Ok(None) => Ok(()),
             Ok(Some(message)) => Err(format!("the file written does not read back: {message}")),
@@ -500,7 +520,10 @@ fn is_disk_full(line: &str) -> bool {
 /// Fails early, with a plain message, when the file system of `out` has
 /// less than `needed` bytes free.
 fn check_free_space(out: &Path, needed: u64) -> Result<(), EncodeError> {
-    let dir = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let dir = out
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
     let Some(free) = crate::audio::child::free_bytes(dir) else {
         return Ok(());
     };

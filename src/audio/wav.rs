@@ -76,7 +76,12 @@ pub fn read_header(path: &Path) -> std::io::Result<(u32, u64)> {
     let mut h = [0u8; 80];
     let mut file = fs::File::open(path)?;
     let n = file.read(&mut h)?;
-    let bad = || std::io::Error::new(std::io::ErrorKind::InvalidData, "not a WAV file tingshu wrote");
+    let bad = || {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "not a WAV file tingshu wrote",
+        )
+    };
     let u32_at = |i: usize| u32::from_le_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]);
     let u64_at = |i: usize| u64::from(u32_at(i)) | (u64::from(u32_at(i + 4)) << 32);
     match &h[..4] {
@@ -160,7 +165,10 @@ pub fn remove_stale_parts(dir: &Path) -> usize {
         let name = entry.file_name();
         let name = name.to_string_lossy();
         let is_part = name.starts_with('.') && name.ends_with(".part");
-        if is_part && entry.file_type().is_ok_and(|t| t.is_file()) && fs::remove_file(entry.path()).is_ok() {
+        if is_part
+            && entry.file_type().is_ok_and(|t| t.is_file())
+            && fs::remove_file(entry.path()).is_ok()
+        {
             removed += 1;
         }
     }

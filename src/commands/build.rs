@@ -520,7 +520,12 @@ fn report_text(
         .flat_map(|c| {
             c.segments.iter().enumerate().filter_map(move |(i, s)| {
                 s.fallback.as_ref().map(|f| {
-                    format!("  chapter {} segment {} [{}]: read by {f}", c.index, i + 1, s.voice)
+                    format!(
+                        "  chapter {} segment {} [{}]: read by {f}",
+                        c.index,
+                        i + 1,
+                        s.voice
+                    )
                 })
             })
         })

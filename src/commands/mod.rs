@@ -98,7 +98,10 @@ mod tests {
         assert_eq!(sanitize_file_name("../../etc/passwd"), "_.._etc_passwd");
         assert_eq!(sanitize_file_name("..."), "untitled");
         assert_eq!(sanitize_file_name("a\u{0}b\tc"), "a_b_c");
-        assert_eq!(sanitize_file_name("第\u{202E}一章\u{200B}txt.exe"), "第一章txt.exe");
+        assert_eq!(
+            sanitize_file_name("第\u{202E}一章\u{200B}txt.exe"),
+            "第一章txt.exe"
+        );
         assert_eq!(sanitize_file_name("\u{2066}\u{2069}"), "untitled");
         assert_eq!(sanitize_file_name(&"长".repeat(100)).chars().count(), 60);
         assert!(!sanitize_file_name(".hidden").starts_with('.'));

@@ -74,8 +74,7 @@ fn entry_line(text: &str, key: &str) -> usize {
 /// An entry as written: `"mao2 zhong4"` or `{ pinyin = "…", say = "…" }`;
 /// anything else is a plain message saying what is expected.
 fn raw_entry(value: toml::Value) -> Result<(Option<String>, Option<String>), String> {
-    const EXPECTED: &str =
-        "expected a pinyin string such as \"mao2 zhong4\" or a table { pinyin = \"…\", say = \"…\" }";
+    const EXPECTED: &str = "expected a pinyin string such as \"mao2 zhong4\" or a table { pinyin = \"…\", say = \"…\" }";
     match value {
         toml::Value::String(p) => Ok((Some(p), None)),
         toml::Value::Table(table) => {
@@ -86,9 +85,7 @@ fn raw_entry(value: toml::Value) -> Result<(Option<String>, Option<String>), Str
                     "pinyin" => &mut pinyin,
                     "say" => &mut say,
                     other => {
-                        return Err(format!(
-                            "unknown key '{other}' (known: pinyin, say)"
-                        ));
+                        return Err(format!("unknown key '{other}' (known: pinyin, say)"));
                     }
                 };
                 match v {
@@ -277,7 +274,8 @@ mod tests {
             err.to_string(),
             "lexicon b.toml:1: key \"毛\": unknown key 'sai' (known: pinyin, say)"
         );
-        let err = Lexicon::parse("\"灯\" = \"deng1\"\n\"毛\" = 3", Path::new("b.toml")).unwrap_err();
+        let err =
+            Lexicon::parse("\"灯\" = \"deng1\"\n\"毛\" = 3", Path::new("b.toml")).unwrap_err();
         assert_eq!(
             err.to_string(),
             "lexicon b.toml:2: key \"毛\": expected a pinyin string such as \"mao2 zhong4\" or a table { pinyin = \"…\", say = \"…\" }, not integer"

@@ -555,7 +555,9 @@ fn is_stale_temp(name: &str, age: std::time::Duration) -> bool {
         .and_then(|pid| pid.parse::<i32>().ok());
     let alive = pid.is_some_and(|pid| {
         // SAFETY: signal 0 only checks that the process exists.
-        pid > 0 && (unsafe { libc::kill(pid, 0) } == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM))
+        pid > 0
+            && (unsafe { libc::kill(pid, 0) } == 0
+                || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM))
     });
     !alive && age > std::time::Duration::from_secs(60)
 }

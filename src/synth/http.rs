@@ -531,7 +531,14 @@ impl Synthesizer for Http {
 
     async fn synthesize(&self, req: &SynthRequest) -> Result<AudioClip, SynthError> {
         let cap = body_cap(req, self.max_body);
-        let body = send(&self.name, self.request(req), self.timeout, &self.secret, cap).await?;
+        let body = send(
+            &self.name,
+            self.request(req),
+            self.timeout,
+            &self.secret,
+            cap,
+        )
+        .await?;
         self.read_answer(&body, req)
     }
 }
