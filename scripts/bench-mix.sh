@@ -26,12 +26,12 @@ if [[ "${1:-}" == long ]]; then
   trap 'rm -rf "$work"' EXIT
   for m in "${minutes[@]}"; do
     book="$work/长章$m.txt"
-    # About 250 Han characters a minute with espeak-ng at rate 230 (measured
+    # About 285 Han characters a minute with espeak-ng at rate 230 (measured
     # on 20 min: see BENCHMARKS.md); every paragraph differs (numbers).
     python3 - "$m" > "$book" <<'PY'
 import sys
 minutes = int(sys.argv[1])
-paras = minutes * 250 // 38
+paras = minutes * 285 // 38
 print("第一章 很长的一夜")
 for p in range(1, paras + 1):
     print(f"　　第{p}盏灯亮起的时候，守塔人又往炉子里添了一块木柴。他说：“还剩{p}个钟头。”")

@@ -2,6 +2,7 @@
 //! rate, trimmed, faded, brought to the loudness target per voice, laid out
 //! with pauses, and streamed straight into the chapter's WAV file.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::io::{Seek, Write};
 use std::path::Path;
@@ -129,31 +130,37 @@ pub struct SegmentAudio {
 
 /// A chunk made ready for the mixer ([`prepare`]): at the output rate,
 /// backend silence trimmed, faded, with its K-weighted power measured. Its
-/// samples are in memory, or in a chapter's [`Spill`] file once the
-/// chapter holds more than the pipeline keeps in memory.
+/// samples and tracks are in memory, or in a chapter's [`Spill`] file once
+/// the chapter holds more than the pipeline keeps in memory.
 #[derive(Debug, Clone)]
 pub struct PreparedClip {
-    samples: Samples,
-    track: Track,
+    data: Data,
 }
 
-/// Where a prepared clip's samples are.
+/// Where a prepared clip's samples and tracks are.
 #[derive(Debug, Clone)]
-enum Samples {
-    Memory(Vec<f32>),
+enum Data {
+    Memory {
+        samples: Vec<f32>,
+        track: Track,
+    },
+    /// In `file` from `offset`: the samples, then the power track, then
+    /// the peak track, as little-endian `f32`.
     Spilled {
         file: Arc<Spill>,
         offset: u64,
         len: usize,
+        power: usize,
+        peaks: usize,
     },
 }
 
 impl PreparedClip {
     /// Number of samples.
     pub fn len(&self) -> usize {
-        match &self.samples {
-            Samples::Memory(s) => s.len(),
-            Samples::Spilled { len, .. } => *len,
+        match &self.data {
+            Data::Memory { samples, .. } => samples.len(),
+            Data::Spilled { len, .. } => *len,
         }
     }
 
@@ -161,58 +168,95 @@ impl PreparedClip {
         self.len() == 0
     }
 
-    /// Bytes of samples held in memory (0 once spilled).
+    /// Bytes of samples and tracks held in memory (0 once spilled).
     pub fn memory_bytes(&self) -> usize {
-        match &self.samples {
-            Samples::Memory(s) => s.len() * 4,
-            Samples::Spilled { .. } => 0,
+        match &self.data {
+            Data::Memory { samples, track } => {
+                (samples.len() + track.power.len() + track.peaks.len()) * 4
+            }
+            Data::Spilled { .. } => 0,
         }
     }
 
-    /// Moves the samples into `spill` (no effect when already spilled).
+    /// Moves the samples and tracks into `spill` (no effect when already
+    /// spilled).
     pub fn spill(&mut self, spill: &Arc<Spill>) -> std::io::Result<()> {
-        if let Samples::Memory(samples) = &self.samples {
-            let offset = spill.append(samples)?;
-            self.samples = Samples::Spilled {
+        if let Data::Memory { samples, track } = &self.data {
+            let offset = spill.append(&[samples, &track.power, &track.peaks])?;
+            self.data = Data::Spilled {
                 file: Arc::clone(spill),
                 offset,
                 len: samples.len(),
+                power: track.power.len(),
+                peaks: track.peaks.len(),
             };
         }
         Ok(())
     }
 
     /// The samples (read back from the spill file when spilled).
-    fn read(&self) -> Result<std::borrow::Cow<'_, [f32]>, WavError> {
-        match &self.samples {
-            Samples::Memory(s) => Ok(std::borrow::Cow::Borrowed(s)),
-            Samples::Spilled { file, offset, len } => {
-                Ok(std::borrow::Cow::Owned(file.read(*offset, *len)?))
-            }
+    fn samples(&self) -> Result<Cow<'_, [f32]>, WavError> {
+        match &self.data {
+            Data::Memory { samples, .. } => Ok(Cow::Borrowed(samples)),
+            Data::Spilled {
+                file, offset, len, ..
+            } => Ok(Cow::Owned(file.read(*offset, *len)?)),
         }
     }
 
-    /// Runs the limiter over the clip at `ceiling`, keeping its track in
+    /// The power track.
+    fn power(&self) -> Result<Cow<'_, [f32]>, WavError> {
+        match &self.data {
+            Data::Memory { track, .. } => Ok(Cow::Borrowed(&track.power)),
+            Data::Spilled {
+                file,
+                offset,
+                len,
+                power,
+                ..
+            } => Ok(Cow::Owned(file.read(offset + 4 * *len as u64, *power)?)),
+        }
+    }
+
+    /// The peak track.
+    fn peaks(&self) -> Result<Cow<'_, [f32]>, WavError> {
+        match &self.data {
+            Data::Memory { track, .. } => Ok(Cow::Borrowed(&track.peaks)),
+            Data::Spilled {
+                file,
+                offset,
+                len,
+                power,
+                peaks,
+            } => Ok(Cow::Owned(
+                file.read(offset + 4 * (*len + *power) as u64, *peaks)?,
+            )),
+        }
+    }
+
+    /// Runs the limiter over the clip at `ceiling`, keeping its tracks in
     /// step; a clip whose peaks stay under the ceiling is not read.
     fn limit(&mut self, ceiling: f32, rate: u32) -> Result<(), WavError> {
-        if ceiling <= 0.0 || self.track.peaks.iter().all(|&p| p <= ceiling) {
+        if ceiling <= 0.0 || self.peaks()?.iter().all(|&p| p <= ceiling) {
             return Ok(());
         }
-        let track = &mut self.track;
-        match &mut self.samples {
-            Samples::Memory(samples) => {
+        match &mut self.data {
+            Data::Memory { samples, track } => {
                 limit::limit_tracked(samples, &mut track.power, &mut track.peaks, ceiling, rate);
             }
-            Samples::Spilled { file, offset, len } => {
-                let mut samples = file.read(*offset, *len)?;
-                limit::limit_tracked(
-                    &mut samples,
-                    &mut track.power,
-                    &mut track.peaks,
-                    ceiling,
-                    rate,
-                );
-                file.write(*offset, &samples)?;
+            Data::Spilled {
+                file,
+                offset,
+                len,
+                power,
+                peaks,
+            } => {
+                let all = file.read(*offset, *len + *power + *peaks)?;
+                let (s, rest) = all.split_at(*len);
+                let (p, q) = rest.split_at(*power);
+                let (mut s, mut p, mut q) = (s.to_vec(), p.to_vec(), q.to_vec());
+                limit::limit_tracked(&mut s, &mut p, &mut q, ceiling, rate);
+                file.write(*offset, &[&s, &p, &q])?;
             }
         }
         Ok(())
@@ -222,20 +266,19 @@ impl PreparedClip {
     /// [`loudness::true_peak_above`]); a clip too quiet to pass it is not read.
     fn true_peak_above(&self, floor: f32) -> Result<f32, WavError> {
         let threshold = loudness::true_peak_threshold(floor);
-        if self.track.peaks.iter().all(|&p| p <= threshold) {
+        let peaks = self.peaks()?;
+        if peaks.iter().all(|&p| p <= threshold) {
             return Ok(floor);
         }
-        let samples = self.read()?;
-        Ok(loudness::true_peak_above(
-            &[(&samples, &self.track.peaks)],
-            floor,
-        ))
+        let samples = self.samples()?;
+        Ok(loudness::true_peak_above(&[(&samples, &peaks)], floor))
     }
 }
 
-/// A temporary file holding the samples of a chapter's clips while the
-/// chapter is assembled, so memory does not grow with its length. Unnamed
-/// (`O_TMPFILE`): it disappears when closed, even when tingshu is killed.
+/// A temporary file holding the samples and tracks of a chapter's clips
+/// while the chapter is assembled, so memory does not grow with its
+/// length. Unnamed (`O_TMPFILE`): it disappears when closed, even when
+/// tingshu is killed.
 #[derive(Debug)]
 pub struct Spill {
     file: std::fs::File,
@@ -252,9 +295,18 @@ impl Spill {
         }))
     }
 
-    fn append(&self, samples: &[f32]) -> std::io::Result<u64> {
+    fn bytes(parts: &[&[f32]]) -> Vec<u8> {
+        parts
+            .iter()
+            .flat_map(|p| p.iter())
+            .flat_map(|s| s.to_le_bytes())
+            .collect()
+    }
+
+    /// Appends `parts` back to back; returns where they start.
+    fn append(&self, parts: &[&[f32]]) -> std::io::Result<u64> {
         use std::os::unix::fs::FileExt;
-        let bytes: Vec<u8> = samples.iter().flat_map(|s| s.to_le_bytes()).collect();
+        let bytes = Spill::bytes(parts);
         let offset = {
             let mut end = self.end.lock().unwrap_or_else(|e| e.into_inner());
             let offset = *end;
@@ -277,11 +329,10 @@ impl Spill {
             .collect())
     }
 
-    fn write(&self, offset: u64, samples: &[f32]) -> Result<(), WavError> {
+    fn write(&self, offset: u64, parts: &[&[f32]]) -> Result<(), WavError> {
         use std::os::unix::fs::FileExt;
-        let bytes: Vec<u8> = samples.iter().flat_map(|s| s.to_le_bytes()).collect();
         self.file
-            .write_all_at(&bytes, offset)
+            .write_all_at(&Spill::bytes(parts), offset)
             .map_err(WavError::Spill)
     }
 }
@@ -308,8 +359,10 @@ pub fn prepare(clip: AudioClip, rate: u32) -> PreparedClip {
         peaks: limit::block_peaks(&clip.samples),
     };
     PreparedClip {
-        samples: Samples::Memory(clip.samples),
-        track,
+        data: Data::Memory {
+            samples: clip.samples,
+            track,
+        },
     }
 }
 
@@ -399,7 +452,7 @@ pub fn mix_prepared<W: Write + Seek>(
     }
     let correction = correct_chapter(config, &mut segments, &voices, &mut gains_db)?;
     let peaks = cap_true_peaks(config, &segments, &voices, &mut gains_db)?;
-    let (integrated_lufs, total) = chapter_lufs(config, &segments, &voices, &gains_db);
+    let (integrated_lufs, total) = chapter_lufs(config, &segments, &voices, &gains_db)?;
     tracing::debug!(correction, "chapter corrected");
 
     let gains: Vec<f32> = voices
@@ -521,7 +574,7 @@ impl Sink for PowerSink {
 
     fn append(&mut self, clip: &PreparedClip, gain: f32) -> Result<(), WavError> {
         self.blocks.add(
-            &clip.track.power,
+            &clip.power()?,
             clip.len(),
             f64::from(gain) * f64::from(gain),
         );
@@ -540,7 +593,7 @@ fn chapter_lufs(
     segments: &[PreparedSegment],
     voices: &VoiceIndex,
     gains_db: &[f64],
-) -> (f64, u64) {
+) -> Result<(f64, u64), WavError> {
     let gains: Vec<f32> = voices
         .of_segment
         .iter()
@@ -549,10 +602,8 @@ fn chapter_lufs(
     let mut sink = PowerSink {
         blocks: loudness::PowerBlocks::new(config.sample_rate),
     };
-    match lay_out(config, segments, &gains, &mut sink) {
-        Ok(_) => (sink.blocks.integrated_lufs(), sink.blocks.len()),
-        Err(_) => (f64::NEG_INFINITY, sink.blocks.len()),
-    }
+    lay_out(config, segments, &gains, &mut sink)?;
+    Ok((sink.blocks.integrated_lufs(), sink.blocks.len()))
 }
 
 /// Voices leveled one by one land a little under the target once laid out
@@ -566,7 +617,7 @@ fn correct_chapter(
     voices: &VoiceIndex,
     gains_db: &mut [f64],
 ) -> Result<f64, WavError> {
-    let (measured, _) = chapter_lufs(config, segments, voices, gains_db);
+    let (measured, _) = chapter_lufs(config, segments, voices, gains_db)?;
     if !(measured.is_finite() && measured > -70.0) {
         return Ok(0.0);
     }
@@ -687,12 +738,16 @@ fn voice_lufs(
     voices: &VoiceIndex,
     v: usize,
     gain_db: f64,
-) -> f64 {
-    let clips: Vec<(&[f32], usize)> = clips_of(segments, voices, v)
-        .map(|c| (c.track.power.as_slice(), c.len()))
-        .collect();
+) -> Result<f64, WavError> {
+    let clips: Vec<&PreparedClip> = clips_of(segments, voices, v).collect();
+    let total = clips.iter().map(|c| c.len()).sum();
     let scale = 10f64.powf(gain_db / 10.0);
-    loudness::power_lufs(&clips, scale, config.sample_rate)
+    loudness::power_lufs_by(total, config.sample_rate, |blocks| {
+        for clip in &clips {
+            blocks.add(&clip.power()?, clip.len(), scale);
+        }
+        Ok(())
+    })
 }
 
 /// Brings voice `v`'s speech in this chapter to the loudness target with
@@ -705,7 +760,7 @@ fn level_voice(
     voices: &VoiceIndex,
     v: usize,
 ) -> Result<f64, WavError> {
-    let original = voice_lufs(config, segments, voices, v, 0.0);
+    let original = voice_lufs(config, segments, voices, v, 0.0)?;
     if !(original.is_finite() && original > -70.0) {
         return Ok(0.0);
     }
@@ -717,7 +772,7 @@ fn level_voice(
         if pass == 1 {
             break;
         }
-        let after = voice_lufs(config, segments, voices, v, gain);
+        let after = voice_lufs(config, segments, voices, v, gain)?;
         let more = (config.target_lufs - after).clamp(0.0, 6.0 - extra);
         if !after.is_finite() || more < 0.05 {
             break;
@@ -796,7 +851,7 @@ impl<W: Write + Seek> Sink for ChapterWriter<W> {
     }
 
     fn append(&mut self, clip: &PreparedClip, gain: f32) -> Result<(), WavError> {
-        let samples = clip.read()?;
+        let samples = clip.samples()?;
         for chunk in samples.chunks(WRITE_CHUNK) {
             self.put(chunk.iter().map(|&s| wav::to_i16(s * gain)))?;
         }
