@@ -7,9 +7,54 @@
 #     (default 1000) with the embedded espeak-ng voice, measured with
 #     /usr/bin/time -v (largest single process) and by sampling the summed
 #     RSS of the whole process tree (main process + espeak workers).
+#  3. `scripts/bench-mix.sh long [MINUTES...]` (issue 17): peak RSS of
+#     `tingshu build` on books of ONE chapter lasting about MINUTES minutes
+#     each (default 20 180) with the espeak-only voices, main process
+#     (wait4, via /usr/bin/time) and summed process tree; the ratio of the
+#     longest to the shortest is the figure (memory must not grow with a
+#     chapter's length).
 # Usage: scripts/bench-mix.sh [CHAPTERS] [FORMATS]   e.g. 1000 wav,m4b
+#        scripts/bench-mix.sh long [MINUTES...]      e.g. long 20 180
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [[ "${1:-}" == long ]]; then
+  shift
+  minutes=("$@")
+  ((${#minutes[@]})) || minutes=(20 180)
+  cargo build --release --quiet
+  work=$(mktemp -d)
+  trap 'rm -rf "$work"' EXIT
+  for m in "${minutes[@]}"; do
+    book="$work/长章$m.txt"
+    # About 285 Han characters a minute with espeak-ng at rate 230 (measured
+    # on 20 min: see BENCHMARKS.md); every paragraph differs (numbers).
+    python3 - "$m" > "$book" <<'PY'
+import sys
+minutes = int(sys.argv[1])
+paras = minutes * 285 // 38
+print("第一章 很长的一夜")
+for p in range(1, paras + 1):
+    print(f"　　第{p}盏灯亮起的时候，守塔人又往炉子里添了一块木柴。他说：“还剩{p}个钟头。”")
+PY
+    out="$work/out$m"
+    /usr/bin/time -f "%M %e" -o "$work/time$m" target/release/tingshu build "$book" \
+      --voices voices/espeak.toml --out "$out" 2> "$work/stderr$m" &
+    pid=$!
+    peak=0
+    while kill -0 "$pid" 2>/dev/null; do
+      # tingshu and its espeak-ng workers (and ffmpeg): its direct children.
+      tree=$(ps -o rss= --ppid "$pid" --pid "$pid" 2>/dev/null | awk '{s+=$1} END {print s+0}')
+      ((tree > peak)) && peak=$tree
+      sleep 0.5
+    done
+    wait "$pid" || { tail -3 "$work/stderr$m"; exit 1; }
+    read -r rss wall < "$work/time$m"
+    audio=$(python3 -c "import json,glob; m=json.load(open(glob.glob('$out/*/manifest.json')[0])); print(round(sum(c['duration_s'] for c in m['chapters'])/60,1))")
+    wav=$(du -m "$out"/*/*.wav | awk '{print $1}')
+    echo "one chapter of $audio min audio ($wav MB WAV): peak RSS main process $((rss / 1024)) MB, process tree $((peak / 1024)) MB, wall ${wall} s"
+  done
+  exit 0
+fi
 chapters=${1:-1000}
 formats=${2:-wav}
 cargo build --release --quiet --example bench_mix

@@ -182,15 +182,20 @@ pub struct ClientConfig {
     /// Voice id asked of the fallback backend (default: the same id).
     #[serde(default)]
     pub fallback_voice: Option<String>,
+    /// Largest answer read from a network backend, in MiB (default 256);
+    /// an answer is also capped by what its text could take to say.
+    #[serde(default)]
+    pub max_body_mb: Option<f64>,
 }
 
-const CLIENT_KEYS: [&str; 6] = [
+const CLIENT_KEYS: [&str; 7] = [
     "max_in_flight",
     "rate_limit",
     "timeout_s",
     "retries",
     "fallback",
     "fallback_voice",
+    "max_body_mb",
 ];
 
 impl ClientConfig {
@@ -200,6 +205,14 @@ impl ClientConfig {
 
     pub fn rate(&self) -> Option<RateLimit> {
         self.rate_limit.as_deref().and_then(|r| r.parse().ok())
+    }
+
+    /// `max_body_mb` in bytes.
+    pub fn max_body(&self) -> u64 {
+        self.max_body_mb
+            .map_or(crate::synth::http::DEFAULT_MAX_BODY, |mb| {
+                (mb * f64::from(1u32 << 20)) as u64
+            })
     }
 
     pub fn retry_policy(&self) -> RetryPolicy {
@@ -348,8 +361,14 @@ impl VoicesConfig {
     ) -> Result<VoicesConfig, ConfigError> {
         let raw: RawVoicesFile = toml::from_str(text).map_err(|e| ConfigError::Parse {
             file: file.to_owned(),
+            // The line holding the span's start (a span starting a line
+            // is on that line, not the one before).
             line: e.span().map_or(0, |s| {
-                text[..s.start.min(text.len())].lines().count().max(1)
+                text.as_bytes()[..s.start.min(text.len())]
+                    .iter()
+                    .filter(|&&b| b == b'\n')
+                    .count()
+                    + 1
             }),
             message: e.message().trim().replace('\n', " "),
         })?;
@@ -367,10 +386,17 @@ impl VoicesConfig {
                     shared.insert(key.to_owned(), v);
                 }
             }
-            let client = ClientConfig::deserialize(toml::Value::Table(shared))
-                .map_err(|e| invalid(format!("backends.{name}"), one_line(&e.to_string())))?;
-            let backend = BackendConfig::deserialize(toml::Value::Table(table))
-                .map_err(|e| invalid(format!("backends.{name}"), one_line(&e.to_string())))?;
+            // An unknown key is located on its own line, not its table's.
+            let located = |e: toml::de::Error| {
+                let message = one_line(&e.to_string());
+                let key = unknown_field(&message).map_or_else(
+                    || format!("backends.{name}"),
+                    |field| format!("backends.{name}.{field}"),
+                );
+                invalid(key, message)
+            };
+            let client = ClientConfig::deserialize(toml::Value::Table(shared)).map_err(located)?;
+            let backend = BackendConfig::deserialize(toml::Value::Table(table)).map_err(located)?;
             backends.insert(name.clone(), backend);
             clients.insert(name, client);
         }
@@ -475,7 +501,7 @@ impl VoicesConfig {
     fn check(&self) -> Result<(), ConfigError> {
         for (name, backend) in &self.backends {
             let checked = match backend {
-                BackendConfig::Espeak(_) => Ok(()),
+                BackendConfig::Espeak(c) => check_espeak(c),
                 BackendConfig::Kokoro(c) => {
                     let voices: Vec<(String, &str)> = self
                         .voices
@@ -506,10 +532,28 @@ impl VoicesConfig {
             {
                 return Err(self.invalid(format!("backends.{name}.rate_limit"), e.to_string()));
             }
-            if client.max_in_flight == Some(0) {
+            if let Some(n) = client.max_in_flight
+                && !(1..=MAX_IN_FLIGHT).contains(&n)
+            {
                 return Err(self.invalid(
                     format!("backends.{name}.max_in_flight"),
-                    "must be at least 1".into(),
+                    format!("{n} is out of range 1–{MAX_IN_FLIGHT}"),
+                ));
+            }
+            if let Some(n) = client.retries
+                && n > 100
+            {
+                return Err(self.invalid(
+                    format!("backends.{name}.retries"),
+                    format!("{n} is out of range 0–100"),
+                ));
+            }
+            if let Some(mb) = client.max_body_mb
+                && !(mb.is_finite() && (0.01..=4096.0).contains(&mb))
+            {
+                return Err(self.invalid(
+                    format!("backends.{name}.max_body_mb"),
+                    format!("{mb} is out of range 0.01–4096"),
                 ));
             }
             if client.timeout_s.is_some_and(|t| !(t > 0.0 && t <= 86400.0)) {
@@ -587,6 +631,9 @@ impl VoicesConfig {
         }
         if !(8000..=96000).contains(&self.mix.sample_rate) {
             return Err(self.invalid("mix.sample_rate".into(), "must be 8000–96000".into()));
+        }
+        if let Err((key, message)) = check_mix(&self.mix) {
+            return Err(self.invalid(format!("mix.{key}"), message));
         }
         Ok(())
     }
@@ -711,28 +758,37 @@ impl VoicesConfig {
                 Arc::new(Espeak::new(name, c, worker_program))
             }
             BackendConfig::Kokoro(c) => Arc::new(Kokoro::new(name, c.clone())),
-            BackendConfig::Openai(c) => Arc::new(Openai::new(
-                name,
-                c.clone(),
-                self.secret(c.api_key_env.as_ref()),
-                timeout,
-                in_flight,
-            )?),
-            BackendConfig::Http(c) => Arc::new(Http::new(
-                name,
-                c.clone(),
-                self.secret(c.api_key_env.as_ref()),
-                timeout,
-                in_flight,
-            )?),
-            BackendConfig::Azure(c) => Arc::new(Azure::new(
-                name,
-                c.clone(),
-                self.secret(Some(&c.api_key_env)),
-                self.secret(Some(&c.region_env)).expose(),
-                timeout,
-                in_flight,
-            )?),
+            BackendConfig::Openai(c) => Arc::new(
+                Openai::new(
+                    name,
+                    c.clone(),
+                    self.secret(c.api_key_env.as_ref()),
+                    timeout,
+                    in_flight,
+                )?
+                .with_max_body(client.max_body()),
+            ),
+            BackendConfig::Http(c) => Arc::new(
+                Http::new(
+                    name,
+                    c.clone(),
+                    self.secret(c.api_key_env.as_ref()),
+                    timeout,
+                    in_flight,
+                )?
+                .with_max_body(client.max_body()),
+            ),
+            BackendConfig::Azure(c) => Arc::new(
+                Azure::new(
+                    name,
+                    c.clone(),
+                    self.secret(Some(&c.api_key_env)),
+                    self.secret(Some(&c.region_env)).expose(),
+                    timeout,
+                    in_flight,
+                )?
+                .with_max_body(client.max_body()),
+            ),
             BackendConfig::Command(c) => {
                 Arc::new(CommandBackend::new(name, c.clone(), timeout, in_flight))
             }
@@ -775,6 +831,66 @@ impl VoicesConfig {
     }
 }
 
+/// Most requests a backend may have in flight, and most espeak-ng workers
+/// (each is a process).
+const MAX_IN_FLIGHT: usize = 1024;
+const MAX_WORKERS: usize = 256;
+
+/// `[backends.X] type = "espeak"`: numbers in range. Returns (key, problem).
+fn check_espeak(c: &crate::synth::espeak::EspeakConfig) -> Result<(), (String, String)> {
+    if c.workers > MAX_WORKERS {
+        return Err((
+            "workers".into(),
+            format!(
+                "{} is out of range 0–{MAX_WORKERS} (0 = one per core, plus two)",
+                c.workers
+            ),
+        ));
+    }
+    if !(80..=450).contains(&c.rate) {
+        return Err(("rate".into(), format!("{} is out of range 80–450", c.rate)));
+    }
+    if !(1..=10_000).contains(&c.max_chars) {
+        return Err((
+            "max_chars".into(),
+            format!("{} is out of range 1–10000", c.max_chars),
+        ));
+    }
+    Ok(())
+}
+
+/// `[mix]`: every number finite and in range. Returns (key, problem).
+fn check_mix(mix: &crate::audio::MixConfig) -> Result<(), (String, String)> {
+    let range = |key: &str, v: f64, lo: f64, hi: f64| {
+        if v.is_finite() && (lo..=hi).contains(&v) {
+            Ok(())
+        } else {
+            Err((key.to_owned(), format!("{v} is out of range {lo}–{hi}")))
+        }
+    };
+    range("target_lufs", mix.target_lufs, -70.0, -5.0)?;
+    range("true_peak_dbtp", mix.true_peak_dbtp, -30.0, 0.0)?;
+    let p = &mix.pauses;
+    for (key, ms) in [
+        ("clause_ms", p.clause_ms),
+        ("sentence_ms", p.sentence_ms),
+        ("hesitation_ms", p.hesitation_ms),
+        ("segment_ms", p.segment_ms),
+        ("turn_ms", p.turn_ms),
+        ("paragraph_ms", p.paragraph_ms),
+        ("chapter_start_ms", p.chapter_start_ms),
+        ("chapter_end_ms", p.chapter_end_ms),
+    ] {
+        if ms > 60_000 {
+            return Err((
+                format!("pauses.{key}"),
+                format!("{ms} is out of range 0–60000 ms"),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// A backend that could not be built: every request fails with the reason.
 struct Unavailable(String, String);
 
@@ -798,6 +914,12 @@ impl Synthesizer for Unavailable {
             message: self.0.clone(),
         })
     }
+}
+
+/// The field named by a serde "unknown field `x`" message.
+fn unknown_field(message: &str) -> Option<&str> {
+    let rest = message.split_once("unknown field `")?.1;
+    rest.split_once('`').map(|(field, _)| field)
 }
 
 fn one_line(message: &str) -> String {
@@ -886,7 +1008,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(
-            err.starts_with("v.toml:1: backends.a: unknown field `speed`"),
+            err.starts_with("v.toml:3: backends.a.speed: unknown field `speed`"),
             "{err}"
         );
         let bad_ref = "[backends.a]\ntype = \"espeak\"\n[voices.n]\nbackend = \"b\"\nvoice = \"x\"\n[casting]\nnarrator = \"n\"\n";
@@ -1042,10 +1164,14 @@ characters = { "毛仲" = "narrator" }
             ),
             (
                 "max_in_flight = 0",
-                "must be at least 1",
+                "0 is out of range 1–1024",
                 "5: backends.server.max_in_flight",
             ),
-            ("colour = 1", "unknown field `colour`", "1: backends.server"),
+            (
+                "colour = 1",
+                "unknown field `colour`",
+                "5: backends.server.colour",
+            ),
         ];
         for (extra, problem, key) in cases {
             let text = format!(

@@ -24,5 +24,6 @@ pub mod pipeline;
 pub mod progress;
 pub mod queue;
 pub mod studio;
+pub mod redact;
 pub mod synth;
 pub mod text;

@@ -34,13 +34,16 @@ fn main() -> ExitCode {
         .with_env_filter(
             EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_level)),
         )
-        .with_writer(std::io::stderr)
+        .with_writer(|| tingshu::redact::RedactingWriter(std::io::stderr()))
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     match run(cli) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            eprintln!("tingshu: error: {e:#}");
+            eprintln!(
+                "tingshu: error: {}",
+                tingshu::redact::redact(&format!("{e:#}"))
+            );
             // An unreachable queue server is a runtime failure, not bad input.
             let unavailable = e
                 .downcast_ref::<tingshu::queue::QueueError>()

@@ -57,6 +57,10 @@ pub struct ManifestSegment {
     pub end_s: f64,
     /// Name of the voice (from the voices file) that read it.
     pub voice: String,
+    /// `backend/voice id` of the fallback that read (part of) it when the
+    /// voice's own backend failed; absent when the voice's backend did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback: Option<String>,
 }
 
 impl Manifest {

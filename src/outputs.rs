@@ -533,6 +533,7 @@ mod tests {
                 start_s: 0.0,
                 end_s: duration_s,
                 voice: "narrator".to_owned(),
+                fallback: None,
             }],
             skipped: Vec::new(),
         }

@@ -82,7 +82,10 @@ pub struct PlannedChunk {
 /// The audio is shared between the places of a repeated request and copied
 /// only when its chapter is mixed, so chapters completed ahead by repeats
 /// cost no memory of their own.
-type Piece = (usize, Boundary, Result<Arc<PreparedClip>, SynthError>);
+type Piece = (usize, Boundary, Result<Made, SynthError>);
+
+/// A chunk's audio and, when a fallback backend made it, `backend/voice`.
+type Made = (Arc<PreparedClip>, Option<Arc<str>>);
 
 /// Where a chunk's audio goes.
 #[derive(Debug, Clone, Copy)]
@@ -212,7 +215,9 @@ impl Renderer {
         let rate = self.config.mix.sample_rate;
         let pieces = clips
             .into_par_iter()
-            .map(|(si, boundary, clip)| (si, boundary, Ok(Arc::new(mix::prepare(clip, rate)))))
+            .map(|(si, boundary, clip)| {
+                (si, boundary, Ok((Arc::new(mix::prepare(clip, rate)), None)))
+            })
             .collect();
         self.mix_chapter(job, pieces)
     }
@@ -281,11 +286,11 @@ impl Renderer {
                         // Each clip is made ready for the mixer as soon as
                         // it arrives, while other requests are in flight.
                         let result = match synthesize_task(&client, &task).await {
-                            Ok(clip) => {
+                            Ok((clip, fallback)) => {
                                 match tokio::task::spawn_blocking(move || mix::prepare(clip, rate))
                                     .await
                                 {
-                                    Ok(prepared) => Ok(Arc::new(prepared)),
+                                    Ok(prepared) => Ok((Arc::new(prepared), fallback)),
                                     Err(e) if e.is_panic() => {
                                         std::panic::resume_unwind(e.into_panic())
                                     }
@@ -349,6 +354,11 @@ impl Renderer {
         drop(first);
 
         let mut results: Vec<Vec<(usize, Piece)>> = jobs.iter().map(|_| Vec::new()).collect();
+        // A chapter holding more than SPILL_AFTER bytes of samples moves
+        // them into a temporary file beside its WAV: memory does not grow
+        // with a chapter's length.
+        let mut held: Vec<usize> = vec![0; jobs.len()];
+        let mut spills: Vec<Option<Arc<mix::Spill>>> = jobs.iter().map(|_| None).collect();
         // Chapters with no chunks at all finish at once.
         for (ci, job) in jobs.iter().enumerate() {
             if remaining[ci] == 0 {
@@ -366,13 +376,21 @@ impl Renderer {
                     copy_result(result.as_ref().expect("not taken yet"))
                 };
                 let ci = place.chapter;
+                if let Ok((clip, _)) = &piece {
+                    held[ci] += clip.memory_bytes();
+                }
                 results[ci].push((place.chunk, (place.segment, place.boundary, piece)));
+                if held[ci] > spill_after() {
+                    held[ci] = spill_chapter(&jobs[ci], &mut spills[ci], &mut results[ci]);
+                }
                 remaining[ci] -= 1;
                 if remaining[ci] == 0 {
                     let mut pieces = std::mem::take(&mut results[ci]);
                     pieces.sort_by_key(|(chunk, (si, _, _))| (*si, *chunk));
                     let pieces = pieces.into_iter().map(|(_, piece)| piece).collect();
                     on_chapter(self.finish_chapter(&jobs[ci], pieces));
+                    // The mixed chapter's clips are gone: so is its file.
+                    spills[ci] = None;
                 }
             }
         }
@@ -415,12 +433,22 @@ impl Renderer {
                 chunks: Vec::new(),
             })
             .collect();
+        let mut fallbacks: Vec<Option<String>> = vec![None; segments.len()];
         for (si, boundary, result) in pieces {
-            let clip = result.map_err(|source| ChapterError::Synth {
+            let (clip, fallback) = result.map_err(|source| ChapterError::Synth {
                 segment: si + 1,
                 excerpt: excerpt(&segments[si].text),
                 source,
             })?;
+            if let Some(fallback) = fallback {
+                let names = fallbacks[si].get_or_insert_with(String::new);
+                if !names.split(", ").any(|n| n == &*fallback) {
+                    if !names.is_empty() {
+                        names.push_str(", ");
+                    }
+                    names.push_str(&fallback);
+                }
+            }
             audio[si]
                 .chunks
                 .push((boundary, Arc::unwrap_or_clone(clip)));
@@ -431,14 +459,18 @@ impl Renderer {
             .iter()
             .zip(voices)
             .zip(&mixed.spans)
-            .map(|((segment, voice), &(start_s, end_s))| ManifestSegment {
-                kind: segment.kind,
-                speaker: segment.speaker.clone(),
-                text: segment.text.clone(),
-                start_s: round_ms(start_s),
-                end_s: round_ms(end_s),
-                voice,
-            })
+            .zip(fallbacks)
+            .map(
+                |(((segment, voice), &(start_s, end_s)), fallback)| ManifestSegment {
+                    kind: segment.kind,
+                    speaker: segment.speaker.clone(),
+                    text: segment.text.clone(),
+                    start_s: round_ms(start_s),
+                    end_s: round_ms(end_s),
+                    voice,
+                    fallback,
+                },
+            )
             .collect();
         Ok(ManifestChapter {
             index: job.index,
@@ -467,6 +499,64 @@ impl Renderer {
     }
 }
 
+/// Bytes of samples a chapter keeps in memory before it spills them
+/// (48 MiB, about 9 minutes at 22.05 kHz); `TINGSHU_SPILL_AFTER_MB`
+/// changes it (0 spills every clip: the same bytes come out either way).
+fn spill_after() -> usize {
+    static AFTER: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *AFTER.get_or_init(|| {
+        std::env::var("TINGSHU_SPILL_AFTER_MB")
+            .ok()
+            .and_then(|v| v.trim().parse::<usize>().ok())
+            .map_or(48 << 20, |mb| mb << 20)
+    })
+}
+
+/// Moves the samples of a chapter's pieces into its spill file (created
+/// beside the chapter's WAV). Returns the bytes still held in memory: 0, or
+/// everything when the file cannot be written (then the chapter stays in
+/// memory, as before, with a warning).
+fn spill_chapter(
+    job: &ChapterJob,
+    spill: &mut Option<Arc<mix::Spill>>,
+    pieces: &mut [(usize, Piece)],
+) -> usize {
+    if spill.is_none() {
+        let dir = job
+            .path
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(std::path::Path::new("."));
+        match mix::Spill::new_in(dir) {
+            Ok(file) => *spill = Some(file),
+            Err(e) => {
+                tracing::warn!(dir = %dir.display(), error = %e, "cannot create a spill file; the chapter stays in memory");
+                return 0;
+            }
+        }
+    }
+    let file = spill.as_ref().expect("created above");
+    for (_, (_, _, piece)) in pieces.iter_mut() {
+        if let Ok((clip, _)) = piece
+            && clip.memory_bytes() > 0
+            && let Err(e) = Arc::make_mut(clip).spill(file)
+        {
+            tracing::warn!(chapter = job.index, error = %e, "cannot spill audio; the chapter stays in memory");
+            return held(pieces);
+        }
+    }
+    0
+}
+
+/// Bytes of samples `pieces` hold in memory.
+fn held(pieces: &[(usize, Piece)]) -> usize {
+    pieces
+        .iter()
+        .filter_map(|(_, (_, _, p))| p.as_ref().ok())
+        .map(|(clip, _)| clip.memory_bytes())
+        .sum()
+}
+
 /// Aborts a spawned task when dropped (a cancelled render stops its requests).
 struct AbortOnDrop(tokio::task::JoinHandle<()>);
 
@@ -478,11 +568,9 @@ impl Drop for AbortOnDrop {
 
 /// The same outcome for another place of a repeated request (an error
 /// keeps its message, not its kind).
-fn copy_result(
-    result: &Result<Arc<PreparedClip>, SynthError>,
-) -> Result<Arc<PreparedClip>, SynthError> {
+fn copy_result(result: &Result<Made, SynthError>) -> Result<Made, SynthError> {
     match result {
-        Ok(clip) => Ok(Arc::clone(clip)),
+        Ok((clip, fallback)) => Ok((Arc::clone(clip), fallback.clone())),
         Err(e) => {
             let shown = e.to_string();
             let prefix = format!("backend {}: ", e.backend());
@@ -495,14 +583,23 @@ fn copy_result(
 }
 
 /// One chunk through the client (cache, limiter, retries, fallback).
-async fn synthesize_task(client: &SynthClient, task: &Task) -> Result<AudioClip, SynthError> {
+/// Returns the clip and, when a fallback made it, `backend/voice`.
+async fn synthesize_task(
+    client: &SynthClient,
+    task: &Task,
+) -> Result<(AudioClip, Option<Arc<str>>), SynthError> {
     if is_silent(&task.request) {
-        return Ok(AudioClip::new(Vec::new(), 0));
+        return Ok((AudioClip::new(Vec::new(), 0), None));
     }
     client
         .synthesize(task.backend.name(), &task.request)
         .await
-        .map(|done| done.clip)
+        .map(|done| {
+            let fallback = done
+                .fallback
+                .then(|| Arc::from(format!("{}/{}", done.backend, done.voice)));
+            (done.clip, fallback)
+        })
 }
 
 /// Splits chunks after ，、：, so that the mixer places a clause pause

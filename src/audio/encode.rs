@@ -210,7 +210,8 @@ impl Encoder {
             }
         }
         write_file(&meta, &text)?;
-        let result = self.run(args, out);
+        let duration_ms = wav_duration_ms(wav)?;
+        let result = self.run(args, out, Expect::Audio { duration_ms });
         let _ = std::fs::remove_file(&meta);
         result
     }
@@ -252,7 +253,10 @@ impl Encoder {
             start_ms += frames_ms;
         }
         write_file(&list, &list_text)?;
-        write_file(&meta, &meta_text)?;
+        if let Err(e) = write_file(&meta, &meta_text) {
+            let _ = std::fs::remove_file(&list);
+            return Err(e);
+        }
         let mut args: Vec<String> = ["-f", "concat", "-safe", "0", "-i"]
             .map(String::from)
             .into();
@@ -295,7 +299,13 @@ impl Encoder {
             );
         }
         args.extend(["-movflags", "+faststart", "-f", "ipod"].map(String::from));
-        let result = self.run(args, out);
+        let result = self.run(
+            args,
+            out,
+            Expect::Audio {
+                duration_ms: start_ms,
+            },
+        );
         let _ = std::fs::remove_file(&list);
         let _ = std::fs::remove_file(&meta);
         result
@@ -329,49 +339,210 @@ impl Encoder {
             "-f".into(),
             "image2".into(),
         ];
-        self.run(args, out)
+        self.run(args, out, Expect::Image)
     }
 
-    /// Runs ffmpeg with `args` writing `out` through a temporary file.
-    fn run(&self, mut args: Vec<String>, out: &Path) -> Result<(), EncodeError> {
+    /// Runs ffmpeg with `args` writing `out` through a temporary file, then
+    /// checks what it wrote (see [`Encoder::verify`]) before renaming it
+    /// over `out`: a failed or broken encode leaves the old `out` in place.
+    fn run(&self, mut args: Vec<String>, out: &Path, expect: Expect) -> Result<(), EncodeError> {
         let tmp = temp_path(out);
+        check_free_space(out, expect.bytes_needed())?;
         args.insert(0, "-y".into());
         args.push(path_arg(&tmp));
-        if let Some(message) = self.invoke(args)? {
+        let checked = match self.invoke(args)? {
+            Some(message) => Err(message),
+            None => self.verify(&tmp, expect),
+        };
+        if let Err(message) = checked {
             let _ = std::fs::remove_file(&tmp);
             return Err(EncodeError::Failed {
                 path: out.to_owned(),
                 message,
             });
         }
-        std::fs::rename(&tmp, out).map_err(|source| EncodeError::Io {
-            path: out.to_owned(),
-            source,
+        std::fs::rename(&tmp, out).map_err(|source| {
+            let _ = std::fs::remove_file(&tmp);
+            EncodeError::Io {
+                path: out.to_owned(),
+                source,
+            }
         })
     }
 
+    /// Probes a file ffmpeg just wrote (`ffprobe`, beside the ffmpeg
+    /// program): it must hold the expected stream and, for audio, last as
+    /// long as its input (within 1 % + 0.5 s). ffmpeg 5.1 can exit 0 after
+    /// `Error writing trailer … No space left on device`; this catches it.
+    fn verify(&self, file: &Path, expect: Expect) -> Result<(), String> {
+        let output = Command::new(self.probe_program())
+            .args([
+                "-v",
+                "error",
+                "-show_entries",
+                "format=duration:stream=codec_type",
+            ])
+            .args(["-of", "default=noprint_wrappers=1"])
+            .arg(path_arg(file))
+            .stdin(Stdio::null())
+            .output();
+        let output = match output {
+            Ok(output) => output,
+            // No ffprobe: decode the file instead (slower, same verdict).
+            Err(_) => return self.verify_by_decoding(file),
+        };
+        let text = String::from_utf8_lossy(&output.stdout);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        if !output.status.success() || stderr.lines().any(|l| !l.trim().is_empty()) {
+            let line = last_line(&stderr);
+            return Err(format!("the file written does not read back ({line})"));
+        }
+        let has = |kind: &str| {
+            text.lines()
+                .any(|l| l.trim() == format!("codec_type={kind}"))
+        };
+        let (kind, expected_ms) = match expect {
+            Expect::Audio { duration_ms } => ("audio", Some(duration_ms)),
+            Expect::Image => ("video", None),
+        };
+        if !has(kind) {
+            return Err(format!("the file written has no {kind} stream"));
+        }
+        if let Some(expected_ms) = expected_ms {
+            let duration_s = text
+                .lines()
+                .find_map(|l| l.trim().strip_prefix("duration="))
+                .and_then(|d| d.parse::<f64>().ok())
+                .filter(|d| d.is_finite());
+            let Some(duration_s) = duration_s else {
+                return Err("the file written has no duration".to_owned());
+            };
+            let expected_s = expected_ms as f64 / 1000.0;
+            if (duration_s - expected_s).abs() > 0.5 + expected_s * 0.01 {
+                return Err(format!(
+                    "the file written lasts {duration_s:.1} s instead of {expected_s:.1} s (truncated?)"
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn verify_by_decoding(&self, file: &Path) -> Result<(), String> {
+        let args = vec![
+            "-i".into(),
+            path_arg(file),
+            "-f".into(),
+            "null".into(),
+            "-".into(),
+        ];
+        match self.invoke(args) {
+            Ok(None) => Ok(()),
+            Ok(Some(message)) => Err(format!("the file written does not read back: {message}")),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    /// `ffprobe` in the same folder as the ffmpeg program (or on `PATH`
+    /// beside a bare `ffmpeg`); `TINGSHU_FFPROBE` names another.
+    fn probe_program(&self) -> PathBuf {
+        if let Some(p) = std::env::var_os("TINGSHU_FFPROBE").filter(|p| !p.is_empty()) {
+            return PathBuf::from(p);
+        }
+        match self.program.file_name() {
+            Some(name) => {
+                let name = name.to_string_lossy().replacen("ffmpeg", "ffprobe", 1);
+                self.program.with_file_name(name)
+            }
+            None => PathBuf::from("ffprobe"),
+        }
+    }
+
     /// Runs ffmpeg quietly with `args`; on failure, its exit status and the
-    /// last line it printed.
+    /// last line it printed. Any line at the `error` level counts as a
+    /// failure even when ffmpeg exits 0.
     fn invoke(&self, args: Vec<String>) -> Result<Option<String>, EncodeError> {
-        let output = Command::new(&self.program)
+        let mut command = Command::new(&self.program);
+        command
             .args(["-hide_banner", "-nostdin", "-loglevel", "error"])
             .args(&args)
-            .stdin(Stdio::null())
-            .output()
-            .map_err(|source| EncodeError::Missing {
-                program: self.program.clone(),
-                source,
-            })?;
-        if output.status.success() {
+            .stdin(Stdio::null());
+        crate::audio::child::die_with_parent(&mut command);
+        let output = command.output().map_err(|source| EncodeError::Missing {
+            program: self.program.clone(),
+            source,
+        })?;
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let errors = stderr.lines().any(|l| !l.trim().is_empty());
+        if output.status.success() && !errors {
             return Ok(None);
         }
-        let stderr = String::from_utf8_lossy(&output.stderr);
         let line = stderr
             .lines()
-            .rfind(|l| !l.trim().is_empty())
-            .unwrap_or("no message");
+            .find(|l| is_disk_full(l))
+            .unwrap_or_else(|| last_line(&stderr));
+        if is_disk_full(line) {
+            return Ok(Some(format!("disk full ({})", line.trim())));
+        }
         Ok(Some(format!("{} ({})", output.status, line.trim())))
     }
+}
+
+/// What an encode must have produced.
+#[derive(Debug, Clone, Copy)]
+enum Expect {
+    /// An audio stream lasting about this long.
+    Audio { duration_ms: u64 },
+    /// A picture.
+    Image,
+}
+
+impl Expect {
+    /// Room needed for the file: 64 kb/s at most, plus 1 MiB.
+    fn bytes_needed(self) -> u64 {
+        match self {
+            Expect::Audio { duration_ms } => duration_ms * 8 + (1 << 20),
+            Expect::Image => 1 << 20,
+        }
+    }
+}
+
+fn last_line(text: &str) -> &str {
+    text.lines()
+        .rfind(|l| !l.trim().is_empty())
+        .unwrap_or("no message")
+        .trim()
+}
+
+fn is_disk_full(line: &str) -> bool {
+    line.contains("No space left on device") || line.contains("Disk quota exceeded")
+}
+
+/// Fails early, with a plain message, when the file system of `out` has
+/// less than `needed` bytes free.
+fn check_free_space(out: &Path, needed: u64) -> Result<(), EncodeError> {
+    let dir = out
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let Some(free) = crate::audio::child::free_bytes(dir) else {
+        return Ok(());
+    };
+    if free < needed {
+        return Err(EncodeError::Failed {
+            path: out.to_owned(),
+            message: format!(
+                "disk full: {} free in {}, about {} needed",
+                mib(free),
+                dir.display(),
+                mib(needed)
+            ),
+        });
+    }
+    Ok(())
+}
+
+fn mib(bytes: u64) -> String {
+    format!("{:.1} MiB", bytes as f64 / f64::from(1u32 << 20))
 }
 
 /// Paths starting with `-` would read as options.
@@ -384,10 +555,15 @@ fn path_arg(path: &Path) -> String {
     }
 }
 
+/// Writes a temporary input file of ffmpeg; a partly written one (disk
+/// full) is removed.
 fn write_file(path: &Path, text: &str) -> Result<(), EncodeError> {
-    std::fs::write(path, text).map_err(|source| EncodeError::Io {
-        path: path.to_owned(),
-        source,
+    std::fs::write(path, text).map_err(|source| {
+        let _ = std::fs::remove_file(path);
+        EncodeError::Io {
+            path: path.to_owned(),
+            source,
+        }
     })
 }
 
@@ -408,14 +584,14 @@ fn push_tag(out: &mut String, key: &str, value: &str) {
     out.push('\n');
 }
 
-/// Exact length of a WAV in milliseconds, from its header.
+/// Exact length of a WAV in milliseconds, from its header (RIFF or RF64).
 fn wav_duration_ms(path: &Path) -> Result<u64, EncodeError> {
-    let reader = hound::WavReader::open(path).map_err(|e| EncodeError::Input {
+    let (rate, samples) = super::wav::read_header(path).map_err(|e| EncodeError::Input {
         path: path.to_owned(),
         message: e.to_string(),
     })?;
-    let rate = u64::from(reader.spec().sample_rate.max(1));
-    Ok((u64::from(reader.duration()) * 1000 + rate / 2) / rate)
+    let rate = u64::from(rate.max(1));
+    Ok((samples * 1000 + rate / 2) / rate)
 }
 
 /// A FLAC picture block (front cover) for Ogg/Opus's

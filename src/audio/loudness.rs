@@ -359,19 +359,33 @@ impl PowerBlocks {
 /// looped to three seconds like [`measure`].
 pub fn power_lufs(clips: &[(&[f32], usize)], scale: f64, rate: u32) -> f64 {
     let total: usize = clips.iter().map(|&(_, len)| len).sum();
+    let fed: Result<f64, std::convert::Infallible> = power_lufs_by(total, rate, |blocks| {
+        for &(power, len) in clips {
+            blocks.add(power, len, scale);
+        }
+        Ok(())
+    });
+    fed.unwrap_or_else(|never| match never {})
+}
+
+/// [`power_lufs`] of clips of `total` samples fed (scaled) by `feed`, once
+/// per loop, so that their tracks need not all be in memory at once.
+pub fn power_lufs_by<E>(
+    total: usize,
+    rate: u32,
+    mut feed: impl FnMut(&mut PowerBlocks) -> Result<(), E>,
+) -> Result<f64, E> {
     if total == 0 {
-        return f64::NEG_INFINITY;
+        return Ok(f64::NEG_INFINITY);
     }
     let needed = (MIN_MEASURE_S * f64::from(rate)) as usize;
     let mut blocks = PowerBlocks::new(rate);
     let mut fed = 0;
     while fed < needed.max(1) {
-        for &(power, len) in clips {
-            blocks.add(power, len, scale);
-        }
+        feed(&mut blocks)?;
         fed += total;
     }
-    blocks.integrated_lufs()
+    Ok(blocks.integrated_lufs())
 }
 
 /// Taps on each side of the true-peak interpolator.
@@ -425,6 +439,14 @@ impl TruePeak {
         }
         peak
     }
+}
+
+/// The sample magnitude under which no interpolated value can pass
+/// `floor`: a clip whose block peaks are all at or under it has a true
+/// peak under `floor` (its samples need not be read).
+pub fn true_peak_threshold(floor: f32) -> f32 {
+    static BOUND: std::sync::OnceLock<f32> = std::sync::OnceLock::new();
+    floor / *BOUND.get_or_init(|| TruePeak::new().gain_bound)
 }
 
 /// True peak (linear) of clips that sit apart (silence around each), at

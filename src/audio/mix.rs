@@ -2,9 +2,11 @@
 //! rate, trimmed, faded, brought to the loudness target per voice, laid out
 //! with pauses, and streamed straight into the chapter's WAV file.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::io::{Seek, Write};
 use std::path::Path;
+use std::sync::Arc;
 
 use rayon::prelude::*;
 use serde::Deserialize;
@@ -95,9 +97,17 @@ impl Pauses {
 
     /// The pause between two consecutive segments.
     pub fn between(&self, prev: &SegmentAudio, next: &SegmentAudio) -> u32 {
-        if prev.paragraph != next.paragraph {
+        self.between_parts((prev.paragraph, prev.kind), (next.paragraph, next.kind))
+    }
+
+    fn between_prepared(&self, prev: &PreparedSegment, next: &PreparedSegment) -> u32 {
+        self.between_parts((prev.paragraph, prev.kind), (next.paragraph, next.kind))
+    }
+
+    fn between_parts(&self, prev: (usize, SegmentKind), next: (usize, SegmentKind)) -> u32 {
+        if prev.0 != next.0 {
             self.paragraph_ms
-        } else if prev.kind != next.kind {
+        } else if prev.1 != next.1 {
             self.turn_ms
         } else {
             self.segment_ms
@@ -119,11 +129,212 @@ pub struct SegmentAudio {
 }
 
 /// A chunk made ready for the mixer ([`prepare`]): at the output rate,
-/// backend silence trimmed, faded, with its K-weighted power measured.
+/// backend silence trimmed, faded, with its K-weighted power measured. Its
+/// samples and tracks are in memory, or in a chapter's [`Spill`] file once
+/// the chapter holds more than the pipeline keeps in memory.
 #[derive(Debug, Clone)]
 pub struct PreparedClip {
-    clip: AudioClip,
-    track: Track,
+    data: Data,
+}
+
+/// Where a prepared clip's samples and tracks are.
+#[derive(Debug, Clone)]
+enum Data {
+    Memory {
+        samples: Vec<f32>,
+        track: Track,
+    },
+    /// In `file` from `offset`: the samples, then the power track, then
+    /// the peak track, as little-endian `f32`.
+    Spilled {
+        file: Arc<Spill>,
+        offset: u64,
+        len: usize,
+        power: usize,
+        peaks: usize,
+    },
+}
+
+impl PreparedClip {
+    /// Number of samples.
+    pub fn len(&self) -> usize {
+        match &self.data {
+            Data::Memory { samples, .. } => samples.len(),
+            Data::Spilled { len, .. } => *len,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Bytes of samples and tracks held in memory (0 once spilled).
+    pub fn memory_bytes(&self) -> usize {
+        match &self.data {
+            Data::Memory { samples, track } => {
+                (samples.len() + track.power.len() + track.peaks.len()) * 4
+            }
+            Data::Spilled { .. } => 0,
+        }
+    }
+
+    /// Moves the samples and tracks into `spill` (no effect when already
+    /// spilled).
+    pub fn spill(&mut self, spill: &Arc<Spill>) -> std::io::Result<()> {
+        if let Data::Memory { samples, track } = &self.data {
+            let offset = spill.append(&[samples, &track.power, &track.peaks])?;
+            self.data = Data::Spilled {
+                file: Arc::clone(spill),
+                offset,
+                len: samples.len(),
+                power: track.power.len(),
+                peaks: track.peaks.len(),
+            };
+        }
+        Ok(())
+    }
+
+    /// The samples (read back from the spill file when spilled).
+    fn samples(&self) -> Result<Cow<'_, [f32]>, WavError> {
+        match &self.data {
+            Data::Memory { samples, .. } => Ok(Cow::Borrowed(samples)),
+            Data::Spilled {
+                file, offset, len, ..
+            } => Ok(Cow::Owned(file.read(*offset, *len)?)),
+        }
+    }
+
+    /// The power track.
+    fn power(&self) -> Result<Cow<'_, [f32]>, WavError> {
+        match &self.data {
+            Data::Memory { track, .. } => Ok(Cow::Borrowed(&track.power)),
+            Data::Spilled {
+                file,
+                offset,
+                len,
+                power,
+                ..
+            } => Ok(Cow::Owned(file.read(offset + 4 * *len as u64, *power)?)),
+        }
+    }
+
+    /// The peak track.
+    fn peaks(&self) -> Result<Cow<'_, [f32]>, WavError> {
+        match &self.data {
+            Data::Memory { track, .. } => Ok(Cow::Borrowed(&track.peaks)),
+            Data::Spilled {
+                file,
+                offset,
+                len,
+                power,
+                peaks,
+            } => Ok(Cow::Owned(
+                file.read(offset + 4 * (*len + *power) as u64, *peaks)?,
+            )),
+        }
+    }
+
+    /// Runs the limiter over the clip at `ceiling`, keeping its tracks in
+    /// step; a clip whose peaks stay under the ceiling is not read.
+    fn limit(&mut self, ceiling: f32, rate: u32) -> Result<(), WavError> {
+        if ceiling <= 0.0 || self.peaks()?.iter().all(|&p| p <= ceiling) {
+            return Ok(());
+        }
+        match &mut self.data {
+            Data::Memory { samples, track } => {
+                limit::limit_tracked(samples, &mut track.power, &mut track.peaks, ceiling, rate);
+            }
+            Data::Spilled {
+                file,
+                offset,
+                len,
+                power,
+                peaks,
+            } => {
+                let all = file.read(*offset, *len + *power + *peaks)?;
+                let (s, rest) = all.split_at(*len);
+                let (p, q) = rest.split_at(*power);
+                let (mut s, mut p, mut q) = (s.to_vec(), p.to_vec(), q.to_vec());
+                limit::limit_tracked(&mut s, &mut p, &mut q, ceiling, rate);
+                file.write(*offset, &[&s, &p, &q])?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The clip's true peak, at least `floor` (see
+    /// [`loudness::true_peak_above`]); a clip too quiet to pass it is not read.
+    fn true_peak_above(&self, floor: f32) -> Result<f32, WavError> {
+        let threshold = loudness::true_peak_threshold(floor);
+        let peaks = self.peaks()?;
+        if peaks.iter().all(|&p| p <= threshold) {
+            return Ok(floor);
+        }
+        let samples = self.samples()?;
+        Ok(loudness::true_peak_above(&[(&samples, &peaks)], floor))
+    }
+}
+
+/// A temporary file holding the samples and tracks of a chapter's clips
+/// while the chapter is assembled, so memory does not grow with its
+/// length. Unnamed (`O_TMPFILE`): it disappears when closed, even when
+/// tingshu is killed.
+#[derive(Debug)]
+pub struct Spill {
+    file: std::fs::File,
+    end: std::sync::Mutex<u64>,
+}
+
+impl Spill {
+    /// A spill file in `dir` (the chapter's own folder: same disk as the
+    /// output, unlike a RAM-backed /tmp).
+    pub fn new_in(dir: &Path) -> std::io::Result<Arc<Spill>> {
+        Ok(Arc::new(Spill {
+            file: tempfile::tempfile_in(dir)?,
+            end: std::sync::Mutex::new(0),
+        }))
+    }
+
+    fn bytes(parts: &[&[f32]]) -> Vec<u8> {
+        parts
+            .iter()
+            .flat_map(|p| p.iter())
+            .flat_map(|s| s.to_le_bytes())
+            .collect()
+    }
+
+    /// Appends `parts` back to back; returns where they start.
+    fn append(&self, parts: &[&[f32]]) -> std::io::Result<u64> {
+        use std::os::unix::fs::FileExt;
+        let bytes = Spill::bytes(parts);
+        let offset = {
+            let mut end = self.end.lock().unwrap_or_else(|e| e.into_inner());
+            let offset = *end;
+            *end += bytes.len() as u64;
+            offset
+        };
+        self.file.write_all_at(&bytes, offset)?;
+        Ok(offset)
+    }
+
+    fn read(&self, offset: u64, len: usize) -> Result<Vec<f32>, WavError> {
+        use std::os::unix::fs::FileExt;
+        let mut bytes = vec![0u8; len * 4];
+        self.file
+            .read_exact_at(&mut bytes, offset)
+            .map_err(WavError::Spill)?;
+        Ok(bytes
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect())
+    }
+
+    fn write(&self, offset: u64, parts: &[&[f32]]) -> Result<(), WavError> {
+        use std::os::unix::fs::FileExt;
+        self.file
+            .write_all_at(&Spill::bytes(parts), offset)
+            .map_err(WavError::Spill)
+    }
 }
 
 /// What the mixer keeps per clip beside its samples, one entry per
@@ -133,9 +344,6 @@ struct Track {
     power: Vec<f32>,
     peaks: Vec<f32>,
 }
-
-/// Tracks by segment, then chunk.
-type Tracks = Vec<Vec<Track>>;
 
 /// Prepares one chunk for a chapter at `rate`. Chunks are independent, so
 /// this can run as each one arrives, before the chapter is complete.
@@ -150,7 +358,12 @@ pub fn prepare(clip: AudioClip, rate: u32) -> PreparedClip {
         power: loudness::k_power(&clip.samples, rate),
         peaks: limit::block_peaks(&clip.samples),
     };
-    PreparedClip { clip, track }
+    PreparedClip {
+        data: Data::Memory {
+            samples: clip.samples,
+            track,
+        },
+    }
 }
 
 /// [`SegmentAudio`] whose chunks went through [`prepare`].
@@ -220,38 +433,26 @@ pub fn mix_chapter<W: Write + Seek>(
 }
 
 /// [`mix_chapter`] for chunks already [`prepare`]d at `config.sample_rate`.
+///
+/// Memory is bounded by what the clips hold in memory (a spilled clip is
+/// read back one at a time): leveling, the limiter and the chapter
+/// correction work from the per-block power and peak tracks, and read
+/// only the clips whose peaks need it.
 pub fn mix_prepared<W: Write + Seek>(
     config: &MixConfig,
-    prepared: Vec<PreparedSegment>,
+    mut segments: Vec<PreparedSegment>,
     out: W,
 ) -> Result<MixedChapter, WavError> {
     let rate = config.sample_rate;
-    tracing::debug!(segments = prepared.len(), "mixing chapter");
-    let mut segments = Vec::with_capacity(prepared.len());
-    let mut power: Tracks = Vec::with_capacity(prepared.len());
-    for segment in prepared {
-        let (chunks, track) = segment
-            .chunks
-            .into_iter()
-            .map(|(b, p)| ((b, p.clip), p.track))
-            .unzip();
-        segments.push(SegmentAudio {
-            kind: segment.kind,
-            paragraph: segment.paragraph,
-            voice: segment.voice,
-            chunks,
-        });
-        power.push(track);
-    }
+    tracing::debug!(segments = segments.len(), "mixing chapter");
     let voices = voice_index(&segments);
     let mut gains_db = vec![0.0f64; voices.names.len()];
     for (v, gain) in gains_db.iter_mut().enumerate() {
-        *gain = level_voice(config, &mut segments, &mut power, &voices, v);
+        *gain = level_voice(config, &mut segments, &voices, v)?;
     }
-    let correction = correct_chapter(config, &mut segments, &mut power, &voices, &mut gains_db);
-    let peaks = cap_true_peaks(config, &segments, &power, &voices, &mut gains_db);
-    let integrated_lufs = chapter_lufs(config, &segments, &power, &voices, &gains_db);
-    drop(power);
+    let correction = correct_chapter(config, &mut segments, &voices, &mut gains_db)?;
+    let peaks = cap_true_peaks(config, &segments, &voices, &mut gains_db)?;
+    let (integrated_lufs, total) = chapter_lufs(config, &segments, &voices, &gains_db)?;
     tracing::debug!(correction, "chapter corrected");
 
     let gains: Vec<f32> = voices
@@ -259,11 +460,16 @@ pub fn mix_prepared<W: Write + Seek>(
         .iter()
         .map(|&v| loudness::from_db(gains_db[v]))
         .collect();
-    let mut writer = ChapterWriter::new(out, rate)?;
+    let mut writer = ChapterWriter::new(out, rate, total)?;
     let spans = lay_out(config, &segments, &gains, &mut writer)?;
     let speech_s = segments
         .iter()
-        .map(|s| s.chunks.iter().map(|(_, c)| c.duration_s()).sum())
+        .map(|s| {
+            s.chunks
+                .iter()
+                .map(|(_, c)| c.len() as f64 / f64::from(rate))
+                .sum()
+        })
         .collect();
     drop(segments);
     let duration_s = writer.finish()?;
@@ -291,7 +497,7 @@ struct VoiceIndex {
     of_segment: Vec<usize>,
 }
 
-fn voice_index(segments: &[SegmentAudio]) -> VoiceIndex {
+fn voice_index(segments: &[PreparedSegment]) -> VoiceIndex {
     let mut names: Vec<String> = segments.iter().map(|s| s.voice.clone()).collect();
     names.sort();
     names.dedup();
@@ -302,17 +508,24 @@ fn voice_index(segments: &[SegmentAudio]) -> VoiceIndex {
     VoiceIndex { names, of_segment }
 }
 
+/// The clips of voice `v`, in order.
+fn clips_of<'a>(
+    segments: &'a [PreparedSegment],
+    voices: &'a VoiceIndex,
+    v: usize,
+) -> impl Iterator<Item = &'a PreparedClip> + 'a {
+    segments
+        .iter()
+        .zip(&voices.of_segment)
+        .filter(move |&(_, &sv)| sv == v)
+        .flat_map(|(s, _)| s.chunks.iter().map(|(_, c)| c))
+}
+
 /// Where laid-out audio goes: a file, or only a meter.
 trait Sink {
     fn silence(&mut self, samples: usize) -> Result<(), WavError>;
-    /// Chunk `chunk` of segment `segment`, to be scaled by `gain`.
-    fn append(
-        &mut self,
-        segment: usize,
-        chunk: usize,
-        samples: &[f32],
-        gain: f32,
-    ) -> Result<(), WavError>;
+    /// A clip, to be scaled by `gain`.
+    fn append(&mut self, clip: &PreparedClip, gain: f32) -> Result<(), WavError>;
     /// Samples taken so far.
     fn written(&self) -> u64;
 }
@@ -322,7 +535,7 @@ trait Sink {
 /// segment's (start, end) in samples.
 fn lay_out<S: Sink>(
     config: &MixConfig,
-    segments: &[SegmentAudio],
+    segments: &[PreparedSegment],
     gains: &[f32],
     sink: &mut S,
 ) -> Result<Vec<(u64, u64)>, WavError> {
@@ -332,12 +545,12 @@ fn lay_out<S: Sink>(
     let mut spans = Vec::with_capacity(segments.len());
     for (i, segment) in segments.iter().enumerate() {
         if i > 0 {
-            sink.silence(ms(pauses.between(&segments[i - 1], segment)))?;
+            sink.silence(ms(pauses.between_prepared(&segments[i - 1], segment)))?;
         }
         let start = sink.written();
         let last = segment.chunks.len().saturating_sub(1);
         for (j, (boundary, clip)) in segment.chunks.iter().enumerate() {
-            sink.append(i, j, &clip.samples, gains[i])?;
+            sink.append(clip, gains[i])?;
             if j < last {
                 sink.silence(ms(pauses.after_chunk(*boundary)))?;
             }
@@ -349,30 +562,22 @@ fn lay_out<S: Sink>(
 }
 
 /// A sink that sums the clips' K-weighted power into loudness blocks.
-struct PowerSink<'a> {
-    power: &'a [Vec<Track>],
+struct PowerSink {
     blocks: loudness::PowerBlocks,
 }
 
-impl Sink for PowerSink<'_> {
+impl Sink for PowerSink {
     fn silence(&mut self, samples: usize) -> Result<(), WavError> {
         self.blocks.silence(samples);
         Ok(())
     }
 
-    fn append(
-        &mut self,
-        segment: usize,
-        chunk: usize,
-        samples: &[f32],
-        gain: f32,
-    ) -> Result<(), WavError> {
-        match self.power.get(segment).and_then(|p| p.get(chunk)) {
-            Some(t) => self
-                .blocks
-                .add(&t.power, samples.len(), f64::from(gain) * f64::from(gain)),
-            None => self.blocks.silence(samples.len()),
-        }
+    fn append(&mut self, clip: &PreparedClip, gain: f32) -> Result<(), WavError> {
+        self.blocks.add(
+            &clip.power()?,
+            clip.len(),
+            f64::from(gain) * f64::from(gain),
+        );
         Ok(())
     }
 
@@ -381,27 +586,24 @@ impl Sink for PowerSink<'_> {
     }
 }
 
-/// Integrated loudness of the chapter as it will play with `gains_db`.
+/// Integrated loudness of the chapter as it will play with `gains_db`, and
+/// its length in samples.
 fn chapter_lufs(
     config: &MixConfig,
-    segments: &[SegmentAudio],
-    power: &[Vec<Track>],
+    segments: &[PreparedSegment],
     voices: &VoiceIndex,
     gains_db: &[f64],
-) -> f64 {
+) -> Result<(f64, u64), WavError> {
     let gains: Vec<f32> = voices
         .of_segment
         .iter()
         .map(|&v| loudness::from_db(gains_db[v]))
         .collect();
     let mut sink = PowerSink {
-        power,
         blocks: loudness::PowerBlocks::new(config.sample_rate),
     };
-    match lay_out(config, segments, &gains, &mut sink) {
-        Ok(_) => sink.blocks.integrated_lufs(),
-        Err(_) => f64::NEG_INFINITY,
-    }
+    lay_out(config, segments, &gains, &mut sink)?;
+    Ok((sink.blocks.integrated_lufs(), sink.blocks.len()))
 }
 
 /// Voices leveled one by one land a little under the target once laid out
@@ -411,68 +613,55 @@ fn chapter_lufs(
 /// correction in dB.
 fn correct_chapter(
     config: &MixConfig,
-    segments: &mut [SegmentAudio],
-    power: &mut [Vec<Track>],
+    segments: &mut [PreparedSegment],
     voices: &VoiceIndex,
     gains_db: &mut [f64],
-) -> f64 {
-    let measured = chapter_lufs(config, segments, power, voices, gains_db);
+) -> Result<f64, WavError> {
+    let (measured, _) = chapter_lufs(config, segments, voices, gains_db)?;
     if !(measured.is_finite() && measured > -70.0) {
-        return 0.0;
+        return Ok(0.0);
     }
     // Small moves only: a large one means something else is wrong.
     let diff = (config.target_lufs - measured).clamp(-3.0, 3.0);
     if diff.abs() < 0.05 {
-        return 0.0;
+        return Ok(0.0);
     }
     gains_db.iter_mut().for_each(|g| *g += diff);
     if diff > 0.0 {
         for (v, &gain) in gains_db.iter().enumerate() {
-            limit_voice(config, segments, power, voices, v, gain);
+            limit_voice(config, segments, voices, v, gain)?;
         }
     }
-    diff
+    Ok(diff)
 }
 
 /// Lowers any voice whose true peak (with its gain) passes the ceiling by
 /// the excess. Returns the chapter's true peak in dBTP (`-inf` if silent).
 fn cap_true_peaks(
     config: &MixConfig,
-    segments: &[SegmentAudio],
-    tracks: &[Vec<Track>],
+    segments: &[PreparedSegment],
     voices: &VoiceIndex,
     gains_db: &mut [f64],
-) -> f64 {
+) -> Result<f64, WavError> {
     let mut chapter = f64::NEG_INFINITY;
     for (v, gain) in gains_db.iter_mut().enumerate() {
-        let clips: Vec<(&[f32], &[f32])> = segments
-            .iter()
-            .zip(tracks)
-            .zip(&voices.of_segment)
-            .filter(|&(_, &sv)| sv == v)
-            .flat_map(|((s, t), _)| {
-                s.chunks
-                    .iter()
-                    .zip(t)
-                    .map(|((_, c), t)| (c.samples.as_slice(), t.peaks.as_slice()))
-            })
-            .collect();
+        let clips: Vec<&PreparedClip> = clips_of(segments, voices, v).collect();
         // Samples are unscaled: the ceiling moves by the voice's gain.
         let floor = loudness::from_db(config.true_peak_dbtp - *gain - 0.5);
         // Clips are independent: each one's peak on any core.
         let peak = clips
             .par_iter()
-            .map(|&clip| loudness::true_peak_above(&[clip], floor))
-            .reduce(|| floor, f32::max);
+            .map(|clip| clip.true_peak_above(floor))
+            .try_reduce(|| floor, |a, b| Ok(a.max(b)))?;
         let peak = loudness::to_db(f64::from(peak)) + *gain;
         if peak > config.true_peak_dbtp {
             *gain -= peak - config.true_peak_dbtp;
         }
-        if clips.iter().any(|(c, _)| !c.is_empty()) {
+        if clips.iter().any(|c| !c.is_empty()) {
             chapter = chapter.max(peak.min(config.true_peak_dbtp));
         }
     }
-    chapter
+    Ok(chapter)
 }
 
 /// [`mix_chapter`] into `path`, through a temporary file renamed into place
@@ -525,59 +714,40 @@ const TRUE_PEAK_MARGIN_DB: f64 = 0.5;
 /// in step.
 fn limit_voice(
     config: &MixConfig,
-    segments: &mut [SegmentAudio],
-    power: &mut [Vec<Track>],
+    segments: &mut [PreparedSegment],
     voices: &VoiceIndex,
     v: usize,
     gain_db: f64,
-) {
+) -> Result<(), WavError> {
     let ceiling = loudness::from_db(config.true_peak_dbtp - TRUE_PEAK_MARGIN_DB - gain_db);
-    let mut clips: Vec<(&mut AudioClip, &mut Track)> = segments
+    let mut clips: Vec<&mut PreparedClip> = segments
         .iter_mut()
-        .zip(power.iter_mut())
         .zip(&voices.of_segment)
         .filter(|&(_, &sv)| sv == v)
-        .flat_map(|((segment, power), _)| {
-            segment
-                .chunks
-                .iter_mut()
-                .map(|(_, clip)| clip)
-                .zip(power.iter_mut())
-        })
+        .flat_map(|(segment, _)| segment.chunks.iter_mut().map(|(_, clip)| clip))
         .collect();
-    clips.par_iter_mut().for_each(|(clip, track)| {
-        limit::limit_tracked(
-            &mut clip.samples,
-            &mut track.power,
-            &mut track.peaks,
-            ceiling,
-            config.sample_rate,
-        );
-    });
+    clips
+        .par_iter_mut()
+        .try_for_each(|clip| clip.limit(ceiling, config.sample_rate))
 }
 
 /// Integrated loudness of voice `v`'s clips played back to back.
 fn voice_lufs(
     config: &MixConfig,
-    segments: &[SegmentAudio],
-    power: &[Vec<Track>],
+    segments: &[PreparedSegment],
     voices: &VoiceIndex,
     v: usize,
     gain_db: f64,
-) -> f64 {
-    let clips: Vec<(&[f32], usize)> = segments
-        .iter()
-        .zip(power)
-        .zip(&voices.of_segment)
-        .filter(|&(_, &sv)| sv == v)
-        .flat_map(|((segment, p), _)| {
-            p.iter()
-                .zip(&segment.chunks)
-                .map(|(t, (_, clip))| (t.power.as_slice(), clip.samples.len()))
-        })
-        .collect();
+) -> Result<f64, WavError> {
+    let clips: Vec<&PreparedClip> = clips_of(segments, voices, v).collect();
+    let total = clips.iter().map(|c| c.len()).sum();
     let scale = 10f64.powf(gain_db / 10.0);
-    loudness::power_lufs(&clips, scale, config.sample_rate)
+    loudness::power_lufs_by(total, config.sample_rate, |blocks| {
+        for clip in &clips {
+            blocks.add(&clip.power()?, clip.len(), scale);
+        }
+        Ok(())
+    })
 }
 
 /// Brings voice `v`'s speech in this chapter to the loudness target with
@@ -586,24 +756,23 @@ fn voice_lufs(
 /// the power track, no new pass over the audio). Returns the gain (dB).
 fn level_voice(
     config: &MixConfig,
-    segments: &mut [SegmentAudio],
-    power: &mut [Vec<Track>],
+    segments: &mut [PreparedSegment],
     voices: &VoiceIndex,
     v: usize,
-) -> f64 {
-    let original = voice_lufs(config, segments, power, voices, v, 0.0);
+) -> Result<f64, WavError> {
+    let original = voice_lufs(config, segments, voices, v, 0.0)?;
     if !(original.is_finite() && original > -70.0) {
-        return 0.0;
+        return Ok(0.0);
     }
     let mut gain = config.target_lufs - original;
     // Bounded, so a pathological clip cannot be pumped forever.
     let mut extra = 0.0;
     for pass in 0..2 {
-        limit_voice(config, segments, power, voices, v, gain);
+        limit_voice(config, segments, voices, v, gain)?;
         if pass == 1 {
             break;
         }
-        let after = voice_lufs(config, segments, power, voices, v, gain);
+        let after = voice_lufs(config, segments, voices, v, gain)?;
         let more = (config.target_lufs - after).clamp(0.0, 6.0 - extra);
         if !after.is_finite() || more < 0.05 {
             break;
@@ -612,34 +781,60 @@ fn level_voice(
         extra += more;
     }
     tracing::debug!(voice = voices.names[v], gain, "voice leveled");
-    gain
+    Ok(gain)
 }
 
-/// Samples converted at a time: hound's 16-bit writer allocates a buffer
-/// of this size, small enough for the allocator to reuse (no fresh pages).
+/// Samples converted at a time: small enough for the allocator to reuse
+/// the buffer (no fresh pages).
 const WRITE_CHUNK: usize = 16 << 10;
 
-/// Streams samples into a WAV writer, each clip scaled by its voice's gain.
+/// Streams samples into a 16-bit mono WAV, each clip scaled by its voice's
+/// gain. The length is known before the first sample (the chapter is laid
+/// out on its power tracks first), so the header is written once, up
+/// front: RIFF as usual, RF64 (EBU Tech 3306) when the data passes the
+/// 4 GiB a RIFF size field can hold (a chapter of 27 h at 22.05 kHz).
 struct ChapterWriter<W: Write + Seek> {
-    wav: hound::WavWriter<W>,
+    out: W,
     rate: u32,
     written: u64,
+    expected: u64,
+    buf: Vec<u8>,
 }
 
 impl<W: Write + Seek> ChapterWriter<W> {
-    fn new(out: W, rate: u32) -> Result<ChapterWriter<W>, WavError> {
+    fn new(mut out: W, rate: u32, samples: u64) -> Result<ChapterWriter<W>, WavError> {
+        out.write_all(&wav::header(rate, samples))
+            .map_err(WavError::Write)?;
         Ok(ChapterWriter {
-            wav: hound::WavWriter::new(out, wav::mono_spec(rate))?,
+            out,
             rate,
             written: 0,
+            expected: samples,
+            buf: Vec::with_capacity(WRITE_CHUNK * 2),
         })
     }
 
     /// Length of what was written, in seconds.
-    fn finish(self) -> Result<f64, WavError> {
-        let duration = self.written as f64 / f64::from(self.rate);
-        self.wav.finalize()?;
-        Ok(duration)
+    fn finish(mut self) -> Result<f64, WavError> {
+        if self.written != self.expected {
+            // Cannot happen: the layout is the same both times.
+            self.out
+                .seek(std::io::SeekFrom::Start(0))
+                .map_err(WavError::Write)?;
+            self.out
+                .write_all(&wav::header(self.rate, self.written))
+                .map_err(WavError::Write)?;
+        }
+        self.out.flush().map_err(WavError::Write)?;
+        Ok(self.written as f64 / f64::from(self.rate))
+    }
+
+    fn put(&mut self, samples: impl Iterator<Item = i16>) -> Result<(), WavError> {
+        self.buf.clear();
+        for s in samples {
+            self.buf.extend_from_slice(&s.to_le_bytes());
+        }
+        self.out.write_all(&self.buf).map_err(WavError::Write)
     }
 }
 
@@ -648,30 +843,17 @@ impl<W: Write + Seek> Sink for ChapterWriter<W> {
         let mut left = samples;
         while left > 0 {
             let n = left.min(WRITE_CHUNK);
-            let mut out = self.wav.get_i16_writer(n as u32);
-            for _ in 0..n {
-                out.write_sample(0i16);
-            }
-            out.flush()?;
+            self.put(std::iter::repeat_n(0i16, n))?;
             left -= n;
         }
         self.written += samples as u64;
         Ok(())
     }
 
-    fn append(
-        &mut self,
-        _segment: usize,
-        _chunk: usize,
-        samples: &[f32],
-        gain: f32,
-    ) -> Result<(), WavError> {
+    fn append(&mut self, clip: &PreparedClip, gain: f32) -> Result<(), WavError> {
+        let samples = clip.samples()?;
         for chunk in samples.chunks(WRITE_CHUNK) {
-            let mut out = self.wav.get_i16_writer(chunk.len() as u32);
-            for &s in chunk {
-                out.write_sample(wav::to_i16(s * gain));
-            }
-            out.flush()?;
+            self.put(chunk.iter().map(|&s| wav::to_i16(s * gain)))?;
         }
         self.written += samples.len() as u64;
         Ok(())

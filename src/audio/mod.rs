@@ -1,6 +1,7 @@
 //! Stage 4 — mixer: turn synthesized clips into finished chapter files
 //! (WAV, subtitles, encoded formats).
 
+pub mod child;
 pub mod clip;
 pub mod decode;
 pub mod encode;

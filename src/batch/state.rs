@@ -253,8 +253,13 @@ impl LastRun {
         serde_json::from_str(&text).ok()
     }
 
+    /// Writes it, every failure message redacted ([`crate::redact`]).
     pub fn write(&self, book_dir: &Path) -> Result<(), StateError> {
-        write_json(&LastRun::path(book_dir), self)
+        let mut run = self.clone();
+        for failure in &mut run.failures {
+            *failure = crate::redact::redact(failure);
+        }
+        write_json(&LastRun::path(book_dir), &run)
     }
 }
 

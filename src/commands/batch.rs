@@ -444,6 +444,7 @@ impl Inputs {
             config.apply_cast(path, cast)?;
         }
         let cache = crate::synth::cache::Cache::new(job.out.join(".cache"));
+        cache.remove_stale_temps();
         let renderer = Renderer::with_cache(config, worker_program, Some(cache));
         let fingerprint = render_fingerprint(&voices_bytes, &renderer.backends, cast.as_deref());
         Ok(Inputs {
@@ -707,6 +708,11 @@ async fn render_job(
             &mut failures,
         );
         interrupted = made.interrupted;
+        if interrupted && book_changed {
+            // Stopped while encoding: the chapters rendered are listed all
+            // the same, or the next run would mix them again.
+            outputs.write_book_file(dir, &manifest, BookFile::Manifest)?;
+        }
         let mut book_written = 0;
         if !interrupted && !manifest.chapters.is_empty() {
             book_written = refresh_book_files(
@@ -967,15 +973,7 @@ fn remove_partial_files(dir: &Path) {
         dir.join(STATE_DIR),
         dir.join(crate::outputs::HIDDEN_WAV_DIR),
     ] {
-        let Ok(entries) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if name.starts_with('.') && name.ends_with(".part") {
-                let _ = std::fs::remove_file(entry.path());
-            }
-        }
+        crate::audio::wav::remove_stale_parts(&d);
     }
 }
 

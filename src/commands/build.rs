@@ -137,6 +137,10 @@ pub async fn run(args: &BuildArgs, worker_program: Option<PathBuf>) -> anyhow::R
     let created = !book_dir.exists();
     std::fs::create_dir_all(&wav_dir)
         .with_context(|| format!("cannot create output directory {}", wav_dir.display()))?;
+    // What a killed run left half-written (its ffmpeg died with it).
+    crate::audio::wav::remove_stale_parts(&book_dir);
+    crate::audio::wav::remove_stale_parts(&wav_dir);
+    cache.remove_stale_temps();
     let book_cover_file = outputs.place_book_cover(&book_dir)?;
 
     let jobs: Vec<ChapterJob> = selected
@@ -263,7 +267,7 @@ pub async fn run(args: &BuildArgs, worker_program: Option<PathBuf>) -> anyhow::R
         );
     }
     if book_dir.is_dir() {
-        let report = report_text(&summary, &failures, &flags, &written);
+        let report = crate::redact::redact(&report_text(&summary, &failures, &flags, &written));
         let path = book_dir.join("report.txt");
         std::fs::write(&path, report)
             .with_context(|| format!("cannot write {}", path.display()))?;
@@ -511,6 +515,31 @@ fn report_text(
     for f in failures {
         let _ = writeln!(out, "  {f}");
     }
+    let fallbacks: Vec<String> = written
+        .iter()
+        .flat_map(|c| {
+            c.segments.iter().enumerate().filter_map(move |(i, s)| {
+                s.fallback.as_ref().map(|f| {
+                    format!(
+                        "  chapter {} segment {} [{}]: read by {f}",
+                        c.index,
+                        i + 1,
+                        s.voice
+                    )
+                })
+            })
+        })
+        .collect();
+    if !fallbacks.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nFallbacks: segments read by a fallback backend ({}); the next run asks their own backend again:",
+            fallbacks.len()
+        );
+        for f in &fallbacks {
+            let _ = writeln!(out, "{f}");
+        }
+    }
     let _ = writeln!(
         out,
         "\nQuality flags: segments whose seconds per Han character are outside {PACE_FACTOR}× of their voice's median ({}):",
@@ -555,6 +584,7 @@ mod tests {
             start_s,
             end_s,
             voice: "narrator".to_owned(),
+            fallback: None,
         }
     }
 

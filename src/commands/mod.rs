@@ -20,7 +20,7 @@ pub const EXIT_PARTIAL: u8 = 1;
 /// Exit status: bad input or a fatal error; nothing was written.
 pub const EXIT_FATAL: u8 = 2;
 
-/// An error and its sources on one line, joined by ": ".
+/// An error and its sources on one line, joined by ": ", secrets redacted.
 pub fn error_chain(error: &dyn std::error::Error) -> String {
     let mut out = error.to_string();
     let mut source = error.source();
@@ -29,7 +29,26 @@ pub fn error_chain(error: &dyn std::error::Error) -> String {
         out.push_str(&e.to_string());
         source = e.source();
     }
-    out
+    crate::redact::redact(&out)
+}
+
+/// Bidi embeddings, overrides, isolates and marks; zero-width characters;
+/// the BOM and other invisible format characters.
+fn is_invisible_format(c: char) -> bool {
+    matches!(
+        c,
+        '\u{061C}'
+            | '\u{115F}'
+            | '\u{1160}'
+            | '\u{180E}'
+            | '\u{200B}'..='\u{200F}'
+            | '\u{202A}'..='\u{202E}'
+            | '\u{2060}'..='\u{206F}'
+            | '\u{3164}'
+            | '\u{FE00}'..='\u{FE0F}'
+            | '\u{FEFF}'
+            | '\u{FFF9}'..='\u{FFFB}'
+    )
 }
 
 /// Turns a title into a safe file-name part: no path separators, control
@@ -37,6 +56,11 @@ pub fn error_chain(error: &dyn std::error::Error) -> String {
 pub fn sanitize_file_name(title: &str) -> String {
     let mut out = String::new();
     for c in title.chars() {
+        // Bidi controls (U+202E turns `txt.exe` into `exe.txt` on screen),
+        // zero-width and other invisible format characters: removed.
+        if is_invisible_format(c) {
+            continue;
+        }
         let c = if c.is_control()
             || matches!(c, '/' | '\\' | '<' | '>' | ':' | '"' | '|' | '?' | '*')
         {
@@ -75,6 +99,11 @@ mod tests {
         assert_eq!(sanitize_file_name("../../etc/passwd"), "_.._etc_passwd");
         assert_eq!(sanitize_file_name("..."), "untitled");
         assert_eq!(sanitize_file_name("a\u{0}b\tc"), "a_b_c");
+        assert_eq!(
+            sanitize_file_name("第\u{202E}一章\u{200B}txt.exe"),
+            "第一章txt.exe"
+        );
+        assert_eq!(sanitize_file_name("\u{2066}\u{2069}"), "untitled");
         assert_eq!(sanitize_file_name(&"长".repeat(100)).chars().count(), 60);
         assert!(!sanitize_file_name(".hidden").starts_with('.'));
     }

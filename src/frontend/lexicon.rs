@@ -26,8 +26,9 @@ pub enum LexiconError {
     },
     #[error("lexicon {}: {message}", path.display())]
     Parse { path: PathBuf, message: String },
-    #[error("lexicon {}: key \"{key}\": {problem}", path.display())]
+    #[error("lexicon {}:{line}: key \"{key}\": {problem}", path.display())]
     Entry {
+        line: usize,
         path: PathBuf,
         key: String,
         problem: String,
@@ -55,18 +56,49 @@ pub struct Lexicon {
     max_chars: usize,
 }
 
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum RawEntry {
-    Pinyin(String),
-    Table(RawTable),
+/// The 1-based line where `key` is defined (1 when not found).
+fn entry_line(text: &str, key: &str) -> usize {
+    let quoted = format!("\"{key}\"");
+    let single = format!("'{key}'");
+    text.lines()
+        .position(|l| {
+            let l = l.trim_start();
+            [quoted.as_str(), single.as_str(), key].iter().any(|k| {
+                l.strip_prefix(k)
+                    .is_some_and(|rest| rest.trim_start().starts_with('='))
+            })
+        })
+        .map_or(1, |i| i + 1)
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawTable {
-    pinyin: Option<String>,
-    say: Option<String>,
+/// An entry as written: `"mao2 zhong4"` or `{ pinyin = "…", say = "…" }`;
+/// anything else is a plain message saying what is expected.
+fn raw_entry(value: toml::Value) -> Result<(Option<String>, Option<String>), String> {
+    const EXPECTED: &str = "expected a pinyin string such as \"mao2 zhong4\" or a table { pinyin = \"…\", say = \"…\" }";
+    match value {
+        toml::Value::String(p) => Ok((Some(p), None)),
+        toml::Value::Table(table) => {
+            let mut pinyin = None;
+            let mut say = None;
+            for (k, v) in table {
+                let slot = match k.as_str() {
+                    "pinyin" => &mut pinyin,
+                    "say" => &mut say,
+                    other => {
+                        return Err(format!("unknown key '{other}' (known: pinyin, say)"));
+                    }
+                };
+                match v {
+                    toml::Value::String(text) => *slot = Some(text),
+                    other => {
+                        return Err(format!("{k} must be a string, not {}", other.type_str()));
+                    }
+                }
+            }
+            Ok((pinyin, say))
+        }
+        other => Err(format!("{EXPECTED}, not {}", other.type_str())),
+    }
 }
 
 impl Lexicon {
@@ -92,18 +124,14 @@ impl Lexicon {
         })?;
         let mut lexicon = Lexicon::new();
         for (key, value) in raw {
+            let line = entry_line(text, &key);
             let entry_error = |problem: String| LexiconError::Entry {
+                line,
                 path: path.to_owned(),
                 key: key.clone(),
                 problem,
             };
-            let raw: RawEntry = value
-                .try_into()
-                .map_err(|e: toml::de::Error| entry_error(e.message().to_owned()))?;
-            let (pinyin, say) = match raw {
-                RawEntry::Pinyin(p) => (Some(p), None),
-                RawEntry::Table(t) => (t.pinyin, t.say),
-            };
+            let (pinyin, say) = raw_entry(value).map_err(entry_error)?;
             if pinyin.is_none() && say.is_none() {
                 return Err(entry_error("needs a pinyin string or say = \"…\"".into()));
             }
@@ -237,14 +265,20 @@ mod tests {
         let err = Lexicon::parse("\"毛仲\" = \"mao2\"", Path::new("b.toml")).unwrap_err();
         assert_eq!(
             err.to_string(),
-            "lexicon b.toml: key \"毛仲\": 1 syllables for 2 characters"
+            "lexicon b.toml:1: key \"毛仲\": 1 syllables for 2 characters"
         );
         let err = Lexicon::parse("\"毛\" = \"mao\"", Path::new("b.toml")).unwrap_err();
         assert!(err.to_string().contains("bad syllable \"mao\""), "{err}");
         let err = Lexicon::parse("\"毛\" = { sai = \"x\" }", Path::new("b.toml")).unwrap_err();
-        assert!(
-            err.to_string().starts_with("lexicon b.toml: key \"毛\""),
-            "{err}"
+        assert_eq!(
+            err.to_string(),
+            "lexicon b.toml:1: key \"毛\": unknown key 'sai' (known: pinyin, say)"
+        );
+        let err =
+            Lexicon::parse("\"灯\" = \"deng1\"\n\"毛\" = 3", Path::new("b.toml")).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "lexicon b.toml:2: key \"毛\": expected a pinyin string such as \"mao2 zhong4\" or a table { pinyin = \"…\", say = \"…\" }, not integer"
         );
         let err = Lexicon::parse("毛 = ", Path::new("b.toml")).unwrap_err();
         assert!(err.to_string().starts_with("lexicon b.toml: "), "{err}");

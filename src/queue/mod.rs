@@ -254,18 +254,9 @@ pub async fn connect(url: &str, connections: u32) -> Result<Box<dyn TaskQueue>, 
     }
 }
 
-/// The URL without its password, for messages.
+/// The URL without its password, for messages (see [`crate::redact`]).
 pub fn redact(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
-    };
-    let Some((credentials, host)) = rest.split_once('@') else {
-        return url.to_owned();
-    };
-    match credentials.split_once(':') {
-        Some((user, _)) => format!("{scheme}://{user}:***@{host}"),
-        None => url.to_owned(),
-    }
+    crate::redact::redact(url)
 }
 
 #[cfg(test)]

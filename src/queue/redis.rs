@@ -213,7 +213,10 @@ return {active, redis.call('SCARD', P .. 'waiting'), redis.call('SCARD', P .. 'p
 
 /// A Redis-backed [`TaskQueue`].
 pub struct RedisQueue {
-    connection: MultiplexedConnection,
+    client: ::redis::Client,
+    /// The connection; `None` after it broke (a reset, a server restart):
+    /// the next operation connects again.
+    connection: std::sync::Mutex<Option<MultiplexedConnection>>,
     enqueue: Script,
     claim: Script,
     heartbeat: Script,
@@ -254,7 +257,8 @@ impl RedisQueue {
             .await
             .map_err(connect_err)?;
         Ok(RedisQueue {
-            connection,
+            client,
+            connection: std::sync::Mutex::new(Some(connection)),
             enqueue: script(ENQUEUE),
             claim: script(CLAIM),
             heartbeat: script(HEARTBEAT),
@@ -264,6 +268,43 @@ impl RedisQueue {
             status: script(STATUS),
             totals: script(TOTALS),
         })
+    }
+}
+
+impl RedisQueue {
+    /// The live connection, connecting again when the last one broke.
+    async fn conn(&self) -> Result<MultiplexedConnection, QueueError> {
+        if let Some(c) = self.slot().as_ref() {
+            return Ok(c.clone());
+        }
+        let c = self
+            .client
+            .get_multiplexed_async_connection()
+            .await
+            .map_err(rd("reconnect"))?;
+        tracing::info!("reconnected to the Redis queue");
+        *self.slot() = Some(c.clone());
+        Ok(c)
+    }
+
+    fn slot(&self) -> std::sync::MutexGuard<'_, Option<MultiplexedConnection>> {
+        self.connection.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Maps an error of `op`; a broken connection is dropped so that the
+    /// next operation reconnects (tasks in hand stay safe under their
+    /// leases meanwhile).
+    fn failed(&self, op: &'static str) -> impl FnOnce(RedisError) -> QueueError + '_ {
+        move |e| {
+            if e.is_io_error()
+                || e.is_connection_dropped()
+                || e.is_connection_refusal()
+                || e.is_timeout()
+            {
+                *self.slot() = None;
+            }
+            rd(op)(e)
+        }
     }
 }
 
@@ -285,9 +326,9 @@ impl TaskQueue for RedisQueue {
             }
         }
         let added: u64 = invocation
-            .invoke_async(&mut self.connection.clone())
+            .invoke_async(&mut self.conn().await?)
             .await
-            .map_err(rd("enqueue"))?;
+            .map_err(self.failed("enqueue"))?;
         Ok(EnqueueReport {
             planned: plan.tasks.len(),
             added: added as usize,
@@ -299,9 +340,9 @@ impl TaskQueue for RedisQueue {
             .claim
             .arg(worker)
             .arg(ms(lease))
-            .invoke_async(&mut self.connection.clone())
+            .invoke_async(&mut self.conn().await?)
             .await
-            .map_err(rd("claim"))?;
+            .map_err(self.failed("claim"))?;
         let Some((id, kind, payload, attempt)) = claimed else {
             return Ok(None);
         };
@@ -323,9 +364,9 @@ impl TaskQueue for RedisQueue {
             .arg(id)
             .arg(worker)
             .arg(ms(lease))
-            .invoke_async(&mut self.connection.clone())
+            .invoke_async(&mut self.conn().await?)
             .await
-            .map_err(rd("heartbeat"))?;
+            .map_err(self.failed("heartbeat"))?;
         Ok(renewed == 1)
     }
 
@@ -335,9 +376,9 @@ impl TaskQueue for RedisQueue {
             .arg(id)
             .arg(if result.is_some() { "1" } else { "0" })
             .arg(result.unwrap_or(""))
-            .invoke_async(&mut self.connection.clone())
+            .invoke_async(&mut self.conn().await?)
             .await
-            .map_err(rd("complete"))?;
+            .map_err(self.failed("complete"))?;
         Ok(())
     }
 
@@ -356,27 +397,27 @@ impl TaskQueue for RedisQueue {
             .arg(error)
             .arg(if retry { "1" } else { "0" })
             .arg(ms(backoff))
-            .invoke_async(&mut self.connection.clone())
+            .invoke_async(&mut self.conn().await?)
             .await
-            .map_err(rd("record failure"))?;
+            .map_err(self.failed("record failure"))?;
         Ok(TaskState::parse(&state).unwrap_or(TaskState::Running))
     }
 
     async fn dependency_results(&self, id: &str) -> Result<Vec<String>, QueueError> {
         self.results
             .arg(id)
-            .invoke_async(&mut self.connection.clone())
+            .invoke_async(&mut self.conn().await?)
             .await
-            .map_err(rd("read results"))
+            .map_err(self.failed("read results"))
     }
 
     async fn status(&self) -> Result<Vec<JobStatus>, QueueError> {
         let rows: Vec<(String, Vec<String>, Vec<String>)> = self
             .status
             .prepare_invoke()
-            .invoke_async(&mut self.connection.clone())
+            .invoke_async(&mut self.conn().await?)
             .await
-            .map_err(rd("status"))?;
+            .map_err(self.failed("status"))?;
         let mut jobs = Vec::new();
         for (job, counts, parked) in rows {
             let counts = counts
@@ -406,9 +447,9 @@ impl TaskQueue for RedisQueue {
         let (active, waiting, parked): (u64, u64, u64) = self
             .totals
             .prepare_invoke()
-            .invoke_async(&mut self.connection.clone())
+            .invoke_async(&mut self.conn().await?)
             .await
-            .map_err(rd("totals"))?;
+            .map_err(self.failed("totals"))?;
         Ok(QueueTotals {
             active,
             waiting,

@@ -125,6 +125,17 @@ pub async fn run(
     }
 }
 
+/// Consecutive queue errors a worker slot waits out (about 12 minutes of
+/// backoff in all) before it stops.
+const QUEUE_RETRIES: u32 = 30;
+
+/// Delay before reconnection attempt `n` (1-based): 0.5 s doubling to 30 s,
+/// with up to 25 % jitter so that workers do not come back in step.
+fn reconnect_delay(n: u32) -> Duration {
+    let base = (500u64 << n.saturating_sub(1).min(6)).min(30_000);
+    Duration::from_millis(base + fastrand::u64(0..=base / 4))
+}
+
 impl Worker {
     async fn slot(
         self: Arc<Self>,
@@ -146,17 +157,30 @@ impl Worker {
                     errors = 0;
                     claimed
                 }
-                Err(e) if errors < 10 => {
+                Err(e) if errors < QUEUE_RETRIES => {
                     errors += 1;
-                    tracing::warn!(slot, error = %e, "queue unavailable; retrying");
-                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    let delay = reconnect_delay(errors);
+                    tracing::warn!(slot, error = %e, delay_ms = delay.as_millis() as u64, "queue unavailable; reconnecting");
+                    tokio::select! {
+                        () = tokio::time::sleep(delay) => {}
+                        _ = stop.changed() => {}
+                    }
                     continue;
                 }
                 Err(e) => return Err(e),
             };
             let Some(task) = claimed else {
-                if self.options.until_idle && self.queue.totals().await?.active == 0 {
-                    return Ok(());
+                if self.options.until_idle {
+                    match self.queue.totals().await {
+                        Ok(totals) if totals.active == 0 => return Ok(()),
+                        Ok(_) => {}
+                        Err(e) => {
+                            tracing::warn!(slot, error = %e, "queue unavailable; reconnecting");
+                            errors += 1;
+                            tokio::time::sleep(reconnect_delay(errors)).await;
+                            continue;
+                        }
+                    }
                 }
                 let jitter = fastrand::u64(0..=self.options.poll.as_millis() as u64 / 2);
                 tokio::select! {
@@ -165,7 +189,17 @@ impl Worker {
                 }
                 continue;
             };
-            self.run_task(task).await?;
+            // Recording the outcome failed (the queue went away): the task
+            // stays leased to this worker until the lease runs out, then
+            // another worker (or this one) runs it again.
+            if let Err(e) = self.run_task(task).await {
+                errors += 1;
+                if errors > QUEUE_RETRIES {
+                    return Err(e);
+                }
+                tracing::warn!(slot, error = %e, "cannot record a task's outcome; reconnecting");
+                tokio::time::sleep(reconnect_delay(errors)).await;
+            }
         }
     }
 
@@ -413,14 +447,29 @@ impl Worker {
                             .cached(planned.backend.name(), &planned.request)
                         {
                             Some(clip) => clip,
+                            // Its synth task is done, but the cache lost it
+                            // (wiped, another cache): made again here, so
+                            // the mix task cannot wait forever.
                             None => {
                                 let key =
                                     CacheKey::new(&planned.backend.fingerprint(), &planned.request);
-                                return Err(TaskFailure::retry(format!(
-                                    "chapter {}: chunk {} is missing from the cache {cache}",
-                                    job.index,
-                                    key.as_str(),
-                                )));
+                                tracing::warn!(chapter = job.index, chunk = key.as_str(), cache = %cache, "chunk missing from the cache; synthesizing it again");
+                                let made = tokio::runtime::Handle::current().block_on(
+                                    renderer
+                                        .client
+                                        .synthesize(planned.backend.name(), &planned.request),
+                                );
+                                match made {
+                                    Ok(done) => done.clip,
+                                    Err(e) => {
+                                        return Err(TaskFailure::retry(format!(
+                                            "chapter {}: chunk {} is missing from the cache {cache} and cannot be synthesized again: {}",
+                                            job.index,
+                                            key.as_str(),
+                                            crate::commands::error_chain(&e),
+                                        )));
+                                    }
+                                }
                             }
                         }
                     };

@@ -67,6 +67,7 @@ pub struct Azure {
     secret: Secret,
     timeout: Duration,
     max_in_flight: usize,
+    max_body: u64,
     client: reqwest::Client,
 }
 
@@ -84,14 +85,21 @@ impl Azure {
             format!("https://{region}.tts.speech.microsoft.com/cognitiveservices/v1")
         });
         Ok(Azure {
-            client: client(name, timeout)?,
+            client: client(name, timeout, true)?,
             name: name.to_owned(),
             config,
             url,
             secret,
             timeout,
             max_in_flight,
+            max_body: super::http::DEFAULT_MAX_BODY,
         })
+    }
+
+    /// Reads no answer past `bytes` (`max_body_mb`).
+    pub fn with_max_body(mut self, bytes: u64) -> Azure {
+        self.max_body = bytes;
+        self
     }
 
     /// The SSML document for one request.
@@ -184,7 +192,8 @@ impl Synthesizer for Azure {
             .header(reqwest::header::CONTENT_TYPE, "application/ssml+xml")
             .header("X-Microsoft-OutputFormat", &self.config.output_format)
             .body(self.ssml(req));
-        let body = send(&self.name, request, self.timeout, &self.secret).await?;
+        let cap = super::http::body_cap(req, self.max_body);
+        let body = send(&self.name, request, self.timeout, &self.secret, cap).await?;
         decode_checked(&self.name, &body, req)
     }
 }

@@ -536,6 +536,71 @@ impl Cache {
     }
 }
 
+/// Whether a temporary file left by a process that died can go: its
+/// writer (the pid in `.KEY.PID-RAND.tmp`) is gone and it is a minute old,
+/// or it is a day old whatever wrote it (another machine sharing the
+/// directory).
+fn is_stale_temp(name: &str, age: std::time::Duration) -> bool {
+    if !(name.starts_with('.') && name.ends_with(".tmp")) {
+        return false;
+    }
+    if age > std::time::Duration::from_secs(86_400) {
+        return true;
+    }
+    let pid = name
+        .trim_end_matches(".tmp")
+        .rsplit('.')
+        .next()
+        .and_then(|tail| tail.split('-').next())
+        .and_then(|pid| pid.parse::<i32>().ok());
+    let alive = pid.is_some_and(|pid| {
+        // SAFETY: signal 0 only checks that the process exists.
+        pid > 0
+            && (unsafe { libc::kill(pid, 0) } == 0
+                || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM))
+    });
+    !alive && age > std::time::Duration::from_secs(60)
+}
+
+impl Cache {
+    /// Removes temporary entry files that a killed process left behind
+    /// (see [`is_stale_temp`]). Returns how many were removed.
+    pub fn remove_stale_temps(&self) -> usize {
+        let Location::Dir(dir) = &self.location else {
+            return 0;
+        };
+        let Ok(shards) = fs::read_dir(dir) else {
+            return 0;
+        };
+        let mut removed = 0;
+        for shard in shards.flatten() {
+            let Ok(entries) = fs::read_dir(shard.path()) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let name = entry.file_name();
+                let name = name.to_string_lossy();
+                if !name.ends_with(".tmp") {
+                    continue;
+                }
+                let age = entry
+                    .metadata()
+                    .and_then(|m| m.modified())
+                    .ok()
+                    .and_then(|t| t.elapsed().ok())
+                    .unwrap_or_default();
+                if is_stale_temp(&name, age) && fs::remove_file(entry.path()).is_ok() {
+                    removed += 1;
+                }
+            }
+        }
+        if removed > 0 {
+            tracing::info!(cache = %dir.display(), removed, "removed stale temporary cache files");
+        }
+        removed
+    }
+}
+
 /// Writes an encoded entry into the cache directory `dir`: to a temporary
 /// file, renamed into place.
 fn write_entry(dir: &Path, key: &CacheKey, bytes: &[u8]) -> std::io::Result<()> {

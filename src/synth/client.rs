@@ -31,6 +31,10 @@ pub struct Synthesized {
     pub clip: AudioClip,
     /// The backend that produced it (differs from the one asked after a fallback).
     pub backend: String,
+    /// The backend voice id it was made with.
+    pub voice: String,
+    /// Whether a fallback backend made it.
+    pub fallback: bool,
     pub cached: bool,
 }
 
@@ -43,6 +47,8 @@ pub struct ClientStats {
     pub cache_hits: AtomicUsize,
     /// Chunks that failed for good.
     pub failures: AtomicUsize,
+    /// Chunks a fallback backend synthesized.
+    pub fallbacks: AtomicUsize,
 }
 
 /// All backends of a voices file, ready to use.
@@ -99,12 +105,13 @@ impl SynthClient {
         chain
     }
 
-    /// Whether `req` for `backend` (or one of its fallbacks) is in the cache.
+    /// Whether `req` for `backend` itself is in the cache. A clip its
+    /// fallback made does not count: the next run asks `backend` again.
     pub fn is_cached(&self, backend: &str, req: &SynthRequest) -> bool {
         let Some(cache) = &self.cache else {
             return false;
         };
-        self.chain(backend, req).iter().any(|(name, req)| {
+        self.chain(backend, req).first().is_some_and(|(name, req)| {
             cache.contains(&CacheKey::new(
                 &self.backends[*name].synth.fingerprint(),
                 req,
@@ -112,8 +119,9 @@ impl SynthClient {
         })
     }
 
-    /// The cached clip of `req` for `backend` or one of its fallbacks,
-    /// without sending anything (blocking file or object-store I/O).
+    /// The cached clip of `req` for `backend`, else for one of its
+    /// fallbacks (what a queue worker made), without sending anything
+    /// (blocking file or object-store I/O).
     pub fn cached(&self, backend: &str, req: &SynthRequest) -> Option<AudioClip> {
         let cache = self.cache.as_ref()?;
         self.chain(backend, req).iter().find_map(|(name, req)| {
@@ -124,9 +132,22 @@ impl SynthClient {
         })
     }
 
-    /// Synthesizes `req` with `backend`: from the cache when any backend of
-    /// the fallback chain has it, else with retries, then with fallbacks.
-    /// Fresh audio is stored in the cache.
+    /// The cached clip under `key` (blocking I/O on the blocking pool).
+    async fn cache_get(&self, key: &CacheKey) -> Option<AudioClip> {
+        let cache = self.cache.clone()?;
+        let key = key.clone();
+        tokio::task::spawn_blocking(move || cache.get(&key))
+            .await
+            .ok()
+            .flatten()
+    }
+
+    /// Synthesizes `req` with `backend`, each backend of the chain in turn:
+    /// its own cache entry, else the backend with retries; a fallback is
+    /// asked (cache first) only when the backend before it failed for good.
+    /// Cache entries are keyed by the backend and voice that made them, so
+    /// a fallback's clip is never served for the primary. Fresh audio is
+    /// stored in the cache.
     pub async fn synthesize(
         &self,
         backend: &str,
@@ -139,39 +160,24 @@ impl SynthClient {
                 message: "no such backend".into(),
             });
         }
-        let keys: Vec<CacheKey> = chain
-            .iter()
-            .map(|(name, req)| CacheKey::new(&self.backends[*name].synth.fingerprint(), req))
-            .collect();
-        // File I/O runs on the blocking pool so that a slow disk never
-        // stalls the threads that drive requests.
-        if let Some(cache) = self.cache.clone() {
-            let lookup = keys.clone();
-            let hit = tokio::task::spawn_blocking(move || {
-                lookup
-                    .iter()
-                    .enumerate()
-                    .find_map(|(i, key)| cache.get(key).map(|clip| (i, clip)))
-            })
-            .await
-            .ok()
-            .flatten();
-            if let Some((i, clip)) = hit {
-                self.stats.cache_hits.fetch_add(1, Ordering::Relaxed);
-                return Ok(Synthesized {
-                    clip,
-                    backend: chain[i].0.to_owned(),
-                    cached: true,
-                });
-            }
-        }
         let mut first_error = None;
-        for ((name, req), key) in chain.iter().zip(&keys) {
+        for (i, (name, req)) in chain.iter().enumerate() {
+            let key = CacheKey::new(&self.backends[*name].synth.fingerprint(), req);
+            let done = |clip, cached| Synthesized {
+                clip,
+                backend: (*name).to_owned(),
+                voice: req.voice.voice.clone(),
+                fallback: i > 0,
+                cached,
+            };
+            if let Some(clip) = self.cache_get(&key).await {
+                self.stats.cache_hits.fetch_add(1, Ordering::Relaxed);
+                return Ok(done(clip, true));
+            }
             match self.with_retries(&self.backends[*name], req).await {
                 Ok(clip) => {
                     let clip = match self.cache.clone() {
                         Some(cache) => {
-                            let key = key.clone();
                             let stored = tokio::task::spawn_blocking(move || {
                                 let result = cache.put(&key, &clip);
                                 (clip, result, cache)
@@ -194,14 +200,13 @@ impl SynthClient {
                         }
                         None => clip,
                     };
-                    return Ok(Synthesized {
-                        clip,
-                        backend: (*name).to_owned(),
-                        cached: false,
-                    });
+                    if i > 0 {
+                        self.stats.fallbacks.fetch_add(1, Ordering::Relaxed);
+                    }
+                    return Ok(done(clip, false));
                 }
                 Err(e) => {
-                    if chain.len() > 1 {
+                    if i + 1 < chain.len() {
                         tracing::warn!(backend = *name, error = %e, "backend failed; trying its fallback");
                     }
                     first_error.get_or_insert(e);
@@ -361,6 +366,8 @@ mod tests {
         );
         let got = client.synthesize("a", &req()).await.unwrap();
         assert_eq!(got.backend, "b");
+        assert_eq!(got.voice, "backup-voice");
+        assert!(got.fallback);
         assert_eq!(client.stats.requests.load(Ordering::Relaxed), 2);
         let b = client.backend("b").unwrap();
         assert_eq!(b.name(), "b");

@@ -55,8 +55,24 @@ impl CommandConfig {
         if !matches!(self.input.as_str(), "text" | "pinyin") {
             return Err(("input".into(), "must be \"text\" or \"pinyin\"".into()));
         }
-        if self.max_chars == 0 {
-            return Err(("max_chars".into(), "must be at least 1".into()));
+        if !(1..=10_000).contains(&self.max_chars) {
+            return Err((
+                "max_chars".into(),
+                format!("{} is out of range 1–10000", self.max_chars),
+            ));
+        }
+        // Book text beginning with `-` must not read as an option.
+        let end_of_options = self.args.iter().position(|a| a == "--");
+        for (i, arg) in self.args.iter().enumerate() {
+            let holds_text = arg.contains("{text}") || arg.contains("{pinyin}");
+            if holds_text && end_of_options.is_none_or(|end| i < end) {
+                return Err((
+                    "args".into(),
+                    format!(
+                        "'{arg}' holds book text: put \"--\" before it (text starting with '-' would read as an option), or pass the text with stdin = true"
+                    ),
+                ));
+            }
         }
         Ok(())
     }

@@ -33,7 +33,10 @@ use crate::audio::AudioClip;
 pub struct Secret(String);
 
 impl Secret {
+    /// The secret, registered with [`crate::redact`] so that no message,
+    /// file or log shows it.
     pub fn new(value: String) -> Secret {
+        crate::redact::register(&value);
         Secret(value)
     }
 
@@ -41,12 +44,10 @@ impl Secret {
         &self.0
     }
 
-    /// `text` with every occurrence of the secret replaced by `***`.
+    /// `text` with every occurrence of the secret (and of every other
+    /// secret and URL password) replaced by `***`: [`crate::redact::redact`].
     pub fn redact(&self, text: &str) -> String {
-        if self.0.len() < 4 {
-            return text.to_owned();
-        }
-        text.replace(&self.0, "***")
+        crate::redact::redact(text)
     }
 }
 
@@ -56,12 +57,45 @@ impl fmt::Debug for Secret {
     }
 }
 
-/// Builds the shared HTTP client of one backend.
-pub fn client(backend: &str, timeout: Duration) -> Result<reqwest::Client, SynthError> {
+/// Builds the shared HTTP client of one backend. With `credentials` (an
+/// API key in a header or the URL), a redirect to another scheme, host or
+/// port is refused: reqwest strips `Authorization` there, but not
+/// `Ocp-Apim-Subscription-Key` or a template header built from `{key}`.
+/// Redirects within the same origin are followed (10 at most).
+pub fn client(
+    backend: &str,
+    timeout: Duration,
+    credentials: bool,
+) -> Result<reqwest::Client, SynthError> {
+    let policy = reqwest::redirect::Policy::custom(move |attempt| {
+        if attempt.previous().len() >= 10 {
+            return attempt.error("too many redirects");
+        }
+        let from = attempt.previous().last();
+        let to = attempt.url();
+        let same_origin = from.is_some_and(|from| {
+            from.scheme() == to.scheme()
+                && from.host_str() == to.host_str()
+                && from.port_or_known_default() == to.port_or_known_default()
+        });
+        if credentials && !same_origin {
+            let origin = format!(
+                "{}://{}{}",
+                to.scheme(),
+                to.host_str().unwrap_or(""),
+                to.port().map(|p| format!(":{p}")).unwrap_or_default()
+            );
+            return attempt.error(format!(
+                "refused a redirect to another host ({origin}): the request carries the API key"
+            ));
+        }
+        attempt.follow()
+    });
     reqwest::Client::builder()
         .timeout(timeout)
         .connect_timeout(timeout.min(Duration::from_secs(10)))
         .user_agent(concat!("tingshu/", env!("CARGO_PKG_VERSION")))
+        .redirect(policy)
         .build()
         .map_err(|e| SynthError::Setup {
             backend: backend.to_owned(),
@@ -69,13 +103,32 @@ pub fn client(backend: &str, timeout: Duration) -> Result<reqwest::Client, Synth
         })
 }
 
-/// Sends `request` and returns the body of a 2xx answer; everything else
-/// becomes a [`SynthError`] with the secret redacted.
+/// Default of the `max_body_mb` client key: no answer is read past this.
+pub const DEFAULT_MAX_BODY: u64 = 256 << 20;
+
+/// Bytes of an error answer kept for its message.
+const ERROR_BODY_BYTES: usize = 64 << 10;
+
+/// The most bytes an answer to `req` may have: the longest audio
+/// [`super::check_duration`] accepts for its text, as 48 kHz 16-bit stereo
+/// in base64 (256 kB/s), plus 1 MiB; never more than `max_body`.
+pub fn body_cap(req: &SynthRequest, max_body: u64) -> u64 {
+    let units = super::spoken_units(&req.text) as f64;
+    let speed = f64::from(req.voice.speed.max(0.25));
+    let longest_s = (units * 2.0 + 10.0) / speed;
+    let derived = (longest_s * 256_000.0) as u64 + (1 << 20);
+    derived.min(max_body)
+}
+
+/// Sends `request` and returns the body of a 2xx answer, read as a stream
+/// and rejected as soon as it passes `cap` bytes (or announces more);
+/// everything else becomes a [`SynthError`] with secrets redacted.
 pub async fn send(
     backend: &str,
     request: reqwest::RequestBuilder,
     timeout: Duration,
     secret: &Secret,
+    cap: u64,
 ) -> Result<Vec<u8>, SynthError> {
     let transport = |e: reqwest::Error| {
         if e.is_timeout() {
@@ -90,23 +143,51 @@ pub async fn send(
             }
         }
     };
-    let response = request.send().await.map_err(transport)?;
+    let mut response = request.send().await.map_err(transport)?;
     let status = response.status();
     let retry_after = response
         .headers()
         .get(reqwest::header::RETRY_AFTER)
         .and_then(|v| v.to_str().ok())
         .and_then(parse_retry_after);
-    let body = response.bytes().await.map_err(transport)?;
+    let too_big = |size: String| SynthError::BadAudio {
+        backend: backend.to_owned(),
+        message: format!(
+            "answer of {size} is larger than the {} MiB allowed for this text (max_body_mb)",
+            cap.div_ceil(1 << 20)
+        ),
+    };
+    if status.is_success()
+        && let Some(length) = response.content_length()
+        && length > cap
+    {
+        return Err(too_big(format!("{} MiB", length.div_ceil(1 << 20))));
+    }
+    let limit = if status.is_success() {
+        usize::try_from(cap).unwrap_or(usize::MAX)
+    } else {
+        ERROR_BODY_BYTES
+    };
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(transport)? {
+        if body.len() + chunk.len() > limit {
+            if status.is_success() {
+                return Err(too_big(format!("more than {} MiB", cap.div_ceil(1 << 20))));
+            }
+            body.extend_from_slice(&chunk[..limit - body.len()]);
+            break;
+        }
+        body.extend_from_slice(&chunk);
+    }
     if !status.is_success() {
         return Err(SynthError::Http {
             backend: backend.to_owned(),
             status: status.as_u16(),
-            message: secret.redact(&body_excerpt(&body)),
+            message: body_excerpt(&body),
             retry_after,
         });
     }
-    Ok(body.to_vec())
+    Ok(body)
 }
 
 fn error_chain(e: &dyn std::error::Error) -> String {
@@ -120,9 +201,10 @@ fn error_chain(e: &dyn std::error::Error) -> String {
     message
 }
 
-/// The start of an error body, on one line.
+/// The start of an error body, on one line, secrets redacted first (a key
+/// cut in half by the excerpt would otherwise show).
 fn body_excerpt(body: &[u8]) -> String {
-    let text = String::from_utf8_lossy(&body[..body.len().min(300)]);
+    let text = crate::redact::redact(&String::from_utf8_lossy(body));
     let line: String = text
         .chars()
         .map(|c| if c.is_control() { ' ' } else { c })
@@ -247,6 +329,7 @@ pub struct Http {
     secret: Secret,
     timeout: Duration,
     max_in_flight: usize,
+    max_body: u64,
     client: reqwest::Client,
 }
 
@@ -258,14 +341,22 @@ impl Http {
         timeout: Duration,
         max_in_flight: usize,
     ) -> Result<Http, SynthError> {
+        let credentials = !secret.expose().is_empty();
         Ok(Http {
-            client: client(name, timeout)?,
+            client: client(name, timeout, credentials)?,
             name: name.to_owned(),
             config,
             secret,
             timeout,
             max_in_flight,
+            max_body: DEFAULT_MAX_BODY,
         })
+    }
+
+    /// Reads no answer past `bytes` (`max_body_mb`).
+    pub fn with_max_body(mut self, bytes: u64) -> Http {
+        self.max_body = bytes;
+        self
     }
 
     fn values(&self, req: &SynthRequest) -> Vec<(&'static str, String)> {
@@ -439,7 +530,15 @@ impl Synthesizer for Http {
     }
 
     async fn synthesize(&self, req: &SynthRequest) -> Result<AudioClip, SynthError> {
-        let body = send(&self.name, self.request(req), self.timeout, &self.secret).await?;
+        let cap = body_cap(req, self.max_body);
+        let body = send(
+            &self.name,
+            self.request(req),
+            self.timeout,
+            &self.secret,
+            cap,
+        )
+        .await?;
         self.read_answer(&body, req)
     }
 }

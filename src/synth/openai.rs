@@ -82,6 +82,7 @@ pub struct Openai {
     secret: Secret,
     timeout: Duration,
     max_in_flight: usize,
+    max_body: u64,
     client: reqwest::Client,
 }
 
@@ -94,14 +95,21 @@ impl Openai {
         max_in_flight: usize,
     ) -> Result<Openai, SynthError> {
         Ok(Openai {
-            client: client(name, timeout)?,
+            client: client(name, timeout, !secret.expose().is_empty())?,
             url: format!("{}/audio/speech", config.base_url.trim_end_matches('/')),
             name: name.to_owned(),
             config,
             secret,
             timeout,
             max_in_flight,
+            max_body: super::http::DEFAULT_MAX_BODY,
         })
+    }
+
+    /// Reads no answer past `bytes` (`max_body_mb`).
+    pub fn with_max_body(mut self, bytes: u64) -> Openai {
+        self.max_body = bytes;
+        self
     }
 
     fn body(&self, req: &SynthRequest) -> serde_json::Value {
@@ -148,7 +156,8 @@ impl Synthesizer for Openai {
         if !self.secret.expose().is_empty() {
             request = request.bearer_auth(self.secret.expose());
         }
-        let body = send(&self.name, request, self.timeout, &self.secret).await?;
+        let cap = super::http::body_cap(req, self.max_body);
+        let body = send(&self.name, request, self.timeout, &self.secret, cap).await?;
         if self.config.response_format == "pcm" {
             // OpenAI's raw format: 16-bit little-endian mono at 24 kHz.
             if body.len() < 2 {

@@ -155,6 +155,7 @@ impl TtsServer {
     /// A voices file whose narrator and dialogue voices both use this server
     /// through the `http` backend, `max_chars` characters per request at most
     /// and `max_in_flight` requests at a time.
+    #[allow(dead_code)]
     pub fn voices_toml(&self, max_chars: usize, max_in_flight: usize) -> String {
         format!(
             r#"[backends.server]

@@ -1,0 +1,1157 @@
+//! Faults, one test (or a few) per reliability promise, against real
+//! components: the real `tingshu` binary, real espeak-ng, real ffmpeg,
+//! HTTP servers started here on 127.0.0.1 (port 0) and, where the tests
+//! run as root, a real small tmpfs (skipped with a message otherwise).
+//!
+//! 1. a full disk never replaces a good encoded file;
+//! 2. credentials stay on their host and out of every message and file;
+//! 3. bad numbers in a voices file are errors naming file:line:key;
+//! 4. a fallback's audio is never served for the primary;
+//! 5. a huge answer is rejected as it streams, with bounded memory;
+//! 6. a chapter spilled to disk mixes to the same bytes as in memory;
+//! 7. processes and names: no orphan ffmpeg, stale files cleaned, `--`
+//!    before book text, no bidi controls in file names.
+
+mod common;
+
+use std::io::Write as _;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+
+const KEY: &str = "sk-fault-Zq81mXr4Tt0pW6";
+
+/// The espeak-only voices shipped with tingshu.
+fn espeak_voices() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("voices/espeak.toml")
+}
+
+struct Run {
+    code: i32,
+    stderr: String,
+    /// Peak resident memory of the tingshu process, in bytes.
+    max_rss: u64,
+}
+
+/// Runs the real binary in `dir`, measuring its own peak RSS (wait4).
+fn tingshu(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
+    let err_path = dir.join(format!(".stderr-{}", fastrand::u64(..)));
+    let err = std::fs::File::create(&err_path).unwrap();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_tingshu"));
+    command
+        .args(args)
+        .current_dir(dir)
+        .env("FAULT_KEY", KEY)
+        .env_remove("TINGSHU_VOICES")
+        .env_remove("TINGSHU_OUT")
+        .env_remove("TINGSHU_CACHE")
+        .env_remove("TINGSHU_FORMAT")
+        .env_remove("TINGSHU_QUEUE")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(err);
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    // Reaped by wait4 in `wait_measured`, which also gives its peak RSS.
+    #[allow(clippy::zombie_processes)]
+    let child = command.spawn().unwrap();
+    let (code, max_rss) = wait_measured(child.id() as i32);
+    let stderr = std::fs::read_to_string(&err_path).unwrap_or_default();
+    let _ = std::fs::remove_file(&err_path);
+    Run {
+        code,
+        stderr,
+        max_rss,
+    }
+}
+
+/// Waits for `pid`; its exit code (or -signal) and peak RSS in bytes.
+fn wait_measured(pid: i32) -> (i32, u64) {
+    let mut status = 0;
+    // SAFETY: plain out-parameters for wait4.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(r, pid, "wait4 failed");
+    let code = if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        -libc::WTERMSIG(status)
+    };
+    (code, usage.ru_maxrss as u64 * 1024)
+}
+
+/// A book of `chapters` chapters of `paragraphs` paragraphs each, with
+/// dialogue; each paragraph differs, so nothing is served twice.
+fn write_book(dir: &Path, name: &str, chapters: usize, paragraphs: usize) -> PathBuf {
+    let mut text = String::new();
+    for c in 1..=chapters {
+        text.push_str(&format!("第{c}章 灯塔\n\n"));
+        for p in 1..=paragraphs {
+            text.push_str(&format!(
+                "第{p}天的傍晚，守塔人把油灯擦亮，海面上起了雾。他说：“今晚的船还有{p}条。”\n\n"
+            ));
+        }
+    }
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn is_root() -> bool {
+    // SAFETY: no arguments, no side effects.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// A tmpfs of `size` bytes mounted on a fresh directory; unmounted on drop.
+struct Tmpfs {
+    dir: tempfile::TempDir,
+}
+
+impl Tmpfs {
+    fn mount(size: u64) -> Option<Tmpfs> {
+        if !is_root() {
+            eprintln!("skipped: mounting a tmpfs needs root");
+            return None;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir.path())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            eprintln!("skipped: cannot mount a tmpfs here");
+            return None;
+        }
+        Some(Tmpfs { dir })
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Fills the file system until `leave` bytes are free.
+    fn fill(&self, leave: u64) {
+        let free = tingshu::audio::child::free_bytes(self.path()).unwrap();
+        let name = format!("filler-{}", fastrand::u64(..));
+        let mut f = std::fs::File::create(self.path().join(name)).unwrap();
+        let chunk = vec![0x5au8; 4096];
+        let mut left = free.saturating_sub(leave);
+        while left > 0 {
+            let n = left.min(chunk.len() as u64) as usize;
+            if f.write_all(&chunk[..n]).is_err() {
+                break;
+            }
+            left -= n as u64;
+        }
+        f.sync_all().unwrap();
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(self.dir.path()).status();
+    }
+}
+
+fn ffmpeg_available() -> bool {
+    let ok = Command::new("ffmpeg")
+        .arg("-version")
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        eprintln!("skipped: ffmpeg is not installed");
+    }
+    ok
+}
+
+/// A WAV of `secs` seconds of a speech-like tone.
+fn tone_wav(path: &Path, secs: f32) {
+    let rate = 22050;
+    let samples = (0..(secs * rate as f32) as usize)
+        .map(|i| {
+            let t = i as f32 / rate as f32;
+            0.3 * (std::f32::consts::TAU * 220.0 * t).sin()
+                * (std::f32::consts::PI * 3.0 * t).sin().abs()
+        })
+        .collect();
+    tingshu::audio::wav::write_wav_file(&tingshu::audio::AudioClip::new(samples, rate), path)
+        .unwrap();
+}
+
+/// A JPEG of noise, large (several MB).
+fn noisy_cover(path: &Path) {
+    let ok = Command::new("ffmpeg")
+        .args([
+            "-hide_banner",
+            "-loglevel",
+            "error",
+            "-y",
+            "-f",
+            "lavfi",
+            "-i",
+        ])
+        .arg("color=c=gray:size=1200x1200")
+        .args([
+            "-vf",
+            "noise=alls=100:allf=u",
+            "-frames:v",
+            "1",
+            "-q:v",
+            "1",
+        ])
+        .arg(path)
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok, "ffmpeg cannot make the test cover");
+}
+
+fn leftovers(dir: &Path, suffix: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in walk(dir) {
+        let name = entry.file_name().unwrap().to_string_lossy().into_owned();
+        if name.ends_with(suffix) {
+            found.push(entry.display().to_string());
+        }
+    }
+    found
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+// ---------------------------------------------------------------- 1. disk
+
+/// ffmpeg writing an Opus file (with a cover bigger than the free space:
+/// Opus carries it in base64) onto a full tmpfs: the encode fails, says
+/// the disk is full, and the good file written before stays byte for byte;
+/// no `.part` is left.
+#[test]
+fn a_full_disk_during_an_encode_keeps_the_good_file() {
+    use tingshu::audio::encode::{Encoder, Format, Tags};
+    if !ffmpeg_available() {
+        return;
+    }
+    let Some(fs) = Tmpfs::mount(16 << 20) else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let wav = work.path().join("ch.wav");
+    tone_wav(&wav, 20.0);
+    let cover = work.path().join("cover.jpg");
+    noisy_cover(&cover);
+    let cover_len = std::fs::metadata(&cover).unwrap().len();
+    assert!(cover_len > 1 << 20, "cover only {cover_len} bytes");
+
+    let encoder = Encoder::new("ffmpeg").unwrap();
+    let out = fs.path().join("0001-灯塔.opus");
+    let mut tags = Tags {
+        title: "灯塔".into(),
+        album: "雾港".into(),
+        ..Default::default()
+    };
+    encoder
+        .encode_chapter(&wav, &out, Format::Opus, &tags)
+        .unwrap();
+    let good = std::fs::read(&out).unwrap();
+    // Room for the audio and the 1 MiB margin of the free-space check,
+    // not for the cover.
+    fs.fill(1_250_000);
+    tags.cover = Some(cover);
+    let err = chain(
+        &encoder
+            .encode_chapter(&wav, &out, Format::Opus, &tags)
+            .unwrap_err(),
+    );
+    // ffmpeg's own "No space left on device", or the metadata file (which
+    // holds the cover) failing to be written beside the output.
+    assert!(
+        err.contains("disk full (") || err.contains("No space left on device"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read(&out).unwrap(),
+        good,
+        "the good file was replaced"
+    );
+    assert!(leftovers(fs.path(), ".part").is_empty());
+
+    // Far too little room: refused before ffmpeg starts, plainly.
+    fs.fill(100_000);
+    let err = encoder
+        .encode_chapter(&wav, &out, Format::Mp3, &tags)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("disk full:") && err.contains("free in"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(&out).unwrap(), good);
+}
+
+/// An error and its sources on one line.
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        out.push_str(": ");
+        out.push_str(&s.to_string());
+        source = s.source();
+    }
+    out
+}
+
+/// `build --format mp3,m4b` onto a disk too small for the encodes: the WAV
+/// is written, every failed encode is in report.txt, the exit status is 1,
+/// and no broken MP3 or M4B is left.
+#[test]
+fn build_onto_a_full_disk_reports_the_encodes_and_exits_1() {
+    if !ffmpeg_available() {
+        return;
+    }
+    let Some(fs) = Tmpfs::mount(2 << 20) else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let book = write_book(work.path(), "灯塔.txt", 1, 3);
+    let voices = espeak_voices();
+    let cover = work.path().join("cover.jpg");
+    noisy_cover(&cover);
+    let out = fs.path().to_str().unwrap().to_owned();
+    let cache = work.path().join("cache");
+    let run = tingshu(
+        work.path(),
+        &[
+            "build",
+            book.to_str().unwrap(),
+            "--voices",
+            voices.to_str().unwrap(),
+            "--out",
+            &out,
+            "--cache",
+            cache.to_str().unwrap(),
+            "--format",
+            "mp3,m4b",
+            "--cover",
+            cover.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let dir = fs.path().join("灯塔");
+    let report = std::fs::read_to_string(dir.join("report.txt")).unwrap();
+    assert!(!report.contains("Failed (0)"), "{report}");
+    assert!(report.contains(".m4b: disk full"), "{report}");
+    // Whatever encoded file is there is whole; the others are reported.
+    for entry in walk(&dir) {
+        let name = entry.to_string_lossy().into_owned();
+        if name.ends_with(".mp3") || name.ends_with(".m4b") {
+            let probe = Command::new("ffprobe")
+                .args([
+                    "-v",
+                    "error",
+                    "-show_entries",
+                    "format=duration",
+                    "-of",
+                    "csv=p=0",
+                ])
+                .arg(&entry)
+                .output()
+                .unwrap();
+            let duration: f64 = String::from_utf8_lossy(&probe.stdout)
+                .trim()
+                .parse()
+                .unwrap_or(0.0);
+            assert!(
+                probe.status.success() && probe.stderr.is_empty() && duration > 5.0,
+                "broken {name}"
+            );
+        }
+    }
+    assert!(leftovers(&dir, ".part").is_empty());
+}
+
+// --------------------------------------------------------- 2. credentials
+
+#[derive(Default)]
+struct Seen {
+    requests: AtomicUsize,
+    headers: Mutex<Vec<HeaderMap>>,
+}
+
+async fn record(State(seen): State<Arc<Seen>>, headers: HeaderMap) -> Response {
+    seen.requests.fetch_add(1, Ordering::SeqCst);
+    seen.headers.lock().unwrap().push(headers);
+    (StatusCode::INTERNAL_SERVER_ERROR, "second host").into_response()
+}
+
+async fn serve(app: Router) -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    addr
+}
+
+/// A server whose `/tts` redirects (307) to `target`, and whose `/same`
+/// redirects to its own `/tts`... when `target` is None, `/tts` answers
+/// audio for the JSON `{text, voice}` it gets.
+async fn redirector(target: Option<String>) -> SocketAddr {
+    if let Some(target) = target {
+        let app =
+            Router::new().fallback(move || {
+                let target = target.clone();
+                async move {
+                    (StatusCode::TEMPORARY_REDIRECT, [(header::LOCATION, target)]).into_response()
+                }
+            });
+        return serve(app).await;
+    }
+    let app = Router::new()
+        .route(
+            "/tts",
+            axum::routing::post(move |body: Bytes| {
+                let target = target.clone();
+                async move {
+                    match target {
+                        Some(t) => (StatusCode::TEMPORARY_REDIRECT, [(header::LOCATION, t)])
+                            .into_response(),
+                        None => {
+                            let v: serde_json::Value =
+                                serde_json::from_slice(&body).unwrap_or_default();
+                            let text = v["text"].as_str().unwrap_or("").to_owned();
+                            (
+                                [(header::CONTENT_TYPE, "audio/wav")],
+                                common::tone_wav(&text, "v"),
+                            )
+                                .into_response()
+                        }
+                    }
+                }
+            }),
+        )
+        .route(
+            "/same",
+            axum::routing::post(|| async {
+                (StatusCode::TEMPORARY_REDIRECT, [(header::LOCATION, "/tts")]).into_response()
+            }),
+        );
+    serve(app).await
+}
+
+fn one_backend_voices(dir: &Path, backend: &str) -> PathBuf {
+    let text = format!(
+        "[backends.server]\n{backend}\nretries = 0\n\n[voices.narrator]\nbackend = \"server\"\nvoice = \"v\"\n\n[casting]\nnarrator = \"narrator\"\n"
+    );
+    let path = dir.join("voices.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// A 307 to another port: the Azure subscription key and an http-template
+/// header built from `{key}` never reach the second server — the redirect
+/// is refused, saying why — and the key is in no message.
+#[tokio::test(flavor = "multi_thread")]
+async fn cross_host_redirects_never_carry_the_key() {
+    let seen = Arc::new(Seen::default());
+    let second = serve(Router::new().fallback(record).with_state(Arc::clone(&seen))).await;
+    let first = redirector(Some(format!("http://{second}/tts"))).await;
+    let backends = [
+        format!("type = \"azure\"\nendpoint = \"http://{first}/tts\"\napi_key_env = \"FAULT_KEY\""),
+        format!(
+            "type = \"http\"\nmethod = \"POST\"\nurl = \"http://{first}/tts\"\napi_key_env = \"FAULT_KEY\"\nheaders = {{ \"X-Api-Key\" = \"{{key}}\" }}\njson = {{ text = \"{{text}}\", voice = \"{{voice}}\" }}"
+        ),
+        format!("type = \"openai\"\nbase_url = \"http://{first}\"\napi_key_env = \"FAULT_KEY\""),
+    ];
+    for backend in backends {
+        let dir = tempfile::tempdir().unwrap();
+        one_backend_voices(dir.path(), &backend);
+        let d = dir.path().to_owned();
+        let run = tokio::task::spawn_blocking(move || {
+            tingshu(
+                &d,
+                &[
+                    "preview",
+                    "灯亮了。",
+                    "--voices",
+                    "voices.toml",
+                    "-o",
+                    "out.wav",
+                    "-v",
+                ],
+                &[("RUST_LOG", "debug")],
+            )
+        })
+        .await
+        .unwrap();
+        assert_ne!(run.code, 0, "{}", run.stderr);
+        assert!(
+            run.stderr.contains("refused a redirect to another host"),
+            "{backend}: {}",
+            run.stderr
+        );
+        assert!(!run.stderr.contains(KEY), "key leaked: {}", run.stderr);
+        assert!(!dir.path().join("out.wav").exists());
+    }
+    // Some backends' first request is itself on `first`'s /audio/speech
+    // (openai): whatever reached the second host, no header held the key.
+    for headers in seen.headers.lock().unwrap().iter() {
+        for (name, value) in headers {
+            assert!(
+                !value.to_str().unwrap_or("").contains(KEY),
+                "{name} carried the key"
+            );
+        }
+    }
+    assert_eq!(seen.requests.load(Ordering::SeqCst), 0);
+}
+
+/// A redirect within the same host and port is followed.
+#[tokio::test(flavor = "multi_thread")]
+async fn same_host_redirects_are_followed() {
+    let server = redirector(None).await;
+    let dir = tempfile::tempdir().unwrap();
+    one_backend_voices(
+        dir.path(),
+        &format!(
+            "type = \"http\"\nmethod = \"POST\"\nurl = \"http://{server}/same\"\napi_key_env = \"FAULT_KEY\"\nheaders = {{ \"X-Api-Key\" = \"{{key}}\" }}\njson = {{ text = \"{{text}}\", voice = \"{{voice}}\" }}"
+        ),
+    );
+    let d = dir.path().to_owned();
+    let run = tokio::task::spawn_blocking(move || {
+        tingshu(
+            &d,
+            &[
+                "preview",
+                "灯亮了。",
+                "--voices",
+                "voices.toml",
+                "-o",
+                "out.wav",
+            ],
+            &[],
+        )
+    })
+    .await
+    .unwrap();
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(dir.path().join("out.wav").is_file());
+}
+
+/// Servers that echo the key — in a 200 text body, and past character
+/// 120 of a 401 body — never get it printed: not on stderr (log included),
+/// not in report.txt.
+#[tokio::test(flavor = "multi_thread")]
+async fn echoed_keys_are_redacted_before_any_truncation() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let c = Arc::clone(&calls);
+    let app = Router::new().fallback(move || {
+        let n = c.fetch_add(1, Ordering::SeqCst);
+        async move {
+            if n.is_multiple_of(2) {
+                (
+                    StatusCode::OK,
+                    format!("error: the key {KEY} is not valid here"),
+                )
+                    .into_response()
+            } else {
+                let padding = "x".repeat(110);
+                (StatusCode::UNAUTHORIZED, format!("{padding} key={KEY}")).into_response()
+            }
+        }
+    });
+    let server = serve(app).await;
+    let dir = tempfile::tempdir().unwrap();
+    one_backend_voices(
+        dir.path(),
+        &format!(
+            "type = \"http\"\nmethod = \"POST\"\nurl = \"http://{server}/tts\"\napi_key_env = \"FAULT_KEY\"\nheaders = {{ \"Authorization\" = \"Bearer {{key}}\" }}\njson = {{ text = \"{{text}}\" }}"
+        ),
+    );
+    let book = write_book(dir.path(), "书.txt", 2, 1);
+    let d = dir.path().to_owned();
+    let run = tokio::task::spawn_blocking(move || {
+        tingshu(
+            &d,
+            &[
+                "build",
+                book.to_str().unwrap(),
+                "--voices",
+                "voices.toml",
+                "--out",
+                "out",
+                "-v",
+            ],
+            &[("RUST_LOG", "debug")],
+        )
+    })
+    .await
+    .unwrap();
+    assert!(calls.load(Ordering::SeqCst) >= 2);
+    assert_ne!(run.code, 0);
+    let partial: String = KEY.chars().take(12).collect();
+    assert!(!run.stderr.contains(&partial), "key leaked: {}", run.stderr);
+    assert!(run.stderr.contains("***"), "{}", run.stderr);
+    for file in walk(&dir.path().join("out")) {
+        let text = String::from_utf8_lossy(&std::fs::read(&file).unwrap()).into_owned();
+        assert!(
+            !text.contains(&partial),
+            "key leaked into {}",
+            file.display()
+        );
+    }
+}
+
+/// A mistyped queue URL (`redis//` without the colon) is printed back
+/// without its password.
+#[test]
+fn a_malformed_queue_url_never_shows_its_password() {
+    let dir = tempfile::tempdir().unwrap();
+    let book = write_book(dir.path(), "书.txt", 1, 1);
+    for url in [
+        "redis//:Pa55wordXYZ@127.0.0.1:1/0",
+        "postgres//u:Pa55wordXYZ@127.0.0.1:1/q",
+    ] {
+        let run = tingshu(
+            dir.path(),
+            &[
+                "enqueue",
+                book.to_str().unwrap(),
+                "--queue",
+                url,
+                "--out",
+                "out",
+            ],
+            &[],
+        );
+        assert_ne!(run.code, 0);
+        assert!(!run.stderr.contains("Pa55wordXYZ"), "{}", run.stderr);
+        assert!(run.stderr.contains(":***@"), "{}", run.stderr);
+    }
+}
+
+// ------------------------------------------------------------- 3. config
+
+/// Every numeric key: NaN, infinities and out-of-range values are errors
+/// naming file:line:key, exit 2, nothing written.
+#[test]
+fn bad_numbers_name_the_file_line_and_key() {
+    let base = "[backends.local]\ntype = \"espeak\"\n\n[voices.narrator]\nbackend = \"local\"\nvoice = \"cmn-latn-pinyin\"\n\n[casting]\nnarrator = \"narrator\"\n";
+    let cases: Vec<(String, &str)> = vec![
+        (
+            format!("{base}\n[mix]\ntarget_lufs = nan\n"),
+            "v.toml:12: mix.target_lufs: NaN is out of range",
+        ),
+        (
+            format!("{base}\n[mix]\ntrue_peak_dbtp = inf\n"),
+            "v.toml:12: mix.true_peak_dbtp",
+        ),
+        (
+            format!("{base}\n[mix.pauses]\nsentence_ms = 99999999\n"),
+            "v.toml:12: mix.pauses.sentence_ms",
+        ),
+        (
+            base.replace(
+                "type = \"espeak\"\n",
+                "type = \"espeak\"\nworkers = 9223372036854775807\n",
+            ),
+            "v.toml:3: backends.local.workers",
+        ),
+        (
+            base.replace("type = \"espeak\"\n", "type = \"espeak\"\nmax_chars = 0\n"),
+            "v.toml:3: backends.local.max_chars",
+        ),
+        (
+            base.replace(
+                "type = \"espeak\"\n",
+                "type = \"espeak\"\nmax_in_flight = 100000\n",
+            ),
+            "v.toml:3: backends.local.max_in_flight",
+        ),
+        (
+            base.replace(
+                "type = \"espeak\"\n",
+                "type = \"espeak\"\ntimeout_s = nan\n",
+            ),
+            "v.toml:3: backends.local.timeout_s",
+        ),
+        (
+            base.replace(
+                "type = \"espeak\"\n",
+                "type = \"espeak\"\nmax_body_mb = -1.0\n",
+            ),
+            "v.toml:3: backends.local.max_body_mb",
+        ),
+        (
+            base.replace(
+                "voice = \"cmn-latn-pinyin\"\n",
+                "voice = \"cmn-latn-pinyin\"\nspeed = nan\n",
+            ),
+            "v.toml:7: voices.narrator.speed",
+        ),
+        (
+            base.replace("type = \"espeak\"\n", "type = \"espeak\"\ncolour = 3\n"),
+            "v.toml:3",
+        ),
+        (
+            base.replace(
+                "voice = \"cmn-latn-pinyin\"\n",
+                "voice = \"cmn-latn-pinyin\"\nloudness = 3\n",
+            ),
+            "v.toml:7",
+        ),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let book = write_book(dir.path(), "书.txt", 1, 1);
+    for (voices, expected) in cases {
+        std::fs::write(dir.path().join("v.toml"), &voices).unwrap();
+        let run = tingshu(
+            dir.path(),
+            &[
+                "build",
+                book.to_str().unwrap(),
+                "--voices",
+                "v.toml",
+                "--out",
+                "out",
+            ],
+            &[],
+        );
+        assert_eq!(run.code, 2, "{voices}\n{}", run.stderr);
+        assert!(
+            run.stderr.contains(expected),
+            "expected {expected:?}:\n{}",
+            run.stderr
+        );
+        assert_eq!(run.stderr.trim().lines().count(), 1, "{}", run.stderr);
+        assert!(!run.stderr.contains("panicked"));
+        assert!(!dir.path().join("out").exists());
+    }
+}
+
+/// A lexicon entry of the wrong shape says what is expected, on its line.
+#[test]
+fn a_wrong_lexicon_entry_reads_plainly() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("lex.toml"),
+        "\"守塔人\" = \"shou3 ta3 ren2\"\n\"雾\" = 3\n",
+    )
+    .unwrap();
+    let run = tingshu(dir.path(), &["pinyin", "--lexicon", "lex.toml"], &[]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("lex.toml:2: key \"雾\": expected a pinyin string"),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains("untagged"), "{}", run.stderr);
+}
+
+/// A command backend that puts book text in an argument must put `--`
+/// before it (text starting with `-` would read as an option).
+#[test]
+fn command_text_arguments_need_a_double_dash() {
+    let dir = tempfile::tempdir().unwrap();
+    let voices = "[backends.cmd]\ntype = \"command\"\nprogram = \"espeak-ng\"\nargs = [\"-v\", \"cmn-latn-pinyin\", \"--stdout\", \"{pinyin}\"]\n\n[voices.narrator]\nbackend = \"cmd\"\nvoice = \"x\"\n\n[casting]\nnarrator = \"narrator\"\n";
+    std::fs::write(dir.path().join("v.toml"), voices).unwrap();
+    let run = tingshu(
+        dir.path(),
+        &[
+            "preview",
+            "--voices",
+            "v.toml",
+            "-o",
+            "o.wav",
+            "--",
+            "-减号开头。",
+        ],
+        &[],
+    );
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("v.toml:4: backends.cmd.args"),
+        "{}",
+        run.stderr
+    );
+    // With `--`, text beginning with a dash is spoken, not parsed.
+    std::fs::write(
+        dir.path().join("v.toml"),
+        voices.replace(
+            "\"--stdout\", \"{pinyin}\"",
+            "\"--stdout\", \"--\", \"{pinyin}\"",
+        ),
+    )
+    .unwrap();
+    let run = tingshu(
+        dir.path(),
+        &[
+            "preview",
+            "--voices",
+            "v.toml",
+            "-o",
+            "o.wav",
+            "--",
+            "-减号开头的一句话。",
+        ],
+        &[],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(dir.path().join("o.wav").is_file());
+}
+
+// ----------------------------------------------------------- 4. fallback
+
+/// After a 503 storm with `fallback = "local"`, a later run against the
+/// healthy server asks it again (the espeak clips are the fallback's, not
+/// the primary's); the manifest and report say which segments fell back.
+#[test]
+fn fallback_audio_is_not_reused_once_the_primary_recovers() {
+    let server = common::TtsServer::start(Duration::ZERO);
+    let dir = tempfile::tempdir().unwrap();
+    let voices = format!(
+        "[backends.server]\ntype = \"http\"\nmethod = \"POST\"\nurl = \"http://{}/tts\"\njson = {{ text = \"{{text}}\", voice = \"{{voice}}\" }}\nretries = 0\nfallback = \"local\"\nfallback_voice = \"cmn-latn-pinyin\"\n\n[backends.local]\ntype = \"espeak\"\n\n[voices.narrator]\nbackend = \"server\"\nvoice = \"n\"\n\n[casting]\nnarrator = \"narrator\"\n\n[mix]\nsample_rate = 22050\n",
+        server.addr()
+    );
+    std::fs::write(dir.path().join("v.toml"), voices).unwrap();
+    let book = write_book(dir.path(), "书.txt", 1, 2);
+    let args = [
+        "build",
+        book.to_str().unwrap(),
+        "--voices",
+        "v.toml",
+        "--out",
+        "out",
+    ];
+    server.fail_next(1_000_000);
+    let run = tingshu(dir.path(), &args, &[]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let storm = server.count();
+    assert!(storm > 0);
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("out/书/manifest.json")).unwrap())
+            .unwrap();
+    let segments = manifest["chapters"][0]["segments"].as_array().unwrap();
+    assert!(
+        segments
+            .iter()
+            .all(|s| s["fallback"] == "local/cmn-latn-pinyin"),
+        "{segments:?}"
+    );
+    let report = std::fs::read_to_string(dir.path().join("out/书/report.txt")).unwrap();
+    assert!(
+        report.contains(&format!(
+            "Fallbacks: segments read by a fallback backend ({})",
+            segments.len()
+        )),
+        "{report}"
+    );
+
+    server.fail_next(0);
+    let run = tingshu(dir.path(), &args, &[]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    // Every chunk once (retries = 0), as during the storm.
+    assert_eq!(
+        server.count() - storm,
+        storm,
+        "the healthy server was not asked again"
+    );
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("out/书/manifest.json")).unwrap())
+            .unwrap();
+    let segments = manifest["chapters"][0]["segments"].as_array().unwrap();
+    assert!(
+        segments.iter().all(|s| s.get("fallback").is_none()),
+        "{segments:?}"
+    );
+    let report = std::fs::read_to_string(dir.path().join("out/书/report.txt")).unwrap();
+    assert!(!report.contains("Fallbacks"), "{report}");
+    // A third run is all from the primary's cache.
+    let before = server.count();
+    assert_eq!(tingshu(dir.path(), &args, &[]).code, 0);
+    assert_eq!(server.count(), before);
+}
+
+// ---------------------------------------------------------- 5. huge body
+
+/// A 200 answer streaming 2 GB (with and without Content-Length) is
+/// rejected as it passes the cap for its text: tingshu's peak RSS stays
+/// under 400 MB and the server sends a small part of it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_2_gb_answer_is_rejected_early_with_bounded_memory() {
+    for announce in [false, true] {
+        let sent = Arc::new(AtomicU64::new(0));
+        let s = Arc::clone(&sent);
+        let app = Router::new().fallback(move || {
+            let sent = Arc::clone(&s);
+            async move {
+                let total: u64 = 2_000_000_000;
+                let chunk = Bytes::from(vec![0x11u8; 1 << 20]);
+                let stream = futures::stream::unfold(0u64, move |done| {
+                    let chunk = chunk.clone();
+                    let sent = Arc::clone(&sent);
+                    async move {
+                        (done < total).then(|| {
+                            sent.fetch_add(chunk.len() as u64, Ordering::SeqCst);
+                            (Ok::<_, std::io::Error>(chunk), done + (1 << 20))
+                        })
+                    }
+                });
+                let mut response = Response::new(Body::from_stream(stream));
+                if announce {
+                    response
+                        .headers_mut()
+                        .insert(header::CONTENT_LENGTH, 2_000_000_000u64.into());
+                }
+                response
+            }
+        });
+        let server = serve(app).await;
+        let dir = tempfile::tempdir().unwrap();
+        one_backend_voices(
+            dir.path(),
+            &format!(
+                "type = \"http\"\nmethod = \"POST\"\nurl = \"http://{server}/tts\"\njson = {{ text = \"{{text}}\" }}\nmax_in_flight = 4"
+            ),
+        );
+        let d = dir.path().to_owned();
+        let started = Instant::now();
+        let run = tokio::task::spawn_blocking(move || {
+            tingshu(
+                &d,
+                &[
+                    "preview",
+                    "守塔人把灯擦亮了。",
+                    "--voices",
+                    "voices.toml",
+                    "-o",
+                    "o.wav",
+                ],
+                &[],
+            )
+        })
+        .await
+        .unwrap();
+        assert_ne!(run.code, 0);
+        assert!(run.stderr.contains("larger than the"), "{}", run.stderr);
+        assert!(run.max_rss < 400 << 20, "peak RSS {} MB", run.max_rss >> 20);
+        eprintln!(
+            "2 GB answer (Content-Length: {announce}): rejected after {:.1} s, {} MB sent, tingshu peak RSS {} MB",
+            started.elapsed().as_secs_f64(),
+            sent.load(Ordering::SeqCst) >> 20,
+            run.max_rss >> 20
+        );
+        assert!(sent.load(Ordering::SeqCst) < 200 << 20);
+    }
+}
+
+// ------------------------------------------------------- 6. long chapters
+
+/// A chapter mixed with every clip spilled to its temporary file is byte
+/// for byte the chapter mixed in memory, and no spill file is left.
+#[test]
+fn a_spilled_chapter_mixes_to_the_same_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let book = write_book(dir.path(), "长.txt", 2, 30);
+    let voices = espeak_voices();
+    let mut outputs = Vec::new();
+    for (out, spill) in [("memory", "100000"), ("spilled", "0")] {
+        let run = tingshu(
+            dir.path(),
+            &[
+                "build",
+                book.to_str().unwrap(),
+                "--voices",
+                voices.to_str().unwrap(),
+                "--out",
+                out,
+                "--cache",
+                "cache",
+            ],
+            &[("TINGSHU_SPILL_AFTER_MB", spill)],
+        );
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        let mut files: Vec<(String, Vec<u8>)> = walk(&dir.path().join(out).join("长"))
+            .into_iter()
+            .filter(|p| p.extension().is_some_and(|e| e == "wav"))
+            .map(|p| {
+                (
+                    p.file_name().unwrap().to_string_lossy().into_owned(),
+                    std::fs::read(&p).unwrap(),
+                )
+            })
+            .collect();
+        files.sort();
+        assert_eq!(files.len(), 2);
+        outputs.push(files);
+        let names: Vec<String> = std::fs::read_dir(dir.path().join(out).join("长"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(names.iter().all(|n| !n.starts_with('.')), "{names:?}");
+    }
+    assert!(
+        outputs[0] == outputs[1],
+        "spilled and in-memory chapters differ"
+    );
+}
+
+// ------------------------------------------------- 7. processes and names
+
+/// `ffmpeg` children of tingshu, by pid.
+fn ffmpeg_children(parent: u32) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // pid (comm) state ppid …
+        let Some((comm, rest)) = stat.split_once(") ") else {
+            continue;
+        };
+        let ppid = rest
+            .split_whitespace()
+            .nth(1)
+            .and_then(|p| p.parse::<u32>().ok());
+        if comm.ends_with("(ffmpeg") && ppid == Some(parent) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .is_ok_and(|s| !s.split_once(") ").is_some_and(|(_, r)| r.starts_with('Z')))
+}
+
+/// kill -9 while ffmpeg encodes: ffmpeg dies with tingshu (no orphan keeps
+/// writing its `.part`), and the next run removes what was left and
+/// finishes with nothing half-written.
+#[test]
+fn a_killed_build_leaves_no_ffmpeg_and_the_rerun_cleans_up() {
+    if !ffmpeg_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let book = write_book(dir.path(), "灯.txt", 6, 12);
+    let voices = espeak_voices();
+    let args = [
+        "build",
+        book.to_str().unwrap(),
+        "--voices",
+        voices.to_str().unwrap(),
+        "--out",
+        "out",
+        "--format",
+        "mp3,opus,m4b",
+    ];
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tingshu"))
+        .args(args)
+        .current_dir(dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut orphans = Vec::new();
+    while Instant::now() < deadline {
+        let found = ffmpeg_children(child.id());
+        if !found.is_empty() {
+            orphans = found;
+            break;
+        }
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    if orphans.is_empty() {
+        let _ = child.kill();
+        let _ = child.wait();
+        eprintln!("skipped: the build finished before an ffmpeg was seen");
+        return;
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let gone_by = Instant::now() + Duration::from_secs(5);
+    while orphans.iter().any(|&p| alive(p)) && Instant::now() < gone_by {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        orphans.iter().all(|&p| !alive(p)),
+        "ffmpeg outlived tingshu: {orphans:?}"
+    );
+    // Something a killed run leaves: a half-written file.
+    let book_dir = dir.path().join("out/灯");
+    std::fs::create_dir_all(&book_dir).unwrap();
+    std::fs::write(book_dir.join(".0001-第1章_灯塔.mp3.part"), b"half").unwrap();
+    let run = tingshu(dir.path(), &args, &[]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(leftovers(&dir.path().join("out"), ".part").is_empty());
+    assert!(leftovers(&dir.path().join("out"), ".tmp").is_empty());
+}
+
+/// Chapter titles with bidi overrides and zero-width characters give file
+/// names without them.
+#[test]
+fn bidi_controls_never_reach_file_names() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("书.txt"),
+        "第一章 灯\u{202E}3pm.exe\u{200B}塔\n\n守塔人把灯擦亮了。\n",
+    )
+    .unwrap();
+    let voices = espeak_voices();
+    let run = tingshu(
+        dir.path(),
+        &[
+            "build",
+            "书.txt",
+            "--voices",
+            voices.to_str().unwrap(),
+            "--out",
+            "out",
+        ],
+        &[],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let names: Vec<String> = walk(&dir.path().join("out/书"))
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        names.iter().any(|n| n == "0001-第一章_灯3pm.exe塔.wav"),
+        "{names:?}"
+    );
+    for name in names {
+        assert!(!name.chars().any(|c| matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')), "{name:?}");
+    }
+}
