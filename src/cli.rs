@@ -110,6 +110,10 @@ pub struct BuildArgs {
         env = "TINGSHU_FFMPEG"
     )]
     pub ffmpeg: PathBuf,
+    /// Read author's notes and appendices (作者有话说, PS：…, 上架感言) instead
+    /// of skipping them.
+    #[arg(long, env = "TINGSHU_KEEP_NOTES")]
+    pub keep_notes: bool,
 }
 
 #[derive(Debug, Args)]
@@ -125,6 +129,10 @@ pub struct SplitArgs {
     /// Print a cast file of the characters found in the book instead.
     #[arg(long, conflicts_with_all = ["cast", "format"])]
     pub suggest_cast: bool,
+    /// Read author's notes and appendices (作者有话说, PS：…, 上架感言) instead
+    /// of skipping them.
+    #[arg(long, env = "TINGSHU_KEEP_NOTES")]
+    pub keep_notes: bool,
 }
 
 /// Output format of `split`.
@@ -162,6 +170,10 @@ pub struct PreviewArgs {
     /// Per-book pronunciation lexicon (TOML): "毛仲" = "mao2 zhong4".
     #[arg(long, env = "TINGSHU_LEXICON")]
     pub lexicon: Option<PathBuf>,
+    /// Read author's notes and appendices (作者有话说, PS：…, 上架感言) instead
+    /// of skipping them.
+    #[arg(long, env = "TINGSHU_KEEP_NOTES")]
+    pub keep_notes: bool,
 }
 
 #[derive(Debug, Args)]
