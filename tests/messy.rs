@@ -328,14 +328,16 @@ fn split_bytes(dir: &Path, name: &str, bytes: &[u8]) -> (usize, usize, String) {
     (chapters(&lines).len(), hans, stderr)
 }
 
-fn check_one_byte_deleted(dir: &Path, label: &str, bytes: &[u8]) {
+fn check_one_byte_deleted(dir: &Path, label: &str, bytes: &[u8], mark: &[u8], warned: bool) {
     let (chapters, hans, stderr) = split_bytes(dir, &format!("{label}-clean.txt"), bytes);
     assert!(stderr.trim().is_empty(), "{label}: {stderr}");
-    // Delete the byte in the middle of a Han character.
-    let mut at = bytes.len() / 2;
-    while bytes[at] < 0x80 {
-        at += 1;
-    }
+    // Delete the second byte of a body character (`mark`, encoded) past the middle.
+    let half = bytes.len() / 2;
+    let at = half
+        + bytes[half..]
+            .windows(mark.len())
+            .position(|w| w == mark)
+            .expect("the mark occurs in the second half");
     let mut damaged = bytes.to_vec();
     damaged.remove(at + 1);
     let (got_chapters, got_hans, stderr) =
@@ -352,6 +354,12 @@ fn check_one_byte_deleted(dir: &Path, label: &str, bytes: &[u8]) {
         "{label}: {hans} → {got_hans}"
     );
     let warnings: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    if !warned {
+        // Big5 often resynchronises by itself (a trail byte in the ASCII
+        // range): one wrong character, no invalid sequence to report.
+        assert!(warnings.len() <= 1, "{label}: {stderr}");
+        return;
+    }
     assert_eq!(warnings.len(), 1, "{label}: {stderr}");
     assert!(warnings[0].contains("offset"), "{label}: {stderr}");
 }
@@ -360,24 +368,28 @@ fn check_one_byte_deleted(dir: &Path, label: &str, bytes: &[u8]) {
 fn one_deleted_byte_loses_a_character_not_the_book() {
     let dir = tempfile::tempdir().unwrap();
     let text = small_book(12);
-    check_one_byte_deleted(dir.path(), "small-utf8", text.as_bytes());
-    let (gbk, _, _) = encoding_rs::GBK.encode(&text);
-    check_one_byte_deleted(dir.path(), "small-gbk", &gbk);
-    let (big5, _, _) = encoding_rs::BIG5.encode(&text);
-    check_one_byte_deleted(dir.path(), "small-big5", &big5);
+    let check = |label: &str, encoding: &'static encoding_rs::Encoding, text: &str| {
+        let (bytes, _, _) = encoding.encode(text);
+        let (mark, _, _) = encoding.encode("他");
+        let warned = encoding != encoding_rs::BIG5;
+        check_one_byte_deleted(dir.path(), label, &bytes, &mark, warned);
+    };
+    check("small-utf8", encoding_rs::UTF_8, &text);
+    check("small-gbk", encoding_rs::GBK, &text);
+    check("small-big5", encoding_rs::BIG5, &text);
     if let Some(book) = shared("data/novels/西游记.txt") {
         let text = std::fs::read_to_string(book).unwrap();
-        check_one_byte_deleted(dir.path(), "journey-utf8", text.as_bytes());
-        let (gbk, _, _) = encoding_rs::GBK.encode(&text);
-        check_one_byte_deleted(dir.path(), "journey-gbk", &gbk);
+        check("journey-utf8", encoding_rs::UTF_8, &text);
+        check("journey-gbk", encoding_rs::GBK, &text);
     }
 }
 
 #[test]
 fn damaged_book_builds_with_exit_0() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut gbk, _, _) = encoding_rs::GBK.encode(&small_book(2));
-    let gbk = gbk.to_mut();
+    let text = small_book(2);
+    let (gbk, _, _) = encoding_rs::GBK.encode(&text);
+    let mut gbk = gbk.into_owned();
     let mut at = gbk.len() / 2;
     while gbk[at] < 0x80 {
         at += 1;
@@ -426,7 +438,7 @@ fn bad_input_errors_name_the_encoding_and_the_offset() {
         "第一章 夜\n他来了。\0她走了。\n".as_bytes(),
     );
     assert_eq!(c, 1);
-    assert!(stderr.contains("offset 24"), "{stderr}");
+    assert!(stderr.contains("offset 26"), "{stderr}");
 }
 
 // --- Speakers without a cast file ---------------------------------------

@@ -189,6 +189,8 @@ fn decode_repairing(encoding: &'static Encoding, body: &[u8]) -> (String, Vec<us
     }
     let mut fixed = Vec::with_capacity(body.len());
     let mut copied = 0;
+    // Where the bytes were dropped: reported instead of where the shift showed.
+    let mut dropped = Vec::with_capacity(bad.len());
     for &at in &bad {
         if at < copied || at >= body.len() {
             continue;
@@ -197,12 +199,13 @@ fn decode_repairing(encoding: &'static Encoding, body: &[u8]) -> (String, Vec<us
             .filter(|&d| d >= copied && d < body.len())
             .unwrap_or(at);
         fixed.extend_from_slice(&body[copied..drop]);
+        dropped.push(drop);
         copied = drop + 1;
     }
     fixed.extend_from_slice(&body[copied.min(body.len())..]);
     // Whatever is still bad after realigning is left out by the decoder.
     let (text, _) = decode_counting(encoding, &fixed);
-    (text, bad)
+    (text, if dropped.is_empty() { bad } else { dropped })
 }
 
 /// Bytes searched back from an error for the byte that shifted the pairs.

@@ -113,7 +113,7 @@ pub fn reflow<'a>(line: &'a str) -> Vec<Piece<'a>> {
             at_boundary = true;
             continue;
         }
-        at_boundary = is_closing(c);
+        at_boundary = is_closing(c) || is_sentence_end(c);
         i += w;
     }
     push(&mut out, start, line.len());

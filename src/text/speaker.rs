@@ -2105,6 +2105,11 @@ fn gender_hint(name: &str) -> Gender {
             | '強'
             | '刚'
             | '剛'
+            | '者'
+            | '师'
+            | '師'
+            | '魔'
+            | '怪'
     ) {
         Gender::Male
     } else {
@@ -2158,7 +2163,15 @@ pub fn guess_genders(found: &mut [Discovered], chapters: &[Vec<ParagraphView<'_>
                     last = Some(i);
                 }
                 None => {
-                    if let Some(i) = last.take() {
+                    // Only a pronoun that opens a clause refers back to the
+                    // name (高朗问她: 她 is someone else).
+                    let opens_clause = p.text[..m.start()]
+                        .chars()
+                        .next_back()
+                        .is_none_or(|c| is_punct(c) || matches!(c, '”' | '」' | '’' | '』'));
+                    if let Some(i) = last.take()
+                        && opens_clause
+                    {
                         match words[pat] {
                             "他" => votes[i][0] += 1,
                             "她" => votes[i][1] += 1,
