@@ -276,7 +276,10 @@ fn journey_without_line_breaks_has_its_hundred_chapters() {
         assert!(title.chars().count() <= 40, "chapter {number}: {title}");
     }
     let share = runaway_share(&lines);
-    println!("one line: 100 chapters, runaway dialogue share {:.3}%", share * 100.0);
+    println!(
+        "one line: 100 chapters, runaway dialogue share {:.3}%",
+        share * 100.0
+    );
 
     // Every 10th closing quote written as an ASCII ".
     let mut n = 0;
@@ -301,7 +304,11 @@ fn journey_without_line_breaks_has_its_hundred_chapters() {
         "one line, every 10th ” as \": runaway dialogue share {:.3}%",
         share * 100.0
     );
-    assert!(share <= 0.01, "{:.3}% of Han characters in runaway dialogue", share * 100.0);
+    assert!(
+        share <= 0.01,
+        "{:.3}% of Han characters in runaway dialogue",
+        share * 100.0
+    );
 }
 
 /// A book of `chapters` short chapters, all text written here.
@@ -429,7 +436,10 @@ fn bad_input_errors_name_the_encoding_and_the_offset() {
     let out = tingshu(&["split", path_str(&path)]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("binary.txt") && err.contains("offset 12"), "{err}");
+    assert!(
+        err.contains("binary.txt") && err.contains("offset 12"),
+        "{err}"
+    );
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     // A stray NUL in a book is left out, with a warning.
     let (c, _, stderr) = split_bytes(
@@ -463,7 +473,11 @@ fn wp2021(path: &Path) -> Vec<Instance> {
             .iter()
             .map(|l| {
                 let l = l.trim();
-                if l.is_empty() { "……".to_owned() } else { l.to_owned() }
+                if l.is_empty() {
+                    "……".to_owned()
+                } else {
+                    l.to_owned()
+                }
             })
             .collect();
         let speaker = lines[i + 22].split_once(':').unwrap().1.trim().to_owned();
@@ -528,7 +542,9 @@ fn wp2021_dev_speakers_without_a_cast() {
     let right = instances
         .iter()
         .enumerate()
-        .filter(|(n, inst)| predicted.get(&(n + 1)).cloned().flatten().as_deref() == Some(&inst.speaker))
+        .filter(|(n, inst)| {
+            predicted.get(&(n + 1)).cloned().flatten().as_deref() == Some(&inst.speaker)
+        })
         .count();
     let accuracy = right as f64 / instances.len() as f64;
     println!(
@@ -636,9 +652,9 @@ fn journey_suggested_cast_is_real_characters_with_their_gender() {
     let right = top
         .iter()
         .filter(|(n, g)| {
-            truth.get(n.as_str()).is_some_and(|female| {
-                g == if *female { "female" } else { "male" }
-            })
+            truth
+                .get(n.as_str())
+                .is_some_and(|female| g == if *female { "female" } else { "male" })
         })
         .count();
     println!(

@@ -121,7 +121,10 @@ pub async fn run(args: &BuildArgs, worker_program: Option<PathBuf>) -> anyhow::R
     }
     let lexicon = book.lexicon(args.lexicon.as_deref())?;
     let mut outputs = Outputs::resolve(args, &book, config.mix.sample_rate)?;
-    outputs.book.skipped_chapters.clone_from(&book.script.skipped);
+    outputs
+        .book
+        .skipped_chapters
+        .clone_from(&book.script.skipped);
     let count = book.script.chapters.len();
     let selected = match &args.chapters {
         Some(spec) => ChapterSelection::parse(spec)?.resolve(spec, count)?,

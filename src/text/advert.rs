@@ -75,14 +75,16 @@ pub fn classify(line: &str) -> LineClass {
     if is_note(line) {
         return LineClass::Note;
     }
-    let short = line.chars().count() <= 40;
+    let short = line.len() <= 40 * 3;
     if short && PLEAS.iter().any(|p| line.contains(p)) {
         return LineClass::Advert;
     }
     let has_latin = line
         .chars()
         .any(|c| c.is_ascii_alphanumeric() || ('\u{ff10}'..='\u{ff5a}').contains(&c));
-    let has_symbol = line.contains(['$', '@', '#', '%', '^', '&', '*', '~', '|', '＄', '＠', '＃', '＊']);
+    let has_symbol = line.contains([
+        '$', '@', '#', '%', '^', '&', '*', '~', '|', '＄', '＠', '＃', '＊',
+    ]);
     if (has_latin || has_symbol) && is_obfuscated(line) {
         return LineClass::Advert;
     }
@@ -118,7 +120,8 @@ fn is_note(line: &str) -> bool {
         && matches!(s, 's' | 'S' | 'ｓ' | 'Ｓ')
     {
         let rest = chars.as_str().trim_start_matches(['.', '．', ' ', '　']);
-        if rest.starts_with([':', '：', '；', ';', ',', '，']) || rest.starts_with(|c| super::is_han(c))
+        if rest.starts_with([':', '：', '；', ';', ',', '，'])
+            || rest.starts_with(|c| super::is_han(c))
         {
             return true;
         }
@@ -129,7 +132,7 @@ fn is_note(line: &str) -> bool {
 /// A line disguised to get past filters: Latin letters mixing half- and
 /// full-width forms, or symbols between Han characters (小$说$天"堂).
 fn is_obfuscated(line: &str) -> bool {
-    if line.chars().count() > 80 {
+    if line.len() > 80 * 3 {
         return false;
     }
     let mut half = 0;
@@ -141,8 +144,10 @@ fn is_obfuscated(line: &str) -> bool {
             half += 1;
         } else if ('Ａ'..='Ｚ').contains(&c) || ('ａ'..='ｚ').contains(&c) {
             full += 1;
-        } else if matches!(c, '$' | '@' | '#' | '%' | '^' | '&' | '*' | '~' | '|' | '"' | '＄' | '＠' | '＃' | '＊')
-            && i > 0
+        } else if matches!(
+            c,
+            '$' | '@' | '#' | '%' | '^' | '&' | '*' | '~' | '|' | '"' | '＄' | '＠' | '＃' | '＊'
+        ) && i > 0
             && super::is_han(chars[i - 1])
             && chars.get(i + 1).is_some_and(|n| super::is_han(*n))
         {
@@ -164,19 +169,30 @@ mod tests {
         );
         assert_eq!(classify("www.example.com"), LineClass::Advert);
         assert_eq!(classify("本站地址：www.xxx.com"), LineClass::Advert);
-        assert_eq!(classify("https://example.org/book/1.html"), LineClass::Advert);
+        assert_eq!(
+            classify("https://example.org/book/1.html"),
+            LineClass::Advert
+        );
     }
 
     #[test]
     fn obfuscated_adverts() {
-        assert_eq!(classify("wＷw．xiＡoshＵotxt.neｔt@xt小$说$天\"堂"), LineClass::Advert);
+        assert_eq!(
+            classify("wＷw．xiＡoshＵotxt.neｔt@xt小$说$天\"堂"),
+            LineClass::Advert
+        );
         assert_eq!(classify("看精彩小说就来小$说$天@堂"), LineClass::Advert);
         assert_eq!(classify("他花了5$买了一本书。"), LineClass::Story);
     }
 
     #[test]
     fn notes_and_pleas() {
-        for note in ["PS：明天加更。", "ps:求收藏", "Ps：感谢打赏", "本书首发起点中文网"] {
+        for note in [
+            "PS：明天加更。",
+            "ps:求收藏",
+            "Ps：感谢打赏",
+            "本书首发起点中文网",
+        ] {
             assert_eq!(classify(note), LineClass::Note, "{note}");
         }
         assert_eq!(classify("作者有话说：谢谢大家"), LineClass::NotesFollow);

@@ -142,7 +142,9 @@ pub fn heading(line: &str) -> Option<Heading<'_>> {
     }
     let first = line.chars().next()?;
     match first {
-        '第' | '正' | '【' if NUMBERED.is_match(line) => {
+        '第' | '正' | '【'
+            if first == '第' || line.starts_with("正文") || line.starts_with("【第") =>
+        {
             let caps = NUMBERED.captures(line)?;
             // A title right after the number needs a separator, a 】 or a
             // （上）: 第一章的故事 is a sentence.
@@ -178,14 +180,13 @@ pub fn heading(line: &str) -> Option<Heading<'_>> {
             let caps = ENGLISH.captures(line)?;
             numbered(line, caps, HeadingKind::Chapter, 'C')
         }
-        '楔' | '序' | '引' | '前' | '尾' | '后' | '後' | '终' | '終' | '番' | '完' | '上' | '【' => {
-            NAMED.is_match(line).then_some(Heading {
-                kind: HeadingKind::Chapter,
-                text: line,
-                key: None,
-                volume: None,
-            })
-        }
+        '楔' | '序' | '引' | '前' | '尾' | '后' | '後' | '终' | '終' | '番' | '完' | '上'
+        | '【' => NAMED.is_match(line).then_some(Heading {
+            kind: HeadingKind::Chapter,
+            text: line,
+            key: None,
+            volume: None,
+        }),
         _ => None,
     }
 }
@@ -329,7 +330,11 @@ pub fn split_chapters(text: &str, fallback_title: &str) -> Vec<Chapter> {
 }
 
 /// [`split_chapters`] with options.
-pub fn split_chapters_with(text: &str, fallback_title: &str, options: SplitOptions) -> Vec<Chapter> {
+pub fn split_chapters_with(
+    text: &str,
+    fallback_title: &str,
+    options: SplitOptions,
+) -> Vec<Chapter> {
     let mut lines: Vec<(&str, Origin)> = Vec::new();
     for raw in text.lines() {
         let line = trim_line(raw);
@@ -384,9 +389,8 @@ pub fn split_chapters_with(text: &str, fallback_title: &str, options: SplitOptio
     let mut in_notes = false;
     for i in 0..lines.len() {
         let line = lines[i].0;
-        let head = heading_at(i).filter(|h| {
-            !(seen_numbered && h.key.is_none() && BARE_OPENINGS.contains(&h.text))
-        });
+        let head = heading_at(i)
+            .filter(|h| !(seen_numbered && h.key.is_none() && BARE_OPENINGS.contains(&h.text)));
         let Some(head) = head else {
             let class = if in_notes {
                 LineClass::Note
@@ -472,7 +476,8 @@ pub fn split_chapters_with(text: &str, fallback_title: &str, options: SplitOptio
             .find(|(k, _)| !front.skipped.contains(k))
             .map_or("", |(_, l)| l.as_str());
         let title_line = line.chars().count() <= 40
-            && (line.contains('《') || (!fallback_title.is_empty() && line.contains(fallback_title)))
+            && (line.contains('《')
+                || (!fallback_title.is_empty() && line.contains(fallback_title)))
             && !line.contains(['。', '！', '？', '“', '「']);
         if title_line {
             front.skip = Some(ChapterSkip::TitlePage);

@@ -14,7 +14,11 @@ pub enum DecodeError {
     #[error(
         "the file looks binary, not text: control byte {byte:#04x} at byte offset {offset} ({count} control bytes in all)"
     )]
-    Binary { offset: usize, byte: u8, count: usize },
+    Binary {
+        offset: usize,
+        byte: u8,
+        count: usize,
+    },
     #[error(
         "the file is mostly not {encoding} text: {count} invalid byte sequences, the first at byte offset {offset}"
     )]
@@ -153,7 +157,9 @@ fn detect(bytes: &[u8]) -> Result<&'static Encoding, DecodeError> {
             invalid += 1;
         }
     }
-    if invalid == 0 || (multibyte > 0 && invalid <= repair_budget(bytes.len()) && invalid * 50 < multibyte) {
+    if invalid == 0
+        || (multibyte > 0 && invalid <= repair_budget(bytes.len()) && invalid * 50 < multibyte)
+    {
         return Ok(UTF_8);
     }
     let mut detector = EncodingDetector::new(Iso2022JpDetection::Deny);
@@ -171,7 +177,11 @@ fn detect(bytes: &[u8]) -> Result<&'static Encoding, DecodeError> {
         // A damaged legacy file chardetng could not place: the Chinese
         // encoding that reads it with fewer errors.
         let errors = |enc: &'static Encoding| decode_repairing(enc, bytes).1.len();
-        if errors(BIG5) < errors(GB18030) { BIG5 } else { GB18030 }
+        if errors(BIG5) < errors(GB18030) {
+            BIG5
+        } else {
+            GB18030
+        }
     })
 }
 
@@ -195,7 +205,9 @@ fn decode_repairing(encoding: &'static Encoding, body: &[u8]) -> (String, Vec<us
         if at < copied || at >= body.len() {
             continue;
         }
-        let drop = realign(encoding, body, at)
+        let drop = (dropped.len() < MAX_REALIGNED)
+            .then(|| realign(encoding, body, at))
+            .flatten()
             .filter(|&d| d >= copied && d < body.len())
             .unwrap_or(at);
         fixed.extend_from_slice(&body[copied..drop]);
@@ -209,7 +221,11 @@ fn decode_repairing(encoding: &'static Encoding, body: &[u8]) -> (String, Vec<us
 }
 
 /// Bytes searched back from an error for the byte that shifted the pairs.
-const REALIGN_WINDOW: usize = 4096;
+const REALIGN_WINDOW: usize = 2048;
+
+/// Errors realigned at most (each costs up to a window squared); later ones
+/// are only left out.
+const MAX_REALIGNED: usize = 64;
 
 /// The byte before `error` (on its line) whose removal makes the rest of the
 /// line read best, by the share of common characters.
@@ -265,7 +281,8 @@ fn pair_score(encoding: &'static Encoding, bytes: &[u8]) -> (i64, usize) {
         return (-2, 2);
     };
     if encoding == BIG5 {
-        let common = (0xA4..=0xC6).contains(&lead) || (lead == 0xA1 && (0x40..=0x7E).contains(&trail));
+        let common =
+            (0xA4..=0xC6).contains(&lead) || (lead == 0xA1 && (0x40..=0x7E).contains(&trail));
         let valid = (0x40..=0x7E).contains(&trail) || (0xA1..=0xFE).contains(&trail);
         return (if common && valid { 1 } else { -1 }, 2);
     }

@@ -232,7 +232,7 @@ fn find_close_in(paragraph: &str, from: usize, open: char, strict: bool) -> (usi
         return (at, at, false);
     }
     let end = if paragraph.len() - from > MAX_UNCLOSED_BYTES {
-        first_sentence_end(paragraph, from).unwrap_or(limit)
+        first_sentence_end(&paragraph[..limit], from).unwrap_or(paragraph.len())
     } else {
         paragraph.len()
     };
@@ -241,7 +241,9 @@ fn find_close_in(paragraph: &str, from: usize, open: char, strict: bool) -> (usi
 
 /// End of the first sentence after `from` (its closing marks included).
 fn first_sentence_end(text: &str, from: usize) -> Option<usize> {
-    let (k, c) = text[from..].char_indices().find(|(_, c)| ends_sentence(*c))?;
+    let (k, c) = text[from..]
+        .char_indices()
+        .find(|(_, c)| ends_sentence(*c))?;
     let mut end = from + k + c.len_utf8();
     while let Some(n) = text[end..].chars().next() {
         if ends_sentence(n) || matches!(n, '」' | '』' | '”' | '’' | '"' | '＂') {
@@ -314,7 +316,13 @@ fn is_scare_quote(
         Some('：' | ':') => false,
         // 写道“星辉辅弼”, 题道, 刻道: an inscription.
         Some(b) if is_speech_tail(b) => {
-            b == '道' && before2.is_some_and(|p| matches!(p, '写' | '寫' | '题' | '題' | '刻' | '书' | '書' | '批' | '注'))
+            b == '道'
+                && before2.is_some_and(|p| {
+                    matches!(
+                        p,
+                        '写' | '寫' | '题' | '題' | '刻' | '书' | '書' | '批' | '注'
+                    )
+                })
         }
         // A quote that opens a sentence is speech unless the sentence runs on.
         None | Some('。' | '！' | '？' | '!' | '?' | '…' | '—' | '」' | '』' | '”' | '’') => {

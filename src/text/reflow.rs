@@ -137,7 +137,10 @@ fn is_sentence_end(c: char) -> bool {
 }
 
 fn is_closing(c: char) -> bool {
-    matches!(c, '」' | '』' | '”' | '’' | '"' | '＂' | '）' | ')' | '】' | '》')
+    matches!(
+        c,
+        '」' | '』' | '”' | '’' | '"' | '＂' | '）' | ')' | '】' | '》'
+    )
 }
 
 /// A 第N章/回/节 heading at the start of `s` with its title: the length of
@@ -171,7 +174,12 @@ fn inline_heading(s: &str) -> Option<(usize, (char, u32))> {
     let after_unit = end;
     let sep_len = s[end..]
         .char_indices()
-        .find(|(_, c)| !matches!(c, ' ' | '\t' | '\u{3000}' | ':' | '：' | '、' | '.' | '．' | '·' | '—' | '-'))
+        .find(|(_, c)| {
+            !matches!(
+                c,
+                ' ' | '\t' | '\u{3000}' | ':' | '：' | '、' | '.' | '．' | '·' | '—' | '-'
+            )
+        })
         .map_or(s.len() - end, |(k, _)| k);
     let next = s[end + sep_len..].chars().next();
     // 第三章的故事, 第二回合: a word goes on, not a heading.
@@ -278,7 +286,10 @@ mod tests {
     fn balanced_quotes_stay_whole_and_stray_ones_do_not_swallow_the_line() {
         assert_eq!(
             reflow("他说：“走吧。我们走。”她点头。他走了。"),
-            [Paragraph("他说：“走吧。我们走。”她点头。"), Paragraph("他走了。")]
+            [
+                Paragraph("他说：“走吧。我们走。”她点头。"),
+                Paragraph("他走了。")
+            ]
         );
         // An open quote keeps its sentences together, for a while.
         assert_eq!(reflow("他说：“走吧。她点头。").len(), 1);
@@ -287,7 +298,10 @@ mod tests {
         // The same mark again ends a quote left open: “走吧。“好。”
         assert_eq!(
             reflow("他说：“走吧。“好。”她点头。他走了。"),
-            [Paragraph("他说：“走吧。“好。”她点头。"), Paragraph("他走了。")]
+            [
+                Paragraph("他说：“走吧。“好。”她点头。"),
+                Paragraph("他走了。")
+            ]
         );
     }
 }

@@ -1111,7 +1111,10 @@ fn is_speech_char(prev: Option<char>, c: char, next: Option<char>) -> bool {
         '叫' => !matches!(next, Some('做' | '作')),
         '喊' | '答' | '嚷' | '吼' | '骂' | '罵' | '叹' | '嘆' => true,
         // 操曰, 玄德曰; not 名曰 or 诗曰 (named, a poem says).
-        '曰' => !matches!(prev, Some('名' | '号' | '號' | '谓' | '謂' | '诗' | '詩' | '赞' | '讚')),
+        '曰' => !matches!(
+            prev,
+            Some('名' | '号' | '號' | '谓' | '謂' | '诗' | '詩' | '赞' | '讚')
+        ),
         _ => false,
     }
 }
@@ -1145,10 +1148,13 @@ fn starts_with_speech_verb(s: &str) -> bool {
         return false;
     };
     let rest = it.as_str();
-    let manner = a == b
-        || matches!(b, '声' | '聲' | '地' | '着' | '著')
-        || NOT_NAMES.iter().any(|w| w.chars().count() == 2 && s.starts_with(w));
-    if manner && starts_with_bare_speech_verb(rest) {
+    if starts_with_bare_speech_verb(rest)
+        && (a == b
+            || matches!(b, '声' | '聲' | '地' | '着' | '著')
+            || s.char_indices()
+                .nth(2)
+                .is_some_and(|(at, _)| is_not_name(&s[..at])))
+    {
         return true;
     }
     // 冷冷地说: a reduplicated adverb with 地.
@@ -1173,10 +1179,19 @@ fn starts_with_bare_speech_verb(s: &str) -> bool {
 // ---------------------------------------------------------------------------
 // Discovery: characters of a book without a cast file.
 
+/// Common surnames, simplified and traditional.
+const SURNAMES: &str = "王李张張刘劉陈陳杨楊黄黃赵趙吴吳周徐孙孫马馬朱胡郭何高林罗羅郑鄭梁谢謝宋唐许許韩韓冯馮邓鄧曹彭曾肖萧蕭田董袁潘于蒋蔣蔡余杜叶葉程苏蘇魏吕呂丁任沈姚卢盧姜崔钟鍾谭譚陆陸汪范金石廖贾賈夏韦韋付方白邹鄒孟熊秦邱江尹薛闫阎閻段雷侯龙龍史陶黎贺賀顾顧毛郝龚龔邵万萬钱錢严嚴覃武戴莫孔向汤湯常温溫康施文牛樊葛邢安齐齊易乔喬伍庞龐颜顏倪庄莊聂聶章鲁魯岳翟殷詹申欧歐耿关關兰蘭焦俞左柳甘祝包宁寧尚符舒阮柯纪紀梅童凌毕畢单單季裴霍涂成苗谷盛曲翁冉骆駱蓝藍路游辛靳管柴蒙鲍鮑华華喻祁蒲房滕屈饶饒解牟艾尤阳陽时時穆农農司卓古吉缪繆简簡车車项項连連芦蘆麦麥褚娄婁窦竇戚岑景党黨宫宮费費卜冷晏席卫衛米柏宗瞿桂全佟应應臧闵閔苟邬鄔边邊卞姬师師和仇栾欒隋商刁沙荣榮巫寇桑郎甄丛叢仲虞敖巩鞏明佘池查麻苑迟遲邝鄺猪豬";
+
+/// Is `c` one of the common surnames?
+fn is_surname(c: char) -> bool {
+    static SET: std::sync::LazyLock<rustc_hash::FxHashSet<char>> =
+        std::sync::LazyLock::new(|| SURNAMES.chars().collect());
+    SET.contains(&c)
+}
+
 /// True when a name of three or more characters opens with a common surname.
 fn has_surname(name: &str) -> bool {
-    const SURNAMES: &str = "王李张張刘劉陈陳杨楊黄黃赵趙吴吳周徐孙孫马馬朱胡郭何高林罗羅郑鄭梁谢謝宋唐许許韩韓冯馮邓鄧曹彭曾肖萧蕭田董袁潘于蒋蔣蔡余杜叶葉程苏蘇魏吕呂丁任沈姚卢盧姜崔钟鍾谭譚陆陸汪范金石廖贾賈夏韦韋付方白邹鄒孟熊秦邱江尹薛闫阎閻段雷侯龙龍史陶黎贺賀顾顧毛郝龚龔邵万萬钱錢严嚴覃武戴莫孔向汤湯常温溫康施文牛樊葛邢安齐齊易乔喬伍庞龐颜顏倪庄莊聂聶章鲁魯岳翟殷詹申欧歐耿关關兰蘭焦俞左柳甘祝包宁寧尚符舒阮柯纪紀梅童凌毕畢单單季裴霍涂成苗谷盛曲翁冉骆駱蓝藍路游辛靳管柴蒙鲍鮑华華喻祁蒲房滕屈饶饒解牟艾尤阳陽时時穆农農司卓古吉缪繆简簡车車项項连連芦蘆麦麥褚娄婁窦竇戚岑景党黨宫宮费費卜冷晏席卫衛米柏宗瞿桂全佟应應臧闵閔苟邬鄔边邊卞姬师師和仇栾欒隋商刁沙荣榮巫寇桑郎甄丛叢仲虞敖巩鞏明佘池查麻苑迟遲邝鄺猪豬";
-    name.chars().next().is_some_and(|c| SURNAMES.contains(c)) && name.chars().count() <= 3
+    name.chars().next().is_some_and(is_surname) && name.chars().count() <= 3
 }
 
 /// Common words that open clauses in speaker positions but name nobody.
@@ -1367,6 +1382,13 @@ const NOT_NAMES: &[&str] = &[
     "笑嘻嘻",
     "笑吟吟",
 ];
+
+/// Is `s` one of [`NOT_NAMES`]? (A set: asked for every candidate.)
+fn is_not_name(s: &str) -> bool {
+    static SET: std::sync::LazyLock<rustc_hash::FxHashSet<&'static str>> =
+        std::sync::LazyLock::new(|| NOT_NAMES.iter().copied().collect());
+    SET.contains(s)
+}
 
 /// Role nouns: they speak (小二道, 丫鬟说), but are never the alias of a
 /// name that contains them (小二 is not 阮小二).
@@ -1753,7 +1775,7 @@ pub struct Discovered {
 /// pronouns that follow them and from gendered characters.
 pub fn discover<'a>(chapters: &[Vec<ParagraphView<'a>>]) -> Vec<Discovered> {
     // (times in a speaker position, times right before a verb or the clause end)
-    let mut counts: HashMap<&str, (usize, usize)> = HashMap::new();
+    let mut counts: rustc_hash::FxHashMap<&str, (usize, usize)> = rustc_hash::FxHashMap::default();
     let mut add_clause = |text: &'a str, start: usize, end: usize| {
         let clause = &text[start..end];
         let mut rest = clause.trim_start();
@@ -1783,16 +1805,23 @@ pub fn discover<'a>(chapters: &[Vec<ParagraphView<'a>>]) -> Vec<Discovered> {
     // How often each 2–3 character string opens a clause of narration anywhere
     // (高朗举起手, 田福堂知道): a name seen once in a speaker position is
     // still a name when it is often the subject.
-    let mut subjects: HashMap<&'a str, usize> = HashMap::new();
-    let mut add_subject = |text: &'a str, start: usize, end: usize| {
-        let rest = text[start..end].trim_start();
-        for (j, c) in rest.char_indices().skip(1).take(2) {
-            if !super::decode::is_han(c) {
-                break;
+    let mut subjects: rustc_hash::FxHashMap<&'a str, usize> = rustc_hash::FxHashMap::default();
+    let mut add_subject =
+        |text: &'a str, start: usize, end: usize| {
+            let rest = text[start..end].trim_start();
+            // Only what may open a name (most clauses open with a word that cannot).
+            if rest.chars().next().is_none_or(|c| {
+                !super::decode::is_han(c) || (is_non_name_char(c) && !is_surname(c))
+            }) {
+                return;
             }
-            *subjects.entry(&rest[..j + c.len_utf8()]).or_default() += 1;
-        }
-    };
+            for (j, c) in rest.char_indices().skip(1).take(2) {
+                if !super::decode::is_han(c) {
+                    break;
+                }
+                *subjects.entry(&rest[..j + c.len_utf8()]).or_default() += 1;
+            }
+        };
     for paragraphs in chapters {
         for (i, p) in paragraphs.iter().enumerate() {
             if p.skipped {
@@ -1849,14 +1878,13 @@ pub fn discover<'a>(chapters: &[Vec<ParagraphView<'a>>]) -> Vec<Discovered> {
 }
 
 fn select_names(
-    seen: &HashMap<&str, (usize, usize)>,
-    subjects: &HashMap<&str, usize>,
+    seen: &rustc_hash::FxHashMap<&str, (usize, usize)>,
+    subjects: &rustc_hash::FxHashMap<&str, usize>,
 ) -> Vec<Discovered> {
     const MIN_COUNT: usize = 2;
     // Seen once in a speaker position, but often the subject of a clause.
     let enough = |s: &str, n: usize| {
-        n >= MIN_COUNT
-            || (n >= 1 && has_surname(s) && subjects.get(s).copied().unwrap_or(0) >= 4)
+        n >= MIN_COUNT || (n >= 1 && has_surname(s) && subjects.get(s).copied().unwrap_or(0) >= 4)
     };
     // A name must stand right before a speech verb or a colon at least once.
     let counts: HashMap<&str, usize> = seen.iter().map(|(k, (n, _))| (*k, *n)).collect();
@@ -1875,11 +1903,17 @@ fn select_names(
             .is_some_and(|c| !is_non_name_char(c) || often_subject)
             && chars.all(|c| super::decode::is_han(c) && !is_non_name_inner(c))
             && !CROWDS.contains(&s)
-            && !NOT_NAMES.contains(&s)
-            && !NOT_NAMES.iter().any(|w| w.chars().count() >= 2 && n > 2 && s.ends_with(w))
+            && !is_not_name(s)
+            // 金秀兴致: a name does not end in a manner word.
+            && !(n > 2
+                && s.char_indices()
+                    .nth(n - 2)
+                    .is_some_and(|(at, _)| is_not_name(&s[at..])))
             && !has_speech_verb(s)
             && (n < 3 || !s.chars().last().is_some_and(is_non_name_tail))
-            && (n < 4 || COMPOUND_SURNAMES.iter().any(|c| s.starts_with(c)) || CROWDS.iter().any(|c| s.ends_with(c)))
+            && (n < 4
+                || COMPOUND_SURNAMES.iter().any(|c| s.starts_with(c))
+                || CROWDS.iter().any(|c| s.ends_with(c)))
     };
     let mut chosen: HashMap<String, usize> = HashMap::new();
     // Longer strings by the string one character shorter that they extend.
@@ -1932,12 +1966,9 @@ fn select_names(
                     _ => found.push((k, c)),
                 }
                 // 田福 → 田福军, and also 田福堂 when he is named often enough.
-                found.extend(
-                    ext.iter()
-                        .skip(1)
-                        .copied()
-                        .filter(|(name, n)| *n >= MIN_COUNT && subjects.get(name).copied().unwrap_or(0) >= 2),
-                );
+                found.extend(ext.iter().skip(1).copied().filter(|(name, n)| {
+                    *n >= MIN_COUNT && subjects.get(name).copied().unwrap_or(0) >= 2
+                }));
             }
             _ => {
                 // 孙少 → 孙少安 and 孙少平: a shared prefix is no name.
