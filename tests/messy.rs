@@ -236,7 +236,11 @@ fn chinese_number(n: usize) -> String {
         20..=99 => format!(
             "{}十{}",
             DIGITS[n / 10],
-            if n % 10 != 0 { DIGITS[n % 10] } else { "" }
+            if !n.is_multiple_of(10) {
+                DIGITS[n % 10]
+            } else {
+                ""
+            }
         ),
         100 => "一百".to_owned(),
         _ => unreachable!("1..=100 only"),

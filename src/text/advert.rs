@@ -120,8 +120,7 @@ fn is_note(line: &str) -> bool {
         && matches!(s, 's' | 'S' | 'ｓ' | 'Ｓ')
     {
         let rest = chars.as_str().trim_start_matches(['.', '．', ' ', '　']);
-        if rest.starts_with([':', '：', '；', ';', ',', '，'])
-            || rest.starts_with(|c| super::is_han(c))
+        if rest.starts_with([':', '：', '；', ';', ',', '，']) || rest.starts_with(super::is_han)
         {
             return true;
         }

@@ -1905,10 +1905,10 @@ fn select_names(
             && !CROWDS.contains(&s)
             && !is_not_name(s)
             // 金秀兴致: a name does not end in a manner word.
-            && !(n > 2
-                && s.char_indices()
+            && (n <= 2
+                || s.char_indices()
                     .nth(n - 2)
-                    .is_some_and(|(at, _)| is_not_name(&s[at..])))
+                    .is_none_or(|(at, _)| !is_not_name(&s[at..])))
             && !has_speech_verb(s)
             && (n < 3 || !s.chars().last().is_some_and(is_non_name_tail))
             && (n < 4
