@@ -154,7 +154,8 @@ mod tests {
         let text = String::from_utf8(out).unwrap();
         let first = text.lines().nth(1).unwrap();
         assert!(
-            first.starts_with(r#"{"chapter":1,"title":"第一章 起","paragraph":1,"kind":"narration","speaker":null,"text":"#),
+            // Chapters count from 1, front matter included: 第一章 is the second.
+            first.starts_with(r#"{"chapter":2,"title":"第一章 起","paragraph":1,"kind":"narration","speaker":null,"text":"#),
             "{first}"
         );
     }
