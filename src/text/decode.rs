@@ -60,6 +60,11 @@ fn repair_budget(len: usize) -> usize {
     MIN_REPAIRS + len / BYTES_PER_REPAIR
 }
 
+/// Stray control bytes tolerated: one, plus one per 1,000 bytes.
+fn control_budget(len: usize) -> usize {
+    1 + len / 1000
+}
+
 /// Decodes a whole file.
 pub fn decode(bytes: &[u8]) -> Result<Decoded, DecodeError> {
     if bytes.is_empty() {
@@ -82,7 +87,7 @@ pub fn decode(bytes: &[u8]) -> Result<Decoded, DecodeError> {
     // Stray control characters (a NUL in the middle of a book) are left out.
     let controls = text.chars().filter(|c| is_binary_char(*c)).count();
     let text = if controls > 0 {
-        if controls > repair_budget(body.len()) {
+        if controls > control_budget(body.len()) {
             let offset = bytes.iter().position(|&b| is_control_byte(b)).unwrap_or(0);
             return Err(DecodeError::Binary {
                 offset,
@@ -138,9 +143,9 @@ fn detect(bytes: &[u8]) -> Result<&'static Encoding, DecodeError> {
         .enumerate()
         .filter(|(_, b)| is_control_byte(**b))
         .map(|(i, _)| i)
-        .take(repair_budget(bytes.len()) + 1)
+        .take(control_budget(bytes.len()) + 1)
         .collect();
-    if controls.len() > repair_budget(bytes.len()) {
+    if controls.len() > control_budget(bytes.len()) {
         // UTF-16 without a BOM: every other byte of Han text is a letter, not NUL.
         let count = bytes.iter().filter(|b| is_control_byte(**b)).count();
         return Err(DecodeError::Binary {

@@ -181,8 +181,10 @@ impl Script {
         let attributor = Attributor::new(cast);
         let mut chapters = Vec::new();
         let mut skipped = Vec::new();
-        for s in &scanned {
-            let reason = s.chapter.skip;
+        for (k, s) in scanned.iter().enumerate() {
+            let reason = s.chapter.skip.or_else(|| {
+                (k == 0 && is_title_page(&s.chapter, book)).then_some(ChapterSkip::TitlePage)
+            });
             let chapter = match reason {
                 Some(_) => None,
                 None => Some(script_chapter(s, &attributor)),
@@ -250,6 +252,23 @@ impl ScriptChapter {
             .map(|s| s.text.chars().filter(|c| is_han(*c)).count())
             .sum()
     }
+}
+
+/// Front matter that is only the book's title line (《西游记》吴承恩), from a
+/// TXT or an EPUB alike.
+fn is_title_page(chapter: &Chapter, book: &str) -> bool {
+    let read: Vec<&String> = chapter
+        .paragraphs
+        .iter()
+        .enumerate()
+        .filter(|(k, _)| !chapter.skipped.contains(k))
+        .map(|(_, p)| p)
+        .collect();
+    chapter.number == 0
+        && read.len() == 1
+        && read[0].chars().count() <= 40
+        && (read[0].contains('《') || (!book.is_empty() && read[0].contains(book)))
+        && !read[0].contains(['。', '！', '？', '“', '「'])
 }
 
 fn script_chapter(scanned: &Scanned, attributor: &Attributor) -> ScriptChapter {
