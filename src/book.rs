@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 use crate::epub::{self, EpubBook, EpubError};
 use crate::frontend::lexicon::{Entry, Lexicon, LexiconError};
-use crate::text::{Cast, DecodeError, Decoded, Script, decode};
+use crate::text::{Cast, DecodeError, Decoded, Script, SplitOptions, decode};
 
 /// Why a book file cannot be read.
 #[derive(Debug, thiserror::Error)]
@@ -171,10 +171,19 @@ pub fn read_book(path: &Path) -> Result<Book, BookError> {
 
 /// Reads, decodes and splits the book at `path`, naming speakers from `cast`.
 pub fn read_book_with_cast(path: &Path, cast: Option<&Cast>) -> Result<Book, BookError> {
+    read_book_with_options(path, cast, SplitOptions::default())
+}
+
+/// [`read_book_with_cast`], split with `options`.
+pub fn read_book_with_options(
+    path: &Path,
+    cast: Option<&Cast>,
+    options: SplitOptions,
+) -> Result<Book, BookError> {
     let (stem, source) = read_source(path)?;
     Ok(match source {
         Source::Text(decoded) => {
-            let script = Script::from_text_with_cast(&decoded.text, &stem, cast);
+            let script = Script::from_text_with_options(&decoded.text, &stem, cast, options);
             Book::from_script(stem, decoded.encoding, script)
         }
         Source::Epub(book) => {
@@ -211,6 +220,7 @@ pub fn read_text(path: &Path) -> Result<(String, Decoded), BookError> {
             Decoded {
                 text,
                 encoding: "UTF-8",
+                repairs: None,
             }
         }
     };
@@ -248,6 +258,16 @@ fn read_source(path: &Path) -> Result<(String, Source), BookError> {
             path: path_buf(),
             source,
         })?;
+        if let Some(r) = &decoded.repairs {
+            tracing::warn!(
+                "{}: {} bad byte sequence(s) in {} text left out; the first at byte offset {} (line {})",
+                path.display(),
+                r.count,
+                decoded.encoding,
+                r.offset,
+                r.line
+            );
+        }
         Source::Text(decoded)
     };
     Ok((stem, source))

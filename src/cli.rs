@@ -113,6 +113,10 @@ pub struct BuildArgs {
         env = "TINGSHU_FFMPEG"
     )]
     pub ffmpeg: PathBuf,
+    /// Read author's notes and appendices (作者有话说, PS：…, 上架感言) instead
+    /// of skipping them.
+    #[arg(long, env = "TINGSHU_KEEP_NOTES")]
+    pub keep_notes: bool,
 }
 
 #[derive(Debug, Args)]
@@ -128,6 +132,10 @@ pub struct SplitArgs {
     /// Print a cast file of the characters found in the book instead.
     #[arg(long, conflicts_with_all = ["cast", "format"])]
     pub suggest_cast: bool,
+    /// Read author's notes and appendices (作者有话说, PS：…, 上架感言) instead
+    /// of skipping them.
+    #[arg(long, env = "TINGSHU_KEEP_NOTES")]
+    pub keep_notes: bool,
 }
 
 /// Output format of `split`.
@@ -165,6 +173,10 @@ pub struct PreviewArgs {
     /// Per-book pronunciation lexicon (TOML): "毛仲" = "mao2 zhong4".
     #[arg(long, env = "TINGSHU_LEXICON")]
     pub lexicon: Option<PathBuf>,
+    /// Read author's notes and appendices (作者有话说, PS：…, 上架感言) instead
+    /// of skipping them.
+    #[arg(long, env = "TINGSHU_KEEP_NOTES")]
+    pub keep_notes: bool,
 }
 
 #[derive(Debug, Args)]

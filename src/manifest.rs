@@ -19,6 +19,10 @@ pub struct Manifest {
     pub language: Option<String>,
     pub sample_rate: u32,
     pub chapters: Vec<ManifestChapter>,
+    /// Chapters of the book left out of the reading script (empty ones,
+    /// author's notes, a title page).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped_chapters: Vec<crate::text::SkippedChapter>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -119,6 +123,7 @@ mod tests {
                 segments: Vec::new(),
                 skipped: Vec::new(),
             }],
+            skipped_chapters: Vec::new(),
         };
         let json = serde_json::to_string(&m).unwrap();
         for key in ["\"title\":null", "author", "language", "skipped"] {

@@ -131,6 +131,8 @@ pub struct BookOutputs {
     pub cover: Option<PathBuf>,
     /// Written into the manifest; `None` keeps what an earlier run wrote.
     pub info: Option<BookInfo>,
+    /// Chapters of the book not in the reading script, for the manifest.
+    pub skipped_chapters: Vec<crate::text::SkippedChapter>,
 }
 
 impl BookOutputs {
@@ -152,6 +154,7 @@ impl BookOutputs {
             author: None,
             cover: None,
             info: None,
+            skipped_chapters: Vec::new(),
         }
     }
 
@@ -315,14 +318,16 @@ impl BookOutputs {
     /// Merges `chapters` (just rendered) into the book's manifest as it is
     /// on disk; see [`merge_manifest`]. Writes nothing.
     pub fn merge_manifest(&self, book_dir: &Path, chapters: Vec<ManifestChapter>) -> Manifest {
-        merge_manifest(
+        let mut manifest = merge_manifest(
             book_dir,
             self.wav_dir(),
             &self.book,
             self.sample_rate,
             chapters,
             self.info.as_ref(),
-        )
+        );
+        manifest.skipped_chapters.clone_from(&self.skipped_chapters);
+        manifest
     }
 
     /// Refreshes the book-level files of `book_dir` after `chapters` were
@@ -433,6 +438,7 @@ pub fn merge_manifest(
             language: None,
             sample_rate,
             chapters: Vec::new(),
+            skipped_chapters: Vec::new(),
         });
     if let Some(info) = info {
         manifest.title.clone_from(&info.title);
@@ -583,6 +589,7 @@ mod tests {
                 chapter(1, "第一章 雾", ".wav/0001-第一章_雾.wav", 61.4),
                 chapter(2, "第二章 灯", ".wav/0002-第二章_灯.wav", 2.6),
             ],
+            skipped_chapters: Vec::new(),
         };
         let text = playlist(&manifest, "雾港", Format::Mp3, None);
         assert_eq!(

@@ -119,9 +119,11 @@ fn jsonl_schema_is_exact() {
         assert!(v["speaker"].is_null() || v["speaker"].is_string());
         assert!(v["title"].is_string() && v["text"].is_string());
     }
-    // Front matter is chapter 0, and the field order is the documented one.
-    assert_eq!(lines[0]["chapter"], 0);
-    assert!(out.starts_with("{\"chapter\":0,\"title\":\"hard-cases\",\"paragraph\":1,\"kind\":"));
+    // Chapters count from 1 in reading order, front matter included (as
+    // `build` and `preview --chapter` count them), and the field order is
+    // the documented one.
+    assert_eq!(lines[0]["chapter"], 1);
+    assert!(out.starts_with("{\"chapter\":1,\"title\":\"hard-cases\",\"paragraph\":1,\"kind\":"));
 }
 
 #[test]

@@ -66,6 +66,7 @@ pub fn read_source(path: &Path, cast: Option<&Cast>) -> Result<Book, SourceError
     let script = Script {
         book: stem.clone(),
         chapters,
+        skipped: Vec::new(),
     };
     Ok(Book {
         readings,

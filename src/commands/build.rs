@@ -13,7 +13,7 @@ use anyhow::Context;
 use super::select::ChapterSelection;
 use super::{EXIT_OK, EXIT_PARTIAL, error_chain, sanitize_file_name};
 use crate::audio::encode::Encoder;
-use crate::book::{Book, Cover, read_book_with_cast};
+use crate::book::{Book, Cover, read_book_with_options};
 use crate::cli::{BuildArgs, Layout};
 use crate::config::VoicesConfig;
 use crate::manifest::{Manifest, ManifestChapter};
@@ -111,13 +111,20 @@ pub async fn run(args: &BuildArgs, worker_program: Option<PathBuf>) -> anyhow::R
     // The front end's tables load while the book is read.
     crate::frontend::warm_up();
     let cast = args.cast.as_deref().map(Cast::load).transpose()?;
-    let book = read_book_with_cast(&args.book, cast.as_ref())?;
+    let options = crate::text::SplitOptions {
+        keep_notes: args.keep_notes,
+    };
+    let book = read_book_with_options(&args.book, cast.as_ref(), options)?;
     let mut config = VoicesConfig::load(args.voices.as_deref())?;
     if let (Some(path), Some(cast)) = (&args.cast, &cast) {
         config.apply_cast(path, cast)?;
     }
     let lexicon = book.lexicon(args.lexicon.as_deref())?;
     let mut outputs = Outputs::resolve(args, &book, config.mix.sample_rate)?;
+    outputs
+        .book
+        .skipped_chapters
+        .clone_from(&book.script.skipped);
     let count = book.script.chapters.len();
     let selected = match &args.chapters {
         Some(spec) => ChapterSelection::parse(spec)?.resolve(spec, count)?,

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 
 use super::{EXIT_OK, EXIT_PARTIAL};
-use crate::book::read_book;
+use crate::book::read_book_with_options;
 use crate::cli::PreviewArgs;
 use crate::config::VoicesConfig;
 use crate::frontend::Lexicon;
@@ -91,7 +91,10 @@ fn passage(args: &PreviewArgs) -> anyhow::Result<ScriptChapter> {
         if args.text.is_some() {
             bail!("give either TEXT or --book, not both");
         }
-        let book = read_book(book)?;
+        let options = crate::text::SplitOptions {
+            keep_notes: args.keep_notes,
+        };
+        let book = read_book_with_options(book, None, options)?;
         let count = book.script.chapters.len();
         let n = args.chapter.unwrap_or(1);
         if n == 0 || n > count {

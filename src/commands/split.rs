@@ -7,9 +7,9 @@ use anyhow::Context;
 use serde::Serialize;
 
 use super::EXIT_OK;
-use crate::book::{read_book_with_cast, read_text};
+use crate::book::{read_book_with_options, read_text};
 use crate::cli::{SplitArgs, SplitFormat};
-use crate::text::{Cast, Script, SegmentKind};
+use crate::text::{Cast, Script, SegmentKind, SplitOptions};
 
 /// One line of `--format jsonl`.
 #[derive(Debug, Serialize)]
@@ -32,7 +32,10 @@ pub fn run(args: &SplitArgs) -> anyhow::Result<u8> {
         out.write_all(text.as_bytes()).and_then(|()| out.flush())
     } else {
         let cast = args.cast.as_deref().map(Cast::load).transpose()?;
-        let book = read_book_with_cast(&args.book, cast.as_ref())?;
+        let options = SplitOptions {
+            keep_notes: args.keep_notes,
+        };
+        let book = read_book_with_options(&args.book, cast.as_ref(), options)?;
         write_script(&mut out, &book.script, args.format).and_then(|()| out.flush())
     };
     match written {
@@ -56,11 +59,17 @@ pub fn write_script(
     }
 }
 
+/// A chapter's number as `build`, `preview --chapter`, the manifest and
+/// the file names give it: its 1-based position in the reading script.
+fn position(index: usize) -> usize {
+    index + 1
+}
+
 fn write_jsonl(out: &mut impl Write, script: &Script) -> std::io::Result<()> {
-    for chapter in &script.chapters {
+    for (i, chapter) in script.chapters.iter().enumerate() {
         for s in &chapter.segments {
             let line = JsonSegment {
-                chapter: chapter.number,
+                chapter: position(i),
                 title: &chapter.title,
                 paragraph: s.paragraph,
                 kind: s.kind,
@@ -86,7 +95,7 @@ fn write_text(out: &mut impl Write, script: &Script) -> std::io::Result<()> {
                 writeln!(out, "## {v}")?;
             }
         }
-        writeln!(out, "# {} {}", chapter.number, chapter.title)?;
+        writeln!(out, "# {} {}", position(i), chapter.title)?;
         let mut skipped = chapter.skipped.iter().peekable();
         for s in &chapter.segments {
             while let Some(k) = skipped.next_if(|k| k.paragraph < s.paragraph) {
@@ -101,6 +110,12 @@ fn write_text(out: &mut impl Write, script: &Script) -> std::io::Result<()> {
         }
         for k in skipped {
             writeln!(out, "{:>4} skipped   -  {}", k.paragraph, k.text)?;
+        }
+    }
+    if !script.skipped.is_empty() {
+        writeln!(out)?;
+        for s in &script.skipped {
+            writeln!(out, "# skipped ({}): {}", s.reason.as_str(), s.title)?;
         }
     }
     Ok(())
@@ -139,7 +154,8 @@ mod tests {
         let text = String::from_utf8(out).unwrap();
         let first = text.lines().nth(1).unwrap();
         assert!(
-            first.starts_with(r#"{"chapter":1,"title":"第一章 起","paragraph":1,"kind":"narration","speaker":null,"text":"#),
+            // Chapters count from 1, front matter included: 第一章 is the second.
+            first.starts_with(r#"{"chapter":2,"title":"第一章 起","paragraph":1,"kind":"narration","speaker":null,"text":"#),
             "{first}"
         );
     }

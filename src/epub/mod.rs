@@ -411,6 +411,7 @@ impl Assembler {
             volume: self.volume.clone(),
             paragraphs: Vec::new(),
             skipped: Vec::new(),
+            skip: None,
         });
     }
 
@@ -422,6 +423,7 @@ impl Assembler {
                 volume: None,
                 paragraphs: Vec::new(),
                 skipped: Vec::new(),
+                skip: None,
             });
         }
         self.chapters.last_mut().expect("a chapter was just pushed")

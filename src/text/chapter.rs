@@ -7,6 +7,9 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
+use super::advert::{self, LineClass};
+use super::reflow::{self, Piece};
+
 /// One chapter of a book: its title and its non-empty lines (paragraphs).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Chapter {
@@ -18,8 +21,40 @@ pub struct Chapter {
     /// Every non-empty line after the heading, skipped ones included, so that
     /// paragraph numbers follow the source.
     pub paragraphs: Vec<String>,
-    /// 0-based indices into `paragraphs` of lines that are not read (adverts, URLs).
+    /// 0-based indices into `paragraphs` of lines that are not read (adverts,
+    /// URLs, author's notes).
     pub skipped: Vec<usize>,
+    /// Why the whole chapter is not read, if it is not.
+    pub skip: Option<ChapterSkip>,
+}
+
+/// Why a whole chapter is left out of the reading script.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ChapterSkip {
+    /// An author's note or appendix (上架感言, 完本感言); read with `--keep-notes`.
+    Notes,
+    /// Nothing to read: no line with a letter or a Han character.
+    Empty,
+    /// Front matter that is only the book's title line (《书名》作者).
+    TitlePage,
+}
+
+impl ChapterSkip {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChapterSkip::Notes => "author's note",
+            ChapterSkip::Empty => "empty",
+            ChapterSkip::TitlePage => "title page",
+        }
+    }
+}
+
+/// How a book is split.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SplitOptions {
+    /// Read author's notes (作者有话说, PS：…, 上架感言) instead of skipping them.
+    pub keep_notes: bool,
 }
 
 impl Chapter {
@@ -30,6 +65,7 @@ impl Chapter {
             volume,
             paragraphs: Vec::new(),
             skipped: Vec::new(),
+            skip: None,
         }
     }
 
@@ -66,7 +102,7 @@ const SEPARATOR_CHARS: &str = " \t　:：、.．·—-";
 
 static NUMBERED: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(&format!(
-        r"^(?:正文[ 　]*)?第(?P<num>[{NUMERALS}]{{1,9}})(?P<unit>[章回节節卷部集篇幕])(?:[{SEPARATORS}]+(?P<title>\S.{{0,40}}))?$"
+        r"^(?:正文[ 　]*)?【?第(?P<num>[{NUMERALS}]{{1,9}})(?P<unit>[章回节節卷部集篇幕])(?:[（(][上中下一二三四五六七八九十0-9]{{1,3}}[）)])?】?(?:[{SEPARATORS}]*(?P<title>[^{SEPARATOR_CHARS}].{{0,40}}))?$"
     ))
     .expect("valid heading regex")
 });
@@ -80,7 +116,7 @@ static VOLUME: LazyLock<Regex> = LazyLock::new(|| {
 
 static NAMED: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(&format!(
-        r"^(?:楔子|序章|序言|序|引子|前言|尾声|尾聲|后记|後記|终章|終章|番外(?:篇)?[{NUMERALS}]*|完本感言)(?:[{SEPARATORS}]+(?P<title>\S.{{0,40}}))?$"
+        r"^【?(?:楔子|序章|序言|序|引子|前言|尾声|尾聲|后记|後記|终章|終章|番外(?:篇)?[{NUMERALS}]*|完本感言|上架感言|完结感言|完結感言)】?(?:[{SEPARATORS}]+(?P<title>\S.{{0,40}}))?$"
     ))
     .expect("valid heading regex")
 });
@@ -106,8 +142,19 @@ pub fn heading(line: &str) -> Option<Heading<'_>> {
     }
     let first = line.chars().next()?;
     match first {
-        '第' | '正' => {
+        '第' | '正' | '【'
+            if first == '第' || line.starts_with("正文") || line.starts_with("【第") =>
+        {
             let caps = NUMBERED.captures(line)?;
+            // A title right after the number needs a separator, a 】 or a
+            // （上）: 第一章的故事 is a sentence.
+            if let Some(t) = caps.name("title") {
+                let before = line[..t.start()].chars().last();
+                let unit_end = caps.name("unit").map_or(0, |u| u.end());
+                if t.start() == unit_end && !matches!(before, Some('】' | '）' | ')')) {
+                    return None;
+                }
+            }
             let unit = caps.name("unit")?.as_str().chars().next()?;
             let kind = match unit {
                 '卷' => HeadingKind::Volume,
@@ -133,14 +180,13 @@ pub fn heading(line: &str) -> Option<Heading<'_>> {
             let caps = ENGLISH.captures(line)?;
             numbered(line, caps, HeadingKind::Chapter, 'C')
         }
-        '楔' | '序' | '引' | '前' | '尾' | '后' | '後' | '终' | '終' | '番' | '完' => {
-            NAMED.is_match(line).then_some(Heading {
-                kind: HeadingKind::Chapter,
-                text: line,
-                key: None,
-                volume: None,
-            })
-        }
+        '楔' | '序' | '引' | '前' | '尾' | '后' | '後' | '终' | '終' | '番' | '完' | '上'
+        | '【' => NAMED.is_match(line).then_some(Heading {
+            kind: HeadingKind::Chapter,
+            text: line,
+            key: None,
+            volume: None,
+        }),
         _ => None,
     }
 }
@@ -252,35 +298,9 @@ pub fn parse_number(s: &str) -> Option<u32> {
 }
 
 /// True for lines that are site adverts, URLs or pleas for votes: they are
-/// not read aloud.
+/// not read aloud (see [`advert::classify`]).
 pub fn is_advert(line: &str) -> bool {
-    const URL_MARKS: [&str; 5] = ["http://", "https://", "www.", ".com", ".net"];
-    const PLEAS: [&str; 16] = [
-        "本章完",
-        "求月票",
-        "求推荐",
-        "求推薦",
-        "求收藏",
-        "求订阅",
-        "求訂閱",
-        "求打赏",
-        "求票",
-        "月票",
-        "推荐票",
-        "未完待续",
-        "未完待續",
-        "最新章节",
-        "手机阅读",
-        "记住本站",
-    ];
-    if line.is_ascii() {
-        let lower = line.to_ascii_lowercase();
-        return URL_MARKS.iter().any(|m| lower.contains(m));
-    }
-    if URL_MARKS.iter().any(|m| line.contains(m)) {
-        return true;
-    }
-    line.len() <= 40 * 3 && PLEAS.iter().any(|p| line.contains(p))
+    matches!(advert::classify(line), LineClass::Advert)
 }
 
 /// Trims ASCII and full-width spaces around a line.
@@ -288,39 +308,110 @@ pub fn trim_line(line: &str) -> &str {
     line.trim_matches(|c: char| c.is_whitespace() || c == '\u{3000}' || c == '\u{feff}')
 }
 
+/// Where a line came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Origin {
+    /// A line of the book: a heading if it looks like one.
+    Line,
+    /// A heading found inside a long line.
+    Heading,
+    /// Text cut from a long line: never a heading.
+    Body,
+}
+
+/// Bare opening words that are not a chapter once numbered chapters began
+/// (a 序 line inside chapter 3 is text).
+const BARE_OPENINGS: &[&str] = &["序", "引子", "序言", "前言", "【序】", "【引子】"];
+
 /// Splits decoded text into chapters. A book without any heading becomes one
 /// chapter titled `fallback_title` (the file stem).
 pub fn split_chapters(text: &str, fallback_title: &str) -> Vec<Chapter> {
-    let lines: Vec<&str> = text
-        .lines()
-        .map(trim_line)
-        .filter(|l| !l.is_empty())
+    split_chapters_with(text, fallback_title, SplitOptions::default())
+}
+
+/// [`split_chapters`] with options.
+pub fn split_chapters_with(
+    text: &str,
+    fallback_title: &str,
+    options: SplitOptions,
+) -> Vec<Chapter> {
+    let mut lines: Vec<(&str, Origin)> = Vec::new();
+    for raw in text.lines() {
+        let line = trim_line(raw);
+        if line.is_empty() {
+            continue;
+        }
+        if line.len() < reflow::LONG_LINE_BYTES {
+            lines.push((line, Origin::Line));
+            continue;
+        }
+        for piece in reflow::reflow(line) {
+            lines.push(match piece {
+                Piece::Heading(h) => (h, Origin::Heading),
+                Piece::Paragraph(p) => (p, Origin::Body),
+            });
+        }
+    }
+    let plain: Vec<&str> = lines
+        .iter()
+        .map(|(l, o)| if *o == Origin::Body { "" } else { *l })
         .collect();
-    let numbered_lines = consistent_numbered_lines(&lines);
+    let numbered_lines = consistent_numbered_lines(&plain);
     let heading_at = |i: usize| -> Option<Heading<'_>> {
-        let line = lines[i];
-        heading(line).or_else(|| {
-            numbered_lines.binary_search(&i).ok().map(|_| Heading {
+        let (line, origin) = lines[i];
+        match origin {
+            Origin::Body => None,
+            Origin::Heading => Some(heading(line).unwrap_or(Heading {
                 kind: HeadingKind::Chapter,
                 text: line,
                 key: None,
                 volume: None,
-            })
-        })
+            })),
+            Origin::Line => heading(line).or_else(|| {
+                numbered_lines.binary_search(&i).ok().map(|_| Heading {
+                    kind: HeadingKind::Chapter,
+                    text: line,
+                    key: None,
+                    volume: None,
+                })
+            }),
+        }
     };
 
     let mut chapters: Vec<Chapter> = Vec::new();
     let mut current = Chapter::new(0, fallback_title, None);
     let mut current_key: Option<(char, u32)> = None;
+    let mut current_is_chapter = false;
     let mut volume: Option<String> = None;
     let mut seen_heading = false;
+    let mut seen_numbered = false;
+    // After 作者有话说: the rest of the chapter is the author's note.
+    let mut in_notes = false;
     for i in 0..lines.len() {
-        let line = lines[i];
-        let Some(head) = heading_at(i) else {
-            if is_advert(line) {
-                current.skipped.push(current.paragraphs.len());
+        let line = lines[i].0;
+        let head = heading_at(i)
+            .filter(|h| !(seen_numbered && h.key.is_none() && BARE_OPENINGS.contains(&h.text)));
+        let Some(head) = head else {
+            let class = if in_notes {
+                LineClass::Note
+            } else {
+                advert::classify(line)
+            };
+            match class {
+                LineClass::Story => current.paragraphs.push(line.to_owned()),
+                LineClass::Cleaned(text) => current.paragraphs.push(text),
+                LineClass::Advert => {
+                    current.skipped.push(current.paragraphs.len());
+                    current.paragraphs.push(line.to_owned());
+                }
+                LineClass::Note | LineClass::NotesFollow => {
+                    in_notes |= class == LineClass::NotesFollow && !options.keep_notes;
+                    if !options.keep_notes {
+                        current.skipped.push(current.paragraphs.len());
+                    }
+                    current.paragraphs.push(line.to_owned());
+                }
             }
-            current.paragraphs.push(line.to_owned());
             continue;
         };
         // A heading repeated before any text (web pages do this) is not a new chapter.
@@ -330,6 +421,7 @@ pub fn split_chapters(text: &str, fallback_title: &str) -> Vec<Chapter> {
         if duplicate {
             continue;
         }
+        in_notes = false;
         let next_is_heading = lines
             .get(i + 1)
             .is_some_and(|_| heading_at(i + 1).is_some_and(|h| h.text != head.text));
@@ -340,8 +432,13 @@ pub fn split_chapters(text: &str, fallback_title: &str) -> Vec<Chapter> {
         };
         if current.has_content() || (!seen_heading && !current.paragraphs.is_empty()) {
             chapters.push(current);
+        } else if current_is_chapter {
+            // A chapter heading with nothing under it: listed as skipped.
+            current.skip = Some(ChapterSkip::Empty);
+            chapters.push(current);
         }
         seen_heading = true;
+        seen_numbered |= head.kind == HeadingKind::Chapter && head.key.is_some();
         if is_volume {
             volume = Some(head.text.to_owned());
         }
@@ -351,12 +448,40 @@ pub fn split_chapters(text: &str, fallback_title: &str) -> Vec<Chapter> {
         // Text right under a volume heading is read as a chapter titled by the volume.
         current = Chapter::new(1, head.text, volume.clone());
         current_key = head.key;
+        current_is_chapter = !is_volume;
+        if head.key.is_none() && head.text.contains("感言") && !options.keep_notes {
+            current.skip = Some(ChapterSkip::Notes);
+        }
     }
     if current.has_content() || (!seen_heading && !current.paragraphs.is_empty()) {
+        chapters.push(current);
+    } else if current_is_chapter {
+        current.skip = Some(ChapterSkip::Empty);
         chapters.push(current);
     }
     if let (false, Some(only)) = (seen_heading, chapters.first_mut()) {
         only.number = 1;
+    }
+    // Front matter that is only the book's title line (《西游记》吴承恩) is no chapter.
+    if let Some(front) = chapters.first_mut()
+        && seen_heading
+        && front.number == 0
+        && front.skip.is_none()
+        && front.paragraphs.len() - front.skipped.len() == 1
+    {
+        let line = front
+            .paragraphs
+            .iter()
+            .enumerate()
+            .find(|(k, _)| !front.skipped.contains(k))
+            .map_or("", |(_, l)| l.as_str());
+        let title_line = line.chars().count() <= 40
+            && (line.contains('《')
+                || (!fallback_title.is_empty() && line.contains(fallback_title)))
+            && !line.contains(['。', '！', '？', '“', '「']);
+        if title_line {
+            front.skip = Some(ChapterSkip::TitlePage);
+        }
     }
     renumber(&mut chapters);
     chapters
@@ -396,7 +521,7 @@ fn consistent_numbered_lines(lines: &[&str]) -> Vec<usize> {
 fn renumber(chapters: &mut [Chapter]) {
     let mut next = 1;
     for chapter in chapters {
-        if chapter.number != 0 {
+        if chapter.number != 0 && chapter.skip.is_none() {
             chapter.number = next;
             next += 1;
         }
@@ -465,13 +590,16 @@ mod tests {
         let text = "作者的话\n\n第一章 开端\n第一章 开端\n　　他来了。\n第二章\n她走了。\n第三章\n";
         let chapters = split_chapters(text, "书");
         assert_eq!(
-            titles(&chapters),
+            titles(&chapters[..3]),
             [
                 (0, "书", None),
                 (1, "第一章 开端", None),
                 (2, "第二章", None)
             ]
         );
+        // An empty chapter is kept, marked, to be listed as skipped.
+        assert_eq!(chapters[3].title, "第三章");
+        assert_eq!(chapters[3].skip, Some(ChapterSkip::Empty));
         assert_eq!(chapters[1].paragraphs, ["他来了。"]);
     }
 

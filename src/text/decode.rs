@@ -1,20 +1,45 @@
 //! Bytes → text: detects UTF-8 (with or without BOM), UTF-16 (BOM), GB18030/GBK
-//! and Big5, and normalizes line endings to `\n`.
+//! and Big5, and normalizes line endings to `\n`. A few bad bytes (a byte
+//! lost in a download) are repaired and reported, not fatal: the text around
+//! them is realigned and only what cannot be read is left out.
 
 use chardetng::{EncodingDetector, Iso2022JpDetection, Utf8Detection};
-use encoding_rs::{BIG5, Encoding, GB18030, GBK, UTF_8, UTF_16BE, UTF_16LE};
+use encoding_rs::{BIG5, DecoderResult, Encoding, GB18030, GBK, UTF_8, UTF_16BE, UTF_16LE};
 
 /// Why a byte string could not be read as a Chinese novel.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum DecodeError {
     #[error("the file is empty")]
     Empty,
-    #[error("the file looks binary (byte {offset:#x} is a control byte), not a text file")]
-    Binary { offset: usize },
-    #[error("the file could not be decoded as {encoding}: it has invalid byte sequences")]
-    Malformed { encoding: &'static str },
+    #[error(
+        "the file looks binary, not text: control byte {byte:#04x} at byte offset {offset} ({count} control bytes in all)"
+    )]
+    Binary {
+        offset: usize,
+        byte: u8,
+        count: usize,
+    },
+    #[error(
+        "the file is mostly not {encoding} text: {count} invalid byte sequences, the first at byte offset {offset}"
+    )]
+    Malformed {
+        encoding: &'static str,
+        count: usize,
+        offset: usize,
+    },
     #[error("the text has no Chinese (Han) characters to read")]
     NoHan,
+}
+
+/// Bad bytes that were repaired while decoding.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Repairs {
+    /// Invalid byte sequences and stray control bytes left out.
+    pub count: usize,
+    /// Byte offset in the file of the first one.
+    pub offset: usize,
+    /// 1-based line of the first one.
+    pub line: usize,
 }
 
 /// Decoded text plus the name of the encoding that was detected.
@@ -22,6 +47,22 @@ pub enum DecodeError {
 pub struct Decoded {
     pub text: String,
     pub encoding: &'static str,
+    /// Bad bytes left out, if there were any.
+    pub repairs: Option<Repairs>,
+}
+
+/// At most one bad sequence per this many bytes (and at least a few in any
+/// file) are repaired; more means the file is not text in that encoding.
+const BYTES_PER_REPAIR: usize = 200;
+const MIN_REPAIRS: usize = 8;
+
+fn repair_budget(len: usize) -> usize {
+    MIN_REPAIRS + len / BYTES_PER_REPAIR
+}
+
+/// Stray control bytes tolerated: one, plus one per 1,000 bytes.
+fn control_budget(len: usize) -> usize {
+    1 + len / 1000
 }
 
 /// Decodes a whole file.
@@ -29,51 +70,106 @@ pub fn decode(bytes: &[u8]) -> Result<Decoded, DecodeError> {
     if bytes.is_empty() {
         return Err(DecodeError::Empty);
     }
-    let (encoding, body) = match Encoding::for_bom(bytes) {
-        Some((enc, bom_len)) => (enc, &bytes[bom_len..]),
-        None => (detect(bytes)?, bytes),
+    let (encoding, bom_len) = match Encoding::for_bom(bytes) {
+        Some((enc, bom_len)) => (enc, bom_len),
+        None => (detect(bytes)?, 0),
     };
-    let (text, had_errors) = encoding.decode_without_bom_handling(body);
-    if had_errors {
+    let body = &bytes[bom_len..];
+    let (text, mut bad) = decode_repairing(encoding, body);
+    if bad.len() > repair_budget(body.len()) {
         return Err(DecodeError::Malformed {
             encoding: encoding.name(),
+            count: bad.len(),
+            offset: bad[0] + bom_len,
         });
     }
     let text = normalize_newlines(&text);
-    if let Some(offset) = text
-        .char_indices()
-        .find_map(|(i, c)| is_binary_char(c).then_some(i))
-    {
-        return Err(DecodeError::Binary { offset });
-    }
+    // Stray control characters (a NUL in the middle of a book) are left out.
+    let controls = text.chars().filter(|c| is_binary_char(*c)).count();
+    let text = if controls > 0 {
+        if controls > control_budget(body.len()) {
+            let offset = bytes.iter().position(|&b| is_control_byte(b)).unwrap_or(0);
+            return Err(DecodeError::Binary {
+                offset,
+                byte: bytes[offset],
+                count: controls,
+            });
+        }
+        if encoding == UTF_8 || encoding == GB18030 || encoding == BIG5 {
+            bad.extend(
+                body.iter()
+                    .enumerate()
+                    .filter(|(_, b)| is_control_byte(**b))
+                    .map(|(i, _)| i),
+            );
+            bad.sort_unstable();
+        }
+        text.chars().filter(|c| !is_binary_char(*c)).collect()
+    } else {
+        text
+    };
     if text.trim().is_empty() {
         return Err(DecodeError::Empty);
     }
     if !text.chars().any(is_han) {
         return Err(DecodeError::NoHan);
     }
+    let repairs = bad.first().map(|&first| Repairs {
+        count: bad.len().max(1),
+        offset: first + bom_len,
+        line: 1 + body[..first.min(body.len())]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count(),
+    });
     Ok(Decoded {
         text,
         encoding: encoding.name(),
+        repairs,
     })
 }
 
-/// Picks an encoding for BOM-less bytes. Valid UTF-8 wins; otherwise chardetng
-/// chooses among the legacy encodings (trying decoders in order does not work:
-/// GB18030 accepts Big5 bytes without error).
+fn is_control_byte(b: u8) -> bool {
+    b == 0 || (b < 0x20 && !matches!(b, b'\n' | b'\r' | b'\t' | 0x0c)) || b == 0x7f
+}
+
+/// Picks an encoding for BOM-less bytes. UTF-8 wins when nearly all of the
+/// bytes are valid UTF-8; otherwise chardetng chooses among the legacy
+/// encodings (trying decoders in order does not work: GB18030 accepts Big5
+/// bytes without error).
 fn detect(bytes: &[u8]) -> Result<&'static Encoding, DecodeError> {
-    if let Some(offset) = bytes
+    let controls: Vec<usize> = bytes
         .iter()
-        .position(|&b| b == 0 || (b < 0x20 && !matches!(b, b'\n' | b'\r' | b'\t' | 0x0c)))
-    {
-        return Err(DecodeError::Binary { offset });
+        .enumerate()
+        .filter(|(_, b)| is_control_byte(**b))
+        .map(|(i, _)| i)
+        .take(control_budget(bytes.len()) + 1)
+        .collect();
+    if controls.len() > control_budget(bytes.len()) {
+        // UTF-16 without a BOM: every other byte of Han text is a letter, not NUL.
+        let count = bytes.iter().filter(|b| is_control_byte(**b)).count();
+        return Err(DecodeError::Binary {
+            offset: controls[0],
+            byte: bytes[controls[0]],
+            count,
+        });
     }
-    if std::str::from_utf8(bytes).is_ok() {
+    let mut invalid = 0usize;
+    let mut multibyte = 0usize;
+    for chunk in bytes.utf8_chunks() {
+        multibyte += chunk.valid().len() - chunk.valid().chars().count();
+        if !chunk.invalid().is_empty() {
+            invalid += 1;
+        }
+    }
+    if invalid == 0
+        || (multibyte > 0 && invalid <= repair_budget(bytes.len()) && invalid * 50 < multibyte)
+    {
         return Ok(UTF_8);
     }
     let mut detector = EncodingDetector::new(Iso2022JpDetection::Deny);
     detector.feed(bytes, true);
-    let guess = detector.guess(None, Utf8Detection::Allow);
+    let guess = detector.guess(None, Utf8Detection::Deny);
     // A novel is Chinese: fold every other guess into the two Chinese legacy
     // families, and read GBK as its superset GB18030.
     Ok(if guess == BIG5 {
@@ -83,8 +179,152 @@ fn detect(bytes: &[u8]) -> Result<&'static Encoding, DecodeError> {
     } else if guess == UTF_16LE || guess == UTF_16BE {
         guess
     } else {
-        GB18030
+        // A damaged legacy file chardetng could not place: the Chinese
+        // encoding that reads it with fewer errors.
+        let errors = |enc: &'static Encoding| decode_repairing(enc, bytes).1.len();
+        if errors(BIG5) < errors(GB18030) {
+            BIG5
+        } else {
+            GB18030
+        }
     })
+}
+
+/// Decodes `body`, leaving out what cannot be decoded: returns the text and
+/// the byte offsets of the bad sequences. In a double-byte encoding a lost
+/// byte shifts every later pair until the next ASCII byte (the error only
+/// shows there); the byte whose removal reads best is dropped instead.
+fn decode_repairing(encoding: &'static Encoding, body: &[u8]) -> (String, Vec<usize>) {
+    let (text, bad) = decode_counting(encoding, body);
+    if bad.is_empty() || !(encoding == GB18030 || encoding == BIG5) {
+        return (text, bad);
+    }
+    if bad.len() > repair_budget(body.len()) {
+        return (text, bad);
+    }
+    let mut fixed = Vec::with_capacity(body.len());
+    let mut copied = 0;
+    // Where the bytes were dropped: reported instead of where the shift showed.
+    let mut dropped = Vec::with_capacity(bad.len());
+    for &at in &bad {
+        if at < copied || at >= body.len() {
+            continue;
+        }
+        let drop = (dropped.len() < MAX_REALIGNED)
+            .then(|| realign(encoding, body, at))
+            .flatten()
+            .filter(|&d| d >= copied && d < body.len())
+            .unwrap_or(at);
+        fixed.extend_from_slice(&body[copied..drop]);
+        dropped.push(drop);
+        copied = drop + 1;
+    }
+    fixed.extend_from_slice(&body[copied.min(body.len())..]);
+    // Whatever is still bad after realigning is left out by the decoder.
+    let (text, _) = decode_counting(encoding, &fixed);
+    (text, if dropped.is_empty() { bad } else { dropped })
+}
+
+/// Bytes searched back from an error for the byte that shifted the pairs.
+const REALIGN_WINDOW: usize = 2048;
+
+/// Errors realigned at most (each costs up to a window squared); later ones
+/// are only left out.
+const MAX_REALIGNED: usize = 64;
+
+/// The byte before `error` (on its line) whose removal makes the rest of the
+/// line read best, by the share of common characters.
+fn realign(encoding: &'static Encoding, body: &[u8], error: usize) -> Option<usize> {
+    let floor = error.saturating_sub(REALIGN_WINDOW);
+    let line_start = body[floor..error]
+        .iter()
+        .rposition(|&b| b < 0x80)
+        .map_or(floor, |p| floor + p + 1);
+    let end = body[error..]
+        .iter()
+        .position(|&b| b < 0x40)
+        .map_or(body.len(), |p| error + p);
+    // Character starts of the line as decoded, with the score up to each.
+    let mut starts = Vec::new();
+    let mut prefix = Vec::new();
+    let mut i = line_start;
+    let mut score = 0i64;
+    while i < end {
+        starts.push(i);
+        prefix.push(score);
+        let (s, len) = pair_score(encoding, &body[i..end]);
+        score += s;
+        i += len;
+    }
+    let mut best: Option<(i64, usize)> = None;
+    for (k, &at) in starts.iter().enumerate() {
+        let mut total = prefix[k];
+        let mut j = at + 1;
+        while j < end {
+            let (s, len) = pair_score(encoding, &body[j..end]);
+            total += s;
+            j += len;
+        }
+        if j > end {
+            total -= 4;
+        }
+        if best.is_none_or(|(b, _)| total > b) {
+            best = Some((total, at));
+        }
+    }
+    best.map(|(_, at)| at)
+}
+
+/// The score of the character at the start of `bytes` (+1 for a common
+/// character or punctuation, −1 otherwise) and its length in bytes.
+fn pair_score(encoding: &'static Encoding, bytes: &[u8]) -> (i64, usize) {
+    let lead = bytes[0];
+    if lead < 0x80 {
+        return (if lead.is_ascii_alphabetic() { -1 } else { 0 }, 1);
+    }
+    let Some(&trail) = bytes.get(1) else {
+        return (-2, 2);
+    };
+    if encoding == BIG5 {
+        let common =
+            (0xA4..=0xC6).contains(&lead) || (lead == 0xA1 && (0x40..=0x7E).contains(&trail));
+        let valid = (0x40..=0x7E).contains(&trail) || (0xA1..=0xFE).contains(&trail);
+        return (if common && valid { 1 } else { -1 }, 2);
+    }
+    if (0x30..=0x39).contains(&trail) {
+        return (-1, 4);
+    }
+    let valid = (0xA1..=0xFE).contains(&trail);
+    let punct = (lead == 0xA1 && (0xA1..=0xBF).contains(&trail))
+        || (lead == 0xA3 && matches!(trail, 0xA1 | 0xA8 | 0xA9 | 0xAC | 0xBA | 0xBB | 0xBF));
+    let common = (0xB0..=0xD7).contains(&lead) && valid;
+    (if common || punct { 1 } else { -1 }, 2)
+}
+
+/// Decodes without replacement characters: bad sequences are left out and
+/// their byte offsets returned.
+fn decode_counting(encoding: &'static Encoding, body: &[u8]) -> (String, Vec<usize>) {
+    let mut decoder = encoding.new_decoder_without_bom_handling();
+    let mut out = String::with_capacity(
+        decoder
+            .max_utf8_buffer_length_without_replacement(body.len())
+            .unwrap_or(body.len() * 3),
+    );
+    let mut bad = Vec::new();
+    let mut pos = 0;
+    loop {
+        let (result, read) =
+            decoder.decode_to_string_without_replacement(&body[pos..], &mut out, true);
+        pos += read;
+        match result {
+            DecoderResult::InputEmpty => break,
+            DecoderResult::OutputFull => out.reserve(body.len() - pos + 16),
+            DecoderResult::Malformed(len, extra) => {
+                bad.push(pos.saturating_sub(len as usize + extra as usize));
+            }
+        }
+    }
+    (out, bad)
 }
 
 fn normalize_newlines(text: &str) -> String {
@@ -157,8 +397,8 @@ mod tests {
         assert_eq!(decode(b""), Err(DecodeError::Empty));
         assert_eq!(decode(b" \n\n"), Err(DecodeError::Empty));
         assert!(matches!(
-            decode(b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR"),
-            Err(DecodeError::Binary { .. })
+            decode(b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\0\0\0\0\0\0\0\0\0"),
+            Err(DecodeError::Binary { offset: 6, .. })
         ));
         assert_eq!(decode(b"hello world\n"), Err(DecodeError::NoHan));
     }

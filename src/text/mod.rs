@@ -1,17 +1,19 @@
 //! Stage 1 — text: decode a book, split it into chapters, mark each span as
 //! narration or dialogue and find who speaks. The result is the reading script.
 
+pub mod advert;
 pub mod cast;
 pub mod chapter;
 pub mod chunk;
 pub mod decode;
 pub mod quote;
+pub mod reflow;
 pub mod speaker;
 
 use serde::{Deserialize, Serialize};
 
 pub use cast::{Cast, CastError, Character, Gender};
-pub use chapter::Chapter;
+pub use chapter::{Chapter, ChapterSkip, SplitOptions};
 pub use decode::{DecodeError, Decoded, decode, is_han};
 pub use quote::SegmentKind;
 
@@ -57,6 +59,15 @@ pub struct ScriptChapter {
 pub struct Script {
     pub book: String,
     pub chapters: Vec<ScriptChapter>,
+    /// Chapters left out (empty ones, author's notes, a title page), in book order.
+    pub skipped: Vec<SkippedChapter>,
+}
+
+/// A chapter of the book that is not in the reading script.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SkippedChapter {
+    pub title: String,
+    pub reason: ChapterSkip,
 }
 
 /// A chapter with its paragraphs scanned into spans.
@@ -110,8 +121,8 @@ impl Scanned {
 }
 
 /// Splits and scans the chapters of `text`.
-fn scan(text: &str, book: &str) -> Vec<Scanned> {
-    chapter::split_chapters(text, book)
+fn scan(text: &str, book: &str, options: SplitOptions) -> Vec<Scanned> {
+    chapter::split_chapters_with(text, book, options)
         .into_iter()
         .map(Scanned::new)
         .collect()
@@ -119,7 +130,7 @@ fn scan(text: &str, book: &str) -> Vec<Scanned> {
 
 /// Finds the characters of a book without a cast file (see [`speaker::discover`]).
 pub fn discover_cast(text: &str, book: &str) -> Vec<speaker::Discovered> {
-    discover_in(&scan(text, book))
+    discover_in(&scan(text, book, SplitOptions::default()))
 }
 
 fn discover_in(scanned: &[Scanned]) -> Vec<speaker::Discovered> {
@@ -140,7 +151,17 @@ impl Script {
     /// Like [`Script::from_text`], with the speakers' names taken from `cast`
     /// when given.
     pub fn from_text_with_cast(text: &str, book: &str, cast: Option<&Cast>) -> Script {
-        Script::from_scanned(scan(text, book), book, cast)
+        Script::from_text_with_options(text, book, cast, SplitOptions::default())
+    }
+
+    /// Like [`Script::from_text_with_cast`], split with `options`.
+    pub fn from_text_with_options(
+        text: &str,
+        book: &str,
+        cast: Option<&Cast>,
+        options: SplitOptions,
+    ) -> Script {
+        Script::from_scanned(scan(text, book, options), book, cast)
     }
 
     fn from_scanned(scanned: Vec<Scanned>, book: &str, cast: Option<&Cast>) -> Script {
@@ -158,14 +179,42 @@ impl Script {
             }
         };
         let attributor = Attributor::new(cast);
-        let chapters = scanned
-            .iter()
-            .map(|s| script_chapter(s, &attributor))
-            .filter(|ch| !ch.segments.is_empty())
-            .collect();
+        let mut chapters = Vec::new();
+        let mut skipped = Vec::new();
+        for (k, s) in scanned.iter().enumerate() {
+            let reason = s.chapter.skip.or_else(|| {
+                (k == 0 && is_title_page(&s.chapter, book)).then_some(ChapterSkip::TitlePage)
+            });
+            let chapter = match reason {
+                Some(_) => None,
+                None => Some(script_chapter(s, &attributor)),
+            };
+            match chapter {
+                Some(ch) if !ch.segments.is_empty() => chapters.push(ch),
+                _ => {
+                    let reason = reason.unwrap_or(ChapterSkip::Empty);
+                    if reason == ChapterSkip::Empty {
+                        tracing::warn!(chapter = %s.chapter.title, "chapter has nothing to read; skipped");
+                    }
+                    skipped.push(SkippedChapter {
+                        title: s.chapter.title.clone(),
+                        reason,
+                    });
+                }
+            }
+        }
+        // One numbering everywhere: front matter 0, then 1, 2, … without gaps.
+        let mut next = 1;
+        for ch in &mut chapters {
+            if ch.number != 0 {
+                ch.number = next;
+                next += 1;
+            }
+        }
         Script {
             book: book.to_owned(),
             chapters,
+            skipped,
         }
     }
 
@@ -203,6 +252,23 @@ impl ScriptChapter {
             .map(|s| s.text.chars().filter(|c| is_han(*c)).count())
             .sum()
     }
+}
+
+/// Front matter that is only the book's title line (《西游记》吴承恩), from a
+/// TXT or an EPUB alike.
+fn is_title_page(chapter: &Chapter, book: &str) -> bool {
+    let read: Vec<&String> = chapter
+        .paragraphs
+        .iter()
+        .enumerate()
+        .filter(|(k, _)| !chapter.skipped.contains(k))
+        .map(|(_, p)| p)
+        .collect();
+    chapter.number == 0
+        && read.len() == 1
+        && read[0].chars().count() <= 40
+        && (read[0].contains('《') || (!book.is_empty() && read[0].contains(book)))
+        && !read[0].contains(['。', '！', '？', '“', '「'])
 }
 
 fn script_chapter(scanned: &Scanned, attributor: &Attributor) -> ScriptChapter {
@@ -353,13 +419,23 @@ mod props {
         "\r",
     ];
 
+    fn is_subsequence(part: &str, whole: &str) -> bool {
+        let mut rest = whole.chars();
+        part.chars().all(|c| rest.any(|w| w == c))
+    }
+
     fn check(text: &str) {
         let script = Script::from_text(text, "书");
         for ch in &script.chapters {
             for s in &ch.segments {
                 assert!(s.paragraph >= 1);
                 assert!(!s.text.is_empty());
-                assert!(text.contains(s.text.as_str()));
+                // Original text, or original text with a URL cut out.
+                assert!(
+                    text.contains(s.text.as_str()) || is_subsequence(&s.text, text),
+                    "{:?}",
+                    s.text
+                );
                 if s.kind == SegmentKind::Narration {
                     assert!(s.speaker.is_none());
                 }

@@ -108,13 +108,15 @@ pub fn scan_paragraph(paragraph: &str, out: &mut Vec<SpanRange>) {
         };
         let (inner_end, end, closed) = find_close(paragraph, i + width, c, close);
         let inner = &paragraph[i + width..inner_end];
-        let before = paragraph[narration_start..i]
+        let mut back = paragraph[narration_start..i]
             .chars()
             .rev()
-            .find(|c| !c.is_whitespace());
+            .filter(|c| !c.is_whitespace());
+        let before = back.next();
+        let before2 = back.next();
         let before = before.or_else(|| last_visible(paragraph, out, first, narration_start));
         let after = paragraph[end..].chars().next();
-        if closed && is_scare_quote(before, inner, after) {
+        if closed && is_scare_quote(before, before2, inner, after, &paragraph[end..]) {
             i = end;
             continue;
         }
@@ -141,50 +143,195 @@ fn last_visible(paragraph: &str, out: &[SpanRange], first: usize, at: usize) -> 
     paragraph[..at].chars().rev().find(|c| !c.is_whitespace())
 }
 
-/// Returns (end of the quoted text, end of the quote including its closing
-/// mark, closed?). Marks of the same pair nest; other marks are content.
-fn find_close(paragraph: &str, from: usize, open: char, close: char) -> (usize, usize, bool) {
-    let mut depth = 0usize;
+/// Longest stretch (bytes, about 3,000 Han characters) searched for a quote's
+/// closing mark: a quote is never longer unless it is balanced.
+const MAX_QUOTE_BYTES: usize = 3000 * 3;
+
+/// An unclosed quote running further than this (bytes) ends at its first
+/// sentence end instead of the paragraph end.
+const MAX_UNCLOSED_BYTES: usize = 200 * 3;
+
+/// Is `c` a mark that both opens and closes (ASCII or full-width `"`)?
+fn is_symmetric(c: char) -> bool {
+    matches!(c, '"' | '＂')
+}
+
+/// Does `close` end a quote opened by `open`? Besides its own closing mark,
+/// `“` takes an ASCII or full-width `"` (books that close “ with ") and
+/// `『` takes `」` (『…」).
+fn closes(open: char, close: char) -> bool {
+    closer_of(open) == Some(close)
+        || (matches!(open, '“' | '"' | '＂') && matches!(close, '”' | '"' | '＂'))
+        || (matches!(open, '「' | '『') && matches!(close, '」' | '』'))
+}
+
+fn ends_sentence(c: char) -> bool {
+    matches!(c, '。' | '！' | '？' | '!' | '?' | '…')
+}
+
+/// Where the quote opened by `open` just before `from` ends: (end of the
+/// quoted text, end including the closing mark, closed?). Marks nest in a
+/// stack; a mismatched mark of the same family closes (『…」); the opening
+/// mark again right after a sentence end, at the outer level, means the
+/// closing mark is missing (「走。「好」), and with no closing mark at all
+/// it stands for one (“你好。“他说。). An unclosed quote ends with its
+/// paragraph, or at its first sentence end when the paragraph is long.
+fn find_close(paragraph: &str, from: usize, open: char, _close: char) -> (usize, usize, bool) {
+    find_close_in(paragraph, from, open, false)
+}
+
+/// [`find_close`]; with `strict`, the opening mark again at the outer level
+/// always ends the quote (text whose paragraph breaks were lost).
+fn find_close_in(paragraph: &str, from: usize, open: char, strict: bool) -> (usize, usize, bool) {
+    let limit = floor_boundary(paragraph, from.saturating_add(MAX_QUOTE_BYTES));
+    let mut stack: Vec<char> = vec![open];
     let mut first_reopen: Option<usize> = None;
+    let mut reopen_after_sentence: Option<usize> = None;
     let mut any_close = false;
-    for (j, c) in paragraph[from..].char_indices() {
-        if c == close {
+    let mut prev: Option<char> = None;
+    for (j, c) in paragraph[from..limit].char_indices() {
+        let at = from + j;
+        let top = *stack.last().unwrap_or(&open);
+        if is_symmetric(c) && closes(top, c) {
+            stack.pop();
             any_close = true;
-            if depth == 0 {
-                let at = from + j;
-                return (at, at + c.len_utf8(), true);
+        } else if c == open && stack.len() == 1 && !is_symmetric(c) {
+            if strict {
+                return (at, at, false);
             }
-            depth -= 1;
-        } else if c == open && open != close {
-            first_reopen.get_or_insert(from + j);
-            depth += 1;
+            first_reopen.get_or_insert(at);
+            if prev.is_some_and(ends_sentence) {
+                reopen_after_sentence.get_or_insert(at);
+            }
+            stack.push(c);
+        } else if closer_of(c).is_some() {
+            if stack.len() < 16 {
+                stack.push(c);
+            }
+        } else if matches!(c, '」' | '』' | '”' | '’') {
+            if closes(top, c) {
+                stack.pop();
+                any_close = true;
+            } else if stack.len() > 1 && closes(stack[stack.len() - 2], c) {
+                // An inner quote left open: the closing mark is the outer one's.
+                stack.truncate(stack.len() - 2);
+                any_close = true;
+            }
+        }
+        if stack.is_empty() {
+            return (at, at + c.len_utf8(), true);
+        }
+        if !c.is_whitespace() {
+            prev = Some(c);
         }
     }
-    // “你好。“他说。: with no closing mark at all, a second opening mark
-    // stands for the closing one.
     if let (false, Some(at)) = (any_close, first_reopen) {
         return (at, at + open.len_utf8(), true);
     }
-    (paragraph.len(), paragraph.len(), false)
+    if let Some(at) = reopen_after_sentence {
+        return (at, at, false);
+    }
+    let end = if paragraph.len() - from > MAX_UNCLOSED_BYTES {
+        first_sentence_end(&paragraph[..limit], from).unwrap_or(paragraph.len())
+    } else {
+        paragraph.len()
+    };
+    (end, end, false)
 }
 
-fn is_scare_quote(before: Option<char>, inner: &str, after: Option<char>) -> bool {
-    if inner.trim().is_empty() {
+/// End of the first sentence after `from` (its closing marks included).
+fn first_sentence_end(text: &str, from: usize) -> Option<usize> {
+    let (k, c) = text[from..]
+        .char_indices()
+        .find(|(_, c)| ends_sentence(*c))?;
+    let mut end = from + k + c.len_utf8();
+    while let Some(n) = text[end..].chars().next() {
+        if ends_sentence(n) || matches!(n, '」' | '』' | '”' | '’' | '"' | '＂') {
+            end += n.len_utf8();
+        } else {
+            break;
+        }
+    }
+    Some(end)
+}
+
+fn floor_boundary(text: &str, at: usize) -> usize {
+    let mut at = at.min(text.len());
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    at
+}
+
+/// The end (after its closing mark) of a quote opened by `open` right before
+/// `from` when it closes within `max_bytes` without the same mark opening
+/// again at its outer level; `None` for a quote left open.
+pub fn balanced_end(text: &str, from: usize, open: char, max_bytes: usize) -> Option<usize> {
+    let window = floor_boundary(text, from.saturating_add(max_bytes));
+    match find_close_in(&text[..window], from, open, true) {
+        (_, end, true) => Some(end),
+        _ => None,
+    }
+}
+
+/// Is a closed quote a quoted term inside narration (a nickname, a title, an
+/// inscription, a word) rather than speech? Speech has a speech verb or a
+/// colon before it, a speech verb after it, ends in punctuation, or stands
+/// as its own sentence.
+fn is_scare_quote(
+    before: Option<char>,
+    before2: Option<char>,
+    inner: &str,
+    after: Option<char>,
+    after_text: &str,
+) -> bool {
+    let inner = inner.trim();
+    if inner.is_empty() {
         return true;
     }
-    if inner.chars().any(is_clause_punct) || inner.chars().nth(SCARE_MAX_CHARS).is_some() {
+    // A quote ending in punctuation is a sentence (or a split sentence: “不过，”).
+    if inner
+        .chars()
+        .last()
+        .is_some_and(|c| is_clause_punct(c) || matches!(c, '~' | '～' | '"'))
+    {
         return false;
     }
-    // A term that the sentence goes on with: “放风筝”是…, “老黄牛”的…
-    let continues = after.is_some_and(|a| matches!(a, '的' | '是' | '地' | '了' | '般' | '式'));
+    let n = inner.chars().count();
+    let clauses = inner.chars().any(is_clause_punct);
+    if n > 2 * SCARE_MAX_CHARS || (clauses && n > SCARE_MAX_CHARS + 8) {
+        return false;
+    }
+    // The sentence goes on through the quote: “放风筝”是…, “列传”么
+    let runs_on = after.is_some_and(|a| is_han_char(a) || matches!(a, '，' | '、'));
+    let verb_after = || {
+        let clause: String = after_text
+            .chars()
+            .take_while(|c| !is_clause_punct(*c) && !matches!(c, '“' | '「' | '『'))
+            .take(10)
+            .collect();
+        clause.chars().any(is_speech_tail) || clause.contains("笑")
+    };
     match before {
-        // A quote that opens the paragraph is speech unless the sentence runs on.
-        None => continues,
-        Some(b) if is_speech_tail(b) => false,
-        Some('：' | ':' | '。' | '！' | '？' | '!' | '?' | '…' | '—') => false,
+        Some('：' | ':') => false,
+        // 写道“星辉辅弼”, 题道, 刻道: an inscription.
+        Some(b) if is_speech_tail(b) => {
+            b == '道'
+                && before2.is_some_and(|p| {
+                    matches!(
+                        p,
+                        '写' | '寫' | '题' | '題' | '刻' | '书' | '書' | '批' | '注'
+                    )
+                })
+        }
+        // A quote that opens a sentence is speech unless the sentence runs on.
+        None | Some('。' | '！' | '？' | '!' | '?' | '…' | '—' | '」' | '』' | '”' | '’') => {
+            !clauses && runs_on && after.is_some_and(is_han_char) && !verb_after()
+        }
         // After a comma: a term only when the sentence runs on through it.
-        Some('，' | ',' | '；' | ';') => continues || after.is_some_and(is_han_char),
-        Some(_) => true,
+        Some('，' | ',' | '；' | ';') => !clauses && runs_on && !verb_after(),
+        // Inside a sentence (叫他“锦豹子”, 所谓的“塞翁失马，安知非福”罢).
+        Some(_) => !clauses || runs_on,
     }
 }
 

@@ -70,6 +70,14 @@ const CROWDS: &[&str] = &[
     "人群",
     "众小妖",
     "眾小妖",
+    "师徒",
+    "師徒",
+    "师徒们",
+    "師徒們",
+    "众猴",
+    "眾猴",
+    "众官",
+    "眾官",
 ];
 
 /// Words that open a clause before its subject (然后他说 …).
@@ -1102,6 +1110,11 @@ fn is_speech_char(prev: Option<char>, c: char, next: Option<char>) -> bool {
         '问' | '問' => !matches!(next, Some('题' | '題')),
         '叫' => !matches!(next, Some('做' | '作')),
         '喊' | '答' | '嚷' | '吼' | '骂' | '罵' | '叹' | '嘆' => true,
+        // 操曰, 玄德曰; not 名曰 or 诗曰 (named, a poem says).
+        '曰' => !matches!(
+            prev,
+            Some('名' | '号' | '號' | '谓' | '謂' | '诗' | '詩' | '赞' | '讚')
+        ),
         _ => false,
     }
 }
@@ -1126,6 +1139,32 @@ static SPEECH_MATCHER: std::sync::LazyLock<AhoCorasick> = std::sync::LazyLock::n
 });
 
 fn starts_with_speech_verb(s: &str) -> bool {
+    if starts_with_bare_speech_verb(s) {
+        return true;
+    }
+    // A manner word before the verb: 淡淡道, 沉声道, 冷冷地说, 笑着说.
+    let mut it = s.chars();
+    let (Some(a), Some(b)) = (it.next(), it.next()) else {
+        return false;
+    };
+    let rest = it.as_str();
+    if starts_with_bare_speech_verb(rest)
+        && (a == b
+            || matches!(b, '声' | '聲' | '地' | '着' | '著')
+            || s.char_indices()
+                .nth(2)
+                .is_some_and(|(at, _)| is_not_name(&s[..at])))
+    {
+        return true;
+    }
+    // 冷冷地说: a reduplicated adverb with 地.
+    a == b
+        && rest
+            .strip_prefix('地')
+            .is_some_and(starts_with_bare_speech_verb)
+}
+
+fn starts_with_bare_speech_verb(s: &str) -> bool {
     let mut it = s.chars();
     let Some(c) = it.next() else { return false };
     let next = it.next();
@@ -1140,10 +1179,19 @@ fn starts_with_speech_verb(s: &str) -> bool {
 // ---------------------------------------------------------------------------
 // Discovery: characters of a book without a cast file.
 
+/// Common surnames, simplified and traditional.
+const SURNAMES: &str = "王李张張刘劉陈陳杨楊黄黃赵趙吴吳周徐孙孫马馬朱胡郭何高林罗羅郑鄭梁谢謝宋唐许許韩韓冯馮邓鄧曹彭曾肖萧蕭田董袁潘于蒋蔣蔡余杜叶葉程苏蘇魏吕呂丁任沈姚卢盧姜崔钟鍾谭譚陆陸汪范金石廖贾賈夏韦韋付方白邹鄒孟熊秦邱江尹薛闫阎閻段雷侯龙龍史陶黎贺賀顾顧毛郝龚龔邵万萬钱錢严嚴覃武戴莫孔向汤湯常温溫康施文牛樊葛邢安齐齊易乔喬伍庞龐颜顏倪庄莊聂聶章鲁魯岳翟殷詹申欧歐耿关關兰蘭焦俞左柳甘祝包宁寧尚符舒阮柯纪紀梅童凌毕畢单單季裴霍涂成苗谷盛曲翁冉骆駱蓝藍路游辛靳管柴蒙鲍鮑华華喻祁蒲房滕屈饶饒解牟艾尤阳陽时時穆农農司卓古吉缪繆简簡车車项項连連芦蘆麦麥褚娄婁窦竇戚岑景党黨宫宮费費卜冷晏席卫衛米柏宗瞿桂全佟应應臧闵閔苟邬鄔边邊卞姬师師和仇栾欒隋商刁沙荣榮巫寇桑郎甄丛叢仲虞敖巩鞏明佘池查麻苑迟遲邝鄺猪豬";
+
+/// Is `c` one of the common surnames?
+fn is_surname(c: char) -> bool {
+    static SET: std::sync::LazyLock<rustc_hash::FxHashSet<char>> =
+        std::sync::LazyLock::new(|| SURNAMES.chars().collect());
+    SET.contains(&c)
+}
+
 /// True when a name of three or more characters opens with a common surname.
 fn has_surname(name: &str) -> bool {
-    const SURNAMES: &str = "王李张張刘劉陈陳杨楊黄黃赵趙吴吳周徐孙孫马馬朱胡郭何高林罗羅郑鄭梁谢謝宋唐许許韩韓冯馮邓鄧曹彭曾肖萧蕭田董袁潘于蒋蔣蔡余杜叶葉程苏蘇魏吕呂丁任沈姚卢盧姜崔钟鍾谭譚陆陸汪范金石廖贾賈夏韦韋付方白邹鄒孟熊秦邱江尹薛闫阎閻段雷侯龙龍史陶黎贺賀顾顧毛郝龚龔邵万萬钱錢严嚴覃武戴莫孔向汤湯常温溫康施文牛樊葛邢安齐齊易乔喬伍庞龐颜顏倪庄莊聂聶章鲁魯岳翟殷詹申欧歐耿关關兰蘭焦俞左柳甘祝包宁寧尚符舒阮柯纪紀梅童凌毕畢单單季裴霍涂成苗谷盛曲翁冉骆駱蓝藍路游辛靳管柴蒙鲍鮑华華喻祁蒲房滕屈饶饒解牟艾尤阳陽时時穆农農司卓古吉缪繆简簡车車项項连連芦蘆麦麥褚娄婁窦竇戚岑景党黨宫宮费費卜冷晏席卫衛米柏宗瞿桂全佟应應臧闵閔苟邬鄔边邊卞姬师師和仇栾欒隋商刁沙荣榮巫寇桑郎甄丛叢仲虞敖巩鞏明佘池查麻苑迟遲邝鄺猪豬";
-    name.chars().next().is_some_and(|c| SURNAMES.contains(c)) && name.chars().count() <= 3
+    name.chars().next().is_some_and(is_surname) && name.chars().count() <= 3
 }
 
 /// Common words that open clauses in speaker positions but name nobody.
@@ -1239,7 +1287,212 @@ const NOT_NAMES: &[&str] = &[
     "良久",
     "许久",
     "許久",
+    // Adverbs and manner words before 道/说/问 (林凡淡淡道, 沉声道).
+    "淡淡",
+    "缓缓",
+    "緩緩",
+    "慢慢",
+    "悄悄",
+    "静静",
+    "靜靜",
+    "默默",
+    "呆呆",
+    "怔怔",
+    "幽幽",
+    "狠狠",
+    "恨恨",
+    "愣愣",
+    "傻傻",
+    "频频",
+    "頻頻",
+    "徐徐",
+    "沉沉",
+    "笑笑",
+    "久久",
+    "渐渐",
+    "漸漸",
+    "紧紧",
+    "緊緊",
+    "死死",
+    "深深",
+    "暗暗",
+    "偷偷",
+    "好好",
+    "远远",
+    "遠遠",
+    "匆匆",
+    "沉声",
+    "沉聲",
+    "缓声",
+    "厉声",
+    "厲聲",
+    "柔声",
+    "柔聲",
+    "朗声",
+    "朗聲",
+    "颤声",
+    "顫聲",
+    "失声",
+    "失聲",
+    "齐声",
+    "齊聲",
+    "随口",
+    "隨口",
+    "接口",
+    "回答",
+    "答应",
+    "答應",
+    "叹息",
+    "嘆息",
+    "微笑",
+    "苦笑",
+    "怒喝",
+    "怒道",
+    "摇头",
+    "搖頭",
+    "暗自",
+    "回来",
+    "回來",
+    "出来",
+    "出來",
+    "进来",
+    "進來",
+    "过来",
+    "過來",
+    "口内",
+    "口內",
+    "口中",
+    "心中",
+    "心内",
+    "心內",
+    "口里",
+    "口裡",
+    "只得",
+    "只是",
+    "不由",
+    "不觉",
+    "不覺",
+    "兴致",
+    "興致",
+    "伤心",
+    "傷心",
+    "高兴",
+    "高興",
+    "笑眯眯",
+    "笑嘻嘻",
+    "笑吟吟",
 ];
+
+/// Is `s` one of [`NOT_NAMES`]? (A set: asked for every candidate.)
+fn is_not_name(s: &str) -> bool {
+    static SET: std::sync::LazyLock<rustc_hash::FxHashSet<&'static str>> =
+        std::sync::LazyLock::new(|| NOT_NAMES.iter().copied().collect());
+    SET.contains(s)
+}
+
+/// Role nouns: they speak (小二道, 丫鬟说), but are never the alias of a
+/// name that contains them (小二 is not 阮小二).
+const ROLE_NOUNS: &[&str] = &[
+    "小二", "丫鬟", "丫头", "丫頭", "老人", "老者", "老汉", "老漢", "老头", "老頭", "老婆", "婆子",
+    "妇人", "婦人", "女子", "和尚", "道士", "先生", "店家", "掌柜", "掌櫃", "伙计", "夥計", "小厮",
+    "小廝", "公子", "小姐", "夫人", "太太", "老爷", "老爺", "大王", "大人", "妹妹", "哥哥", "姐姐",
+    "弟弟", "嫂子", "师父", "師父", "师傅", "師傅", "长老", "長老", "国王", "國王", "皇帝", "娘娘",
+    "公主", "小妖", "妖精", "众人", "眾人", "孩子", "姑娘", "大哥", "二哥", "三哥", "大嫂", "老板",
+    "老闆", "村长", "村長", "书记", "書記", "队长", "隊長", "县长", "縣長", "乡长", "鄉長",
+];
+
+/// Compound surnames: a four-character name needs one (欧阳明月).
+const COMPOUND_SURNAMES: &[&str] = &[
+    "欧阳", "歐陽", "司马", "司馬", "诸葛", "諸葛", "上官", "东方", "東方", "慕容", "令狐", "公孙",
+    "公孫", "皇甫", "长孙", "長孫", "尉迟", "尉遲", "夏侯", "独孤", "獨孤", "南宫", "南宮", "西门",
+    "西門", "宇文", "轩辕", "軒轅", "端木", "百里", "呼延",
+];
+
+/// Characters that end a clause's first words but never a name: 孙兰香赶
+/// (赶忙), 金光明高 (高兴), 刘乡长已 (已经).
+fn is_non_name_tail(c: char) -> bool {
+    matches!(
+        c,
+        '赶' | '趕'
+            | '高'
+            | '兴'
+            | '興'
+            | '伤'
+            | '傷'
+            | '有'
+            | '已'
+            | '一'
+            | '十'
+            | '也'
+            | '又'
+            | '都'
+            | '就'
+            | '便'
+            | '才'
+            | '还'
+            | '還'
+            | '刚'
+            | '剛'
+            | '忙'
+            | '连'
+            | '連'
+            | '哭'
+            | '冷'
+            | '淡'
+            | '沉'
+            | '缓'
+            | '緩'
+            | '怒'
+            | '摇'
+            | '搖'
+            | '点'
+            | '點'
+            | '低'
+            | '轻'
+            | '輕'
+            | '急'
+            | '不'
+            | '没'
+            | '沒'
+            | '把'
+            | '被'
+            | '给'
+            | '給'
+            | '对'
+            | '對'
+            | '向'
+            | '从'
+            | '從'
+            | '跟'
+            | '和'
+            | '与'
+            | '與'
+            | '在'
+            | '是'
+            | '惊'
+            | '驚'
+            | '苦'
+            | '微'
+            | '悄'
+            | '愣'
+            | '气'
+            | '氣'
+            | '激'
+            | '望'
+            | '看'
+            | '听'
+            | '聽'
+            | '想'
+            | '这'
+            | '這'
+            | '那'
+            | '却'
+            | '卻'
+            | '马'
+            | '突'
+            | '忽'
+    )
+}
 
 /// Characters that never appear inside a name (particles, pronouns, speech verbs).
 fn is_non_name_inner(c: char) -> bool {
@@ -1522,7 +1775,7 @@ pub struct Discovered {
 /// pronouns that follow them and from gendered characters.
 pub fn discover<'a>(chapters: &[Vec<ParagraphView<'a>>]) -> Vec<Discovered> {
     // (times in a speaker position, times right before a verb or the clause end)
-    let mut counts: HashMap<&str, (usize, usize)> = HashMap::new();
+    let mut counts: rustc_hash::FxHashMap<&str, (usize, usize)> = rustc_hash::FxHashMap::default();
     let mut add_clause = |text: &'a str, start: usize, end: usize| {
         let clause = &text[start..end];
         let mut rest = clause.trim_start();
@@ -1549,6 +1802,26 @@ pub fn discover<'a>(chapters: &[Vec<ParagraphView<'a>>]) -> Vec<Discovered> {
             }
         }
     };
+    // How often each 2–3 character string opens a clause of narration anywhere
+    // (高朗举起手, 田福堂知道): a name seen once in a speaker position is
+    // still a name when it is often the subject.
+    let mut subjects: rustc_hash::FxHashMap<&'a str, usize> = rustc_hash::FxHashMap::default();
+    let mut add_subject =
+        |text: &'a str, start: usize, end: usize| {
+            let rest = text[start..end].trim_start();
+            // Only what may open a name (most clauses open with a word that cannot).
+            if rest.chars().next().is_none_or(|c| {
+                !super::decode::is_han(c) || (is_non_name_char(c) && !is_surname(c))
+            }) {
+                return;
+            }
+            for (j, c) in rest.char_indices().skip(1).take(2) {
+                if !super::decode::is_han(c) {
+                    break;
+                }
+                *subjects.entry(&rest[..j + c.len_utf8()]).or_default() += 1;
+            }
+        };
     for paragraphs in chapters {
         for (i, p) in paragraphs.iter().enumerate() {
             if p.skipped {
@@ -1579,6 +1852,7 @@ pub fn discover<'a>(chapters: &[Vec<ParagraphView<'a>>]) -> Vec<Discovered> {
                     if !is_punct(c) {
                         continue;
                     }
+                    add_subject(p.text, clause_from, at);
                     let clause = &p.text[clause_from..at];
                     let colon = matches!(c, '：' | ':') && before_quote;
                     if colon
@@ -1600,22 +1874,46 @@ pub fn discover<'a>(chapters: &[Vec<ParagraphView<'a>>]) -> Vec<Discovered> {
             }
         }
     }
-    select_names(&counts)
+    select_names(&counts, &subjects)
 }
 
-fn select_names(seen: &HashMap<&str, (usize, usize)>) -> Vec<Discovered> {
+fn select_names(
+    seen: &rustc_hash::FxHashMap<&str, (usize, usize)>,
+    subjects: &rustc_hash::FxHashMap<&str, usize>,
+) -> Vec<Discovered> {
     const MIN_COUNT: usize = 2;
+    // Seen once in a speaker position, but often the subject of a clause.
+    let enough = |s: &str, n: usize| {
+        n >= MIN_COUNT || (n >= 1 && has_surname(s) && subjects.get(s).copied().unwrap_or(0) >= 4)
+    };
     // A name must stand right before a speech verb or a colon at least once.
     let counts: HashMap<&str, usize> = seen.iter().map(|(k, (n, _))| (*k, *n)).collect();
     let direct = |s: &str| seen.get(s).is_some_and(|(_, d)| *d > 0);
     let count_of = |s: &str| counts.get(s).copied().unwrap_or(0);
     let plausible = |s: &str| {
         let mut chars = s.chars();
-        chars.next().is_some_and(|c| !is_non_name_char(c))
+        let n = s.chars().count();
+        // 高朗: a surname that is also a common word opens a name that is
+        // often the subject of a clause.
+        let often_subject = has_surname(s)
+            && subjects.get(s).copied().unwrap_or(0) >= 4
+            && s.chars().nth(1).is_some_and(|c| !is_non_name_char(c));
+        chars
+            .next()
+            .is_some_and(|c| !is_non_name_char(c) || often_subject)
             && chars.all(|c| super::decode::is_han(c) && !is_non_name_inner(c))
             && !CROWDS.contains(&s)
-            && !NOT_NAMES.contains(&s)
+            && !is_not_name(s)
+            // 金秀兴致: a name does not end in a manner word.
+            && (n <= 2
+                || s.char_indices()
+                    .nth(n - 2)
+                    .is_none_or(|(at, _)| !is_not_name(&s[at..])))
             && !has_speech_verb(s)
+            && (n < 3 || !s.chars().last().is_some_and(is_non_name_tail))
+            && (n < 4
+                || COMPOUND_SURNAMES.iter().any(|c| s.starts_with(c))
+                || CROWDS.iter().any(|c| s.ends_with(c)))
     };
     let mut chosen: HashMap<String, usize> = HashMap::new();
     // Longer strings by the string one character shorter that they extend.
@@ -1629,7 +1927,7 @@ fn select_names(seen: &HashMap<&str, (usize, usize)>) -> Vec<Discovered> {
     }
     let mut twos: Vec<(&str, usize)> = counts
         .iter()
-        .filter(|(k, n)| k.chars().count() == 2 && **n >= MIN_COUNT)
+        .filter(|(k, n)| k.chars().count() == 2 && enough(k, **n))
         .map(|(k, n)| (*k, *n))
         .collect();
     twos.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
@@ -1667,6 +1965,10 @@ fn select_names(seen: &HashMap<&str, (usize, usize)>) -> Vec<Discovered> {
                     Some((f, n)) if n as f64 >= 0.8 * c as f64 => found.push((f, n)),
                     _ => found.push((k, c)),
                 }
+                // 田福 → 田福军, and also 田福堂 when he is named often enough.
+                found.extend(ext.iter().skip(1).copied().filter(|(name, n)| {
+                    *n >= MIN_COUNT && subjects.get(name).copied().unwrap_or(0) >= 2
+                }));
             }
             _ => {
                 // 孙少 → 孙少安 and 孙少平: a shared prefix is no name.
@@ -1685,7 +1987,7 @@ fn select_names(seen: &HashMap<&str, (usize, usize)>) -> Vec<Discovered> {
         }
         for (name, n) in found {
             let surname = has_surname(name) || name.chars().count() > 3;
-            if !plausible(name) || n < MIN_COUNT || !(surname || direct(name)) {
+            if !plausible(name) || !enough(name, n) || !(surname || direct(name)) {
                 continue;
             }
             let entry = chosen.entry(name.to_owned()).or_default();
@@ -1704,10 +2006,11 @@ fn select_names(seen: &HashMap<&str, (usize, usize)>) -> Vec<Discovered> {
         .collect();
     let mut aliases_of: HashMap<String, Vec<String>> = HashMap::new();
     let mut alias_count: HashMap<String, usize> = HashMap::new();
+    let is_tail_alias = |name: &str, full: &str| {
+        name.chars().count() == 2 && full.ends_with(name) && !ROLE_NOUNS.contains(&name)
+    };
     for (name, n) in &names {
-        if name.chars().count() == 2
-            && let Some(owner) = full.iter().find(|f| f.ends_with(name.as_str()))
-        {
+        if let Some(owner) = full.iter().find(|f| is_tail_alias(name, f)) {
             aliases_of
                 .entry(owner.clone())
                 .or_default()
@@ -1716,10 +2019,7 @@ fn select_names(seen: &HashMap<&str, (usize, usize)>) -> Vec<Discovered> {
         }
     }
     for (name, n) in names {
-        if full
-            .iter()
-            .any(|f| name.chars().count() == 2 && f.ends_with(name.as_str()))
-        {
+        if full.iter().any(|f| is_tail_alias(&name, f)) {
             continue;
         }
         let aliases = aliases_of.remove(&name).unwrap_or_default();
@@ -1749,7 +2049,7 @@ fn gender_hint(name: &str) -> Gender {
     // Words that make a name female wherever they stand (女子, 公主, 夫人 …).
     const FEMALE_WORDS: &[&str] = &[
         "女", "娘", "婆", "妇", "婦", "公主", "夫人", "太太", "小姐", "菩萨", "菩薩", "观音",
-        "觀音",
+        "觀音", "黛", "钗", "釵", "婉", "娴", "嫻", "嫣", "姗", "婵", "嬋", "娇", "嬌", "姨", "氏",
     ];
     if FEMALE_WORDS.iter().any(|w| name.contains(w)) {
         return Gender::Female;
@@ -1805,6 +2105,7 @@ fn gender_hint(name: &str) -> Gender {
             | '香'
             | '菊'
             | '蓉'
+            | '母'
     ) {
         Gender::Female
     } else if matches!(
@@ -1835,6 +2136,11 @@ fn gender_hint(name: &str) -> Gender {
             | '強'
             | '刚'
             | '剛'
+            | '者'
+            | '师'
+            | '師'
+            | '魔'
+            | '怪'
     ) {
         Gender::Male
     } else {
@@ -1864,15 +2170,39 @@ pub fn guess_genders(found: &mut [Discovered], chapters: &[Vec<ParagraphView<'_>
     else {
         return;
     };
+    // How others address a character right after the name (润叶姐, 金波哥).
+    const FEMALE_ADDRESS: &[&str] = &[
+        "姐", "妹", "娘", "嫂", "婆", "氏", "夫人", "姑娘", "女", "婶", "嬸", "奶奶", "阿姨", "妈",
+        "媽",
+    ];
+    const MALE_ADDRESS: &[&str] = &[
+        "哥", "叔", "伯", "爷", "爺", "兄", "先生", "公子", "老弟", "大爷", "大爺", "老汉",
+    ];
     let mut votes = vec![[0usize; 2]; found.len()];
     for p in chapters.iter().flatten() {
         let mut last: Option<usize> = None;
         for m in matcher.find_iter(p.text) {
             let pat = m.pattern().as_usize();
             match owner[pat] {
-                Some(i) => last = Some(i),
+                Some(i) => {
+                    let after = &p.text[m.end()..];
+                    if FEMALE_ADDRESS.iter().any(|w| after.starts_with(w)) {
+                        votes[i][1] += 3;
+                    } else if MALE_ADDRESS.iter().any(|w| after.starts_with(w)) {
+                        votes[i][0] += 3;
+                    }
+                    last = Some(i);
+                }
                 None => {
-                    if let Some(i) = last.take() {
+                    // Only a pronoun that opens a clause refers back to the
+                    // name (高朗问她: 她 is someone else).
+                    let opens_clause = p.text[..m.start()]
+                        .chars()
+                        .next_back()
+                        .is_none_or(|c| is_punct(c) || matches!(c, '”' | '」' | '’' | '』'));
+                    if let Some(i) = last.take()
+                        && opens_clause
+                    {
                         match words[pat] {
                             "他" => votes[i][0] += 1,
                             "她" => votes[i][1] += 1,

@@ -1,0 +1,202 @@
+//! Lines that are not the story: site adverts (plain or obfuscated with
+//! mixed-width letters and symbols between characters), URLs, pleas for
+//! votes and author's notes. A URL inside a story sentence is cut out and the
+//! sentence kept.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+/// What a line of the book is, for reading.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LineClass {
+    /// Story text, read as it is.
+    Story,
+    /// Story text with URLs cut out.
+    Cleaned(String),
+    /// A site advert, a bare URL or a plea for votes: never read.
+    Advert,
+    /// An author's note (PS：…, 本书首发…): read only with `--keep-notes`.
+    Note,
+    /// 作者有话说: an author's note that runs to the end of the chapter.
+    NotesFollow,
+}
+
+/// A URL or bare domain, full-width forms included (ｗｗｗ．ｘｘ．ｃｏｍ).
+static URL: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?i)(?:https?[:：][/／]{2}[\w./／．\-?=&%#]*|(?:[wｗＷ]{3}[.．。·])?[a-z0-9ａ-ｚＡ-Ｚ０-９\-]+(?:[.．·][a-z0-9ａ-ｚＡ-Ｚ０-９\-]+)*[.．·](?:com|net|org|cn|cc|info|me|tv|la|tw|co|xyz|top|vip|ｃｏｍ|ｎｅｔ|ｏｒｇ|ｃｃ)(?:[/／][\w./／\-?=&%#]*)?|[wｗＷ]{3}[.．。·][a-z0-9ａ-ｚＡ-Ｚ０-９\-]+)",
+    )
+    .expect("valid URL regex")
+});
+
+/// Pleas and site boilerplate: a short line holding one is not the story.
+const PLEAS: &[&str] = &[
+    "本章完",
+    "求月票",
+    "求推荐",
+    "求推薦",
+    "求收藏",
+    "求订阅",
+    "求訂閱",
+    "求打赏",
+    "求票",
+    "月票",
+    "推荐票",
+    "未完待续",
+    "未完待續",
+    "最新章节",
+    "手机阅读",
+    "记住本站",
+    "本站地址",
+    "天才一秒记住",
+    "手机用户请",
+    "笔趣阁",
+    "筆趣閣",
+    "小说网",
+    "小說網",
+    "全文阅读",
+    "免费阅读",
+    "无弹窗",
+    "無彈窗",
+];
+
+/// Openings of author's notes (matched after lowercasing ASCII).
+const NOTE_OPENINGS: &[&str] = &["本书首发", "本書首發", "作者的话：", "作者按", "作者注"];
+
+/// Openings of a note block that runs to the end of the chapter.
+const NOTES_FOLLOW: &[&str] = &["作者有话说", "作者有话要说", "作者有話說", "作者有話要說"];
+
+/// Classifies one trimmed line.
+pub fn classify(line: &str) -> LineClass {
+    if NOTES_FOLLOW.iter().any(|w| line.starts_with(w)) {
+        return LineClass::NotesFollow;
+    }
+    if is_note(line) {
+        return LineClass::Note;
+    }
+    let short = line.len() <= 40 * 3;
+    if short && PLEAS.iter().any(|p| line.contains(p)) {
+        return LineClass::Advert;
+    }
+    let has_latin = line
+        .chars()
+        .any(|c| c.is_ascii_alphanumeric() || ('\u{ff10}'..='\u{ff5a}').contains(&c));
+    let has_symbol = line.contains([
+        '$', '@', '#', '%', '^', '&', '*', '~', '|', '＄', '＠', '＃', '＊',
+    ]);
+    if (has_latin || has_symbol) && is_obfuscated(line) {
+        return LineClass::Advert;
+    }
+    if has_latin {
+        let mut cleaned = String::new();
+        let mut last = 0;
+        for m in URL.find_iter(line) {
+            cleaned.push_str(&line[last..m.start()]);
+            last = m.end();
+        }
+        if last > 0 {
+            cleaned.push_str(&line[last..]);
+            let han = cleaned.chars().filter(|c| super::is_han(*c)).count();
+            // What is left must be a story sentence, not 地址： or 请访问.
+            let boilerplate = ["地址", "访问", "訪問", "网址", "網址", "域名", "站"]
+                .iter()
+                .any(|w| cleaned.contains(w));
+            return if han >= 6 && !boilerplate {
+                LineClass::Cleaned(cleaned.trim().to_owned())
+            } else {
+                LineClass::Advert
+            };
+        }
+    }
+    LineClass::Story
+}
+
+/// `PS：…` (any case, any colon), 本书首发…, 作者按…
+fn is_note(line: &str) -> bool {
+    let mut chars = line.chars();
+    if let (Some(p), Some(s)) = (chars.next(), chars.next())
+        && matches!(p, 'p' | 'P' | 'ｐ' | 'Ｐ')
+        && matches!(s, 's' | 'S' | 'ｓ' | 'Ｓ')
+    {
+        let rest = chars.as_str().trim_start_matches(['.', '．', ' ', '　']);
+        if rest.starts_with([':', '：', '；', ';', ',', '，']) || rest.starts_with(super::is_han)
+        {
+            return true;
+        }
+    }
+    NOTE_OPENINGS.iter().any(|w| line.starts_with(w))
+}
+
+/// A line disguised to get past filters: Latin letters mixing half- and
+/// full-width forms, or symbols between Han characters (小$说$天"堂).
+fn is_obfuscated(line: &str) -> bool {
+    if line.len() > 80 * 3 {
+        return false;
+    }
+    let mut half = 0;
+    let mut full = 0;
+    let mut symbol_gaps = 0;
+    let chars: Vec<char> = line.chars().collect();
+    for (i, &c) in chars.iter().enumerate() {
+        if c.is_ascii_alphabetic() {
+            half += 1;
+        } else if ('Ａ'..='Ｚ').contains(&c) || ('ａ'..='ｚ').contains(&c) {
+            full += 1;
+        } else if matches!(
+            c,
+            '$' | '@' | '#' | '%' | '^' | '&' | '*' | '~' | '|' | '"' | '＄' | '＠' | '＃' | '＊'
+        ) && i > 0
+            && super::is_han(chars[i - 1])
+            && chars.get(i + 1).is_some_and(|n| super::is_han(*n))
+        {
+            symbol_gaps += 1;
+        }
+    }
+    (half >= 2 && full >= 2) || symbol_gaps >= 2
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn url_in_a_sentence_is_cut_out() {
+        assert_eq!(
+            classify("他看着窗外，心想：明天去www.baidu.com查一查。"),
+            LineClass::Cleaned("他看着窗外，心想：明天去查一查。".into())
+        );
+        assert_eq!(classify("www.example.com"), LineClass::Advert);
+        assert_eq!(classify("本站地址：www.xxx.com"), LineClass::Advert);
+        assert_eq!(
+            classify("https://example.org/book/1.html"),
+            LineClass::Advert
+        );
+    }
+
+    #[test]
+    fn obfuscated_adverts() {
+        assert_eq!(
+            classify("wＷw．xiＡoshＵotxt.neｔt@xt小$说$天\"堂"),
+            LineClass::Advert
+        );
+        assert_eq!(classify("看精彩小说就来小$说$天@堂"), LineClass::Advert);
+        assert_eq!(classify("他花了5$买了一本书。"), LineClass::Story);
+    }
+
+    #[test]
+    fn notes_and_pleas() {
+        for note in [
+            "PS：明天加更。",
+            "ps:求收藏",
+            "Ps：感谢打赏",
+            "本书首发起点中文网",
+        ] {
+            assert_eq!(classify(note), LineClass::Note, "{note}");
+        }
+        assert_eq!(classify("作者有话说：谢谢大家"), LineClass::NotesFollow);
+        assert_eq!(classify("求月票！"), LineClass::Advert);
+        assert_eq!(classify("他说月光很美。"), LineClass::Story);
+        assert_eq!(classify("Psyche是她的名字。"), LineClass::Story);
+    }
+}
