@@ -23,7 +23,7 @@ pub mod outputs;
 pub mod pipeline;
 pub mod progress;
 pub mod queue;
-pub mod studio;
 pub mod redact;
+pub mod studio;
 pub mod synth;
 pub mod text;
