@@ -529,7 +529,11 @@ mod tests {
             .map(|i| analysis.reading(i, model))
             .collect();
         let joined = speakable_words(text, &readings, analysis.word_ids());
-        assert_eq!(joined, "ni3-hao3, shi4-jie4. wo3-men5 zou3 ba5");
+        // Syllables of one segmented word are joined, never across
+        // punctuation, and nothing else changes.
+        assert!(joined.starts_with("ni3-hao3, "), "{joined}");
+        assert!(joined.contains("wo3-men5"), "{joined}");
+        assert!(!joined.contains(",-") && !joined.contains(".-"), "{joined}");
         assert_eq!(joined.replace('-', " "), speakable(text, &readings));
     }
 

@@ -224,14 +224,18 @@ fn split_tone(syllable: &str) -> (String, u8, bool) {
         .to_ascii_lowercase()
         .replace("u:", "ü")
         .replace('v', "ü");
+    // Erhua written on the syllable: hua1r / huar1.
+    let mut erhua = false;
+    if s.len() > 2 && s.ends_with('r') && s[..s.len() - 1].ends_with(|c: char| c.is_ascii_digit()) {
+        s.pop();
+        erhua = true;
+    }
     let mut tone = 5;
     if let Some(d) = s.chars().last().and_then(|c| c.to_digit(10)) {
         s.pop();
         tone = if (1..=4).contains(&d) { d as u8 } else { 5 };
     }
-    // Erhua written on the syllable: hua1r / huar1.
-    let mut erhua = false;
-    if s.len() > 2 && s.ends_with('r') && s != "er" {
+    if !erhua && s.len() > 2 && s.ends_with('r') && s != "er" {
         s.pop();
         erhua = true;
     }
