@@ -287,6 +287,39 @@ struct RawVoicesFile {
     mix: MixConfig,
 }
 
+/// The voices file [`VoicesConfig::load`] reads for `path`, as (name for
+/// messages, text): `path`; when `None`, the file `$TINGSHU_VOICES` names;
+/// else the built-in neural voices when installed, else the built-in
+/// espeak-ng voices (with one stderr line on how to install the neural one).
+pub fn voices_text(path: Option<&Path>) -> Result<(String, String), ConfigError> {
+    let from_env = std::env::var_os("TINGSHU_VOICES")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from);
+    match path.or(from_env.as_deref()) {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+                path: path.to_owned(),
+                source,
+            })?;
+            Ok((path.display().to_string(), text))
+        }
+        None if KokoroFiles::locate(None).installed() => Ok((
+            "voices/default.toml (built in)".into(),
+            DEFAULT_VOICES.into(),
+        )),
+        None => {
+            static ONCE: std::sync::Once = std::sync::Once::new();
+            ONCE.call_once(|| {
+                eprintln!(
+                    "tingshu: the neural voice is not installed ({}); using the espeak-ng voices — install it with scripts/install-kokoro.sh",
+                    KokoroFiles::locate(None).root.display()
+                );
+            });
+            Ok(("voices/espeak.toml (built in)".into(), ESPEAK_VOICES.into()))
+        }
+    }
+}
+
 /// The rate espeak-ng synthesizes at (Hz): the output rate of a voices file
 /// whose voices are all espeak-ng and that sets no `[mix] sample_rate`.
 pub const ESPEAK_RATE: u32 = 22050;
@@ -312,31 +345,8 @@ impl VoicesConfig {
     /// Reads `path`; when `None`, the file `$TINGSHU_VOICES` names, else the
     /// embedded default: the neural voices when installed, else espeak-ng's.
     pub fn load(path: Option<&Path>) -> Result<VoicesConfig, ConfigError> {
-        let from_env = std::env::var_os("TINGSHU_VOICES")
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from);
-        match path.or(from_env.as_deref()) {
-            None if KokoroFiles::locate(None).installed() => {
-                VoicesConfig::parse(DEFAULT_VOICES, "voices/default.toml (built in)")
-            }
-            None => {
-                static ONCE: std::sync::Once = std::sync::Once::new();
-                ONCE.call_once(|| {
-                    eprintln!(
-                        "tingshu: the neural voice is not installed ({}); using the espeak-ng voices — install it with scripts/install-kokoro.sh",
-                        KokoroFiles::locate(None).root.display()
-                    );
-                });
-                VoicesConfig::parse(ESPEAK_VOICES, "voices/espeak.toml (built in)")
-            }
-            Some(path) => {
-                let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-                    path: path.to_owned(),
-                    source,
-                })?;
-                VoicesConfig::parse(&text, &path.display().to_string())
-            }
-        }
+        let (file, text) = voices_text(path)?;
+        VoicesConfig::parse(&text, &file)
     }
 
     /// Parses and checks a voices file's text; `file` names it in errors.

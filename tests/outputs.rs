@@ -422,12 +422,12 @@ fn the_narrator_can_read_each_chapter_title_first() {
     std::fs::create_dir_all(&root).unwrap();
     let voices = root.join("voices.toml");
     let default =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("voices/default.toml"))
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("voices/espeak.toml"))
             .unwrap();
     let with_title = default.replace("speak_title = false", "speak_title = true");
     assert_ne!(
         with_title, default,
-        "voices/default.toml lost its speak_title line"
+        "voices/espeak.toml lost its speak_title line"
     );
     std::fs::write(&voices, with_title).unwrap();
     let out = root.join("out");

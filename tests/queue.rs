@@ -345,7 +345,7 @@ impl S3Server {
 /// The built-in voices with two espeak-ng workers (whose output does not
 /// depend on what a worker said before).
 fn reproducible_voices(dir: &Path) -> PathBuf {
-    let text = tingshu::config::DEFAULT_VOICES.replace(
+    let text = tingshu::config::ESPEAK_VOICES.replace(
         "[backends.local]\ntype = \"espeak\"\n",
         "[backends.local]\ntype = \"espeak\"\nworkers = 2\n",
     );

@@ -524,7 +524,7 @@ async fn cast_and_lexicon_edits_are_checked_then_written() {
     for (body, message) in [
         (
             json!({"word": "小雨", "pinyin": "xiao3"}),
-            "lexicon.toml: key \"小雨\": 1 syllables for 2 characters",
+            "lexicon.toml:2: key \"小雨\": 1 syllables for 2 characters",
         ),
         (
             json!({"word": "小雨", "pinyin": "xiao yu"}),

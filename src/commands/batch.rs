@@ -24,7 +24,7 @@ use crate::batch::state::{
 };
 use crate::batch::{Job, JobsFile, Plan, format_indices, lock_path, render_fingerprint};
 use crate::cli::{BatchArgs, BatchCommand, BatchEnqueueArgs, BatchJobsArgs};
-use crate::config::{DEFAULT_VOICES, VoicesConfig};
+use crate::config::VoicesConfig;
 use crate::manifest::Manifest;
 use crate::outputs::{BookFile, BookOutputs, MANIFEST};
 use crate::pipeline::{ChapterJob, Renderer};
@@ -425,7 +425,7 @@ impl Inputs {
         let voices_bytes = match &job.voices {
             Some(path) => std::fs::read(path)
                 .with_context(|| format!("cannot read voices file {}", path.display()))?,
-            None => DEFAULT_VOICES.as_bytes().to_vec(),
+            None => crate::config::voices_text(None)?.1.into_bytes(),
         };
         let mut config = VoicesConfig::load(job.voices.as_deref())?;
         let cast = match &job.cast {

@@ -62,12 +62,15 @@ impl VoicesSource {
     /// Reads the voices file at `path`, or the embedded default.
     pub fn load(path: Option<&std::path::Path>) -> Result<VoicesSource, ConfigError> {
         match path {
-            None => Ok(VoicesSource {
-                file: "voices/default.toml (built in)".into(),
-                toml: crate::config::DEFAULT_VOICES.into(),
-                cast: None,
-                lexicon: Vec::new(),
-            }),
+            None => {
+                let (file, toml) = crate::config::voices_text(None)?;
+                Ok(VoicesSource {
+                    file,
+                    toml,
+                    cast: None,
+                    lexicon: Vec::new(),
+                })
+            }
             Some(path) => Ok(VoicesSource {
                 file: path.display().to_string(),
                 toml: std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
