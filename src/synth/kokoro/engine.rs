@@ -34,8 +34,8 @@ pub fn plan(config: &KokoroConfig) -> (usize, usize) {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let sessions = if config.sessions > 0 {
         config.sessions
-    } else if config.threads > 0 {
-        (cores / config.threads).max(1)
+    } else if let Some(n) = cores.checked_div(config.threads) {
+        n.max(1)
     } else {
         1
     };

@@ -336,7 +336,7 @@ pub fn runtime_version(path: &Path) -> Result<String, KokoroError> {
         .strip_prefix("1.")
         .and_then(|rest| rest.split('.').next())
         .and_then(|m| m.parse::<u32>().ok());
-    if !minor.is_some_and(|m| m >= MIN_RUNTIME_MINOR) {
+    if minor.is_none_or(|m| m < MIN_RUNTIME_MINOR) {
         return Err(problem(format!(
             "ONNX Runtime {version}; tingshu needs 1.{MIN_RUNTIME_MINOR} or later (1.32 is installed by the script)"
         )));
