@@ -519,8 +519,6 @@ impl VoicesConfig {
                         .filter(|(_, v)| &v.backend == name)
                         .map(|(vn, v)| (format!("voices.{vn}.voice"), v.voice.as_str()))
                         .collect();
-                    let voices: Vec<(&str, &str)> =
-                        voices.iter().map(|(k, v)| (k.as_str(), *v)).collect();
                     match c.check(&voices) {
                         Err((key, message)) if key.starts_with("voices.") => {
                             return Err(self.invalid(key, message));

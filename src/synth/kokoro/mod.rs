@@ -57,7 +57,7 @@ pub const DEFAULT_MAX_CHARS: usize = 90;
 impl KokoroConfig {
     /// Checks the keys and the files they point to; `voices` are the voice
     /// specs (`zf_xiaobei`, `zf_xiaobei:0.7,zf_xiaoyi:0.3`) that use it.
-    pub fn check(&self, voices: &[(&str, &str)]) -> Result<(), (String, String)> {
+    pub fn check(&self, voices: &[(String, &str)]) -> Result<(), (String, String)> {
         if self.max_chars == Some(0) {
             return Err(("max_chars".into(), "must be at least 1".into()));
         }
@@ -74,7 +74,7 @@ impl KokoroConfig {
         for (key, spec) in voices {
             pack::Blend::parse(spec)
                 .and_then(|b| files.check_blend(&b))
-                .map_err(|e| ((*key).to_owned(), e.to_string()))?;
+                .map_err(|e| (key.clone(), e.to_string()))?;
         }
         Ok(())
     }

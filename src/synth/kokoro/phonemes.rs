@@ -80,6 +80,8 @@ pub const VOCAB: &[(char, i64)] = &[
     ('↘', 173),
 ];
 
+use crate::frontend::pinyin::{is_latin_token, is_spelled};
+
 /// The most tokens one inference takes (the style table has 510 rows and
 /// two of them are the padding ids at both ends).
 pub const MAX_TOKENS: usize = 510;
@@ -331,8 +333,7 @@ fn letter(c: char) -> &'static str {
 /// A Latin token in the model's symbols: spelled when all uppercase (or a
 /// single letter), otherwise its letters as written.
 fn latin(word: &str) -> String {
-    let spell = word.len() == 1 || word.chars().all(|c| c.is_ascii_uppercase());
-    if spell {
+    if word.len() == 1 || is_spelled(word) {
         word.chars().map(letter).collect::<Vec<_>>().join(" ")
     } else {
         word.to_ascii_lowercase()
@@ -378,8 +379,10 @@ pub fn phonemize(pinyin: &str) -> String {
             }
         });
         for part in body.split('-').filter(|p| !p.is_empty()) {
-            let is_latin =
-                part.chars().all(|c| c.is_ascii_alphabetic()) && syllable_or_latin_is_latin(part);
+            // The front end writes every syllable with its tone digit, so a
+            // token of letters only is Latin (unless it is toneless pinyin).
+            let is_latin = is_latin_token(part)
+                && (part.chars().any(|c| c.is_ascii_uppercase()) || syllable(part).is_none());
             if is_latin {
                 if !word.is_empty() {
                     word.push(' ');
@@ -409,14 +412,6 @@ pub fn phonemize(pinyin: &str) -> String {
         }
     }
     out.trim_end().to_owned()
-}
-
-/// Whether an all-letter token is Latin text rather than a neutral-tone
-/// syllable written without its 5: toneless pinyin only reaches us from the
-/// front end with a digit, so any token without one is Latin unless it is
-/// lowercase pinyin.
-fn syllable_or_latin_is_latin(part: &str) -> bool {
-    part.chars().any(|c| c.is_ascii_uppercase()) || syllable(part).is_none()
 }
 
 /// Splits a phoneme string into pieces of at most `max` tokens, at spaces
@@ -461,7 +456,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn vocabulary_is_sorted_by_symbol_for_lookup_or_found_linearly() {
+    fn every_symbol_has_its_id() {
         for &(c, id) in VOCAB {
             assert_eq!(token_id(c), Some(id), "{c}");
         }
