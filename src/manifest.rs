@@ -85,10 +85,8 @@ impl Manifest {
 
     /// Writes pretty JSON atomically (temporary file, then rename).
     pub fn write(&self, path: &Path) -> std::io::Result<()> {
-        let tmp = crate::audio::wav::temp_path(path);
         let json = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
-        std::fs::write(&tmp, json + "\n")?;
-        std::fs::rename(&tmp, path)
+        crate::fsutil::write_atomic(path, (json + "\n").as_bytes())
     }
 }
 

@@ -19,7 +19,6 @@ use sha2::{Digest, Sha256};
 
 use crate::audio::encode::{BookChapter, EncodeError, Encoder, Format, Tags};
 use crate::audio::subtitle::{self, Cue, LrcTags};
-use crate::audio::wav::temp_path;
 use crate::commands::sanitize_file_name;
 use crate::manifest::{Manifest, ManifestChapter};
 
@@ -500,15 +499,9 @@ fn one_line(s: &str) -> String {
 
 /// Writes `bytes` to a temporary file beside `path`, then renames it.
 fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), OutputsError> {
-    let tmp = temp_path(path);
-    let err = |source| OutputsError::Io {
+    crate::fsutil::write_atomic(path, bytes).map_err(|source| OutputsError::Io {
         path: path.to_owned(),
         source,
-    };
-    std::fs::write(&tmp, bytes).map_err(err)?;
-    std::fs::rename(&tmp, path).map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        err(e)
     })
 }
 

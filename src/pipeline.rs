@@ -118,6 +118,12 @@ impl Renderer {
         cache: Option<Cache>,
     ) -> Renderer {
         let client = config.build_client(worker_program, cache);
+        Renderer::from_client(config, client)
+    }
+
+    /// A renderer over backends already behind their client: backends the
+    /// voices file does not build (an in-process synthesizer in tests).
+    pub fn from_client(config: VoicesConfig, client: SynthClient) -> Renderer {
         let backends = client
             .backends()
             .map(|(name, b)| (name.to_owned(), Arc::clone(b)))

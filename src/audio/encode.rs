@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::str::FromStr;
 
-use super::wav::temp_path;
+use crate::fsutil::temp_path;
 
 /// An output format of `tingshu build --format`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -361,12 +361,9 @@ impl Encoder {
                 message,
             });
         }
-        std::fs::rename(&tmp, out).map_err(|source| {
-            let _ = std::fs::remove_file(&tmp);
-            EncodeError::Io {
-                path: out.to_owned(),
-                source,
-            }
+        crate::fsutil::commit(&tmp, out).map_err(|source| EncodeError::Io {
+            path: out.to_owned(),
+            source,
         })
     }
 

@@ -671,7 +671,11 @@ pub fn mix_chapter_file(
     segments: Vec<SegmentAudio>,
     path: &Path,
 ) -> Result<MixedChapter, WavError> {
-    write_atomically(path, |out| mix_chapter(config, segments, out))
+    let io = |source| WavError::Io {
+        path: path.to_owned(),
+        source,
+    };
+    crate::fsutil::write_atomic_with(path, io, |out| mix_chapter(config, segments, out))
 }
 
 /// [`mix_prepared`] into `path`, like [`mix_chapter_file`].
@@ -680,29 +684,11 @@ pub fn mix_prepared_file(
     segments: Vec<PreparedSegment>,
     path: &Path,
 ) -> Result<MixedChapter, WavError> {
-    write_atomically(path, |out| mix_prepared(config, segments, out))
-}
-
-fn write_atomically(
-    path: &Path,
-    mix: impl FnOnce(std::io::BufWriter<std::fs::File>) -> Result<MixedChapter, WavError>,
-) -> Result<MixedChapter, WavError> {
     let io = |source| WavError::Io {
         path: path.to_owned(),
         source,
     };
-    let tmp = wav::temp_path(path);
-    let file = std::fs::File::create(&tmp).map_err(io)?;
-    match mix(std::io::BufWriter::new(file)) {
-        Ok(mixed) => {
-            std::fs::rename(&tmp, path).map_err(io)?;
-            Ok(mixed)
-        }
-        Err(e) => {
-            let _ = std::fs::remove_file(&tmp);
-            Err(e)
-        }
-    }
+    crate::fsutil::write_atomic_with(path, io, |out| mix_prepared(config, segments, out))
 }
 
 /// Sample ceiling under the true-peak ceiling: inter-sample peaks of speech

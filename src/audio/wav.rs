@@ -134,48 +134,7 @@ pub fn write_wav_file(clip: &AudioClip, path: &Path) -> Result<(), WavError> {
         path: path.to_owned(),
         source,
     };
-    let tmp = temp_path(path);
-    let file = fs::File::create(&tmp).map_err(io)?;
-    let result = write_wav(clip, std::io::BufWriter::new(file));
-    if let Err(e) = result {
-        let _ = fs::remove_file(&tmp);
-        return Err(e);
-    }
-    fs::rename(&tmp, path).map_err(io)
-}
-
-/// `dir/.name.part` beside `path`.
-pub fn temp_path(path: &Path) -> PathBuf {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    path.with_file_name(format!(".{name}.part"))
-}
-
-/// Removes the `.NAME.part` files (see [`temp_path`]) that a killed run
-/// left in `dir`. Only for a directory this process alone writes (under
-/// the batch lock, or a build's book directory). Returns how many.
-pub fn remove_stale_parts(dir: &Path) -> usize {
-    let Ok(entries) = fs::read_dir(dir) else {
-        return 0;
-    };
-    let mut removed = 0;
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let name = name.to_string_lossy();
-        let is_part = name.starts_with('.') && name.ends_with(".part");
-        if is_part
-            && entry.file_type().is_ok_and(|t| t.is_file())
-            && fs::remove_file(entry.path()).is_ok()
-        {
-            removed += 1;
-        }
-    }
-    if removed > 0 {
-        tracing::info!(dir = %dir.display(), removed, "removed unfinished files of an earlier run");
-    }
-    removed
+    crate::fsutil::write_atomic_with(path, io, |out| write_wav(clip, out))
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! lock (`flock`) on a file in the book's state directory. The operating
 //! system drops it when the process ends, however it ends.
 
-use std::fs::{File, OpenOptions, TryLockError};
+use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -40,32 +40,18 @@ impl JobLock {
             path: path.to_owned(),
             source,
         };
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(io)?;
-        }
-        let mut file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)
-            .map_err(io)?;
-        match file.try_lock() {
-            Ok(()) => {}
-            Err(TryLockError::WouldBlock) => {
-                let holder = std::fs::read_to_string(path)
-                    .ok()
-                    .and_then(|s| s.trim().parse::<u32>().ok())
-                    .map(|pid| format!(" (pid {pid})"))
-                    .unwrap_or_default();
-                return Err(LockError::Busy {
-                    job: job.to_owned(),
-                    path: path.to_owned(),
-                    holder,
-                });
-            }
-            Err(TryLockError::Error(e)) => return Err(io(e)),
-        }
+        let Some(mut file) = crate::fsutil::try_lock(path).map_err(io)? else {
+            let holder = std::fs::read_to_string(path)
+                .ok()
+                .and_then(|s| s.trim().parse::<u32>().ok())
+                .map(|pid| format!(" (pid {pid})"))
+                .unwrap_or_default();
+            return Err(LockError::Busy {
+                job: job.to_owned(),
+                path: path.to_owned(),
+                holder,
+            });
+        };
         // Record the holder for the message another process prints.
         file.set_len(0).map_err(io)?;
         writeln!(file, "{}", std::process::id()).map_err(io)?;

@@ -6,7 +6,6 @@
 //!
 //! Both are written atomically (temporary file, fsync, rename).
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
@@ -272,14 +271,9 @@ fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<(), StateError> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(err)?;
     }
-    let tmp = crate::audio::wav::temp_path(path);
-    let json = serde_json::to_vec_pretty(value).map_err(|e| err(std::io::Error::other(e)))?;
-    let mut file = std::fs::File::create(&tmp).map_err(err)?;
-    file.write_all(&json)
-        .and_then(|()| file.write_all(b"\n"))
-        .and_then(|()| file.sync_all())
-        .map_err(err)?;
-    std::fs::rename(&tmp, path).map_err(err)
+    let mut json = serde_json::to_vec_pretty(value).map_err(|e| err(std::io::Error::other(e)))?;
+    json.push(b'\n');
+    crate::fsutil::write_atomic_synced(path, &json).map_err(err)
 }
 
 #[cfg(test)]

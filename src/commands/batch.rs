@@ -13,7 +13,7 @@ use sha2::{Digest, Sha256};
 use tokio::sync::watch;
 
 use super::build::{chapter_job, cover_extension};
-use super::{EXIT_FATAL, EXIT_OK, EXIT_PARTIAL, error_chain};
+use super::{EXIT_FATAL, EXIT_OK, EXIT_PARTIAL};
 use crate::audio::encode::{Encoder, Format};
 use crate::batch::lock::{JobLock, LockError};
 use crate::batch::schedule::{Clock, SystemClock, Timetable};
@@ -25,6 +25,7 @@ use crate::batch::state::{
 use crate::batch::{Job, JobsFile, Plan, format_indices, lock_path, render_fingerprint};
 use crate::cli::{BatchArgs, BatchCommand, BatchEnqueueArgs, BatchJobsArgs};
 use crate::config::VoicesConfig;
+use crate::error::error_chain;
 use crate::manifest::Manifest;
 use crate::outputs::{BookFile, BookOutputs, MANIFEST};
 use crate::pipeline::{ChapterJob, Renderer};
@@ -776,9 +777,7 @@ pub(crate) fn book_outputs(
         if !kept {
             std::fs::create_dir_all(&state_dir)
                 .with_context(|| format!("cannot create {}", state_dir.display()))?;
-            let tmp = crate::audio::wav::temp_path(&path);
-            std::fs::write(&tmp, &cover.bytes)
-                .and_then(|()| std::fs::rename(&tmp, &path))
+            crate::fsutil::write_atomic(&path, &cover.bytes)
                 .with_context(|| format!("cannot write {}", path.display()))?;
         }
         // One ffmpeg cannot read is left out rather than failing every
@@ -973,7 +972,7 @@ fn remove_partial_files(dir: &Path) {
         dir.join(STATE_DIR),
         dir.join(crate::outputs::HIDDEN_WAV_DIR),
     ] {
-        crate::audio::wav::remove_stale_parts(&d);
+        crate::fsutil::remove_stale_parts(&d);
     }
 }
 

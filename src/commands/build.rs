@@ -11,11 +11,12 @@ use std::sync::mpsc;
 use anyhow::Context;
 
 use super::select::ChapterSelection;
-use super::{EXIT_OK, EXIT_PARTIAL, error_chain, sanitize_file_name};
+use super::{EXIT_OK, EXIT_PARTIAL, sanitize_file_name};
 use crate::audio::encode::Encoder;
 use crate::book::{Book, Cover, read_book_with_options};
 use crate::cli::{BuildArgs, Layout};
 use crate::config::VoicesConfig;
+use crate::error::error_chain;
 use crate::manifest::{Manifest, ManifestChapter};
 pub use crate::outputs::BookInfo;
 use crate::outputs::{BookFile, BookOutputs, ChapterFile, chapter_stem};
@@ -145,8 +146,8 @@ pub async fn run(args: &BuildArgs, worker_program: Option<PathBuf>) -> anyhow::R
     std::fs::create_dir_all(&wav_dir)
         .with_context(|| format!("cannot create output directory {}", wav_dir.display()))?;
     // What a killed run left half-written (its ffmpeg died with it).
-    crate::audio::wav::remove_stale_parts(&book_dir);
-    crate::audio::wav::remove_stale_parts(&wav_dir);
+    crate::fsutil::remove_stale_parts(&book_dir);
+    crate::fsutil::remove_stale_parts(&wav_dir);
     cache.remove_stale_temps();
     let book_cover_file = outputs.place_book_cover(&book_dir)?;
 

@@ -20,18 +20,6 @@ pub const EXIT_PARTIAL: u8 = 1;
 /// Exit status: bad input or a fatal error; nothing was written.
 pub const EXIT_FATAL: u8 = 2;
 
-/// An error and its sources on one line, joined by ": ", secrets redacted.
-pub fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut out = error.to_string();
-    let mut source = error.source();
-    while let Some(e) = source {
-        out.push_str(": ");
-        out.push_str(&e.to_string());
-        source = e.source();
-    }
-    crate::redact::redact(&out)
-}
-
 /// Bidi embeddings, overrides, isolates and marks; zero-width characters;
 /// the BOM and other invisible format characters.
 fn is_invisible_format(c: char) -> bool {

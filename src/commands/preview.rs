@@ -75,7 +75,7 @@ pub async fn run(args: &PreviewArgs, worker_program: Option<PathBuf>) -> anyhow:
             );
         }
         Err(e) => {
-            eprintln!("failed: {}", super::error_chain(&e));
+            eprintln!("failed: {}", crate::error::error_chain(&e));
             return Ok(EXIT_PARTIAL);
         }
     }

@@ -466,7 +466,7 @@ impl Worker {
                                             "chapter {}: chunk {} is missing from the cache {cache} and cannot be synthesized again: {}",
                                             job.index,
                                             key.as_str(),
-                                            crate::commands::error_chain(&e),
+                                            crate::error::error_chain(&e),
                                         )));
                                     }
                                 }
@@ -489,7 +489,7 @@ impl Worker {
                     for file in outputs.chapter_files() {
                         outputs
                             .write_chapter_file(&book_dir, &chapter, file, total)
-                            .map_err(|e| failure(crate::commands::error_chain(&e)))?;
+                            .map_err(|e| failure(crate::error::error_chain(&e)))?;
                         made.push(file);
                     }
                 }
@@ -546,7 +546,7 @@ impl Worker {
             let _lock = lock_file(&dir, "book.lock")?;
             outputs
                 .refresh_book(&dir, chapters, only.as_ref().map(|o| &o[..]))
-                .map_err(|e| crate::commands::error_chain(&e))?;
+                .map_err(|e| crate::error::error_chain(&e))?;
             if let Some(record) = &record {
                 record_book_files(&dir, record, &outputs)?;
             }
@@ -594,19 +594,8 @@ fn update_state(book_dir: &Path, job: &str, f: impl FnOnce(&mut BookState)) -> R
 /// Takes an exclusive lock on `name` in the state folder of `book_dir`
 /// (released when the file is dropped).
 fn lock_file(book_dir: &Path, name: &str) -> Result<std::fs::File, String> {
-    let state_dir = book_dir.join(STATE_DIR);
-    let lock_path = state_dir.join(name);
-    std::fs::create_dir_all(&state_dir)
-        .map_err(|e| format!("cannot create {}: {e}", state_dir.display()))?;
-    let lock = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&lock_path)
-        .map_err(|e| format!("cannot open {}: {e}", lock_path.display()))?;
-    lock.lock()
-        .map_err(|e| format!("cannot lock {}: {e}", lock_path.display()))?;
-    Ok(lock)
+    let lock_path = book_dir.join(STATE_DIR).join(name);
+    crate::fsutil::lock(&lock_path).map_err(|e| format!("cannot lock {}: {e}", lock_path.display()))
 }
 
 /// Records the book-level files just written in the job's state, as

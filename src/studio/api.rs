@@ -65,7 +65,7 @@ impl From<StudioError> for ApiError {
             }
             _ => StatusCode::BAD_REQUEST,
         };
-        ApiError::new(status, crate::commands::error_chain(&e))
+        ApiError::new(status, crate::error::error_chain(&e))
     }
 }
 

@@ -119,20 +119,10 @@ fn inline(value: &toml::Value) -> String {
 /// Writes `text` to `path` through a temporary file in the same directory,
 /// so that a reader sees the old file or the new one, never a part.
 pub fn write_atomically(path: &Path, text: &str) -> Result<(), StudioError> {
-    use std::io::Write;
-    let error = |reason| StudioError::Write {
+    crate::fsutil::write_atomic_synced(path, text.as_bytes()).map_err(|reason| StudioError::Write {
         path: path.to_owned(),
         reason,
-    };
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let mut file = tempfile::NamedTempFile::new_in(dir).map_err(error)?;
-    file.write_all(text.as_bytes()).map_err(error)?;
-    file.as_file().sync_all().map_err(error)?;
-    file.persist(path).map_err(|e| error(e.error))?;
-    Ok(())
+    })
 }
 
 /// The header of a streamed 16-bit mono WAV: the sizes are placeholders

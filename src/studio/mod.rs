@@ -236,7 +236,7 @@ impl Studio {
             Some(Ok(_)) => {
                 std::fs::read(&path).map_err(|e| format!("cannot read the preview: {e}"))
             }
-            Some(Err(e)) => Err(crate::commands::error_chain(&e)),
+            Some(Err(e)) => Err(crate::error::error_chain(&e)),
             None => Err("the passage produced no audio".to_owned()),
         };
         let _ = std::fs::remove_file(&path);
@@ -446,7 +446,7 @@ impl Studio {
                     Err(e) => {
                         failed += 1;
                         event["ok"] = false.into();
-                        event["error"] = crate::commands::error_chain(&e).into();
+                        event["error"] = crate::error::error_chain(&e).into();
                     }
                 }
                 self.emit(&event);

@@ -21,7 +21,6 @@ use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::fs;
 use std::future::Future;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
@@ -607,21 +606,9 @@ fn write_entry(dir: &Path, key: &CacheKey, bytes: &[u8]) -> std::io::Result<()> 
     let path = Cache::path(dir, key);
     let dir = path.parent().expect("cache paths have a parent");
     fs::create_dir_all(dir)?;
-    let tmp = dir.join(format!(
-        ".{}.{}-{}.tmp",
-        key.0,
-        std::process::id(),
-        fastrand::u32(..)
-    ));
     // No fsync: a killed process cannot lose written data, and an entry
     // damaged by a power loss fails the length check and is dropped.
-    let result = fs::File::create(&tmp)
-        .and_then(|mut f| f.write_all(bytes))
-        .and_then(|()| fs::rename(&tmp, &path));
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    result
+    crate::fsutil::write_atomic_shared(&path, bytes)
 }
 
 /// A mono WAV in one piece: 16-bit PCM (format 1) when that holds every

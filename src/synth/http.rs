@@ -139,7 +139,7 @@ pub async fn send(
         } else {
             SynthError::Connect {
                 backend: backend.to_owned(),
-                message: secret.redact(&error_chain(&e.without_url())),
+                message: secret.redact(&crate::error::error_chain(&e.without_url())),
             }
         }
     };
@@ -188,17 +188,6 @@ pub async fn send(
         });
     }
     Ok(body)
-}
-
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut message = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        message.push_str(": ");
-        message.push_str(&s.to_string());
-        source = s.source();
-    }
-    message
 }
 
 /// The start of an error body, on one line, secrets redacted first (a key

@@ -1,0 +1,211 @@
+//! File-system helpers every stage uses: writes that never leave a
+//! half-written file under the final name, and exclusive locks.
+//!
+//! A write goes to a temporary file beside its destination and is renamed
+//! into place only once complete, so a reader (or the next run, after a
+//! crash) sees the old file or the new one, never a piece. Two temporary
+//! names exist:
+//! - [`temp_path`] (`.NAME.part`) for a file one process writes at a time
+//!   (a book directory under its lock); [`remove_stale_parts`] clears what a
+//!   killed run left;
+//! - [`unique_temp_path`] (`.NAME.PID-RAND.tmp`) for a directory many
+//!   processes write at once (the synthesis cache).
+
+use std::fs::{self, File, OpenOptions, TryLockError};
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+/// `dir/.name.part` beside `path`.
+pub fn temp_path(path: &Path) -> PathBuf {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    path.with_file_name(format!(".{name}.part"))
+}
+
+/// `dir/.name.PID-RAND.tmp` beside `path`: a name no other process uses.
+pub fn unique_temp_path(path: &Path) -> PathBuf {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    path.with_file_name(format!(
+        ".{name}.{}-{}.tmp",
+        std::process::id(),
+        fastrand::u32(..)
+    ))
+}
+
+/// Writes `bytes` to `path` through [`temp_path`], renamed into place.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_through(&temp_path(path), path, false, |f| f.write_all(bytes))
+}
+
+/// [`write_atomic`], with the data synced to disk before the rename: for
+/// records a power loss must not empty (the batch state).
+pub fn write_atomic_synced(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_through(&temp_path(path), path, true, |f| f.write_all(bytes))
+}
+
+/// Writes `bytes` to `path` through [`unique_temp_path`]: for directories
+/// many processes write at once. Not synced: a killed process loses no
+/// written data, and readers check what they read.
+pub fn write_atomic_shared(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_through(&unique_temp_path(path), path, false, |f| f.write_all(bytes))
+}
+
+/// Streams into `path` through [`temp_path`]: `write` gets a buffered
+/// writer of the temporary file, which is renamed into place when `write`
+/// succeeds and removed when it fails. Errors creating or renaming the
+/// file become `E` through `io_error`.
+pub fn write_atomic_with<T, E>(
+    path: &Path,
+    io_error: impl Fn(io::Error) -> E,
+    write: impl FnOnce(BufWriter<File>) -> Result<T, E>,
+) -> Result<T, E> {
+    let tmp = temp_path(path);
+    let file = File::create(&tmp).map_err(&io_error)?;
+    match write(BufWriter::new(file)) {
+        Ok(value) => match fs::rename(&tmp, path) {
+            Ok(()) => Ok(value),
+            Err(e) => {
+                let _ = fs::remove_file(&tmp);
+                Err(io_error(e))
+            }
+        },
+        Err(e) => {
+            let _ = fs::remove_file(&tmp);
+            Err(e)
+        }
+    }
+}
+
+/// Moves a finished temporary file (written by another program, such as
+/// ffmpeg) into place; removes it when that fails.
+pub fn commit(tmp: &Path, path: &Path) -> io::Result<()> {
+    fs::rename(tmp, path).inspect_err(|_| {
+        let _ = fs::remove_file(tmp);
+    })
+}
+
+fn write_through(
+    tmp: &Path,
+    path: &Path,
+    sync: bool,
+    write: impl FnOnce(&mut BufWriter<File>) -> io::Result<()>,
+) -> io::Result<()> {
+    let result = File::create(tmp).and_then(|file| {
+        let mut out = BufWriter::new(file);
+        write(&mut out)?;
+        let file = out.into_inner().map_err(io::IntoInnerError::into_error)?;
+        if sync {
+            file.sync_all()?;
+        }
+        fs::rename(tmp, path)
+    });
+    if result.is_err() {
+        let _ = fs::remove_file(tmp);
+    }
+    result
+}
+
+/// Removes the `.NAME.part` files (see [`temp_path`]) that a killed run
+/// left in `dir`. Only for a directory this process alone writes (under
+/// the batch lock, or a build's book directory). Returns how many.
+pub fn remove_stale_parts(dir: &Path) -> usize {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        let is_part = name.starts_with('.') && name.ends_with(".part");
+        if is_part
+            && entry.file_type().is_ok_and(|t| t.is_file())
+            && fs::remove_file(entry.path()).is_ok()
+        {
+            removed += 1;
+        }
+    }
+    if removed > 0 {
+        tracing::info!(dir = %dir.display(), removed, "removed unfinished files of an earlier run");
+    }
+    removed
+}
+
+/// Opens (creating it and its folder) the lock file at `path`.
+fn open_lock(path: &Path) -> io::Result<File> {
+    if let Some(dir) = path.parent() {
+        fs::create_dir_all(dir)?;
+    }
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+}
+
+/// Takes an exclusive advisory lock (`flock`) on `path`, waiting for it;
+/// released when the returned file is dropped or the process ends.
+pub fn lock(path: &Path) -> io::Result<File> {
+    let file = open_lock(path)?;
+    file.lock()?;
+    Ok(file)
+}
+
+/// [`lock`] without waiting: `None` while another holder has it.
+pub fn try_lock(path: &Path) -> io::Result<Option<File>> {
+    let file = open_lock(path)?;
+    match file.try_lock() {
+        Ok(()) => Ok(Some(file)),
+        Err(TryLockError::WouldBlock) => Ok(None),
+        Err(TryLockError::Error(e)) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failed_writes_leave_neither_the_file_nor_a_temporary() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.txt");
+        write_atomic(&path, b"old").unwrap();
+        let failed: Result<(), io::Error> =
+            write_atomic_with(&path, |e| e, |_| Err(io::Error::other("no")));
+        assert!(failed.is_err());
+        assert_eq!(fs::read(&path).unwrap(), b"old");
+        write_atomic_shared(&path, b"new").unwrap();
+        write_atomic_synced(&dir.path().join("b.txt"), b"b").unwrap();
+        let names: Vec<String> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names.len(), 2, "{names:?}");
+        assert_eq!(fs::read(&path).unwrap(), b"new");
+        assert!(write_atomic(&dir.path().join("no/such/dir/c"), b"c").is_err());
+    }
+
+    #[test]
+    fn a_held_lock_is_refused_until_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state/x.lock");
+        let held = lock(&path).unwrap();
+        assert!(try_lock(&path).unwrap().is_none());
+        drop(held);
+        assert!(try_lock(&path).unwrap().is_some());
+    }
+
+    #[test]
+    fn stale_parts_are_removed_and_other_files_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(temp_path(&dir.path().join("0001.wav")), b"half").unwrap();
+        fs::write(dir.path().join("0002.wav"), b"whole").unwrap();
+        assert_eq!(remove_stale_parts(dir.path()), 1);
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+}
