@@ -158,6 +158,10 @@ pub struct PreviewArgs {
     /// Paragraphs of that chapter, 1-based: 3-5, 4 (default: all).
     #[arg(long)]
     pub paragraphs: Option<String>,
+    /// Cast file (TOML): characters, aliases and genders, for speakers (as
+    /// `build --cast`, so a chapter previews with its build's voices).
+    #[arg(long, env = "TINGSHU_CAST")]
+    pub cast: Option<PathBuf>,
     /// Voices file (TOML); when absent $TINGSHU_VOICES, else the built-in voices (neural when installed, else espeak-ng).
     #[arg(long, env = "TINGSHU_VOICES")]
     pub voices: Option<PathBuf>,

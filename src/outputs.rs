@@ -19,8 +19,8 @@ use sha2::{Digest, Sha256};
 
 use crate::audio::encode::{BookChapter, EncodeError, Encoder, Format, Tags};
 use crate::audio::subtitle::{self, Cue, LrcTags};
-use crate::commands::sanitize_file_name;
 use crate::manifest::{Manifest, ManifestChapter};
+use crate::names::{chapter_stem, sanitize_file_name};
 
 /// Name of the manifest in a book directory.
 pub const MANIFEST: &str = "manifest.json";
@@ -104,11 +104,6 @@ pub fn system_encoder() -> Result<Encoder, String> {
             Encoder::new(program).map_err(|e| e.to_string())
         })
         .clone()
-}
-
-/// `NNNN-<title>`: the name every file of a chapter shares.
-pub fn chapter_stem(index: usize, title: &str) -> String {
-    format!("{index:04}-{}", sanitize_file_name(title))
 }
 
 /// What a book's output files are made with.

@@ -262,13 +262,20 @@ impl Renderer {
         (total * 2).max(2)
     }
 
+    /// A job as it is rendered: with its title spoken first when the voices
+    /// ask for it. [`Renderer::render`] renders this; planners of queue
+    /// tasks plan it.
+    pub fn prepare(&self, job: ChapterJob) -> ChapterJob {
+        if self.config.mix.speak_title {
+            with_spoken_title(job)
+        } else {
+            job
+        }
+    }
+
     /// Renders `jobs` in order, calling `on_chapter` as each chapter finishes.
     pub async fn render(&self, jobs: Vec<ChapterJob>, mut on_chapter: impl FnMut(ChapterOutcome)) {
-        let jobs: Vec<ChapterJob> = if self.config.mix.speak_title {
-            jobs.into_iter().map(with_spoken_title).collect()
-        } else {
-            jobs
-        };
+        let jobs: Vec<ChapterJob> = jobs.into_iter().map(|job| self.prepare(job)).collect();
         // Worker processes start while the text goes through the front end.
         for (backend, voices) in self.voices_needed(&jobs) {
             self.backends[&backend].warm_up(&voices);
@@ -649,7 +656,7 @@ fn split_at_clauses(chunks: Vec<chunk::Chunk>) -> Vec<chunk::Chunk> {
 
 /// Puts the chapter title in front of the text as narration (paragraph 0),
 /// so the narrator reads it and the subtitles show it.
-pub fn with_spoken_title(mut job: ChapterJob) -> ChapterJob {
+fn with_spoken_title(mut job: ChapterJob) -> ChapterJob {
     let title = job.chapter.title.trim();
     if !title.is_empty() && crate::text::quote::is_speakable(title) {
         let segment = Segment {

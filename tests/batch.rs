@@ -261,6 +261,7 @@ fn appending_a_chapter_renders_exactly_that_chapter() {
             "0004-第4章_潮声.srt",
             "0004-第4章_潮声.wav",
             "manifest.json",
+            "report.txt",
             "serial.m3u"
         ]
     );
@@ -307,6 +308,7 @@ fn editing_one_paragraph_rerenders_that_chapter_only() {
             "0002-第2章_潮声.srt",
             "0002-第2章_潮声.wav",
             "manifest.json",
+            "report.txt",
             "serial.m3u"
         ]
     );
@@ -613,6 +615,7 @@ fn editing_one_paragraph_resynthesizes_only_the_changed_chunks() {
             "0002-第二章_守夜.srt",
             "0002-第二章_守夜.wav",
             "manifest.json",
+            "report.txt",
             "serial.m3u"
         ]
     );
@@ -826,6 +829,7 @@ fn formats_are_made_once_and_only_what_changed_is_made_again() {
             "0004-第4章_潮声.srt",
             "0004-第4章_潮声.wav",
             "manifest.json",
+            "report.txt",
             "serial.m3u",
             "serial.m4b"
         ]

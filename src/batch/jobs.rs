@@ -108,7 +108,7 @@ impl Job {
     /// Where the job's book goes: `OUT/<source stem>/`, as `tingshu build`
     /// would write it.
     pub fn book_dir(&self) -> PathBuf {
-        crate::commands::build::book_dir(&self.out, &super::source::source_stem(&self.source))
+        crate::names::book_dir(&self.out, &crate::book::source_stem(&self.source))
     }
 }
 

@@ -3,19 +3,26 @@
 //! rendered), once (`batch run`) or on cron schedules (`batch daemon`).
 //!
 //! - [`jobs`] — the jobs file;
-//! - [`source`] — a TXT file or a directory of chapter files;
+//! - [`run`] — one job once: plan, render through its
+//!   [`RenderSession`](crate::session::RenderSession), record;
+//! - [`refresh`] — the files besides the WAVs, made when out of date;
 //! - [`state`] — chapter hashes and the last run, beside the output;
 //! - [`lock`] — one run per job at a time, across processes;
-//! - [`schedule`] — cron schedules, clock and timetable.
-//!
-//! The command side (rendering through [`crate::pipeline::Renderer`]) lives in
-//! `commands::batch`.
+//! - [`schedule`] and [`daemon`] — cron schedules and the loop firing them;
+//! - [`enqueue`] — pending chapters as tasks for queue workers;
+//! - [`status`] — what `batch status` prints;
+//! - [`shutdown`] — stopping cleanly on SIGTERM/SIGINT.
 
+pub mod daemon;
+pub mod enqueue;
 pub mod jobs;
 pub mod lock;
+pub mod refresh;
+pub mod run;
 pub mod schedule;
-pub mod source;
-pub mod state;
+pub mod shutdown;
+pub use crate::state;
+pub mod status;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -24,6 +31,7 @@ use std::sync::Arc;
 use sha2::{Digest, Sha256};
 
 use crate::book::Book;
+use crate::session::VoicesSource;
 use crate::synth::Synthesizer;
 use state::{BookState, ChapterState, STATE_DIR, chapter_hash};
 
@@ -34,22 +42,74 @@ pub fn lock_path(book_dir: &Path) -> PathBuf {
     book_dir.join(STATE_DIR).join("lock")
 }
 
+/// Why a batch command could not do its work. Each names the file, job or
+/// key.
+#[derive(Debug, thiserror::Error)]
+pub enum BatchError {
+    #[error(transparent)]
+    Jobs(#[from] JobsError),
+    #[error(transparent)]
+    Session(#[from] crate::session::SessionError),
+    #[error(transparent)]
+    State(#[from] state::StateError),
+    #[error(transparent)]
+    Outputs(#[from] crate::outputs::OutputsError),
+    #[error(transparent)]
+    Enqueue(#[from] crate::queue::enqueue::EnqueueError),
+    #[error(transparent)]
+    Queue(#[from] crate::queue::QueueError),
+    /// ffmpeg is missing while a job's formats need it.
+    #[error("{}key \"formats\": {message}", job.as_ref().map(|j| format!("job \"{j}\": ")).unwrap_or_default())]
+    Formats {
+        job: Option<String>,
+        message: String,
+    },
+    #[error("cannot create output directory {}", path.display())]
+    CreateDir {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot resolve output directory {}", path.display())]
+    Resolve {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot stage the book's cover in {}", dir.display())]
+    Cover {
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{}: no job has a schedule (add schedule = \"0 3 * * *\" to a [[job]])", file.display())]
+    NoSchedule { file: PathBuf },
+    #[error("cannot install signal handlers")]
+    Signals(#[source] std::io::Error),
+}
+
 /// Hash of every setting that changes a chapter's audio: the voices file,
-/// each backend's fingerprint and the cast file.
+/// each backend's fingerprint, the cast file and the lexicon (the user's
+/// entries and the book's ruby readings; left out when empty, so the
+/// chapters of books without one keep the hashes they were recorded with).
 pub fn render_fingerprint(
-    voices: &[u8],
+    voices: &VoicesSource,
     backends: &BTreeMap<String, Arc<dyn Synthesizer>>,
-    cast: Option<&[u8]>,
 ) -> String {
     let mut h = Sha256::new();
     h.update(b"voices\0");
-    h.update(voices);
+    h.update(voices.toml.as_bytes());
     for (name, backend) in backends {
         h.update(format!("\0backend {name} {}", backend.fingerprint()).as_bytes());
     }
-    if let Some(cast) = cast {
+    if let Some(cast) = &voices.cast {
         h.update(b"\0cast\0");
-        h.update(cast);
+        h.update(cast.toml.as_bytes());
+    }
+    if !voices.lexicon.is_empty() {
+        h.update(b"\0lexicon\0");
+        let entries = serde_json::to_vec(&voices.lexicon).expect("lexicon entries serialize");
+        h.update(&entries);
     }
     hex::encode(h.finalize())
 }

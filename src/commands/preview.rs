@@ -1,5 +1,6 @@
 //! `tingshu preview [TEXT] [--book FILE --chapter N --paragraphs A-B]`:
-//! one passage, read with the book's casting, into a WAV file.
+//! one passage, read with the book's casting and lexicon, into a WAV file.
+//! A whole chapter previews as the same bytes `build` writes for it.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -7,12 +8,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 
 use super::{EXIT_OK, EXIT_PARTIAL};
-use crate::book::read_book_with_options;
 use crate::cli::PreviewArgs;
-use crate::config::VoicesConfig;
-use crate::frontend::Lexicon;
-use crate::pipeline::{ChapterJob, Renderer};
-use crate::synth::cache::Cache;
+use crate::pipeline::ChapterJob;
+use crate::session::{BookInput, CacheSpec, RenderSession, SessionSpec};
 use crate::text::{Script, ScriptChapter};
 
 /// Players tried by `--play`, with their arguments before the file.
@@ -25,13 +23,53 @@ const PLAYERS: [(&str, &[&str]); 5] = [
 ];
 
 pub async fn run(args: &PreviewArgs, worker_program: Option<PathBuf>) -> anyhow::Result<u8> {
-    crate::frontend::warm_up();
-    let config = VoicesConfig::load(args.voices.as_deref())?;
-    let lexicon = args.lexicon.as_deref().map(Lexicon::load).transpose()?;
-    let chapter = passage(args)?;
+    let book = match (&args.book, args.text.as_deref()) {
+        (Some(_), Some(_)) => bail!("give either TEXT or --book, not both"),
+        (Some(book), None) => BookInput::File(book.clone()),
+        (None, _) if args.chapter.is_some() || args.paragraphs.is_some() => {
+            bail!("--chapter and --paragraphs need --book")
+        }
+        (None, Some("-")) => {
+            let mut text = String::new();
+            std::io::stdin()
+                .read_to_string(&mut text)
+                .context("cannot read the text from stdin")?;
+            BookInput::Text {
+                text,
+                name: "preview".into(),
+            }
+        }
+        (None, Some(text)) => BookInput::Text {
+            text: text.to_owned(),
+            name: "preview".into(),
+        },
+        (None, None) => bail!("give the TEXT to read (or - for stdin), or --book FILE"),
+    };
+    let dir = args
+        .output
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let cache = args.cache.clone().unwrap_or_else(|| dir.join(".cache"));
+    let session = RenderSession::open(&SessionSpec {
+        book,
+        split: crate::text::SplitOptions {
+            keep_notes: args.keep_notes,
+        },
+        voices: args.voices.clone(),
+        cast: args.cast.clone(),
+        lexicon: args.lexicon.clone(),
+        cache: Some(CacheSpec {
+            location: cache,
+            write_behind: true,
+        }),
+        worker_program,
+    })?;
+    let chapter = passage(args, &session.book.script)?;
     if chapter.segments.is_empty() {
         bail!("nothing to read: the passage has no speakable text");
     }
+    let config = &session.renderer.config;
     for segment in &chapter.segments {
         let voice = config.voice_for(segment.kind, segment.speaker.as_deref());
         let kind = serde_json::to_value(segment.kind)
@@ -43,29 +81,15 @@ pub async fn run(args: &PreviewArgs, worker_program: Option<PathBuf>) -> anyhow:
             None => println!("[{kind} → {voice}] {}", segment.text),
         }
     }
-    let dir = args
-        .output
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)
         .with_context(|| format!("cannot create directory {}", dir.display()))?;
-    let cache = args.cache.clone().unwrap_or_else(|| dir.join(".cache"));
-    let cache = Cache::new(&cache)
-        .write_behind()
-        .with_context(|| format!("cache {}: cannot start its writer thread", cache.display()))?;
-    let renderer = Renderer::with_cache(config, worker_program, Some(cache))
-        .with_lexicon(lexicon.unwrap_or_default());
     let job = ChapterJob {
-        index: 1,
+        index: args.chapter.unwrap_or(1),
         chapter,
         path: args.output.clone(),
     };
-    let mut outcome = None;
-    renderer.render(vec![job], |o| outcome = Some(o)).await;
-    let Some(outcome) = outcome else {
-        bail!("the passage produced no audio");
-    };
+    let outcome = session.render_one(job).await;
+    session.flush();
     match outcome.result {
         Ok(chapter) => {
             eprintln!(
@@ -85,22 +109,16 @@ pub async fn run(args: &PreviewArgs, worker_program: Option<PathBuf>) -> anyhow:
     Ok(EXIT_OK)
 }
 
-/// The passage to read, as one chapter of the reading script.
-fn passage(args: &PreviewArgs) -> anyhow::Result<ScriptChapter> {
-    if let Some(book) = &args.book {
-        if args.text.is_some() {
-            bail!("give either TEXT or --book, not both");
-        }
-        let options = crate::text::SplitOptions {
-            keep_notes: args.keep_notes,
-        };
-        let book = read_book_with_options(book, None, options)?;
-        let count = book.script.chapters.len();
+/// The passage to read, as one chapter of the reading script: the chapter
+/// (and paragraphs) asked for of a book, or all of a text given directly.
+fn passage(args: &PreviewArgs, script: &Script) -> anyhow::Result<ScriptChapter> {
+    if args.book.is_some() {
+        let count = script.chapters.len();
         let n = args.chapter.unwrap_or(1);
         if n == 0 || n > count {
             bail!("--chapter {n}: the book has {count} chapters");
         }
-        let mut chapter = book.script.chapters[n - 1].clone();
+        let mut chapter = script.chapters[n - 1].clone();
         if let Some(spec) = &args.paragraphs {
             let (first, last) = paragraph_range(spec)?;
             chapter
@@ -112,22 +130,7 @@ fn passage(args: &PreviewArgs) -> anyhow::Result<ScriptChapter> {
         }
         return Ok(chapter);
     }
-    if args.chapter.is_some() || args.paragraphs.is_some() {
-        bail!("--chapter and --paragraphs need --book");
-    }
-    let text = match args.text.as_deref() {
-        Some("-") => {
-            let mut text = String::new();
-            std::io::stdin()
-                .read_to_string(&mut text)
-                .context("cannot read the text from stdin")?;
-            text
-        }
-        Some(text) => text.to_owned(),
-        None => bail!("give the TEXT to read (or - for stdin), or --book FILE"),
-    };
-    let script = Script::from_text(&text, "preview");
-    let mut chapters = script.chapters.into_iter();
+    let mut chapters = script.chapters.iter().cloned();
     let mut chapter = chapters.next().unwrap_or(ScriptChapter {
         number: 0,
         title: "preview".into(),

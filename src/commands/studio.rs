@@ -9,7 +9,7 @@ use anyhow::{Context, bail};
 
 use super::EXIT_OK;
 use crate::batch::jobs::JobsFile;
-use crate::batch::source::source_stem;
+use crate::book::source_stem;
 use crate::cli::StudioArgs;
 use crate::studio::{Studio, StudioOptions, random_token, router};
 

@@ -13,8 +13,24 @@ use std::io::{Cursor, Read};
 use zip::ZipArchive;
 use zip::result::ZipError;
 
-use crate::book::{Cover, Metadata};
 use crate::text::chapter::{self, Chapter};
+
+/// A cover image taken from the book.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cover {
+    /// As the book declares it (`image/jpeg`, `image/png`, …).
+    pub media_type: String,
+    pub bytes: Vec<u8>,
+}
+
+/// What the book says about itself (EPUB OPF metadata; empty for TXT).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Metadata {
+    pub title: Option<String>,
+    pub author: Option<String>,
+    pub language: Option<String>,
+    pub cover: Option<Cover>,
+}
 use package::{Package, TocEntry, XmlError};
 use xhtml::Block;
 

@@ -15,6 +15,7 @@
 //! task whose worker dies is taken again when the lease runs out. A task
 //! that keeps failing is parked with its last error after `max_attempts`.
 
+pub mod enqueue;
 pub mod plan;
 pub mod postgres;
 pub mod redis;

@@ -13,118 +13,11 @@ use sha2::{Digest, Sha256};
 
 use super::{JobPlan, NewTask, TaskKind};
 use crate::audio::encode::Format;
-use crate::config::{ConfigError, VoicesConfig};
-use crate::frontend::lexicon::{Entry, Lexicon};
 use crate::outputs::{BookInfo, BookOutputs};
 use crate::pipeline::{self, ChapterJob, Renderer};
+pub use crate::session::voices::{CastSource, VoicesSource};
 use crate::synth::cache::CacheKey;
-use crate::text::{Cast, CastError, ScriptChapter};
-
-/// A voices file and the cast file applied to it, carried verbatim in task
-/// payloads, so workers render the same voices as `build` and `batch run`.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct VoicesSource {
-    /// Where it came from, for messages.
-    pub file: String,
-    pub toml: String,
-    /// The cast file (speaker → voice casting), when the job has one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cast: Option<CastSource>,
-    /// Pronunciation overrides (`--lexicon` and EPUB ruby readings), as
-    /// `build` uses them.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub lexicon: Vec<Entry>,
-}
-
-/// A cast file's text.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct CastSource {
-    pub file: String,
-    pub toml: String,
-}
-
-/// Why a task's voices could not be set up.
-#[derive(Debug, thiserror::Error)]
-pub enum SourceError {
-    #[error(transparent)]
-    Config(#[from] ConfigError),
-    #[error(transparent)]
-    Cast(#[from] CastError),
-    #[error("cannot read cast file {path}")]
-    ReadCast {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-}
-
-impl VoicesSource {
-    /// Reads the voices file at `path`, or the embedded default.
-    pub fn load(path: Option<&std::path::Path>) -> Result<VoicesSource, ConfigError> {
-        match path {
-            None => {
-                let (file, toml) = crate::config::voices_text(None)?;
-                Ok(VoicesSource {
-                    file,
-                    toml,
-                    cast: None,
-                    lexicon: Vec::new(),
-                })
-            }
-            Some(path) => Ok(VoicesSource {
-                file: path.display().to_string(),
-                toml: std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-                    path: path.to_owned(),
-                    source,
-                })?,
-                cast: None,
-                lexicon: Vec::new(),
-            }),
-        }
-    }
-
-    /// Adds the cast file at `path` (checked here, applied by [`parse`](Self::parse)).
-    pub fn with_cast(
-        mut self,
-        path: Option<&std::path::Path>,
-    ) -> Result<VoicesSource, SourceError> {
-        self.cast = match path {
-            None => None,
-            Some(path) => {
-                let toml =
-                    std::fs::read_to_string(path).map_err(|source| SourceError::ReadCast {
-                        path: path.to_owned(),
-                        source,
-                    })?;
-                Cast::parse(&toml, path)?;
-                Some(CastSource {
-                    file: path.display().to_string(),
-                    toml,
-                })
-            }
-        };
-        Ok(self)
-    }
-
-    /// The lexicon of [`VoicesSource::lexicon`].
-    pub fn lexicon(&self) -> Lexicon {
-        let mut lexicon = Lexicon::new();
-        for entry in &self.lexicon {
-            lexicon.insert(entry.clone());
-        }
-        lexicon
-    }
-
-    /// The voices, with the cast's voices and casting applied.
-    pub fn parse(&self) -> Result<VoicesConfig, SourceError> {
-        let mut config = VoicesConfig::parse(&self.toml, &self.file)?;
-        if let Some(cast) = &self.cast {
-            let path = std::path::Path::new(&cast.file);
-            config.apply_cast(path, &Cast::parse(&cast.toml, path)?)?;
-        }
-        Ok(config)
-    }
-}
+use crate::text::ScriptChapter;
 
 /// Tags of the SRT/LRC subtitles written beside a chapter (as `build` does).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -322,12 +215,7 @@ pub fn plan_book(input: &BookPlanInput, renderer: &Renderer) -> JobPlan {
     let mut seen = std::collections::HashSet::new();
     let mut mixes = Vec::new();
     for job in &input.chapters {
-        // What `Renderer::render` does to a job before planning its chunks.
-        let spoken = if renderer.config.mix.speak_title {
-            pipeline::with_spoken_title(job.clone())
-        } else {
-            job.clone()
-        };
+        let spoken = renderer.prepare(job.clone());
         let mut keys = Vec::new();
         for planned in renderer.plan_chapter(&spoken.chapter) {
             if pipeline::is_silent(&planned.request) {

@@ -15,12 +15,10 @@ use tokio::sync::watch;
 use super::plan::{BatchRecord, BookRecord, OutputsSpec, TaskSpec, VoicesSource};
 use super::{Claimed, QueueError, TaskKind, TaskQueue, TaskState};
 use crate::audio::encode::Format;
-use crate::batch::state::{
-    BookState, ChapterState, OutputFile, STATE_DIR, chapter_file_hash, file_stamp, record_output,
-};
 use crate::manifest::ManifestChapter;
 use crate::outputs::{BookFile, BookOutputs, ChapterFile};
 use crate::pipeline::{self, ChapterJob, Renderer};
+use crate::state::{BookState, OutputFile, STATE_DIR, chapter_file_hash, record_output};
 use crate::synth::cache::{Cache, CacheKey};
 
 /// How a worker runs.
@@ -322,17 +320,13 @@ impl Worker {
         if let Some(renderer) = renderers.get(voices) {
             return Ok(Arc::clone(renderer));
         }
-        let config = voices
-            .parse()
-            .map_err(|e| TaskFailure::permanent(e.to_string()))?;
-        let renderer = Arc::new(
-            Renderer::with_cache(
-                config,
-                self.options.worker_program.clone(),
-                Some(self.cache.clone()),
-            )
-            .with_lexicon(voices.lexicon()),
-        );
+        let renderer = crate::session::renderer_for(
+            voices,
+            self.options.worker_program.clone(),
+            Some(self.cache.clone()),
+        )
+        .map_err(|e| TaskFailure::permanent(e.to_string()))?;
+        let renderer = Arc::new(renderer);
         renderers.insert(voices.clone(), Arc::clone(&renderer));
         Ok(renderer)
     }
@@ -544,6 +538,21 @@ impl Worker {
             // Book tasks of two plans of one book (a chapter added while
             // the first still ran) merge into the manifest one at a time.
             let _lock = lock_file(&dir, "book.lock")?;
+            // The report of what this plan's workers rendered, as `build`
+            // and `batch run` write one.
+            let audio_s: f64 = chapters.iter().map(|c| c.duration_s).sum();
+            let summary = format!(
+                "{} chapters rendered into {} ({} audio) by queue workers",
+                chapters.len(),
+                dir.display(),
+                crate::progress::format_duration(audio_s)
+            );
+            crate::session::report::write(&dir, &summary, &[], &chapters).map_err(|e| {
+                format!(
+                    "cannot write {}: {e}",
+                    dir.join(crate::session::report::REPORT).display()
+                )
+            })?;
             outputs
                 .refresh_book(&dir, chapters, only.as_ref().map(|o| &o[..]))
                 .map_err(|e| crate::error::error_chain(&e))?;
@@ -626,7 +635,6 @@ fn record_chapter(
     tags: Option<&str>,
     made: &[ChapterFile],
 ) -> Result<(), String> {
-    let (bytes, mtime_ns) = file_stamp(&job.path).unwrap_or_default();
     // The WAV's path relative to the book directory (it may be in a hidden
     // folder of it).
     let file = job.path.strip_prefix(book_dir).map_or_else(
@@ -644,15 +652,14 @@ fn record_chapter(
         }
     }
     update_state(book_dir, &record.job, |state| {
-        state.set(ChapterState {
-            index: job.index,
-            title: chapter.title.clone(),
-            file,
-            hash: record.hash.clone(),
-            bytes,
-            mtime_ns,
+        state.record_chapter(
+            book_dir,
+            job.index,
+            &chapter.title,
+            &file,
+            &record.hash,
             outputs,
-        });
+        );
     })
 }
 

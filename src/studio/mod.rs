@@ -21,13 +21,13 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::broadcast;
 
-use crate::batch::source::{SourceError, read_source};
 use crate::book::Book;
+use crate::book::{SourceError, read_source};
 use crate::config::{ConfigError, VoicesConfig};
 use crate::frontend::{Lexicon, LexiconError};
 use crate::pipeline::{ChapterJob, Renderer};
 use crate::synth::cache::{Cache, CacheError};
-use crate::text::{Cast, CastError, ScriptChapter};
+use crate::text::{Cast, CastError, ScriptChapter, SplitOptions};
 
 pub use api::router;
 
@@ -136,7 +136,11 @@ impl Studio {
         let cast = Cast::parse(&cast_text, &options.cast)?;
         let lexicon_text = read_optional(&options.lexicon)?;
         let user_lexicon = Lexicon::parse(&lexicon_text, &options.lexicon)?;
-        let book = Arc::new(read_source(&options.book, cast_arg(&cast))?);
+        let book = Arc::new(read_source(
+            &options.book,
+            cast_arg(&cast),
+            SplitOptions::default(),
+        )?);
         let config = Arc::new(with_cast(&base, &options.cast, &cast)?);
         let mut lexicon = user_lexicon;
         book.add_ruby_words(&mut lexicon);
@@ -403,7 +407,7 @@ impl Studio {
             )
         };
         let total = chapters.len();
-        let dir = crate::commands::build::book_dir(&self.options.out, &book.stem);
+        let dir = crate::names::book_dir(&self.options.out, &book.stem);
         self.emit(&serde_json::json!({"type": "render", "state": "started", "done": 0, "total": total, "chapters": chapters}));
         if let Err(e) = std::fs::create_dir_all(&dir) {
             self.emit(&serde_json::json!({"type": "render", "state": "finished", "done": 0, "total": total,
@@ -414,7 +418,7 @@ impl Studio {
             .iter()
             .map(|&index| {
                 let chapter = book.script.chapters[index - 1].clone();
-                let file = crate::commands::build::chapter_file_name(index, &chapter.title);
+                let file = crate::names::chapter_file_name(index, &chapter.title);
                 ChapterJob {
                     index,
                     chapter,
@@ -468,7 +472,7 @@ impl Studio {
         let path = &self.options.cast;
         let cast = Cast::parse(text, path)?;
         let config = with_cast(&self.base, path, &cast)?;
-        let book = read_source(&self.options.book, cast_arg(&cast))?;
+        let book = read_source(&self.options.book, cast_arg(&cast), SplitOptions::default())?;
         edit::write_atomically(path, text)?;
         let mut loaded = self.loaded();
         let mut lexicon = Lexicon::parse(&loaded.lexicon_text, &self.options.lexicon)?;

@@ -6,9 +6,13 @@ use std::path::{Path, PathBuf};
 
 use std::collections::HashMap;
 
+mod folder;
+
 use crate::epub::{self, EpubBook, EpubError};
+pub use crate::epub::{Cover, Metadata};
 use crate::frontend::lexicon::{Entry, Lexicon, LexiconError};
 use crate::text::{Cast, DecodeError, Decoded, Script, SplitOptions, decode};
+pub use folder::{SourceError, read_source, source_stem};
 
 /// Why a book file cannot be read.
 #[derive(Debug, thiserror::Error)]
@@ -42,23 +46,6 @@ pub enum BookError {
 pub enum BookFormat {
     Text,
     Epub,
-}
-
-/// A cover image taken from the book.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Cover {
-    /// As the book declares it (`image/jpeg`, `image/png`, …).
-    pub media_type: String,
-    pub bytes: Vec<u8>,
-}
-
-/// What the book says about itself (EPUB OPF metadata; empty for TXT).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Metadata {
-    pub title: Option<String>,
-    pub author: Option<String>,
-    pub language: Option<String>,
-    pub cover: Option<Cover>,
 }
 
 /// A book read from disk.
@@ -180,7 +167,7 @@ pub fn read_book_with_options(
     cast: Option<&Cast>,
     options: SplitOptions,
 ) -> Result<Book, BookError> {
-    let (stem, source) = read_source(path)?;
+    let (stem, source) = read_file(path)?;
     Ok(match source {
         Source::Text(decoded) => {
             let script = Script::from_text_with_options(&decoded.text, &stem, cast, options);
@@ -206,7 +193,7 @@ pub fn read_book_with_options(
 /// An EPUB's text is its chapters, each title on a line before its
 /// paragraphs.
 pub fn read_text(path: &Path) -> Result<(String, Decoded), BookError> {
-    let (stem, source) = read_source(path)?;
+    let (stem, source) = read_file(path)?;
     let decoded = match source {
         Source::Text(decoded) => decoded,
         Source::Epub(book) => {
@@ -227,7 +214,7 @@ pub fn read_text(path: &Path) -> Result<(String, Decoded), BookError> {
     Ok((stem, decoded))
 }
 
-fn read_source(path: &Path) -> Result<(String, Source), BookError> {
+fn read_file(path: &Path) -> Result<(String, Source), BookError> {
     let path_buf = || path.to_owned();
     if path.is_dir() {
         return Err(BookError::Directory { path: path_buf() });

@@ -1,4 +1,5 @@
-//! What a job knows between runs, kept beside the book's output in
+//! What a book directory records of its renders (by `batch run` and by
+//! queue workers of batch jobs), kept beside the output in
 //! `OUT/<book>/.tingshu-batch/`:
 //! - `state.json` — per chapter: file, content hash, size and modification
 //!   time of the file written; rewritten only when a chapter changed;
@@ -17,7 +18,7 @@ use crate::outputs::ChapterFile;
 use crate::text::ScriptChapter;
 
 /// Name of the state directory inside a book's output directory.
-pub const STATE_DIR: &str = ".tingshu-batch";
+pub use crate::names::STATE_DIR;
 
 /// Bump when the meaning of the hashes changes.
 const STATE_VERSION: u32 = 1;
@@ -183,6 +184,31 @@ impl BookState {
         self.remove(chapter.index);
         self.chapters.push(chapter);
         self.chapters.sort_by_key(|c| c.index);
+    }
+
+    /// Records chapter `index` as just rendered from `hash` into `file`
+    /// (relative to `book_dir`), stamped with the file's size and mtime,
+    /// with the other files made from it: what `batch run` and queue
+    /// workers record alike.
+    pub fn record_chapter(
+        &mut self,
+        book_dir: &Path,
+        index: usize,
+        title: &str,
+        file: &str,
+        hash: &str,
+        outputs: Vec<OutputFile>,
+    ) {
+        let (bytes, mtime_ns) = file_stamp(&book_dir.join(file)).unwrap_or_default();
+        self.set(ChapterState {
+            index,
+            title: title.to_owned(),
+            file: file.to_owned(),
+            hash: hash.to_owned(),
+            bytes,
+            mtime_ns,
+            outputs,
+        });
     }
 
     pub fn remove(&mut self, index: usize) {

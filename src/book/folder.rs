@@ -1,13 +1,14 @@
-//! A job's source: a TXT file (read as `tingshu build` reads it), or a
-//! directory of chapter files (`*.txt`) read in name order, numbers compared
-//! by value (`2.txt` before `10.txt`).
+//! A book's source: a TXT or EPUB file, or a directory of chapter files
+//! (`*.txt`) read in name order, numbers compared by value (`2.txt` before
+//! `10.txt`).
 
 use std::cmp::Ordering;
 use std::path::{Path, PathBuf};
 
-use crate::book::{Book, BookError, read_book_with_cast};
+use super::{Book, BookError, read_book_with_options};
 use crate::text::Cast;
 use crate::text::Script;
+use crate::text::SplitOptions;
 
 /// Why a source cannot be read.
 #[derive(Debug, thiserror::Error)]
@@ -37,17 +38,22 @@ pub fn source_stem(path: &Path) -> String {
         .unwrap_or_else(|| "book".to_owned())
 }
 
-/// Reads a source into a book, naming speakers from `cast`.
-pub fn read_source(path: &Path, cast: Option<&Cast>) -> Result<Book, SourceError> {
+/// Reads a source into a book, naming speakers from `cast`, split with
+/// `options`.
+pub fn read_source(
+    path: &Path,
+    cast: Option<&Cast>,
+    options: SplitOptions,
+) -> Result<Book, SourceError> {
     if !path.is_dir() {
-        return Ok(read_book_with_cast(path, cast)?);
+        return Ok(read_book_with_options(path, cast, options)?);
     }
     let files = chapter_files(path)?;
     let mut chapters = Vec::new();
     let mut encodings: Vec<&'static str> = Vec::new();
     let (mut readings, mut skipped) = (Vec::new(), Vec::new());
     for file in &files {
-        let book = read_book_with_cast(file, cast)?;
+        let book = read_book_with_options(file, cast, options)?;
         if !encodings.contains(&book.encoding) {
             encodings.push(book.encoding);
         }
@@ -172,7 +178,7 @@ mod tests {
         std::fs::write(src.join("notes.md"), "不是章节\n").unwrap();
         std::fs::write(src.join(".hidden.txt"), "第三章 藏\n不读。\n").unwrap();
         std::fs::write(src.join("1.txt"), "海边很安静。\n").unwrap();
-        let book = read_source(&src, None).unwrap();
+        let book = read_source(&src, None, SplitOptions::default()).unwrap();
         assert_eq!(book.stem, "连载");
         let titles: Vec<_> = book
             .script
@@ -187,7 +193,7 @@ mod tests {
         let empty = dir.path().join("empty");
         std::fs::create_dir(&empty).unwrap();
         assert!(matches!(
-            read_source(&empty, None),
+            read_source(&empty, None, SplitOptions::default()),
             Err(SourceError::NoChapters { .. })
         ));
     }

@@ -1,0 +1,258 @@
+//! One render, put together in one place.
+//!
+//! Every command that renders — `build`, `batch run`, `preview`, `enqueue`
+//! (planning) and `worker` — opens a [`RenderSession`] from a
+//! [`SessionSpec`]: the book (split with its cast), the voices (with the
+//! cast's voices and casting), the lexicon (the user's file and the book's
+//! ruby readings), the synthesis cache, and the [`Renderer`] built from
+//! them. Every path thus reads a book the same way and sends the same
+//! requests, hence writes the same bytes.
+//!
+//! - [`voices`] — the voices, cast and lexicon as text (what queue tasks
+//!   carry);
+//! - [`book`] — a whole book into its folder (`build`);
+//! - [`cover`] — the book's own cover, staged for ffmpeg;
+//! - [`report`] — `report.txt` and its pace flags.
+
+pub mod book;
+pub mod cover;
+pub mod report;
+pub mod voices;
+
+use std::path::{Path, PathBuf};
+
+use crate::audio::encode::Format;
+use crate::book::{Book, SourceError, read_book_with_options, read_source};
+use crate::config::ConfigError;
+use crate::frontend::lexicon::LexiconError;
+use crate::names::{STATE_DIR, chapter_file_name};
+use crate::outputs::BookOutputs;
+use crate::pipeline::{ChapterError, ChapterJob, ChapterOutcome, Renderer};
+use crate::synth::cache::{Cache, CacheError};
+use crate::text::{CastError, Script, ScriptChapter, SplitOptions};
+pub use voices::{VoicesError, VoicesSource};
+
+/// Where the book comes from.
+#[derive(Debug, Clone)]
+pub enum BookInput {
+    /// A TXT or EPUB file.
+    File(PathBuf),
+    /// A TXT or EPUB file, or a directory of chapter files (a batch job's
+    /// source).
+    Source(PathBuf),
+    /// Text given directly (`preview TEXT`), under a name for the book.
+    Text { text: String, name: String },
+}
+
+/// Where synthesized chunks are kept.
+#[derive(Debug, Clone)]
+pub struct CacheSpec {
+    /// A directory, or an `s3://` URL.
+    pub location: PathBuf,
+    /// Entries are written by an idle-priority thread while synthesis goes
+    /// on; [`RenderSession::flush`] waits for them. Off where another
+    /// process must find an entry as soon as it is made (queue workers).
+    pub write_behind: bool,
+}
+
+/// What a render is put together from.
+#[derive(Debug, Clone)]
+pub struct SessionSpec {
+    pub book: BookInput,
+    pub split: SplitOptions,
+    /// Voices file; the default voices when `None`.
+    pub voices: Option<PathBuf>,
+    /// Cast file: speakers' names, aliases and voices.
+    pub cast: Option<PathBuf>,
+    /// Pronunciation lexicon, above the book's own ruby readings.
+    pub lexicon: Option<PathBuf>,
+    /// No cache when `None` (planning queue tasks renders nothing).
+    pub cache: Option<CacheSpec>,
+    /// The binary that runs espeak-ng worker processes.
+    pub worker_program: Option<PathBuf>,
+}
+
+impl SessionSpec {
+    /// A spec for the book at `path` with the default voices, no cast, no
+    /// lexicon and no cache.
+    pub fn for_file(path: impl Into<PathBuf>) -> SessionSpec {
+        SessionSpec {
+            book: BookInput::File(path.into()),
+            split: SplitOptions::default(),
+            voices: None,
+            cast: None,
+            lexicon: None,
+            cache: None,
+            worker_program: None,
+        }
+    }
+}
+
+impl SessionSpec {
+    /// This spec, reading the book from `book`.
+    pub fn with_book(mut self, book: BookInput) -> SessionSpec {
+        self.book = book;
+        self
+    }
+}
+
+/// Why a render could not be put together. Each names the file or key.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    #[error(transparent)]
+    Book(#[from] SourceError),
+    #[error(transparent)]
+    Voices(#[from] VoicesError),
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    Cast(#[from] CastError),
+    #[error(transparent)]
+    Lexicon(#[from] LexiconError),
+    #[error(transparent)]
+    Cache(#[from] CacheError),
+    #[error("cache {location}: cannot start its writer thread")]
+    CacheWriter {
+        location: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// A book ready to render: everything read, checked and built.
+pub struct RenderSession {
+    pub book: Book,
+    /// The voices, cast and lexicon as text.
+    pub voices: VoicesSource,
+    /// Backends, client (limits, retries, fallbacks, cache) and lexicon.
+    pub renderer: Renderer,
+    /// The cache the renderer reads and fills, when there is one.
+    pub cache: Option<Cache>,
+}
+
+impl RenderSession {
+    /// Reads the book, voices, cast and lexicon and builds the renderer.
+    /// Nothing is written, except that a cache directory's stale temporary
+    /// files are removed.
+    pub fn open(spec: &SessionSpec) -> Result<RenderSession, SessionError> {
+        // The front end's tables load while the book is read.
+        crate::frontend::warm_up();
+        let mut voices =
+            VoicesSource::load(spec.voices.as_deref())?.with_cast(spec.cast.as_deref())?;
+        let cast = voices.cast()?;
+        let book = match &spec.book {
+            BookInput::File(path) => read_book_with_options(path, cast.as_ref(), spec.split)
+                .map_err(SourceError::from)?,
+            BookInput::Source(path) => read_source(path, cast.as_ref(), spec.split)?,
+            BookInput::Text { text, name } => {
+                let script = Script::from_text_with_options(text, name, cast.as_ref(), spec.split);
+                Book::from_script(name.clone(), "UTF-8", script)
+            }
+        };
+        let lexicon = book.lexicon(spec.lexicon.as_deref())?;
+        voices.lexicon = lexicon.entries().to_vec();
+        let cache = spec.cache.as_ref().map(open_cache).transpose()?;
+        let renderer = renderer_for(&voices, spec.worker_program.clone(), cache.clone())?;
+        Ok(RenderSession {
+            book,
+            voices,
+            renderer,
+            cache,
+        })
+    }
+
+    /// The render jobs of chapters `indices` (1-based, in range) into
+    /// `wav_dir`, under their file names.
+    pub fn chapter_jobs(&self, wav_dir: &Path, indices: &[usize]) -> Vec<ChapterJob> {
+        indices
+            .iter()
+            .filter_map(|&index| {
+                let chapter = self.book.script.chapters.get(index.checked_sub(1)?)?;
+                Some(chapter_job(wav_dir, index, chapter))
+            })
+            .collect()
+    }
+
+    /// Renders one job (a chapter or a passage) to its path.
+    pub async fn render_one(&self, job: ChapterJob) -> ChapterOutcome {
+        let (index, title) = (job.index, job.chapter.title.clone());
+        let mut outcome = None;
+        self.renderer.render(vec![job], |o| outcome = Some(o)).await;
+        outcome.unwrap_or(ChapterOutcome {
+            index,
+            title,
+            result: Err(ChapterError::Incomplete { missing: 0 }),
+        })
+    }
+
+    /// The outputs of the book in `formats` into its folder `dir`, tagged
+    /// from the book's metadata (as `build` without `--author` and
+    /// `--cover`); no encoder (the caller adds its own where it encodes:
+    /// here, or on a queue's workers). When an encoded format embeds it,
+    /// the book's own cover (EPUB) is kept in `dir`'s state folder,
+    /// rewritten only when it changes: a path queue workers on other
+    /// machines read as well.
+    pub fn book_outputs(&self, formats: &[Format], dir: &Path) -> std::io::Result<BookOutputs> {
+        let book = &self.book;
+        let mut outputs = BookOutputs::new(
+            &book.script.book,
+            self.renderer.config.mix.sample_rate,
+            formats,
+        );
+        outputs.set_metadata(&book.metadata, None);
+        if let Some(book_cover) = book.metadata.cover.as_ref().filter(|c| !c.bytes.is_empty())
+            && outputs.needs_encoder()
+        {
+            // Checked where ffmpeg is; workers check again by failing.
+            let encoder = crate::outputs::system_encoder().ok();
+            outputs.cover = cover::stage(
+                book_cover,
+                &dir.join(STATE_DIR).join("cover"),
+                encoder.as_ref(),
+            )?;
+        }
+        Ok(outputs)
+    }
+
+    /// Waits until every cache entry made so far is stored.
+    pub fn flush(&self) {
+        if let Some(cache) = &self.cache {
+            cache.flush();
+        }
+    }
+}
+
+/// The renderer of `voices` (voices file, cast and lexicon) with `cache`:
+/// what a session renders with, and what a queue worker builds from a
+/// task's payload.
+pub fn renderer_for(
+    voices: &VoicesSource,
+    worker_program: Option<PathBuf>,
+    cache: Option<Cache>,
+) -> Result<Renderer, VoicesError> {
+    Ok(Renderer::with_cache(voices.parse()?, worker_program, cache).with_lexicon(voices.lexicon()))
+}
+
+/// Opens the cache of `spec`; removes the temporary files of dead writers.
+pub fn open_cache(spec: &CacheSpec) -> Result<Cache, SessionError> {
+    let cache = Cache::open(&spec.location)?;
+    cache.remove_stale_temps();
+    if !spec.write_behind {
+        return Ok(cache);
+    }
+    cache
+        .write_behind()
+        .map_err(|source| SessionError::CacheWriter {
+            location: spec.location.clone(),
+            source,
+        })
+}
+
+/// The render job of chapter `index` (1-based) into `dir`.
+pub fn chapter_job(dir: &Path, index: usize, chapter: &ScriptChapter) -> ChapterJob {
+    ChapterJob {
+        index,
+        chapter: chapter.clone(),
+        path: dir.join(chapter_file_name(index, &chapter.title)),
+    }
+}
