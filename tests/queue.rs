@@ -1358,8 +1358,8 @@ fn batch_formats_on_workers_match_batch_run(engine: Engine) {
         "{names:?}"
     );
     // Every file (audio, subtitles, MP3s, M4B, manifest, playlist) is the
-    // bytes of `batch run`.
-    for name in &names {
+    // bytes of `batch run`; the reports tell of different runs.
+    for name in names.iter().filter(|n| *n != "report.txt") {
         assert!(
             std::fs::read(multi.join(name)).unwrap() == std::fs::read(single.join(name)).unwrap(),
             "{name} differs between workers and batch run"
@@ -1477,8 +1477,7 @@ fn redis_enqueued_formats_need_ffmpeg_only_for_encoded_files() {
         String::from_utf8_lossy(&built.stderr)
     );
     let single = out.join("守灯");
-    let mut names = visible_names(&single);
-    names.remove("report.txt");
+    let names = visible_names(&single);
     assert_eq!(visible_names(&multi), names);
     let count = |ext: &str| names.iter().filter(|n| n.ends_with(ext)).count();
     assert_eq!(
@@ -1486,7 +1485,7 @@ fn redis_enqueued_formats_need_ffmpeg_only_for_encoded_files() {
         [2, 2, 2, 1, 1],
         "{names:?}"
     );
-    for name in &names {
+    for name in names.iter().filter(|n| *n != "report.txt") {
         assert!(
             std::fs::read(multi.join(name)).unwrap() == std::fs::read(single.join(name)).unwrap(),
             "{name} differs between build and workers"

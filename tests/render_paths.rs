@@ -73,8 +73,8 @@ const NOVEL: &str = "第一章 雾港\n\n\
 const CAST: &str = "[[character]]\nname = \"阿澜\"\ngender = \"female\"\n\n\
     [[character]]\nname = \"老周\"\ngender = \"male\"\n";
 
-/// An EPUB 3 of two chapters; 好 is annotated hào at each occurrence
-/// (the front end alone reads 好人 as hǎo).
+/// An EPUB 3 of two chapters; 好人 is annotated hào rén at each occurrence,
+/// where the front end alone reads hǎo rén.
 fn write_epub(path: &Path) {
     let chapter = |title: &str, body: &str| {
         format!(
@@ -113,14 +113,14 @@ fn write_epub(path: &Path) {
             "OEBPS/c1.xhtml",
             chapter(
                 "第一章 山雨",
-                "<p>他生来<ruby>好<rt>hào</rt></ruby>客，山里的人都爱到他家坐。</p><p>雨停了，溪水涨得很快。</p>",
+                "<p>他是个<ruby>好人<rt>hào rén</rt></ruby>，山里的人都爱到他家坐。</p><p>雨停了，溪水涨得很快。</p>",
             ),
         ),
         (
             "OEBPS/c2.xhtml",
             chapter(
                 "第二章 晴川",
-                "<p>天晴以后，<ruby>好<rt>hào</rt></ruby>客的主人摆出了新茶。</p>",
+                "<p>天晴以后，那位<ruby>好人<rt>hào rén</rt></ruby>摆出了新茶。</p>",
             ),
         ),
     ];
@@ -375,7 +375,7 @@ fn build_batch_preview_and_a_worker_write_the_same_books() {
     // The ruby reading is what was said: without the book's lexicon the
     // chapter reads differently (so every path above used it).
     let plain = dir.path().join("plain.wav");
-    let text = "第一章 山雨\n\n他生来好客，山里的人都爱到他家坐。\n\n雨停了，溪水涨得很快。\n";
+    let text = "第一章 山雨\n\n他是个好人，山里的人都爱到他家坐。\n\n雨停了，溪水涨得很快。\n";
     let txt = dir.path().join("山居.txt");
     std::fs::write(&txt, text).unwrap();
     tingshu(&[
