@@ -451,7 +451,7 @@ pub fn true_peak_threshold(floor: f32) -> f32 {
 
 /// True peak (linear) of clips that sit apart (silence around each), at
 /// least `floor`, each clip given with its block peaks
-/// ([`super::limit::block_peaks`]): only neighbourhoods of samples loud
+/// ([`super::peak_limiter::block_peaks`]): only neighbourhoods of samples loud
 /// enough to possibly pass `floor` once interpolated are oversampled, and
 /// blocks too quiet to hold one are skipped without reading their samples.
 pub fn true_peak_above(clips: &[(&[f32], &[f32])], floor: f32) -> f32 {
@@ -512,7 +512,7 @@ mod tests {
         let refs: Vec<&[f32]> = clips.iter().map(Vec::as_slice).collect();
         let peaks: Vec<Vec<f32>> = refs
             .iter()
-            .map(|c| super::super::limit::block_peaks(c))
+            .map(|c| super::super::peak_limiter::block_peaks(c))
             .collect();
         let with_peaks: Vec<(&[f32], &[f32])> = refs
             .iter()

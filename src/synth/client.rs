@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use super::cache::{Cache, CacheKey};
-use super::limit::Limiter;
+use super::rate_limit::Limiter;
 use super::retry::RetryPolicy;
 use super::{SynthError, SynthRequest, Synthesizer};
 use crate::audio::AudioClip;

@@ -8,8 +8,8 @@ pub mod command;
 pub mod espeak;
 pub mod http;
 pub mod kokoro;
-pub mod limit;
 pub mod openai;
+pub mod rate_limit;
 pub mod retry;
 
 use std::time::Duration;

@@ -1,0 +1,194 @@
+//! Write-behind for a directory cache: entries queued in memory and written
+//! by a thread at idle priority, so on a busy machine file creation waits
+//! for a free core instead of taking one from synthesis.
+
+use std::collections::{HashMap, VecDeque};
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+
+use super::CacheKey;
+use super::dir::write_entry;
+
+/// Entries waiting to be written by the background thread of a directory
+/// cache. Dropping it writes what is left and ends the thread.
+pub(super) struct WriteBehind {
+    dir: PathBuf,
+    shared: Arc<Pending>,
+    thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+#[derive(Default)]
+struct Pending {
+    state: Mutex<PendingState>,
+    /// Signalled when work arrives or the cache is dropped.
+    work: Condvar,
+    /// Signalled when an entry has been written.
+    written: Condvar,
+}
+
+#[derive(Default)]
+struct PendingState {
+    /// Encoded entries not yet in the directory, readable meanwhile.
+    entries: HashMap<CacheKey, Arc<Vec<u8>>>,
+    /// Keys in the order they were stored.
+    queue: VecDeque<CacheKey>,
+    stop: bool,
+}
+
+impl fmt::Debug for WriteBehind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WriteBehind").finish_non_exhaustive()
+    }
+}
+
+impl WriteBehind {
+    /// Starts the writer thread for the cache directory `dir`.
+    pub(super) fn start(dir: &Path) -> std::io::Result<WriteBehind> {
+        let shared = Arc::new(Pending::default());
+        let thread = {
+            let shared = Arc::clone(&shared);
+            let dir = dir.to_owned();
+            std::thread::Builder::new()
+                .name("tingshu-cache-writer".into())
+                .spawn(move || shared.run(&dir))?
+        };
+        Ok(WriteBehind {
+            dir: dir.to_owned(),
+            shared,
+            thread: Mutex::new(Some(thread)),
+        })
+    }
+
+    /// Queues the encoded entry `bytes` under `key`.
+    pub(super) fn queue(&self, key: &CacheKey, bytes: Vec<u8>) {
+        let mut state = self.shared.lock();
+        if state.entries.insert(key.clone(), Arc::new(bytes)).is_none() {
+            state.queue.push_back(key.clone());
+        }
+        drop(state);
+        self.shared.work.notify_one();
+    }
+
+    /// The encoded entry for `key` waiting to be written, if any.
+    pub(super) fn pending(&self, key: &CacheKey) -> Option<Arc<Vec<u8>>> {
+        self.shared.lock().entries.get(key).map(Arc::clone)
+    }
+
+    /// Waits until every entry queued so far is in the directory, writing
+    /// queued ones in this thread (at its priority) meanwhile.
+    pub(super) fn flush(&self) {
+        let pending = &self.shared;
+        while pending.write_one(&self.dir) {}
+        let mut state = pending.lock();
+        while !state.entries.is_empty() {
+            state = pending
+                .written
+                .wait(state)
+                .unwrap_or_else(|e| e.into_inner());
+        }
+    }
+}
+
+impl Pending {
+    fn lock(&self) -> MutexGuard<'_, PendingState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Writes the oldest queued entry, if any; returns whether it did.
+    fn write_one(&self, dir: &Path) -> bool {
+        let (key, bytes) = {
+            let mut state = self.lock();
+            let Some(key) = state.queue.pop_front() else {
+                return false;
+            };
+            let bytes = Arc::clone(&state.entries[&key]);
+            (key, bytes)
+        };
+        if let Err(e) = write_entry(dir, &key, &bytes) {
+            tracing::warn!(cache = %dir.display(), error = %e, "cannot store in cache");
+        }
+        self.lock().entries.remove(&key);
+        self.written.notify_all();
+        true
+    }
+
+    /// The background thread: writes entries as they come, at idle priority.
+    fn run(&self, dir: &Path) {
+        lower_priority();
+        loop {
+            if self.write_one(dir) {
+                continue;
+            }
+            let state = self.lock();
+            if state.stop && state.queue.is_empty() {
+                return;
+            }
+            if state.queue.is_empty() {
+                drop(self.work.wait(state).unwrap_or_else(|e| e.into_inner()));
+            }
+        }
+    }
+}
+
+/// Makes this thread run only when a core would otherwise be idle
+/// (`SCHED_IDLE`); where that is refused it keeps its priority.
+fn lower_priority() {
+    #[cfg(target_os = "linux")]
+    {
+        let param = libc::sched_param { sched_priority: 0 };
+        // SAFETY: changes only the calling thread's (tid 0) policy.
+        unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) };
+    }
+}
+
+impl Drop for WriteBehind {
+    fn drop(&mut self) {
+        self.shared.lock().stop = true;
+        self.shared.work.notify_all();
+        let thread = self
+            .thread
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(thread) = thread {
+            let _ = thread.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::audio::AudioClip;
+    use crate::synth::cache::tests::req;
+    use crate::synth::cache::{Cache, CacheKey};
+
+    #[test]
+    fn entries_written_behind_are_served_at_once_and_land_on_disk() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::new(dir.path()).write_behind().unwrap();
+        let keys: Vec<CacheKey> = (0..40)
+            .map(|i| CacheKey::new("x", &req(&format!("第{i}句"), 1.0)))
+            .collect();
+        let clip = |i: usize| AudioClip::from_i16(&[i as i16, -(i as i16), 7], 22050);
+        for (i, key) in keys.iter().enumerate() {
+            cache.put(key, &clip(i)).unwrap();
+            // Readable before the writer has got to it.
+            assert_eq!(cache.get(key), Some(clip(i)));
+            assert!(cache.contains(key));
+        }
+        cache.flush();
+        let on_disk = Cache::new(dir.path());
+        for (i, key) in keys.iter().enumerate() {
+            assert_eq!(on_disk.get(key), Some(clip(i)), "entry {i}");
+        }
+        // Dropping the last handle writes what is still queued.
+        let late = CacheKey::new("x", &req("最后", 1.0));
+        let copy = cache.clone();
+        copy.put(&late, &clip(99)).unwrap();
+        drop(cache);
+        drop(copy);
+        assert_eq!(on_disk.get(&late), Some(clip(99)));
+        assert_eq!(on_disk.len(), 41);
+    }
+}
