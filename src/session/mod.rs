@@ -86,9 +86,7 @@ impl SessionSpec {
             worker_program: None,
         }
     }
-}
 
-impl SessionSpec {
     /// This spec, reading the book from `book`.
     pub fn with_book(mut self, book: BookInput) -> SessionSpec {
         self.book = book;
