@@ -4,85 +4,24 @@
 //! speakers without a cast file (WP2021 dev) and `--suggest-cast` on 西游记.
 //!
 //! Goldens live in `tests/golden/messy/`; rewrite them after a reviewed
-//! change with `TINGSHU_UPDATE_GOLDEN=1 cargo test --release --test messy`.
-//! Tests that need `../shared` skip with a message when it is absent, unless
-//! `TINGSHU_REQUIRE_SERVICES=1`.
+//! change with `TINGSHU_UPDATE_GOLDEN=1 cargo test --release --test cli messy::`.
+//! Tests that need `../shared` skip with a message when it is absent, and
+//! fail when it is there without the file and `TINGSHU_REQUIRE_SERVICES=1`.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
-const BIN: &str = env!("CARGO_BIN_EXE_tingshu");
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+use crate::support::cli::{ok, tingshu};
+use crate::support::paths::{self, path_str};
+use crate::support::script::{chapters, chinese_number, json_lines};
+use crate::support::services::shared;
 
 fn fixture(name: &str) -> PathBuf {
-    root().join("tests/fixtures/split").join(name)
-}
-
-fn shared(rel: &str) -> Option<PathBuf> {
-    let path = root().join("../shared").join(rel);
-    if path.is_file() {
-        return Some(path);
-    }
-    assert!(
-        std::env::var_os("TINGSHU_REQUIRE_SERVICES").is_none_or(|v| v != "1"),
-        "{} is required (TINGSHU_REQUIRE_SERVICES=1)",
-        path.display()
-    );
-    println!("skipped: {} not found", path.display());
-    None
-}
-
-fn tingshu(args: &[&str]) -> Output {
-    Command::new(BIN).args(args).output().expect("run tingshu")
-}
-
-fn stdout_ok(out: &Output) -> String {
-    assert!(
-        out.status.success(),
-        "exit {:?}: {}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout.clone()).expect("UTF-8 output")
-}
-
-fn path_str(p: &Path) -> &str {
-    p.to_str().expect("UTF-8 path")
+    paths::fixture("split").join(name)
 }
 
 fn golden(name: &str, actual: &str) {
-    let path = root().join("tests/golden/messy").join(name);
-    if std::env::var_os("TINGSHU_UPDATE_GOLDEN").is_some() {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, actual).unwrap();
-        return;
-    }
-    let expected = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{}: {e} (set TINGSHU_UPDATE_GOLDEN=1)", path.display()));
-    if expected != actual {
-        let first = expected
-            .lines()
-            .zip(actual.lines())
-            .position(|(e, a)| e != a)
-            .unwrap_or(expected.lines().count().min(actual.lines().count()));
-        panic!(
-            "{} differs at line {}:\n  expected: {}\n  actual:   {}",
-            path.display(),
-            first + 1,
-            expected.lines().nth(first).unwrap_or("<end>"),
-            actual.lines().nth(first).unwrap_or("<end>")
-        );
-    }
-}
-
-fn json_lines(text: &str) -> Vec<serde_json::Value> {
-    text.lines()
-        .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
-        .collect()
+    paths::golden(&format!("messy/{name}"), actual);
 }
 
 fn is_han(c: char) -> bool {
@@ -91,21 +30,6 @@ fn is_han(c: char) -> bool {
 
 fn han(s: &str) -> usize {
     s.chars().filter(|c| is_han(*c)).count()
-}
-
-/// (chapter number, title) of each chapter, in order.
-fn chapters(lines: &[serde_json::Value]) -> Vec<(u64, String)> {
-    let mut out: Vec<(u64, String)> = Vec::new();
-    for v in lines {
-        let key = (
-            v["chapter"].as_u64().unwrap(),
-            v["title"].as_str().unwrap().to_owned(),
-        );
-        if out.last() != Some(&key) {
-            out.push(key);
-        }
-    }
-    out
 }
 
 #[test]
@@ -119,18 +43,18 @@ fn fixtures_match_goldens() {
         "unbalanced-quotes",
     ] {
         let book = fixture(&format!("{name}.txt"));
-        let text = stdout_ok(&tingshu(&["split", path_str(&book)]));
+        let text = ok(&tingshu(["split", path_str(&book)]));
         golden(&format!("{name}.txt"), &text);
     }
     let notes = fixture("notes.txt");
-    let kept = stdout_ok(&tingshu(&["split", path_str(&notes), "--keep-notes"]));
+    let kept = ok(&tingshu(["split", path_str(&notes), "--keep-notes"]));
     golden("notes.keep-notes.txt", &kept);
 }
 
 #[test]
 fn fixture_cases_read_as_a_listener_expects() {
     let dialogue_of = |name: &str| -> Vec<(String, Option<String>)> {
-        let out = stdout_ok(&tingshu(&[
+        let out = ok(&tingshu([
             "split",
             path_str(&fixture(name)),
             "--format",
@@ -198,11 +122,11 @@ fn fixture_cases_read_as_a_listener_expects() {
 #[test]
 fn chapter_numbers_agree_between_split_and_build() {
     let book = fixture("headings.txt");
-    let out = stdout_ok(&tingshu(&["split", path_str(&book), "--format", "jsonl"]));
+    let out = ok(&tingshu(["split", path_str(&book), "--format", "jsonl"]));
     let listed = chapters(&json_lines(&out));
     let numbers: Vec<u64> = listed.iter().map(|c| c.0).collect();
     assert_eq!(numbers, (1..=listed.len() as u64).collect::<Vec<_>>());
-    let text = stdout_ok(&tingshu(&["split", path_str(&book)]));
+    let text = ok(&tingshu(["split", path_str(&book)]));
     for (n, title) in &listed {
         assert!(text.contains(&format!("# {n} {title}\n")), "{n} {title}");
     }
@@ -228,25 +152,6 @@ fn one_line_journey(dir: &Path) -> Option<(PathBuf, String)> {
     Some((path, one_line))
 }
 
-fn chinese_number(n: usize) -> String {
-    const DIGITS: [&str; 10] = ["零", "一", "二", "三", "四", "五", "六", "七", "八", "九"];
-    match n {
-        1..=9 => DIGITS[n].to_owned(),
-        10..=19 => format!("十{}", if n > 10 { DIGITS[n - 10] } else { "" }),
-        20..=99 => format!(
-            "{}十{}",
-            DIGITS[n / 10],
-            if !n.is_multiple_of(10) {
-                DIGITS[n % 10]
-            } else {
-                ""
-            }
-        ),
-        100 => "一百".to_owned(),
-        _ => unreachable!("1..=100 only"),
-    }
-}
-
 /// Share of the Han characters of a script that are in dialogue segments
 /// longer than 600 characters.
 fn runaway_share(lines: &[serde_json::Value]) -> f64 {
@@ -269,7 +174,7 @@ fn journey_without_line_breaks_has_its_hundred_chapters() {
     let Some((path, one_line)) = one_line_journey(dir.path()) else {
         return;
     };
-    let out = stdout_ok(&tingshu(&["split", path_str(&path), "--format", "jsonl"]));
+    let out = ok(&tingshu(["split", path_str(&path), "--format", "jsonl"]));
     let lines = json_lines(&out);
     let listed = chapters(&lines);
     assert_eq!(listed.len(), 100, "{listed:?}");
@@ -300,7 +205,7 @@ fn journey_without_line_breaks_has_its_hundred_chapters() {
         })
         .collect();
     std::fs::write(&path, &broken).unwrap();
-    let out = stdout_ok(&tingshu(&["split", path_str(&path), "--format", "jsonl"]));
+    let out = ok(&tingshu(["split", path_str(&path), "--format", "jsonl"]));
     let lines = json_lines(&out);
     assert_eq!(chapters(&lines).len(), 100);
     let share = runaway_share(&lines);
@@ -331,9 +236,9 @@ fn small_book(chapters: usize) -> String {
 fn split_bytes(dir: &Path, name: &str, bytes: &[u8]) -> (usize, usize, String) {
     let path = dir.join(name);
     std::fs::write(&path, bytes).unwrap();
-    let out = tingshu(&["split", path_str(&path), "--format", "jsonl"]);
+    let out = tingshu(["split", path_str(&path), "--format", "jsonl"]);
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    let stdout = stdout_ok(&out);
+    let stdout = ok(&out);
     let lines = json_lines(&stdout);
     let hans = lines.iter().map(|v| han(v["text"].as_str().unwrap())).sum();
     (chapters(&lines).len(), hans, stderr)
@@ -408,9 +313,9 @@ fn damaged_book_builds_with_exit_0() {
     gbk.remove(at);
     let book = dir.path().join("坏书.txt");
     std::fs::write(&book, &gbk).unwrap();
-    let voices = root().join("voices/espeak.toml");
+    let voices = paths::repo().join("voices/espeak.toml");
     let out_dir = dir.path().join("out");
-    let out = tingshu(&[
+    let out = tingshu([
         "build",
         path_str(&book),
         "--out",
@@ -437,7 +342,7 @@ fn bad_input_errors_name_the_encoding_and_the_offset() {
     }
     let path = dir.path().join("binary.txt");
     std::fs::write(&path, &bytes).unwrap();
-    let out = tingshu(&["split", path_str(&path)]);
+    let out = tingshu(["split", path_str(&path)]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -524,7 +429,7 @@ fn wp2021_dev_speakers_without_a_cast() {
     }
     let path = dir.path().join("wp2021-dev.txt");
     std::fs::write(&path, &book).unwrap();
-    let out = stdout_ok(&tingshu(&["split", path_str(&path), "--format", "jsonl"]));
+    let out = ok(&tingshu(["split", path_str(&path), "--format", "jsonl"]));
     let mut predicted: HashMap<usize, Option<String>> = HashMap::new();
     for v in json_lines(&out) {
         let title = v["title"].as_str().unwrap();
@@ -634,7 +539,7 @@ fn journey_suggested_cast_is_real_characters_with_their_gender() {
     let Some(book) = shared("data/novels/西游记.txt") else {
         return;
     };
-    let out = stdout_ok(&tingshu(&["split", path_str(&book), "--suggest-cast"]));
+    let out = ok(&tingshu(["split", path_str(&book), "--suggest-cast"]));
     let mut entries: Vec<(String, String)> = Vec::new();
     let mut name = None;
     for line in out.lines() {

@@ -1,7 +1,8 @@
 //! Finished outputs of `tingshu build`, checked with independent tools:
 //! ffmpeg's `ebur128` filter for loudness, ffprobe for M4B chapters and
 //! MP3/Opus tags, and the subtitle files against the audio they time.
-//! Tests that need ffmpeg skip with a message when it is not installed.
+//! Tests that need ffmpeg skip with a message when it is not installed (and
+//! fail with `TINGSHU_REQUIRE_SERVICES=1`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -13,27 +14,14 @@ use tingshu::manifest::Manifest;
 use tingshu::text::SegmentKind;
 use tingshu::text::chunk::Boundary;
 
-const BIN: &str = env!("CARGO_BIN_EXE_tingshu");
+use crate::support::cli::{Tingshu, fails, ok};
+use crate::support::{ffmpeg, paths, wav};
+
 const AUTHOR: &str = "石 灯";
 const TARGET_LUFS: f64 = -18.0;
 
 fn sample_book() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("samples/灯塔守夜人.txt")
-}
-
-fn have(program: &str) -> bool {
-    Command::new(program)
-        .arg("-version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
-fn ffmpeg_tools() -> bool {
-    let ok = have("ffmpeg") && have("ffprobe");
-    if !ok {
-        eprintln!("skipping: ffmpeg/ffprobe not installed (Debian package `ffmpeg`)");
-    }
-    ok
+    paths::repo().join("samples/灯塔守夜人.txt")
 }
 
 fn run(cmd: &mut Command) -> Output {
@@ -73,26 +61,19 @@ fn built() -> &'static Built {
             ])
             .arg(&cover));
         let out = root.join("library");
-        run(Command::new(BIN)
-            .arg("build")
+        ok(&Tingshu::new(["build"])
             .arg(sample_book())
             .arg("--out")
             .arg(&out)
             .args(["--format", "wav,mp3,opus,m4b", "--layout", "audiobookshelf"])
             .args(["--author", AUTHOR])
             .arg("--cover")
-            .arg(&cover));
+            .arg(&cover)
+            .output());
         let book_dir = out.join("石_灯").join("灯塔守夜人");
         let manifest = Manifest::read(&book_dir.join("manifest.json")).expect("manifest.json");
         Built { book_dir, manifest }
     })
-}
-
-fn ffprobe_json(path: &Path, what: &str) -> Value {
-    let out = run(Command::new("ffprobe")
-        .args(["-v", "error", "-of", "json", what])
-        .arg(path));
-    serde_json::from_slice(&out.stdout).unwrap()
 }
 
 /// Integrated loudness and true peak by ffmpeg's own EBU R128 meter.
@@ -113,14 +94,9 @@ fn ffmpeg_loudness(path: &Path) -> (f64, f64) {
     (value("I:"), value("Peak:"))
 }
 
-fn wav_duration_s(path: &Path) -> f64 {
-    let reader = hound::WavReader::open(path).unwrap();
-    f64::from(reader.duration()) / f64::from(reader.spec().sample_rate)
-}
-
 #[test]
 fn chapters_are_at_the_loudness_target_by_an_independent_meter() {
-    if !ffmpeg_tools() {
+    if !ffmpeg::tools() {
         return;
     }
     let b = built();
@@ -147,12 +123,12 @@ fn chapters_are_at_the_loudness_target_by_an_independent_meter() {
 
 #[test]
 fn m4b_has_one_marked_chapter_per_manifest_chapter() {
-    if !ffmpeg_tools() {
+    if !ffmpeg::tools() {
         return;
     }
     let b = built();
     let m4b = b.book_dir.join("灯塔守夜人.m4b");
-    let chapters = ffprobe_json(&m4b, "-show_chapters");
+    let chapters = ffmpeg::ffprobe(&m4b, "-show_chapters");
     let titles: Vec<&str> = chapters["chapters"]
         .as_array()
         .unwrap()
@@ -167,7 +143,7 @@ fn m4b_has_one_marked_chapter_per_manifest_chapter() {
         .collect();
     assert_eq!(titles, expected);
     assert_eq!(titles.len(), 3);
-    let format = ffprobe_json(&m4b, "-show_format");
+    let format = ffmpeg::ffprobe(&m4b, "-show_format");
     let tags = &format["format"]["tags"];
     assert_eq!(tags["title"], "灯塔守夜人");
     assert_eq!(tags["artist"], AUTHOR);
@@ -178,7 +154,7 @@ fn m4b_has_one_marked_chapter_per_manifest_chapter() {
         .parse()
         .unwrap();
     assert!((duration - total).abs() < 0.5, "{duration} vs {total}");
-    let streams = ffprobe_json(&m4b, "-show_streams");
+    let streams = ffmpeg::ffprobe(&m4b, "-show_streams");
     assert!(
         streams["streams"]
             .as_array()
@@ -191,7 +167,7 @@ fn m4b_has_one_marked_chapter_per_manifest_chapter() {
 
 #[test]
 fn mp3_and_opus_tags_read_back() {
-    if !ffmpeg_tools() {
+    if !ffmpeg::tools() {
         return;
     }
     let b = built();
@@ -206,9 +182,9 @@ fn mp3_and_opus_tags_read_back() {
             // MP3 tags are container tags; Ogg/Opus comments belong to the
             // audio stream.
             let tags = if ext == "mp3" {
-                ffprobe_json(&path, "-show_format")["format"]["tags"].clone()
+                ffmpeg::ffprobe(&path, "-show_format")["format"]["tags"].clone()
             } else {
-                ffprobe_json(&path, "-show_streams")["streams"][0]["tags"].clone()
+                ffmpeg::ffprobe(&path, "-show_streams")["streams"][0]["tags"].clone()
             };
             let tag = |key: &str| {
                 tags.get(key)
@@ -225,7 +201,7 @@ fn mp3_and_opus_tags_read_back() {
         // comment in the Opus file (ffprobe shows both as an image stream).
         for ext in ["mp3", "opus"] {
             let path = b.book_dir.join(format!("{stem}.{ext}"));
-            let streams = ffprobe_json(&path, "-show_streams");
+            let streams = ffmpeg::ffprobe(&path, "-show_streams");
             assert!(
                 streams["streams"]
                     .as_array()
@@ -258,14 +234,14 @@ fn srt_cues(text: &str) -> Vec<(f64, f64, String)> {
 
 #[test]
 fn subtitles_are_ordered_and_end_within_the_audio() {
-    if !ffmpeg_tools() {
+    if !ffmpeg::tools() {
         return;
     }
     let b = built();
     let end_pause = MixConfig::default().pauses.chapter_end_ms as f64 / 1000.0;
     for chapter in &b.manifest.chapters {
         let wav = b.book_dir.join(&chapter.file);
-        let audio_s = wav_duration_s(&wav);
+        let audio_s = wav::duration_s(&wav);
         let srt = std::fs::read_to_string(wav.with_extension("srt")).unwrap();
         let cues = srt_cues(&srt);
         assert_eq!(cues.len(), chapter.segments.len());
@@ -293,7 +269,7 @@ fn subtitles_are_ordered_and_end_within_the_audio() {
 
 #[test]
 fn audiobookshelf_layout_has_cover_description_and_report() {
-    if !ffmpeg_tools() {
+    if !ffmpeg::tools() {
         return;
     }
     let b = built();
@@ -315,30 +291,23 @@ fn audiobookshelf_layout_has_cover_description_and_report() {
 fn missing_ffmpeg_is_a_clear_error_before_any_work() {
     let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("outputs-noffmpeg");
     let _ = std::fs::remove_dir_all(&out_dir);
-    let out = Command::new(BIN)
-        .arg("build")
+    let out = Tingshu::new(["build"])
         .arg(sample_book())
         .arg("--out")
         .arg(&out_dir)
         .args(["--format", "mp3", "--ffmpeg", "/nonexistent/ffmpeg"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("Debian package `ffmpeg`"), "{stderr}");
+        .output();
+    fails(&out, 2, "Debian package `ffmpeg`");
     assert!(!out_dir.exists(), "output written despite the error");
 }
 
 #[test]
 fn unknown_format_is_bad_input() {
-    let out = Command::new(BIN)
-        .arg("build")
+    let out = Tingshu::new(["build"])
         .arg(sample_book())
         .args(["--format", "wav,flac"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown format 'flac'"));
+        .output();
+    fails(&out, 2, "unknown format 'flac'");
 }
 
 /// Decodes any audio file to mono f32 at `rate` with `gain_db` applied.
@@ -365,7 +334,7 @@ fn decode(path: &Path, rate: u32, gain_db: f64) -> AudioClip {
 
 #[test]
 fn a_chapter_of_two_voices_at_different_rates_and_levels_comes_out_even() {
-    if !ffmpeg_tools() {
+    if !ffmpeg::tools() {
         return;
     }
     let b = built();
@@ -421,9 +390,7 @@ fn the_narrator_can_read_each_chapter_title_first() {
     let _ = std::fs::remove_dir_all(&root);
     std::fs::create_dir_all(&root).unwrap();
     let voices = root.join("voices.toml");
-    let default =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("voices/espeak.toml"))
-            .unwrap();
+    let default = std::fs::read_to_string(paths::repo().join("voices/espeak.toml")).unwrap();
     let with_title = default.replace("speak_title = false", "speak_title = true");
     assert_ne!(
         with_title, default,
@@ -431,14 +398,14 @@ fn the_narrator_can_read_each_chapter_title_first() {
     );
     std::fs::write(&voices, with_title).unwrap();
     let out = root.join("out");
-    run(Command::new(BIN)
-        .arg("build")
+    ok(&Tingshu::new(["build"])
         .arg(sample_book())
         .arg("--out")
         .arg(&out)
         .arg("--voices")
         .arg(&voices)
-        .args(["--chapters", "2"]));
+        .args(["--chapters", "2"])
+        .output());
     let book_dir = out.join("灯塔守夜人");
     let manifest = Manifest::read(&book_dir.join("manifest.json")).unwrap();
     let chapter = &manifest.chapters[0];

@@ -1,7 +1,8 @@
 //! `tingshu studio`: the real binary serving a fixture book with the
 //! espeak-ng voices, driven by a plain HTTP client (every endpoint, bad
 //! input, the security rules) and by Debian's chromium through chromedriver
-//! (W3C WebDriver JSON over plain HTTP).
+//! (W3C WebDriver JSON over plain HTTP), skipped without them (a failure
+//! with `TINGSHU_REQUIRE_SERVICES=1`).
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -10,6 +11,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use tingshu::text::Cast;
+
+use crate::support::cli::Tingshu;
+use crate::support::{paths, services};
 
 const BOOK: &str = "\
 第一章 山路
@@ -54,7 +58,7 @@ impl Fixture {
 }
 
 fn voices_file() -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
+    paths::repo()
         .join("voices/espeak.toml")
         .display()
         .to_string()
@@ -75,28 +79,31 @@ impl Drop for Studio {
     }
 }
 
-fn tingshu(dir: &Path) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_tingshu"));
-    command
-        .current_dir(dir)
+/// `tingshu ARGS` in `dir`, without the settings a caller's environment
+/// may hold.
+fn tingshu(dir: &Path, args: &[&str]) -> Tingshu {
+    Tingshu::new(args)
+        .dir(dir)
         .env_remove("TINGSHU_VOICES")
         .env_remove("TINGSHU_CAST")
         .env_remove("TINGSHU_LEXICON")
         .env_remove("TINGSHU_CACHE")
         .env_remove("TINGSHU_STUDIO_TOKEN")
-        .env_remove("TINGSHU_STUDIO_BIND");
-    command
+        .env_remove("TINGSHU_STUDIO_BIND")
 }
 
 impl Studio {
     fn start(fixture: &Fixture) -> Studio {
-        let mut child = tingshu(fixture.dir.path())
-            .args(["studio", "山路.txt", "--voices", &voices_file()])
-            .args(["--cast", "cast.toml", "--lexicon", "lexicon.toml"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut child = tingshu(
+            fixture.dir.path(),
+            &["studio", "山路.txt", "--voices", &voices_file()],
+        )
+        .args(["--cast", "cast.toml", "--lexicon", "lexicon.toml"])
+        .command()
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
         let stdout = child.stdout.take().unwrap();
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
@@ -566,24 +573,11 @@ async fn cast_and_lexicon_edits_are_checked_then_written() {
 
 /// `tingshu pinyin [--lexicon L]` of one line.
 fn pinyin_with(fixture: &Fixture, lexicon: Option<&str>, line: &str) -> String {
-    use std::io::Write;
-    let mut command = tingshu(fixture.dir.path());
-    command.arg("pinyin");
+    let mut run = tingshu(fixture.dir.path(), &["pinyin"]);
     if let Some(l) = lexicon {
-        command.args(["--lexicon", l]);
+        run = run.args(["--lexicon", l]);
     }
-    let mut child = command
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(format!("{line}\n").as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = run.stdin(format!("{line}\n")).output();
     assert!(out.status.success());
     String::from_utf8(out.stdout).unwrap().trim().to_owned()
 }
@@ -721,7 +715,7 @@ fn bad_starts_fail_with_one_line_and_exit_2() {
             "--job needs a jobs file",
         ),
     ] {
-        let out = tingshu(fixture.dir.path()).args(&args).output().unwrap();
+        let out = tingshu(fixture.dir.path(), &args).output();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         assert!(out.stdout.is_empty(), "{args:?}: no URL printed");
@@ -746,24 +740,13 @@ impl Drop for Browser {
     }
 }
 
-fn program(name: &str) -> Option<PathBuf> {
-    std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|p| p.join(name))
-            .find(|p| p.is_file())
-    })
-}
-
 impl Browser {
     async fn start() -> Option<Browser> {
-        let (Some(chromium), Some(driver)) = (program("chromium"), program("chromedriver")) else {
-            let message = "chromium and chromedriver are not installed (scripts/install-deps.sh installs them)";
-            if std::env::var("TINGSHU_REQUIRE_SERVICES").as_deref() == Ok("1") {
-                panic!("{message}");
-            }
-            eprintln!("skipped: {message}");
+        let programs = services::on_path("chromium").zip(services::on_path("chromedriver"));
+        if !services::require("chromium and chromedriver", programs.is_some()) {
             return None;
-        };
+        }
+        let (chromium, driver) = programs?;
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
@@ -1055,7 +1038,7 @@ async fn the_page_works_in_a_real_browser() {
     let artefacts = Path::new(env!("CARGO_TARGET_TMPDIR")).join("studio");
     browser.screenshot(&artefacts.join("studio.png")).await;
     if std::env::var("TINGSHU_UPDATE_DOCS").as_deref() == Ok("1") {
-        let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/studio.png");
+        let docs = paths::repo().join("docs/studio.png");
         browser.screenshot(&docs).await;
     }
     browser

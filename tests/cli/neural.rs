@@ -7,40 +7,34 @@
 //! or fail when `TINGSHU_REQUIRE_SERVICES=1`.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use tingshu::synth::kokoro::KokoroFiles;
 
-const BIN: &str = env!("CARGO_BIN_EXE_tingshu");
+use crate::support::cli::Tingshu;
+use crate::support::services;
+
 const REPO: &str = env!("CARGO_MANIFEST_DIR");
 
 fn installed() -> Option<KokoroFiles> {
     let files = KokoroFiles::locate(None);
-    if files.installed() {
-        return Some(files);
-    }
-    let message = format!(
-        "neural voice not installed in {} (scripts/install-kokoro.sh)",
+    let what = format!(
+        "the neural voice in {} (scripts/install-kokoro.sh)",
         files.root.display()
     );
-    if std::env::var("TINGSHU_REQUIRE_SERVICES").is_ok_and(|v| v == "1") {
-        panic!("{message}");
-    }
-    eprintln!("skipping: {message}");
-    None
+    services::require(&what, files.installed()).then_some(files)
 }
 
 fn tingshu(dir: &Path, args: &[&str], data: Option<&Path>) -> Output {
-    let mut cmd = Command::new(BIN);
-    cmd.args(args)
-        .current_dir(dir)
+    let mut run = Tingshu::new(args)
+        .dir(dir)
         .env_remove("TINGSHU_VOICES")
         .env_remove("TINGSHU_CACHE")
         .env_remove("TINGSHU_OUT");
     if let Some(data) = data {
-        cmd.env("TINGSHU_DATA", data);
+        run = run.env("TINGSHU_DATA", data);
     }
-    cmd.output().unwrap()
+    run.output()
 }
 
 fn stderr(out: &Output) -> String {

@@ -6,6 +6,8 @@ use std::path::PathBuf;
 use tingshu::synth::espeak::{Espeak, EspeakConfig};
 use tingshu::synth::{SynthRequest, Synthesizer, VoiceSettings};
 
+use crate::support::cli::BIN;
+
 fn request(voice: &str, pitch: u8, pinyin: &str) -> SynthRequest {
     SynthRequest {
         text: String::new(),
@@ -27,11 +29,7 @@ fn request(voice: &str, pitch: u8, pinyin: &str) -> SynthRequest {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn alternating_voices_give_the_same_audio_every_time() {
     let config: EspeakConfig = toml::from_str("workers = 1").unwrap();
-    let espeak = Espeak::new(
-        "local",
-        config,
-        Some(PathBuf::from(env!("CARGO_BIN_EXE_tingshu"))),
-    );
+    let espeak = Espeak::new("local", config, Some(PathBuf::from(BIN)));
     let a = request(
         "cmn-latn-pinyin",
         35,
@@ -56,11 +54,7 @@ async fn alternating_voices_give_the_same_audio_every_time() {
 
 fn backend(workers: usize) -> Espeak {
     let config: EspeakConfig = toml::from_str(&format!("workers = {workers}")).unwrap();
-    Espeak::new(
-        "local",
-        config,
-        Some(PathBuf::from(env!("CARGO_BIN_EXE_tingshu"))),
-    )
+    Espeak::new("local", config, Some(PathBuf::from(BIN)))
 }
 
 fn mixed_requests() -> Vec<SynthRequest> {

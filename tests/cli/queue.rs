@@ -3,19 +3,20 @@
 //! synthesis cache (a directory, or a bucket of a small S3-compatible server
 //! in the test), a local HTTP text-to-speech server that counts requests, or
 //! the real espeak-ng engine. Each test is skipped with a message when its
-//! server program is not installed.
-
-mod common;
+//! server program is not installed, and fails then with
+//! `TINGSHU_REQUIRE_SERVICES=1`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::TtsServer;
 use tingshu::queue::{JobPlan, NewTask, TaskKind, TaskQueue, TaskState};
 
-const BIN: &str = env!("CARGO_BIN_EXE_tingshu");
+use crate::support::cli::Tingshu;
+use crate::support::ffmpeg::{self, m4b_chapters};
+use crate::support::services;
+use crate::support::tts_server::TtsServer;
 
 // ---------------------------------------------------------------------------
 // A throwaway PostgreSQL server
@@ -53,18 +54,21 @@ fn free_port() -> u16 {
 impl Postgres {
     /// Starts a server, or says why not and returns `None`.
     fn start() -> Option<Postgres> {
-        let Some(bin) = postgres_bin() else {
-            eprintln!(
-                "skipping: PostgreSQL server programs are absent (scripts/install-deps.sh installs them)"
-            );
+        let bin = postgres_bin();
+        if !services::require("the PostgreSQL server programs", bin.is_some()) {
             return None;
-        };
+        }
+        let bin = bin?;
         let dir = tempfile::tempdir().expect("temporary directory");
         let run_as = if id(&["-u"]) == Some(0) {
-            let (Some(uid), Some(gid)) = (id(&["-u", "postgres"]), id(&["-g", "postgres"])) else {
-                eprintln!("skipping: running as root and there is no 'postgres' user");
+            let ids = id(&["-u", "postgres"]).zip(id(&["-g", "postgres"]));
+            if !services::require(
+                "a 'postgres' user (PostgreSQL refuses to run as root)",
+                ids.is_some(),
+            ) {
                 return None;
-            };
+            }
+            let (uid, gid) = ids?;
             std::os::unix::fs::chown(dir.path(), Some(uid), Some(gid)).expect("chown data dir");
             Some("postgres".to_owned())
         } else {
@@ -168,11 +172,8 @@ struct Redis {
 
 impl Redis {
     fn start() -> Option<Redis> {
-        let found = std::env::var_os("PATH").is_some_and(|paths| {
-            std::env::split_paths(&paths).any(|p| p.join("redis-server").is_file())
-        });
-        if !found {
-            eprintln!("skipping: redis-server is absent (scripts/install-deps.sh installs it)");
+        let found = services::on_path("redis-server").is_some();
+        if !services::require("redis-server", found) {
             return None;
         }
         let dir = tempfile::tempdir().expect("temporary directory");
@@ -456,7 +457,7 @@ impl Render {
     }
 
     fn tingshu(&self, args: &[&str]) -> Output {
-        Command::new(BIN).args(args).output().expect("run tingshu")
+        Tingshu::new(args).output()
     }
 
     fn build(&self) -> PathBuf {
@@ -514,8 +515,7 @@ impl Render {
         env: &[(&str, String)],
     ) -> Child {
         let log = std::fs::File::create(self.root.join(format!("worker{n}.log"))).expect("log");
-        Command::new(BIN)
-            .args(["worker", "--queue", url, "--until-idle"])
+        Tingshu::new(["worker", "--queue", url, "--until-idle"])
             .args(["--cache", cache])
             .args(["--name", &format!("w{n}")])
             .args(if extra.contains(&"--concurrency") {
@@ -524,9 +524,10 @@ impl Render {
                 &["--concurrency", "4"][..]
             })
             .args(extra)
-            .envs(env.iter().map(|(k, v)| (k, v)))
             .env("RUST_LOG", "tingshu=info")
             .env("NO_COLOR", "1")
+            .command()
+            .envs(env.iter().map(|(k, v)| (k, v)))
             .stdout(Stdio::null())
             .stderr(Stdio::from(log))
             .spawn()
@@ -779,12 +780,12 @@ fn redis_two_workers_share_an_s3_cache() {
         assert!(!render.log(n).contains("not-a-secret"));
     }
     // `build` with the bucket as its cache sends nothing.
-    let out = Command::new(BIN)
-        .args(["build", &render.book.to_string_lossy(), "--voices"])
+    let out = Tingshu::new(["build", &render.book.to_string_lossy(), "--voices"])
         .arg(&render.voices)
         .arg("--out")
         .arg(render.root.join("again"))
         .args(["--cache", "s3://tingshu/shared/cache"])
+        .command()
         .envs(env.iter().map(|(k, v)| (k, v)))
         .output()
         .expect("run build");
@@ -809,13 +810,11 @@ fn unreachable_and_malformed_queues_exit_1_and_2_with_one_line() {
         ("amqp://tts:s3cret@127.0.0.1/".to_owned(), 2),
     ];
     for (url, code) in cases {
-        let out = Command::new(BIN)
-            .args(["worker", "--until-idle", "--queue", &url])
+        let out = Tingshu::new(["worker", "--until-idle", "--queue", &url])
             .arg("--cache")
             .arg(cache.path())
             .env("NO_COLOR", "1")
-            .output()
-            .expect("run worker");
+            .output();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(code), "{url}: {stderr}");
         let lines: Vec<&str> = stderr.lines().collect();
@@ -1123,9 +1122,9 @@ fn redis_batch_enqueue_status_and_daemon_go_through_the_queue() {
     text.push_str("第5章 尾声之5\n\n灯塔的灯又亮了一整夜。\n\n");
     std::fs::write(&render.book, text).unwrap();
     let log_path = render.root.join("daemon.log");
-    let mut daemon = Command::new(BIN)
-        .args(["batch", "daemon", &jobs, "--queue", url])
+    let mut daemon = Tingshu::new(["batch", "daemon", &jobs, "--queue", url])
         .env("NO_COLOR", "1")
+        .command()
         .stdout(Stdio::null())
         .stderr(Stdio::from(std::fs::File::create(&log_path).unwrap()))
         .spawn()
@@ -1235,44 +1234,6 @@ fn redis_batch_jobs_with_a_cast_render_the_same_voices_on_workers() {
     assert!(manifest.contains("\"speaker\": \"林姐\""), "{manifest}");
 }
 
-/// Whether ffmpeg and ffprobe run; prints why a test is skipped otherwise.
-fn ffmpeg_tools() -> bool {
-    let have = |program: &str| {
-        Command::new(program)
-            .arg("-version")
-            .output()
-            .is_ok_and(|o| o.status.success())
-    };
-    let ok = have("ffmpeg") && have("ffprobe");
-    if !ok {
-        eprintln!("skipping: ffmpeg/ffprobe not installed (Debian package `ffmpeg`)");
-    }
-    ok
-}
-
-/// `ffprobe -of json WHAT FILE`.
-fn ffprobe(path: &Path, what: &str) -> serde_json::Value {
-    let out = Command::new("ffprobe")
-        .args(["-v", "error", "-of", "json", what])
-        .arg(path)
-        .output()
-        .expect("run ffprobe");
-    assert!(
-        out.status.success(),
-        "ffprobe {}: {}",
-        path.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("ffprobe JSON")
-}
-
-fn probed_duration(path: &Path) -> f64 {
-    ffprobe(path, "-show_format")["format"]["duration"]
-        .as_str()
-        .and_then(|d| d.parse().ok())
-        .unwrap_or_else(|| panic!("{}: no duration", path.display()))
-}
-
 /// Names of the files (not folders) directly in `dir`, hidden ones left out.
 fn visible_names(dir: &Path) -> BTreeSet<String> {
     std::fs::read_dir(dir)
@@ -1305,7 +1266,7 @@ fn redis_batch_formats_on_workers_match_batch_run() {
 /// long as their WAVs, an M4B with the manifest's chapters, written once;
 /// a later `batch run` of the queued job finds nothing to do.
 fn batch_formats_on_workers_match_batch_run(engine: Engine) {
-    if !ffmpeg_tools() {
+    if !ffmpeg::tools() {
         return;
     }
     let Some(service) = Service::start(engine) else {
@@ -1367,7 +1328,10 @@ fn batch_formats_on_workers_match_batch_run(engine: Engine) {
     }
     for mp3 in names.iter().filter(|n| n.ends_with(".mp3")) {
         let wav = multi.join(mp3.replace(".mp3", ".wav"));
-        let (a, b) = (probed_duration(&multi.join(mp3)), probed_duration(&wav));
+        let (a, b) = (
+            ffmpeg::duration_s(&multi.join(mp3)),
+            ffmpeg::duration_s(&wav),
+        );
         assert!((a - b).abs() <= 0.1, "{mp3}: {a} s, its WAV {b} s");
     }
     let manifest: serde_json::Value =
@@ -1380,12 +1344,7 @@ fn batch_formats_on_workers_match_batch_run(engine: Engine) {
         .collect();
     assert_eq!(titles.len(), 5);
     let m4b = multi.join("守灯.m4b");
-    let marks: Vec<String> = ffprobe(&m4b, "-show_chapters")["chapters"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["tags"]["title"].as_str().unwrap_or_default().to_owned())
-        .collect();
+    let marks = m4b_chapters(&m4b);
     assert_eq!(marks, titles, "M4B chapter marks");
 
     // The book task ran once: another worker finds nothing to do and the
@@ -1415,7 +1374,7 @@ fn batch_formats_on_workers_match_batch_run(engine: Engine) {
 /// with ffmpeg writes `build`'s files, byte for byte.
 #[test]
 fn redis_enqueued_formats_need_ffmpeg_only_for_encoded_files() {
-    if !ffmpeg_tools() {
+    if !ffmpeg::tools() {
         return;
     }
     let Some(service) = Service::start(Engine::Redis) else {

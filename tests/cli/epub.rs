@@ -10,21 +10,12 @@ use tingshu::book::{BookFormat, read_book};
 use tingshu::text::chapter::split_chapters;
 use zip::write::SimpleFileOptions;
 
-const BIN: &str = env!("CARGO_BIN_EXE_tingshu");
+use crate::support::cli::Tingshu;
+use crate::support::ffmpeg::{self, ffprobe};
+use crate::support::services::shared;
+
 /// The smallest valid PNG header, as a stand-in cover image.
 const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x02\0\0\0";
-
-fn shared(rel: &str) -> Option<PathBuf> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared")
-        .join(rel);
-    if path.exists() {
-        Some(path)
-    } else {
-        eprintln!("skipping: {} is absent", path.display());
-        None
-    }
-}
 
 /// One content document of a fixture book.
 struct Doc {
@@ -214,13 +205,11 @@ fn write_zip(path: &Path, files: &[(String, Vec<u8>)]) {
 }
 
 fn build(book: &Path, out: &Path) -> Output {
-    Command::new(BIN)
-        .arg("build")
+    Tingshu::new(["build"])
         .arg(book)
         .arg("--out")
         .arg(out)
         .output()
-        .expect("run tingshu")
 }
 
 /// Builds `book` and returns its manifest; the build must succeed.
@@ -694,38 +683,9 @@ fn novel_epub_has_the_reading_script_of_its_txt() {
     assert_eq!(epub_book.script, txt_book.script);
 }
 
-/// ffmpeg and ffprobe on the PATH (the `ffmpeg` Debian package).
-fn ffmpeg_tools() -> bool {
-    let have = |program: &str| {
-        Command::new(program)
-            .arg("-version")
-            .output()
-            .is_ok_and(|o| o.status.success())
-    };
-    let ok = have("ffmpeg") && have("ffprobe");
-    if !ok {
-        eprintln!("skipping: ffmpeg/ffprobe not installed (Debian package `ffmpeg`)");
-    }
-    ok
-}
-
-fn ffprobe_json(path: &Path, what: &str) -> Value {
-    let out = Command::new("ffprobe")
-        .args(["-v", "error", "-of", "json", what])
-        .arg(path)
-        .output()
-        .expect("run ffprobe");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
-}
-
 #[test]
 fn epub_metadata_feeds_tags_cover_and_manifest() {
-    if !ffmpeg_tools() {
+    if !ffmpeg::tools() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -759,15 +719,13 @@ fn epub_metadata_feeds_tags_cover_and_manifest() {
     write_zip(&path, &files);
 
     let build_mp3 = |out: &Path, extra: &[&str]| {
-        let o = Command::new(BIN)
-            .arg("build")
+        let o = Tingshu::new(["build"])
             .arg(&path)
             .arg("--out")
             .arg(out)
             .args(["--format", "mp3"])
             .args(extra)
-            .output()
-            .expect("run tingshu");
+            .output();
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         let dir = out.join("lighthouse-meta");
         let text = std::fs::read_to_string(dir.join("manifest.json")).unwrap();
@@ -786,11 +744,11 @@ fn epub_metadata_feeds_tags_cover_and_manifest() {
         let wav = Path::new(chapter["file"].as_str().unwrap());
         let stem = wav.file_stem().unwrap().to_str().unwrap();
         let mp3 = dir.join(format!("{stem}.mp3"));
-        let tags = ffprobe_json(&mp3, "-show_format")["format"]["tags"].clone();
+        let tags = ffprobe(&mp3, "-show_format")["format"]["tags"].clone();
         assert_eq!(tags["artist"], "林照", "{}: {tags}", mp3.display());
         assert_eq!(tags["album"], "雾港夜话", "{}: {tags}", mp3.display());
         assert_eq!(tags["title"], chapter["title"], "{}", mp3.display());
-        let streams = ffprobe_json(&mp3, "-show_streams");
+        let streams = ffprobe(&mp3, "-show_streams");
         assert!(
             streams["streams"]
                 .as_array()
@@ -818,14 +776,13 @@ fn epub_metadata_feeds_tags_cover_and_manifest() {
         .to_str()
         .unwrap()
         .to_owned();
-    let tags =
-        ffprobe_json(&dir.join(format!("{first}.mp3")), "-show_format")["format"]["tags"].clone();
+    let tags = ffprobe(&dir.join(format!("{first}.mp3")), "-show_format")["format"]["tags"].clone();
     assert_eq!(tags["artist"], "另一位", "{tags}");
 }
 
 #[test]
 fn a_cover_ffmpeg_cannot_read_is_left_out_not_fatal() {
-    if !ffmpeg_tools() {
+    if !ffmpeg::tools() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -833,14 +790,12 @@ fn a_cover_ffmpeg_cannot_read_is_left_out_not_fatal() {
     let path = tmp.path().join("lighthouse-badcover.epub");
     write_zip(&path, &lighthouse(3).files());
     let out = tmp.path().join("out");
-    let o = Command::new(BIN)
-        .arg("build")
+    let o = Tingshu::new(["build"])
         .arg(&path)
         .arg("--out")
         .arg(&out)
         .args(["--format", "mp3"])
-        .output()
-        .expect("run tingshu");
+        .output();
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{stderr}");
     assert!(stderr.contains("cover cannot be used"), "{stderr}");
@@ -852,7 +807,7 @@ fn a_cover_ffmpeg_cannot_read_is_left_out_not_fatal() {
         .collect();
     assert_eq!(mp3s.len(), 2, "{mp3s:?}");
     for mp3 in &mp3s {
-        let streams = ffprobe_json(mp3, "-show_streams");
+        let streams = ffprobe(mp3, "-show_streams");
         let streams = streams["streams"].as_array().unwrap();
         assert!(
             streams.iter().any(|s| s["codec_type"] == "audio"),
@@ -872,15 +827,13 @@ fn a_cover_ffmpeg_cannot_read_is_left_out_not_fatal() {
     let bad = tmp.path().join("bad.png");
     std::fs::write(&bad, b"\x89PNG\r\n\x1a\nnot really").unwrap();
     let out2 = tmp.path().join("out2");
-    let o = Command::new(BIN)
-        .arg("build")
+    let o = Tingshu::new(["build"])
         .arg(&path)
         .arg("--out")
         .arg(&out2)
         .args(["--format", "mp3", "--cover"])
         .arg(&bad)
-        .output()
-        .expect("run tingshu");
+        .output();
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("bad.png"), "{stderr}");

@@ -2,93 +2,30 @@
 //! the shared samples, the chapter count of 西游记, cast file errors.
 //!
 //! Goldens live in `tests/golden/`. After a reviewed change of behaviour,
-//! rewrite them with `TINGSHU_UPDATE_GOLDEN=1 cargo test --release --test split`
+//! rewrite them with `TINGSHU_UPDATE_GOLDEN=1 cargo test --release --test cli split::`
 //! and review the diff.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::PathBuf;
+use std::process::Output;
 
-const BIN: &str = env!("CARGO_BIN_EXE_tingshu");
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+use crate::support::cli::{Tingshu, ok};
+use crate::support::paths::{self, golden, path_str};
+use crate::support::script::{chapters, chinese_number, json_lines};
+use crate::support::services::shared;
 
 fn fixture(name: &str) -> PathBuf {
-    root().join("tests/fixtures/split").join(name)
-}
-
-/// A file of the shared evaluation data, or `None` (with a note) when absent.
-fn shared(rel: &str) -> Option<PathBuf> {
-    let path = root().join("../shared").join(rel);
-    if path.is_file() {
-        Some(path)
-    } else {
-        println!("skipped: {} not found", path.display());
-        None
-    }
+    paths::fixture("split").join(name)
 }
 
 fn split(args: &[&str]) -> Output {
-    Command::new(BIN)
-        .arg("split")
-        .args(args)
-        .output()
-        .expect("run tingshu")
-}
-
-fn stdout_ok(out: &Output) -> String {
-    assert!(
-        out.status.success(),
-        "exit {:?}: {}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout.clone()).expect("UTF-8 output")
-}
-
-/// Compares `actual` with `tests/golden/<name>`, or writes it when
-/// `TINGSHU_UPDATE_GOLDEN` is set.
-fn golden(name: &str, actual: &str) {
-    let path = root().join("tests/golden").join(name);
-    if std::env::var_os("TINGSHU_UPDATE_GOLDEN").is_some() {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, actual).unwrap();
-        return;
-    }
-    let expected = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{}: {e} (set TINGSHU_UPDATE_GOLDEN=1)", path.display()));
-    if expected != actual {
-        let first = expected
-            .lines()
-            .zip(actual.lines())
-            .position(|(e, a)| e != a)
-            .unwrap_or(expected.lines().count().min(actual.lines().count()));
-        panic!(
-            "{} differs at line {}:\n  expected: {}\n  actual:   {}",
-            path.display(),
-            first + 1,
-            expected.lines().nth(first).unwrap_or("<end>"),
-            actual.lines().nth(first).unwrap_or("<end>")
-        );
-    }
-}
-
-fn json_lines(text: &str) -> Vec<serde_json::Value> {
-    text.lines()
-        .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
-        .collect()
-}
-
-fn path_str(p: &Path) -> &str {
-    p.to_str().expect("UTF-8 path")
+    Tingshu::new(["split"]).args(args).output()
 }
 
 #[test]
 fn hard_cases_script_matches_golden() {
     let book = fixture("hard-cases.txt");
     let cast = fixture("hard-cases.cast.toml");
-    let jsonl = stdout_ok(&split(&[
+    let jsonl = ok(&split(&[
         path_str(&book),
         "--cast",
         path_str(&cast),
@@ -96,14 +33,14 @@ fn hard_cases_script_matches_golden() {
         "jsonl",
     ]));
     golden("hard-cases.jsonl", &jsonl);
-    let text = stdout_ok(&split(&[path_str(&book), "--cast", path_str(&cast)]));
+    let text = ok(&split(&[path_str(&book), "--cast", path_str(&cast)]));
     golden("hard-cases.txt", &text);
 }
 
 #[test]
 fn jsonl_schema_is_exact() {
     let book = fixture("hard-cases.txt");
-    let out = stdout_ok(&split(&[path_str(&book), "--format", "jsonl"]));
+    let out = ok(&split(&[path_str(&book), "--format", "jsonl"]));
     let lines = json_lines(&out);
     assert!(!lines.is_empty());
     for v in &lines {
@@ -128,20 +65,20 @@ fn jsonl_schema_is_exact() {
 
 #[test]
 fn numbered_lines_become_chapters_when_consistent() {
-    let out = stdout_ok(&split(&[path_str(&fixture("numbered.txt"))]));
+    let out = ok(&split(&[path_str(&fixture("numbered.txt"))]));
     golden("numbered.txt", &out);
 }
 
 #[test]
 fn suggested_cast_matches_golden_and_parses() {
     let book = fixture("hard-cases.txt");
-    let out = stdout_ok(&split(&[path_str(&book), "--suggest-cast"]));
+    let out = ok(&split(&[path_str(&book), "--suggest-cast"]));
     golden("hard-cases.suggested-cast.toml", &out);
     // The suggestion is a valid cast file: split accepts it.
     let dir = tempfile::tempdir().unwrap();
     let cast = dir.path().join("cast.toml");
     std::fs::write(&cast, &out).unwrap();
-    stdout_ok(&split(&[path_str(&book), "--cast", path_str(&cast)]));
+    ok(&split(&[path_str(&book), "--cast", path_str(&cast)]));
 }
 
 /// Sample goldens hold no text of the sample, only the shape of its script:
@@ -170,7 +107,7 @@ fn sample_000_corner_brackets_and_speakers() {
     let Some(book) = shared("samples/000_7b313e97eba21c0f.txt") else {
         return;
     };
-    let out = stdout_ok(&split(&[path_str(&book), "--format", "jsonl"]));
+    let out = ok(&split(&[path_str(&book), "--format", "jsonl"]));
     golden("samples/000_7b313e97eba21c0f.tsv", &script_shape(&out));
     let lines = json_lines(&out);
     let speech = dialogue(&lines);
@@ -189,7 +126,7 @@ fn sample_004_scare_quotes_are_narration() {
     let Some(book) = shared("samples/004_a3a7bf909582209b.txt") else {
         return;
     };
-    let out = stdout_ok(&split(&[path_str(&book), "--format", "jsonl"]));
+    let out = ok(&split(&[path_str(&book), "--format", "jsonl"]));
     golden("samples/004_a3a7bf909582209b.tsv", &script_shape(&out));
     let lines = json_lines(&out);
     assert_eq!(dialogue(&lines).len(), 0);
@@ -200,41 +137,13 @@ fn sample_004_scare_quotes_are_narration() {
     );
 }
 
-fn chinese_number(n: usize) -> String {
-    const DIGITS: [&str; 10] = ["零", "一", "二", "三", "四", "五", "六", "七", "八", "九"];
-    match n {
-        1..=9 => DIGITS[n].to_owned(),
-        10..=19 => format!("十{}", if n > 10 { DIGITS[n - 10] } else { "" }),
-        20..=99 => format!(
-            "{}十{}",
-            DIGITS[n / 10],
-            if !n.is_multiple_of(10) {
-                DIGITS[n % 10]
-            } else {
-                ""
-            }
-        ),
-        100 => "一百".to_owned(),
-        _ => unreachable!("1..=100 only"),
-    }
-}
-
 #[test]
 fn journey_to_the_west_has_one_hundred_chapters() {
     let Some(book) = shared("data/novels/西游记.txt") else {
         return;
     };
-    let out = stdout_ok(&split(&[path_str(&book), "--format", "jsonl"]));
-    let mut chapters: Vec<(u64, String)> = Vec::new();
-    for v in json_lines(&out) {
-        let key = (
-            v["chapter"].as_u64().unwrap(),
-            v["title"].as_str().unwrap().to_owned(),
-        );
-        if chapters.last() != Some(&key) {
-            chapters.push(key);
-        }
-    }
+    let out = ok(&split(&[path_str(&book), "--format", "jsonl"]));
+    let chapters = chapters(&json_lines(&out));
     let numbered: Vec<&(u64, String)> = chapters.iter().filter(|c| c.0 > 0).collect();
     assert_eq!(numbered.len(), 100);
     for (i, (number, title)) in numbered.iter().enumerate() {
@@ -254,15 +163,13 @@ fn bad_cast_file_is_exit_2_naming_file_and_key() {
     std::fs::write(&cast, "[[character]]\nname = \"甲\"\nvoce = \"x\"\n").unwrap();
     let book = fixture("hard-cases.txt");
     for command in ["split", "build"] {
-        let out = Command::new(BIN)
-            .args([command, path_str(&book), "--cast", path_str(&cast)])
+        let out = Tingshu::new([command, path_str(&book), "--cast", path_str(&cast)])
             .args(if command == "build" {
                 vec!["--out", path_str(dir.path())]
             } else {
                 vec![]
             })
-            .output()
-            .unwrap();
+            .output();
         assert_eq!(out.status.code(), Some(2), "{command}");
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(

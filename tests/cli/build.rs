@@ -1,34 +1,22 @@
 //! End-to-end tests of `tingshu build` with the real espeak-ng engine.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
+use std::process::Output;
 
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_tingshu");
+use crate::support::cli::Tingshu;
+use crate::support::services::shared;
+
 const DEMO: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/samples/灯塔守夜人.txt");
 
-fn shared(rel: &str) -> Option<PathBuf> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared")
-        .join(rel);
-    if path.exists() {
-        Some(path)
-    } else {
-        eprintln!("skipping: {} is absent", path.display());
-        None
-    }
-}
-
 fn build(book: &Path, out: &Path, extra: &[&str]) -> Output {
-    Command::new(BIN)
-        .arg("build")
+    Tingshu::new(["build"])
         .arg(book)
         .arg("--out")
         .arg(out)
         .args(extra)
         .output()
-        .expect("run tingshu")
 }
 
 fn manifest(dir: &Path) -> Value {

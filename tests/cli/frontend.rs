@@ -1,32 +1,16 @@
 //! `tingshu normalize` and `tingshu pinyin` driven through the real binary.
 
-use std::io::Write;
-use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
+
+use crate::support::cli::{Tingshu, ok};
+use crate::support::{paths, services};
 
 fn tingshu(args: &[&str], stdin: &[u8]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tingshu"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start tingshu");
-    child.stdin.take().unwrap().write_all(stdin).unwrap();
-    child.wait_with_output().expect("run tingshu")
+    Tingshu::new(args).stdin(stdin).output()
 }
 
 fn stdout_lines(out: &Output) -> Vec<String> {
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout.clone())
-        .unwrap()
-        .lines()
-        .map(str::to_owned)
-        .collect()
+    ok(out).lines().map(str::to_owned).collect()
 }
 
 fn jsonl(text: &str, extra: &[&str]) -> Vec<Vec<Option<String>>> {
@@ -137,11 +121,10 @@ fn bad_lexicon_and_bad_input_exit_2_with_one_line() {
 /// The NeMo text-normalization cases (shared data): at least 95% exact.
 #[test]
 fn nemo_normalization_cases() {
-    let dir = Path::new("../shared/data/tn/nemo-zh");
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        println!("skip: {} not found", dir.display());
+    let Some(dir) = services::shared("data/tn/nemo-zh") else {
         return;
     };
+    let entries = std::fs::read_dir(&dir).unwrap();
     let (mut ok, mut total) = (0, 0);
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
@@ -175,7 +158,7 @@ fn nemo_normalization_cases() {
 /// digits, decades, Latin with digits — at least 98% exact.
 #[test]
 fn webnovel_normalization_list() {
-    let text = std::fs::read_to_string("tests/fixtures/frontend/normalize-webnovel.txt").unwrap();
+    let text = std::fs::read_to_string(paths::fixture("frontend/normalize-webnovel.txt")).unwrap();
     let cases: Vec<(&str, &str)> = text
         .lines()
         .filter(|l| !l.trim().is_empty())
@@ -205,7 +188,7 @@ fn webnovel_normalization_list() {
 /// tab, the golden reading) — at least 97% read right.
 #[test]
 fn everyday_polyphone_list() {
-    let text = std::fs::read_to_string("tests/fixtures/frontend/polyphones.tsv").unwrap();
+    let text = std::fs::read_to_string(paths::fixture("frontend/polyphones.tsv")).unwrap();
     let cases: Vec<(String, usize, &str)> = text
         .lines()
         .filter(|l| !l.starts_with('#') && !l.trim().is_empty())

@@ -2,17 +2,16 @@
 //! driving the real binary with the embedded espeak-ng voice, or with the
 //! `http` backend against a local server that records every text it speaks.
 
-mod common;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
-use common::TtsServer;
-
-const BIN: &str = env!("CARGO_BIN_EXE_tingshu");
+use crate::support::cli::Tingshu;
+use crate::support::ffmpeg::{self, ffprobe, m4b_chapters, tags};
+use crate::support::tts_server::TtsServer;
+use crate::support::wav;
 
 /// Chapter `n` of the test novel (original text), `paragraphs` long.
 fn chapter(n: usize, paragraphs: usize) -> String {
@@ -117,17 +116,13 @@ impl Library {
     }
 
     fn batch(&self, command: &str) -> Output {
-        Command::new(BIN)
-            .args(["batch", command])
-            .arg(self.jobs())
-            .output()
-            .unwrap()
+        Tingshu::new(["batch", command]).arg(self.jobs()).output()
     }
 
     fn spawn(&self, command: &str) -> Child {
-        Command::new(BIN)
-            .args(["batch", command])
+        Tingshu::new(["batch", command])
             .arg(self.jobs())
+            .command()
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
@@ -206,11 +201,6 @@ fn changed(
     names.sort();
     names.dedup();
     names
-}
-
-fn wav_duration_s(path: &Path) -> f64 {
-    let reader = hound::WavReader::open(path).unwrap();
-    f64::from(reader.duration()) / f64::from(reader.spec().sample_rate)
 }
 
 #[test]
@@ -330,11 +320,9 @@ fn a_directory_of_chapter_files_is_read_in_name_order() {
     )
     .unwrap();
     let run = || {
-        let out = Command::new(BIN)
-            .args(["batch", "run"])
+        let out = Tingshu::new(["batch", "run"])
             .arg(dir.path().join("jobs.toml"))
-            .output()
-            .unwrap();
+            .output();
         assert!(out.status.success());
         String::from_utf8_lossy(&out.stderr).into_owned()
     };
@@ -441,7 +429,7 @@ fn sigterm_then_rerun_yields_the_bytes_of_an_uninterrupted_espeak_run() {
     assert_eq!(lib.last_run()["outcome"], "interrupted");
     // Every file that exists is complete.
     for name in lib.wavs() {
-        wav_duration_s(&lib.book_dir().join(name));
+        wav::duration_s(&lib.book_dir().join(name));
     }
 
     let stderr = lib.run_ok();
@@ -567,7 +555,7 @@ fn renamed_chapters_replace_their_old_file_and_damaged_files_are_rendered_again(
             "0003-第3章_潮声.wav"
         ]
     );
-    wav_duration_s(&lib.book_dir().join("0003-第3章_潮声.wav"));
+    wav::duration_s(&lib.book_dir().join("0003-第3章_潮声.wav"));
     let manifest = std::fs::read_to_string(lib.book_dir().join("manifest.json")).unwrap();
     assert!(manifest.contains("0002-第2章_回港.wav"));
     assert!(!manifest.contains("0002-第2章_潮声.wav"));
@@ -713,60 +701,6 @@ fn sigterm_then_rerun_yields_the_bytes_of_an_uninterrupted_served_run() {
 
 // ---- formats (MP3, M4B, playlist), EPUB metadata, ffmpeg ----
 
-fn have(program: &str) -> bool {
-    Command::new(program)
-        .arg("-version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
-/// Whether ffmpeg and ffprobe run; prints why a test is skipped otherwise.
-fn ffmpeg_tools() -> bool {
-    let ok = have("ffmpeg") && have("ffprobe");
-    if !ok {
-        eprintln!("skipping: ffmpeg/ffprobe not installed (Debian package `ffmpeg`)");
-    }
-    ok
-}
-
-/// `ffprobe -of json WHAT FILE`.
-fn ffprobe(path: &Path, what: &str) -> serde_json::Value {
-    let out = Command::new("ffprobe")
-        .args(["-v", "error", "-of", "json", what])
-        .arg(path)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "ffprobe {}: {}",
-        path.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
-}
-
-/// Chapter titles of an M4B as ffprobe reads them.
-fn m4b_chapters(path: &Path) -> Vec<String> {
-    ffprobe(path, "-show_chapters")["chapters"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["tags"]["title"].as_str().unwrap_or_default().to_owned())
-        .collect()
-}
-
-/// Format-level tags of a file, keys in lower case.
-fn tags(path: &Path) -> BTreeMap<String, String> {
-    ffprobe(path, "-show_format")["format"]["tags"]
-        .as_object()
-        .map(|t| {
-            t.iter()
-                .map(|(k, v)| (k.to_lowercase(), v.as_str().unwrap_or_default().to_owned()))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 fn names_with(dir: &Path, extension: &str) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(dir)
         .unwrap()
@@ -781,7 +715,7 @@ fn names_with(dir: &Path, extension: &str) -> Vec<String> {
 
 #[test]
 fn formats_are_made_once_and_only_what_changed_is_made_again() {
-    if !ffmpeg_tools() {
+    if !ffmpeg::tools() {
         return;
     }
     let lib = Library::with_formats(&novel(3, 1), r#"["wav", "mp3", "m4b"]"#, "");
@@ -844,7 +778,7 @@ fn formats_are_made_once_and_only_what_changed_is_made_again() {
             .unwrap()
             .parse()
             .unwrap();
-    let wav_s = wav_duration_s(&dir.join("0004-第4章_潮声.wav"));
+    let wav_s = wav::duration_s(&dir.join("0004-第4章_潮声.wav"));
     assert!(
         (duration - wav_s).abs() < 0.2,
         "mp3 {duration} s, wav {wav_s} s"
@@ -974,7 +908,7 @@ fn write_epub(path: &Path, cover_png: &[u8]) {
 
 #[test]
 fn an_epub_jobs_title_author_and_cover_reach_the_manifest_and_the_tags() {
-    if !ffmpeg_tools() {
+    if !ffmpeg::tools() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -1008,11 +942,9 @@ fn an_epub_jobs_title_author_and_cover_reach_the_manifest_and_the_tags() {
     )
     .unwrap();
     let run = || {
-        let out = Command::new(BIN)
-            .args(["batch", "run"])
+        let out = Tingshu::new(["batch", "run"])
             .arg(dir.path().join("jobs.toml"))
-            .output()
-            .unwrap();
+            .output();
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
         assert!(out.status.success(), "{stderr}");
         stderr
@@ -1078,12 +1010,10 @@ fn an_epub_jobs_title_author_and_cover_reach_the_manifest_and_the_tags() {
 #[test]
 fn a_missing_ffmpeg_is_one_line_and_exit_2_before_any_rendering() {
     let lib = Library::with_formats(&novel(2, 1), r#"["wav", "mp3"]"#, "");
-    let out = Command::new(BIN)
-        .args(["batch", "run"])
+    let out = Tingshu::new(["batch", "run"])
         .arg(lib.jobs())
         .env("TINGSHU_FFMPEG", "/nonexistent/ffmpeg")
-        .output()
-        .unwrap();
+        .output();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
@@ -1112,7 +1042,7 @@ fn an_unknown_format_names_the_job_and_the_key() {
 
 #[test]
 fn failed_encodes_show_in_status_and_are_made_by_the_next_run() {
-    if !ffmpeg_tools() {
+    if !ffmpeg::tools() {
         return;
     }
     let lib = Library::with_formats(&novel(2, 1), r#"["wav", "mp3"]"#, "");
@@ -1128,12 +1058,10 @@ fn failed_encodes_show_in_status_and_are_made_by_the_next_run() {
         .arg(&broken)
         .status()
         .unwrap();
-    let out = Command::new(BIN)
-        .args(["batch", "run"])
+    let out = Tingshu::new(["batch", "run"])
         .arg(lib.jobs())
         .env("TINGSHU_FFMPEG", &broken)
-        .output()
-        .unwrap();
+        .output();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("2 of 2 chapters rendered"), "{stderr}");

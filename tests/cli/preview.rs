@@ -1,39 +1,26 @@
 //! `tingshu preview` and `tingshu voices` through the real binary with the
 //! embedded espeak-ng voices.
 
-use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
+
+use crate::support::cli::{Tingshu, fails};
+use crate::support::{paths, wav};
 
 fn tingshu(dir: &Path, args: &[&str], stdin: Option<&str>) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tingshu"))
-        .args(args)
-        .current_dir(dir)
-        .env(
-            "TINGSHU_VOICES",
-            concat!(env!("CARGO_MANIFEST_DIR"), "/voices/espeak.toml"),
-        )
-        .env_remove("TINGSHU_CACHE")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut input = child.stdin.take().unwrap();
-    if let Some(text) = stdin {
-        input.write_all(text.as_bytes()).unwrap();
+    let run = Tingshu::new(args)
+        .dir(dir)
+        .env("TINGSHU_VOICES", paths::repo().join("voices/espeak.toml"))
+        .env_remove("TINGSHU_CACHE");
+    match stdin {
+        Some(text) => run.stdin(text),
+        None => run,
     }
-    drop(input);
-    child.wait_with_output().unwrap()
+    .output()
 }
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn wav_seconds(path: &Path) -> f64 {
-    let reader = hound::WavReader::open(path).unwrap();
-    f64::from(reader.duration()) / f64::from(reader.spec().sample_rate)
 }
 
 #[test]
@@ -50,7 +37,7 @@ fn preview_prints_the_script_and_writes_the_default_file() {
         "[narration → narrator] 她问：\n[dialogue → dialogue] “灯还亮着吗？”\n[narration → narrator] 他点点头。\n"
     );
     let wav = dir.path().join("output/preview.wav");
-    assert!(wav_seconds(&wav) > 1.5);
+    assert!(wav::duration_s(&wav) > 1.5);
     // The chunks were cached beside it.
     assert!(dir.path().join("output/.cache").is_dir());
 }
@@ -106,13 +93,7 @@ fn preview_reads_stdin_and_passages_of_a_book() {
         (vec!["preview"], "give the TEXT to read"),
         (vec!["preview", "……"], "nothing to read"),
     ] {
-        let out = tingshu(dir.path(), &args, None);
-        assert_eq!(out.status.code(), Some(2), "{args:?}");
-        assert!(
-            text(&out.stderr).contains(message),
-            "{args:?}: {}",
-            text(&out.stderr)
-        );
+        fails(&tingshu(dir.path(), &args, None), 2, message);
     }
 }
 
@@ -120,16 +101,11 @@ fn preview_reads_stdin_and_passages_of_a_book() {
 fn play_without_a_player_says_so() {
     let dir = tempfile::tempdir().unwrap();
     let empty = tempfile::tempdir().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_tingshu"))
-        .args(["preview", "好。", "--play", "-o", "p.wav"])
-        .current_dir(dir.path())
+    let out = Tingshu::new(["preview", "好。", "--play", "-o", "p.wav"])
+        .dir(dir.path())
         .env("PATH", empty.path())
-        .env(
-            "TINGSHU_VOICES",
-            concat!(env!("CARGO_MANIFEST_DIR"), "/voices/espeak.toml"),
-        )
-        .output()
-        .unwrap();
+        .env("TINGSHU_VOICES", paths::repo().join("voices/espeak.toml"))
+        .output();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(
         text(&out.stderr)

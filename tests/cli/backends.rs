@@ -2,245 +2,17 @@
 //! 127.0.0.1 (port 0), driven through the real `tingshu` binary: faults,
 //! retries (exact numbers of attempts), secrets, resume and mixed casting.
 
-use std::io::Cursor;
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use axum::Router;
-use axum::body::Bytes;
-use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode, header};
-use axum::response::{IntoResponse, Response};
-use base64::Engine as _;
-use tingshu::audio::AudioClip;
+use axum::http::header;
+
+use crate::support::cli::Tingshu;
+use crate::support::paths;
+use crate::support::tts_server::{Format, Reply, TtsServer};
 
 const KEY: &str = "sk-live-7Hq2ZrT9secret";
 const TEXT: &str = "今天天气很好，我们出去走走吧。";
-
-/// What the server does with one request.
-#[derive(Debug, Clone)]
-enum Reply {
-    /// Audio for the text, in the server's format.
-    Audio,
-    /// An error status, optionally with `Retry-After` seconds; the body
-    /// echoes the request's credentials (a careless server).
-    Status(u16, Option<u32>),
-    /// Answer only after this long.
-    Slow(Duration),
-    /// HTTP 200 with a JSON error instead of audio.
-    NotAudio,
-    /// The first tenth of an MP3 file.
-    TruncatedMp3,
-}
-
-/// Answer format of the fake server.
-#[derive(Debug, Clone, Copy)]
-enum Format {
-    /// A streamed WAV with placeholder sizes (as OpenAI sends it).
-    StreamedWav,
-    /// JSON `{"data": {"audio": "<base64 wav>"}}`.
-    JsonBase64,
-    /// MP3 bytes (a 2 s tone, whatever the text).
-    Mp3,
-    /// Raw 16-bit PCM at 22050 Hz (CosyVoice's FastAPI server).
-    Pcm,
-}
-
-#[derive(Debug)]
-struct Recorded {
-    body: String,
-    headers: HeaderMap,
-    at: Instant,
-}
-
-struct Fake {
-    script: Mutex<Vec<Reply>>,
-    default: Reply,
-    format: Format,
-    delay: Duration,
-    requests: Mutex<Vec<Recorded>>,
-    /// Requests being answered now, and the most at any time.
-    in_flight: Mutex<(usize, usize)>,
-}
-
-#[derive(Clone)]
-struct Server {
-    addr: SocketAddr,
-    fake: Arc<Fake>,
-}
-
-impl Server {
-    /// Starts a server that answers the scripted replies in order, then
-    /// `default` forever.
-    async fn start(script: Vec<Reply>, default: Reply, format: Format, delay: Duration) -> Server {
-        let fake = Arc::new(Fake {
-            script: Mutex::new(script.into_iter().rev().collect()),
-            default,
-            format,
-            delay,
-            requests: Mutex::new(Vec::new()),
-            in_flight: Mutex::new((0, 0)),
-        });
-        let app = Router::new().fallback(handle).with_state(fake.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-        Server { addr, fake }
-    }
-
-    fn url(&self) -> String {
-        format!("http://{}", self.addr)
-    }
-
-    fn count(&self) -> usize {
-        self.fake.requests.lock().unwrap().len()
-    }
-
-    fn bodies(&self) -> Vec<String> {
-        self.fake
-            .requests
-            .lock()
-            .unwrap()
-            .iter()
-            .map(|r| r.body.clone())
-            .collect()
-    }
-
-    fn times(&self) -> Vec<Instant> {
-        self.fake
-            .requests
-            .lock()
-            .unwrap()
-            .iter()
-            .map(|r| r.at)
-            .collect()
-    }
-}
-
-async fn handle(State(fake): State<Arc<Fake>>, headers: HeaderMap, body: Bytes) -> Response {
-    let body = String::from_utf8_lossy(&body).into_owned();
-    fake.requests.lock().unwrap().push(Recorded {
-        body: body.clone(),
-        headers: headers.clone(),
-        at: Instant::now(),
-    });
-    let reply = fake
-        .script
-        .lock()
-        .unwrap()
-        .pop()
-        .unwrap_or_else(|| fake.default.clone());
-    {
-        let mut in_flight = fake.in_flight.lock().unwrap();
-        in_flight.0 += 1;
-        in_flight.1 = in_flight.1.max(in_flight.0);
-    }
-    tokio::time::sleep(fake.delay).await;
-    fake.in_flight.lock().unwrap().0 -= 1;
-    match reply {
-        Reply::Audio => audio(fake.format, &spoken_text(&body)),
-        Reply::Status(code, retry_after) => {
-            let echo = format!(
-                "denied for {:?} {:?}",
-                headers.get(header::AUTHORIZATION),
-                headers.get("ocp-apim-subscription-key")
-            );
-            let mut response = (StatusCode::from_u16(code).unwrap(), echo).into_response();
-            if let Some(secs) = retry_after {
-                response
-                    .headers_mut()
-                    .insert(header::RETRY_AFTER, secs.to_string().parse().unwrap());
-            }
-            response
-        }
-        Reply::Slow(d) => {
-            tokio::time::sleep(d).await;
-            audio(fake.format, &spoken_text(&body))
-        }
-        Reply::NotAudio => (
-            [(header::CONTENT_TYPE, "application/json")],
-            r#"{"error": {"message": "model is warming up"}}"#,
-        )
-            .into_response(),
-        Reply::TruncatedMp3 => {
-            let mp3 = mp3_bytes();
-            mp3[..mp3.len() / 10].to_vec().into_response()
-        }
-    }
-}
-
-/// The text to speak in any of the request shapes the tests send.
-fn spoken_text(body: &str) -> String {
-    if let Ok(json) = serde_json::from_str::<serde_json::Value>(body) {
-        for key in ["input", "text"] {
-            if let Some(t) = json.get(key).and_then(|v| v.as_str()) {
-                return t.to_owned();
-            }
-        }
-    }
-    if let Some((_, text)) = form_urlencoded::parse(body.as_bytes()).find(|(k, _)| k == "tts_text")
-    {
-        return text.into_owned();
-    }
-    // SSML: the text between tags.
-    let mut text = String::new();
-    let mut in_tag = false;
-    for c in body.chars() {
-        match c {
-            '<' => in_tag = true,
-            '>' => in_tag = false,
-            c if !in_tag => text.push(c),
-            _ => {}
-        }
-    }
-    text
-}
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
-        .join(name)
-}
-
-fn mp3_bytes() -> Vec<u8> {
-    std::fs::read(fixture("tone.mp3")).unwrap()
-}
-
-/// A tone lasting 0.2 s per character of the text, as 16 kHz WAV.
-fn tone_wav(text: &str) -> Vec<u8> {
-    let n = text.chars().count().max(1) * 3200;
-    let samples = (0..n)
-        .map(|i| (i as f32 * 0.06).sin() * 0.3)
-        .collect::<Vec<_>>();
-    let mut out = Cursor::new(Vec::new());
-    tingshu::audio::wav::write_wav(&AudioClip::new(samples, 16000), &mut out).unwrap();
-    out.into_inner()
-}
-
-fn audio(format: Format, text: &str) -> Response {
-    match format {
-        Format::StreamedWav => {
-            let mut wav = tone_wav(text);
-            wav[4..8].copy_from_slice(&0xFFFF_FFFFu32.to_le_bytes());
-            wav[40..44].copy_from_slice(&0xFFFF_FFFFu32.to_le_bytes());
-            ([(header::CONTENT_TYPE, "audio/wav")], wav).into_response()
-        }
-        Format::JsonBase64 => {
-            let encoded = base64::engine::general_purpose::STANDARD.encode(tone_wav(text));
-            axum::Json(serde_json::json!({"code": 0, "data": {"audio": encoded}})).into_response()
-        }
-        Format::Mp3 => ([(header::CONTENT_TYPE, "audio/mpeg")], mp3_bytes()).into_response(),
-        Format::Pcm => {
-            let n = text.chars().count().max(1) * 4410;
-            let pcm: Vec<u8> = (0..n)
-                .flat_map(|i| (((i as f32 * 0.07).sin() * 9000.0) as i16).to_le_bytes())
-                .collect();
-            pcm.into_response()
-        }
-    }
-}
 
 /// A voices file: narration and dialogue through `backend` (TOML body of
 /// `[backends.server]`), or narration by espeak when `espeak_narrator`.
@@ -278,7 +50,7 @@ dialogue = "hero"
     path
 }
 
-fn openai_backend(server: &Server, extra: &str) -> String {
+fn openai_backend(server: &TtsServer, extra: &str) -> String {
     format!(
         "type = \"openai\"\nbase_url = \"{}/v1\"\napi_key_env = \"TEST_TTS_KEY\"\n{extra}",
         server.url()
@@ -294,21 +66,16 @@ struct Run {
 
 async fn tingshu(dir: &Path, args: &[&str]) -> Run {
     let start = Instant::now();
-    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_tingshu"))
-        .args(args)
-        .current_dir(dir)
+    let output = Tingshu::new(args)
+        .dir(dir)
         .env("TEST_TTS_KEY", KEY)
         .env("TEST_AZURE_KEY", KEY)
         .env("RUST_LOG", "debug")
-        .env(
-            "TINGSHU_VOICES",
-            concat!(env!("CARGO_MANIFEST_DIR"), "/voices/espeak.toml"),
-        )
+        .env("TINGSHU_VOICES", paths::repo().join("voices/espeak.toml"))
         .env_remove("TINGSHU_OUT")
         .env_remove("TINGSHU_CACHE")
-        .output()
-        .await
-        .unwrap();
+        .output_async()
+        .await;
     Run {
         code: output.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
@@ -333,13 +100,12 @@ async fn preview(server_toml: &str, text: &str) -> (Run, tempfile::TempDir) {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn openai_429_waits_for_retry_after() {
-    let server = Server::start(
+    let server = TtsServer::scripted(
         vec![Reply::Status(429, Some(1))],
         Reply::Audio,
         Format::StreamedWav,
         Duration::ZERO,
-    )
-    .await;
+    );
     let (run, dir) = preview(&openai_backend(&server, "retries = 3"), TEXT).await;
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(server.count(), 2);
@@ -352,7 +118,7 @@ async fn openai_429_waits_for_retry_after() {
     // 14 characters × 0.2 s of the fake voice, plus the preview's pauses.
     assert!(clip.duration() as f64 / f64::from(clip.spec().sample_rate) > 2.8);
     // The request had the OpenAI shape and the bearer key.
-    let request = &server.fake.requests.lock().unwrap()[0];
+    let request = &server.recorded()[0];
     let body: serde_json::Value = serde_json::from_str(&request.body).unwrap();
     assert_eq!(body["input"], TEXT);
     assert_eq!(body["voice"], "echo");
@@ -365,13 +131,12 @@ async fn openai_429_waits_for_retry_after() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn openai_500_then_success() {
-    let server = Server::start(
+    let server = TtsServer::scripted(
         vec![Reply::Status(500, None)],
         Reply::Audio,
         Format::StreamedWav,
         Duration::ZERO,
-    )
-    .await;
+    );
     let (run, _dir) = preview(&openai_backend(&server, "retries = 3"), TEXT).await;
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(server.count(), 2);
@@ -379,13 +144,12 @@ async fn openai_500_then_success() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn openai_timeout_is_retried_then_fails_the_chapter() {
-    let server = Server::start(
+    let server = TtsServer::scripted(
         vec![],
         Reply::Slow(Duration::from_secs(3)),
         Format::StreamedWav,
         Duration::ZERO,
-    )
-    .await;
+    );
     let (run, dir) = preview(
         &openai_backend(&server, "retries = 1\ntimeout_s = 0.4"),
         TEXT,
@@ -407,7 +171,7 @@ async fn openai_timeout_is_retried_then_fails_the_chapter() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn openai_non_audio_body_is_retried() {
-    let server = Server::start(vec![], Reply::NotAudio, Format::StreamedWav, Duration::ZERO).await;
+    let server = TtsServer::scripted(vec![], Reply::NotAudio, Format::StreamedWav, Duration::ZERO);
     let (run, _dir) = preview(&openai_backend(&server, "retries = 2"), TEXT).await;
     assert_eq!(run.code, 1, "{}", run.stderr);
     assert_eq!(server.count(), 3);
@@ -421,13 +185,12 @@ async fn openai_non_audio_body_is_retried() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn openai_truncated_mp3_is_retried() {
-    let server = Server::start(
+    let server = TtsServer::scripted(
         vec![Reply::TruncatedMp3],
         Reply::Audio,
         Format::Mp3,
         Duration::ZERO,
-    )
-    .await;
+    );
     let (run, dir) = preview(
         &openai_backend(&server, "retries = 2\nresponse_format = \"mp3\""),
         TEXT,
@@ -443,13 +206,12 @@ async fn openai_truncated_mp3_is_retried() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn openai_401_is_not_retried_and_the_key_stays_secret() {
-    let server = Server::start(
+    let server = TtsServer::scripted(
         vec![],
         Reply::Status(401, None),
         Format::StreamedWav,
         Duration::ZERO,
-    )
-    .await;
+    );
     let (run, dir) = preview(&openai_backend(&server, "retries = 4"), TEXT).await;
     assert_eq!(run.code, 1, "{}", run.stderr);
     assert_eq!(server.count(), 1);
@@ -501,13 +263,12 @@ async fn missing_key_variable_is_a_config_error() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn failed_backend_falls_back_to_espeak() {
-    let server = Server::start(
+    let server = TtsServer::scripted(
         vec![],
         Reply::Status(503, None),
         Format::StreamedWav,
         Duration::ZERO,
-    )
-    .await;
+    );
     let backend = openai_backend(
         &server,
         "retries = 1\nfallback = \"local\"\nfallback_voice = \"cmn-latn-pinyin\"",
@@ -520,13 +281,12 @@ async fn failed_backend_falls_back_to_espeak() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn http_template_json_base64_with_retries() {
-    let server = Server::start(
+    let server = TtsServer::scripted(
         vec![Reply::Status(503, Some(0)), Reply::NotAudio],
         Reply::Audio,
         Format::JsonBase64,
         Duration::ZERO,
-    )
-    .await;
+    );
     let backend = format!(
         r#"type = "http"
 method = "POST"
@@ -550,13 +310,12 @@ retries = 3"#,
 
 #[tokio::test(flavor = "multi_thread")]
 async fn http_401_once() {
-    let server = Server::start(
+    let server = TtsServer::scripted(
         vec![],
         Reply::Status(401, None),
         Format::JsonBase64,
         Duration::ZERO,
-    )
-    .await;
+    );
     let backend = format!(
         "type = \"http\"\nurl = \"{}/tts?text={{text}}\"\nretries = 3",
         server.url()
@@ -573,13 +332,12 @@ async fn http_401_once() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn azure_ssml_429_then_success_and_500s() {
-    let server = Server::start(
+    let server = TtsServer::scripted(
         vec![Reply::Status(429, Some(0)), Reply::Status(500, None)],
         Reply::Audio,
         Format::StreamedWav,
         Duration::ZERO,
-    )
-    .await;
+    );
     let backend = format!(
         "type = \"azure\"\nendpoint = \"{}/cognitiveservices/v1\"\napi_key_env = \"TEST_AZURE_KEY\"\nretries = 3",
         server.url()
@@ -587,7 +345,7 @@ async fn azure_ssml_429_then_success_and_500s() {
     let (run, _dir) = preview(&backend, TEXT).await;
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(server.count(), 3);
-    let requests = server.fake.requests.lock().unwrap();
+    let requests = server.recorded();
     let last = &requests[2];
     assert_eq!(last.headers["ocp-apim-subscription-key"], KEY);
     assert_eq!(last.headers[header::CONTENT_TYPE], "application/ssml+xml");
@@ -601,13 +359,12 @@ async fn azure_ssml_429_then_success_and_500s() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn azure_timeout_and_401() {
-    let server = Server::start(
+    let server = TtsServer::scripted(
         vec![Reply::Slow(Duration::from_secs(2))],
         Reply::Status(401, None),
         Format::StreamedWav,
         Duration::ZERO,
-    )
-    .await;
+    );
     let backend = format!(
         "type = \"azure\"\nendpoint = \"{}/v1\"\napi_key_env = \"TEST_AZURE_KEY\"\nretries = 3\ntimeout_s = 0.3",
         server.url()
@@ -648,13 +405,12 @@ fn cache_entries(dir: &Path) -> usize {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn killed_build_resumes_without_repeating_requests() {
-    let server = Server::start(
+    let server = TtsServer::scripted(
         vec![],
         Reply::Audio,
         Format::StreamedWav,
         Duration::from_millis(120),
-    )
-    .await;
+    );
     let dir = tempfile::tempdir().unwrap();
     voices_file(
         dir.path(),
@@ -662,17 +418,18 @@ async fn killed_build_resumes_without_repeating_requests() {
         false,
     );
     write_book(dir.path(), 2, 6);
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_tingshu"))
-        .args([
-            "build",
-            "book.txt",
-            "--voices",
-            "voices.toml",
-            "--cache",
-            "cache",
-        ])
-        .current_dir(dir.path())
-        .env("TEST_TTS_KEY", KEY)
+    let command = Tingshu::new([
+        "build",
+        "book.txt",
+        "--voices",
+        "voices.toml",
+        "--cache",
+        "cache",
+    ])
+    .dir(dir.path())
+    .env("TEST_TTS_KEY", KEY)
+    .command();
+    let mut child = tokio::process::Command::from(command)
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
@@ -733,7 +490,7 @@ async fn killed_build_resumes_without_repeating_requests() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn edited_paragraph_resynthesizes_only_its_segments() {
-    let server = Server::start(vec![], Reply::Audio, Format::StreamedWav, Duration::ZERO).await;
+    let server = TtsServer::scripted(vec![], Reply::Audio, Format::StreamedWav, Duration::ZERO);
     let dir = tempfile::tempdir().unwrap();
     voices_file(
         dir.path(),
@@ -771,7 +528,7 @@ async fn edited_paragraph_resynthesizes_only_its_segments() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn espeak_narration_with_openai_dialogue_in_the_manifest() {
-    let server = Server::start(vec![], Reply::Audio, Format::StreamedWav, Duration::ZERO).await;
+    let server = TtsServer::scripted(vec![], Reply::Audio, Format::StreamedWav, Duration::ZERO);
     let dir = tempfile::tempdir().unwrap();
     voices_file(
         dir.path(),
@@ -817,7 +574,7 @@ async fn one_failed_segment_fails_only_its_chapter() {
     // The 8th request is refused for good; chapter 1 has 6 chunks.
     let mut script = vec![Reply::Audio; 7];
     script.push(Reply::Status(400, None));
-    let server = Server::start(script, Reply::Audio, Format::StreamedWav, Duration::ZERO).await;
+    let server = TtsServer::scripted(script, Reply::Audio, Format::StreamedWav, Duration::ZERO);
     let dir = tempfile::tempdir().unwrap();
     voices_file(
         dir.path(),
@@ -860,7 +617,7 @@ async fn one_failed_segment_fails_only_its_chapter() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn traditional_text_goes_as_written_unless_the_voice_asks_for_simplified() {
-    let server = Server::start(vec![], Reply::Audio, Format::StreamedWav, Duration::ZERO).await;
+    let server = TtsServer::scripted(vec![], Reply::Audio, Format::StreamedWav, Duration::ZERO);
     let dir = tempfile::tempdir().unwrap();
     let voices = format!(
         "[backends.server]\n{}\n[voices.tw]\nbackend = \"server\"\nvoice = \"a\"\n[voices.cn]\nbackend = \"server\"\nvoice = \"b\"\nsimplified = true\n[casting]\nnarrator = \"tw\"\ndialogue = \"cn\"\n",
@@ -905,7 +662,7 @@ enum Kind {
     Azure,
 }
 
-fn backend_toml(kind: Kind, server: &Server, extra: &str) -> String {
+fn backend_toml(kind: Kind, server: &TtsServer, extra: &str) -> String {
     match kind {
         Kind::Openai => openai_backend(server, extra),
         Kind::Http => format!(
@@ -1003,8 +760,7 @@ async fn every_fault_against_every_network_backend() {
         for fault in faults() {
             cases.push(async move {
                 let server =
-                    Server::start(fault.script.clone(), fault.default.clone(), fault.format, Duration::ZERO)
-                        .await;
+                    TtsServer::scripted(fault.script.clone(), fault.default.clone(), fault.format, Duration::ZERO);
                 let (run, dir) = preview(&backend_toml(kind, &server, fault.extra), TEXT).await;
                 let what = format!("{kind:?} / {}", fault.name);
                 assert_eq!(run.code, fault.exit, "{what}: {}", run.stderr);
@@ -1030,7 +786,7 @@ async fn every_fault_against_every_network_backend() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn long_segments_are_split_at_punctuation_without_losing_text() {
-    let server = Server::start(vec![], Reply::Audio, Format::StreamedWav, Duration::ZERO).await;
+    let server = TtsServer::scripted(vec![], Reply::Audio, Format::StreamedWav, Duration::ZERO);
     let paragraph = "夜色渐深，海面上起了一层薄雾，远处的渔火一盏接一盏地熄灭了；老人把外套裹紧，沿着湿漉漉的石阶慢慢往上走，一边走一边数着台阶，数到一半又忘了，只好从头再数。";
     let (run, _dir) = preview(
         &openai_backend(&server, "max_chars = 20\nmax_in_flight = 3"),
@@ -1062,13 +818,12 @@ async fn long_segments_are_split_at_punctuation_without_losing_text() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn max_in_flight_and_rate_limit_hold_at_the_server() {
-    let server = Server::start(
+    let server = TtsServer::scripted(
         vec![],
         Reply::Audio,
         Format::StreamedWav,
         Duration::from_millis(80),
-    )
-    .await;
+    );
     let dir = tempfile::tempdir().unwrap();
     voices_file(
         dir.path(),
@@ -1083,13 +838,9 @@ async fn max_in_flight_and_rate_limit_hold_at_the_server() {
     .await;
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(server.count(), 24);
-    assert_eq!(
-        server.fake.in_flight.lock().unwrap().1,
-        3,
-        "peak requests at once"
-    );
+    assert_eq!(server.peak_in_flight(), 3, "peak requests at once");
 
-    let server = Server::start(vec![], Reply::Audio, Format::StreamedWav, Duration::ZERO).await;
+    let server = TtsServer::scripted(vec![], Reply::Audio, Format::StreamedWav, Duration::ZERO);
     let dir = tempfile::tempdir().unwrap();
     voices_file(
         dir.path(),
@@ -1115,16 +866,17 @@ async fn max_in_flight_and_rate_limit_hold_at_the_server() {
 }
 
 /// A shipped example voices file pointed at a fake server.
-async fn example_preview(file: &str, real_url: &str, format: Format, say: &str) -> (Server, Run) {
-    let server = Server::start(vec![], Reply::Audio, format, Duration::ZERO).await;
-    let text = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("voices/examples")
-            .join(file),
-    )
-    .unwrap()
-    .replace(real_url, &server.url())
-    .replace("\"TTS_API_KEY\"", "\"TEST_TTS_KEY\"");
+async fn example_preview(
+    file: &str,
+    real_url: &str,
+    format: Format,
+    say: &str,
+) -> (TtsServer, Run) {
+    let server = TtsServer::scripted(vec![], Reply::Audio, format, Duration::ZERO);
+    let text = std::fs::read_to_string(paths::repo().join("voices/examples").join(file))
+        .unwrap()
+        .replace(real_url, &server.url())
+        .replace("\"TTS_API_KEY\"", "\"TEST_TTS_KEY\"");
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("voices.toml"), text).unwrap();
     let run = tingshu(
@@ -1145,7 +897,7 @@ async fn shipped_gpt_sovits_example_speaks_api_v2() {
     )
     .await;
     assert_eq!(run.code, 0, "{}", run.stderr);
-    let requests = server.fake.requests.lock().unwrap();
+    let requests = server.recorded();
     assert_eq!(requests.len(), 1);
     assert_eq!(
         requests[0].headers[header::CONTENT_TYPE],
@@ -1170,7 +922,7 @@ async fn shipped_cosyvoice_example_reads_raw_pcm() {
     )
     .await;
     assert_eq!(run.code, 0, "{}", run.stderr);
-    let requests = server.fake.requests.lock().unwrap();
+    let requests = server.recorded();
     assert_eq!(requests.len(), 1);
     let form: Vec<(String, String)> = form_urlencoded::parse(requests[0].body.as_bytes())
         .into_owned()

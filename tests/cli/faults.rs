@@ -1,7 +1,8 @@
 //! Faults, one test (or a few) per reliability promise, against real
 //! components: the real `tingshu` binary, real espeak-ng, real ffmpeg,
 //! HTTP servers started here on 127.0.0.1 (port 0) and, where the tests
-//! run as root, a real small tmpfs (skipped with a message otherwise).
+//! run as root, a real small tmpfs (skipped with a message otherwise, a
+//! failure with `TINGSHU_REQUIRE_SERVICES=1`).
 //!
 //! 1. a full disk never replaces a good encoded file;
 //! 2. credentials stay on their host and out of every message and file;
@@ -11,8 +12,6 @@
 //! 6. a chapter spilled to disk mixes to the same bytes as in memory;
 //! 7. processes and names: no orphan ffmpeg, stale files cleaned, `--`
 //!    before book text, no bidi controls in file names.
-
-mod common;
 
 use std::io::Write as _;
 use std::net::SocketAddr;
@@ -28,11 +27,15 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
+use crate::support::cli::Tingshu;
+use crate::support::tts_server::TtsServer;
+use crate::support::{ffmpeg, paths, services, wav};
+
 const KEY: &str = "sk-fault-Zq81mXr4Tt0pW6";
 
 /// The espeak-only voices shipped with tingshu.
 fn espeak_voices() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("voices/espeak.toml")
+    paths::repo().join("voices/espeak.toml")
 }
 
 struct Run {
@@ -46,16 +49,16 @@ struct Run {
 fn tingshu(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
     let err_path = dir.join(format!(".stderr-{}", fastrand::u64(..)));
     let err = std::fs::File::create(&err_path).unwrap();
-    let mut command = Command::new(env!("CARGO_BIN_EXE_tingshu"));
-    command
-        .args(args)
-        .current_dir(dir)
+    let mut command = Tingshu::new(args)
+        .dir(dir)
         .env("FAULT_KEY", KEY)
         .env_remove("TINGSHU_VOICES")
         .env_remove("TINGSHU_OUT")
         .env_remove("TINGSHU_CACHE")
         .env_remove("TINGSHU_FORMAT")
         .env_remove("TINGSHU_QUEUE")
+        .command();
+    command
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(err);
@@ -119,8 +122,7 @@ struct Tmpfs {
 
 impl Tmpfs {
     fn mount(size: u64) -> Option<Tmpfs> {
-        if !is_root() {
-            eprintln!("skipped: mounting a tmpfs needs root");
+        if !services::require("a tmpfs (mounting one needs root)", is_root()) {
             return None;
         }
         let dir = tempfile::tempdir().unwrap();
@@ -129,8 +131,7 @@ impl Tmpfs {
             .arg(dir.path())
             .status()
             .is_ok_and(|s| s.success());
-        if !ok {
-            eprintln!("skipped: cannot mount a tmpfs here");
+        if !services::require("a tmpfs (mount -t tmpfs failed)", ok) {
             return None;
         }
         Some(Tmpfs { dir })
@@ -162,18 +163,6 @@ impl Drop for Tmpfs {
     fn drop(&mut self) {
         let _ = Command::new("umount").arg(self.dir.path()).status();
     }
-}
-
-fn ffmpeg_available() -> bool {
-    let ok = Command::new("ffmpeg")
-        .arg("-version")
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        eprintln!("skipped: ffmpeg is not installed");
-    }
-    ok
 }
 
 /// A WAV of `secs` seconds of a speech-like tone.
@@ -253,7 +242,7 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
 #[test]
 fn a_full_disk_during_an_encode_keeps_the_good_file() {
     use tingshu::audio::encode::{Encoder, Format, Tags};
-    if !ffmpeg_available() {
+    if !ffmpeg::tools() {
         return;
     }
     let Some(fs) = Tmpfs::mount(16 << 20) else {
@@ -330,7 +319,7 @@ fn chain(e: &dyn std::error::Error) -> String {
 /// and no broken MP3 or M4B is left.
 #[test]
 fn build_onto_a_full_disk_reports_the_encodes_and_exits_1() {
-    if !ffmpeg_available() {
+    if !ffmpeg::tools() {
         return;
     }
     let Some(fs) = Tmpfs::mount(2 << 20) else {
@@ -445,7 +434,7 @@ async fn redirector(target: Option<String>) -> SocketAddr {
                             let text = v["text"].as_str().unwrap_or("").to_owned();
                             (
                                 [(header::CONTENT_TYPE, "audio/wav")],
-                                common::tone_wav(&text, "v"),
+                                wav::tone_wav(&text, "v"),
                             )
                                 .into_response()
                         }
@@ -776,6 +765,9 @@ fn a_wrong_lexicon_entry_reads_plainly() {
 /// before it (text starting with `-` would read as an option).
 #[test]
 fn command_text_arguments_need_a_double_dash() {
+    if !services::require("espeak-ng", services::on_path("espeak-ng").is_some()) {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let voices = "[backends.cmd]\ntype = \"command\"\nprogram = \"espeak-ng\"\nargs = [\"-v\", \"cmn-latn-pinyin\", \"--stdout\", \"{pinyin}\"]\n\n[voices.narrator]\nbackend = \"cmd\"\nvoice = \"x\"\n\n[casting]\nnarrator = \"narrator\"\n";
     std::fs::write(dir.path().join("v.toml"), voices).unwrap();
@@ -831,7 +823,7 @@ fn command_text_arguments_need_a_double_dash() {
 /// the primary's); the manifest and report say which segments fell back.
 #[test]
 fn fallback_audio_is_not_reused_once_the_primary_recovers() {
-    let server = common::TtsServer::start(Duration::ZERO);
+    let server = TtsServer::start(Duration::ZERO);
     let dir = tempfile::tempdir().unwrap();
     let voices = format!(
         "[backends.server]\ntype = \"http\"\nmethod = \"POST\"\nurl = \"http://{}/tts\"\njson = {{ text = \"{{text}}\", voice = \"{{voice}}\" }}\nretries = 0\nfallback = \"local\"\nfallback_voice = \"cmn-latn-pinyin\"\n\n[backends.local]\ntype = \"espeak\"\n\n[voices.narrator]\nbackend = \"server\"\nvoice = \"n\"\n\n[casting]\nnarrator = \"narrator\"\n\n[mix]\nsample_rate = 22050\n",
@@ -1057,7 +1049,7 @@ fn alive(pid: u32) -> bool {
 /// finishes with nothing half-written.
 #[test]
 fn a_killed_build_leaves_no_ffmpeg_and_the_rerun_cleans_up() {
-    if !ffmpeg_available() {
+    if !ffmpeg::tools() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -1073,9 +1065,9 @@ fn a_killed_build_leaves_no_ffmpeg_and_the_rerun_cleans_up() {
         "--format",
         "mp3,opus,m4b",
     ];
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tingshu"))
-        .args(args)
-        .current_dir(dir.path())
+    let mut child = Tingshu::new(args)
+        .dir(dir.path())
+        .command()
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -1096,7 +1088,7 @@ fn a_killed_build_leaves_no_ffmpeg_and_the_rerun_cleans_up() {
     if orphans.is_empty() {
         let _ = child.kill();
         let _ = child.wait();
-        eprintln!("skipped: the build finished before an ffmpeg was seen");
+        services::require("an ffmpeg seen before the build finished", false);
         return;
     }
     child.kill().unwrap();

@@ -1,0 +1,13 @@
+//! What the test modules share: the CLI runner, the fake TTS server, an
+//! in-process fake synthesizer, ffmpeg/ffprobe and WAV helpers, reading
+//! scripts, the paths of fixtures and goldens, and the rule for missing
+//! services and data.
+
+pub mod cli;
+pub mod fake_synth;
+pub mod ffmpeg;
+pub mod paths;
+pub mod script;
+pub mod services;
+pub mod tts_server;
+pub mod wav;
