@@ -21,5 +21,6 @@ mod outputs;
 mod pipeline;
 mod preview;
 mod queue;
+mod render_paths;
 mod split;
 mod studio;

@@ -15,6 +15,7 @@ use tingshu::queue::{JobPlan, NewTask, TaskKind, TaskQueue, TaskState};
 
 use crate::support::cli::Tingshu;
 use crate::support::ffmpeg::{self, m4b_chapters};
+use crate::support::redis::Redis;
 use crate::support::services;
 use crate::support::tts_server::TtsServer;
 
@@ -163,51 +164,6 @@ impl Drop for Postgres {
 
 // ---------------------------------------------------------------------------
 // A throwaway Redis server
-
-struct Redis {
-    child: Child,
-    _dir: tempfile::TempDir,
-    url: String,
-}
-
-impl Redis {
-    fn start() -> Option<Redis> {
-        let found = services::on_path("redis-server").is_some();
-        if !services::require("redis-server", found) {
-            return None;
-        }
-        let dir = tempfile::tempdir().expect("temporary directory");
-        let port = free_port();
-        let child = Command::new("redis-server")
-            .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
-            .args(["--save", "", "--appendonly", "no"])
-            .arg("--dir")
-            .arg(dir.path())
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("start redis-server");
-        let start = Instant::now();
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                start.elapsed() < Duration::from_secs(20),
-                "redis-server did not start"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        Some(Redis {
-            child,
-            _dir: dir,
-            url: format!("redis://127.0.0.1:{port}/0"),
-        })
-    }
-}
-
-impl Drop for Redis {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 #[derive(Debug, Clone, Copy)]
 enum Engine {

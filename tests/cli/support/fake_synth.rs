@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use tingshu::audio::AudioClip;
 use tingshu::synth::cache::Cache;
 use tingshu::synth::client::ClientBackend;
-use tingshu::synth::limit::Limiter;
+use tingshu::synth::rate_limit::Limiter;
 use tingshu::synth::retry::RetryPolicy;
 use tingshu::synth::{Limits, SynthClient, SynthError, SynthRequest, Synthesizer};
 

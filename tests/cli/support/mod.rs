@@ -7,6 +7,7 @@ pub mod cli;
 pub mod fake_synth;
 pub mod ffmpeg;
 pub mod paths;
+pub mod redis;
 pub mod script;
 pub mod services;
 pub mod tts_server;

@@ -10,51 +10,18 @@
 use std::collections::BTreeSet;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_tingshu");
-
-fn required() -> bool {
-    std::env::var("TINGSHU_REQUIRE_SERVICES").is_ok_and(|v| v == "1")
-}
-
-/// Whether `program` runs; panics when it does not and services are
-/// required, else says the test is skipped.
-fn available(program: &str, arg: &str) -> bool {
-    let ok = Command::new(program)
-        .arg(arg)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(
-        ok || !required(),
-        "{program} is required (TINGSHU_REQUIRE_SERVICES=1)"
-    );
-    if !ok {
-        println!("skipped: {program} not available");
-    }
-    ok
-}
+use crate::support::cli::{Tingshu, ok};
+use crate::support::paths::repo;
+use crate::support::redis::Redis;
 
 fn voices() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("voices/espeak.toml")
+    repo().join("voices/espeak.toml")
 }
 
-fn tingshu(args: &[&str]) -> Output {
-    let out = Command::new(BIN)
-        .args(args)
-        .env("TINGSHU_VOICES", voices())
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("run tingshu");
-    assert!(
-        out.status.success(),
-        "tingshu {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
+/// `tingshu ARGS` with the espeak voices; it must succeed.
+fn tingshu(args: &[&str]) {
+    ok(&Tingshu::new(args).env("TINGSHU_VOICES", voices()).output());
 }
 
 fn s(p: &Path) -> &str {
@@ -139,54 +106,6 @@ fn write_epub(path: &Path) {
         zip.write_all(text.as_bytes()).unwrap();
     }
     zip.finish().unwrap();
-}
-
-/// A throwaway Redis server on a free port.
-struct Redis {
-    child: Child,
-    _dir: tempfile::TempDir,
-    url: String,
-}
-
-impl Redis {
-    fn start() -> Option<Redis> {
-        if !available("redis-server", "--version") {
-            return None;
-        }
-        let dir = tempfile::tempdir().unwrap();
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let child = Command::new("redis-server")
-            .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
-            .args(["--save", "", "--appendonly", "no", "--dir"])
-            .arg(dir.path())
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("start redis-server");
-        let start = Instant::now();
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                start.elapsed() < Duration::from_secs(20),
-                "redis-server did not start"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        Some(Redis {
-            child,
-            _dir: dir,
-            url: format!("redis://127.0.0.1:{port}/0"),
-        })
-    }
-}
-
-impl Drop for Redis {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 /// The files of a book folder (not hidden ones).
@@ -341,7 +260,7 @@ fn same_bytes_on_every_path(book: &Path, cast: Option<&Path>, redis: &Redis) {
 
 #[test]
 fn build_batch_preview_and_a_worker_write_the_same_books() {
-    if !available("ffmpeg", "-version") || !available("ffprobe", "-version") {
+    if !crate::support::ffmpeg::tools() {
         return;
     }
     let Some(redis) = Redis::start() else {
