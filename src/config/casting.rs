@@ -1,0 +1,156 @@
+//! Casting: the characters of a cast file, and which voice reads a segment
+//! (by character, cast file, gender, then dialogue or narrator voice).
+
+use std::path::Path;
+
+use super::{CastMember, ConfigError, VoicesConfig, keys};
+use crate::synth::VoiceSettings;
+use crate::text::SegmentKind;
+
+impl VoicesConfig {
+    /// Adds the characters of a cast file (genders and `voice` entries).
+    pub fn apply_cast(&mut self, file: &Path, cast: &crate::text::Cast) -> Result<(), ConfigError> {
+        let members = cast.characters.iter().map(|c| {
+            let member = CastMember {
+                gender: Some(c.gender.as_str().to_owned()),
+                voice: c.voice.clone(),
+            };
+            (c.name.clone(), member)
+        });
+        self.set_cast(&file.display().to_string(), members)
+    }
+
+    /// Adds the characters of a cast file (`file` names it in errors):
+    /// (canonical name, member). A `voice` must name a voice of this file.
+    pub fn set_cast(
+        &mut self,
+        file: &str,
+        members: impl IntoIterator<Item = (String, CastMember)>,
+    ) -> Result<(), ConfigError> {
+        for (name, member) in members {
+            if let Some(voice) = &member.voice
+                && !self.voices.contains_key(voice)
+            {
+                return Err(ConfigError::Invalid {
+                    file: file.to_owned(),
+                    key: format!("character.{name}.voice"),
+                    message: format!(
+                        "unknown voice '{voice}' (known in {}: {})",
+                        self.source,
+                        keys(&self.voices)
+                    ),
+                });
+            }
+            self.cast.insert(name, member);
+        }
+        Ok(())
+    }
+
+    /// The voice (by name) that reads a segment: the character's voice from
+    /// `[casting.characters]`, then from the cast file, then by the
+    /// character's gender, then the dialogue or narrator voice.
+    pub fn voice_for(&self, kind: SegmentKind, speaker: Option<&str>) -> &str {
+        if let Some(speaker) = speaker {
+            if let Some(voice) = self.casting.characters.get(speaker) {
+                return voice;
+            }
+            let member = self.cast.get(speaker);
+            if let Some(voice) = member.and_then(|m| m.voice.as_deref()) {
+                return voice;
+            }
+            if kind == SegmentKind::Dialogue {
+                let by_gender = match member.and_then(|m| m.gender.as_deref()) {
+                    Some("male") => self.casting.male.as_deref(),
+                    Some("female") => self.casting.female.as_deref(),
+                    _ => None,
+                };
+                if let Some(voice) = by_gender {
+                    return voice;
+                }
+            }
+        }
+        match (kind, &self.casting.dialogue) {
+            (SegmentKind::Dialogue, Some(dialogue)) => dialogue,
+            _ => &self.casting.narrator,
+        }
+    }
+
+    /// Settings of a named voice (the name must come from this config).
+    pub fn voice_settings(&self, name: &str) -> VoiceSettings {
+        let v = &self.voices[name];
+        VoiceSettings {
+            name: name.to_owned(),
+            voice: v.voice.clone(),
+            speed: v.speed,
+            pitch: v.pitch,
+            style: v.style.clone(),
+            role: v.role.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::tests::{MIXED, env_with_key};
+
+    #[test]
+    fn casting_by_character_cast_file_and_gender() {
+        let mut config = VoicesConfig::parse_with_env(MIXED, "m.toml", &env_with_key).unwrap();
+        let d = SegmentKind::Dialogue;
+        config
+            .set_cast(
+                "cast.toml",
+                [
+                    (
+                        "少安".to_owned(),
+                        CastMember {
+                            gender: Some("male".into()),
+                            voice: None,
+                        },
+                    ),
+                    (
+                        "润叶".to_owned(),
+                        CastMember {
+                            gender: Some("female".into()),
+                            voice: None,
+                        },
+                    ),
+                    (
+                        "老王".to_owned(),
+                        CastMember {
+                            gender: Some("male".into()),
+                            voice: Some("narrator".into()),
+                        },
+                    ),
+                ],
+            )
+            .unwrap();
+        assert_eq!(config.voice_for(d, Some("毛仲")), "narrator");
+        assert_eq!(config.voice_for(d, Some("润叶")), "heroine");
+        assert_eq!(config.voice_for(d, Some("少安")), "hero");
+        assert_eq!(config.voice_for(d, Some("老王")), "narrator");
+        assert_eq!(config.voice_for(d, None), "hero");
+        assert_eq!(
+            config.voice_for(SegmentKind::Narration, Some("润叶")),
+            "narrator"
+        );
+        let err = config
+            .set_cast(
+                "cast.toml",
+                [(
+                    "甲".to_owned(),
+                    CastMember {
+                        gender: None,
+                        voice: Some("ghost".into()),
+                    },
+                )],
+            )
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("cast.toml: character.甲.voice: unknown voice 'ghost'"),
+            "{err}"
+        );
+    }
+}

@@ -1,0 +1,83 @@
+//! Where clauses and sentences of the narration start and end, and whether
+//! a mention opens its clause (is its subject). Every scan is bounded, so
+//! the attributor stays linear on any input.
+
+use super::mentions::Mention;
+use super::words::CONNECTIVES;
+
+/// Punctuation that ends a clause, closing brackets and quotes included.
+pub(super) fn is_punct(c: char) -> bool {
+    crate::text::quote::is_clause_punct(c) || matches!(c, '）' | ')' | '」' | '”' | '』' | '’')
+}
+
+fn is_sentence_end(c: char) -> bool {
+    matches!(c, '。' | '！' | '？' | '!' | '?' | '；' | ';')
+}
+
+/// Longest clause looked at, in bytes: a longer run without punctuation is
+/// cut there, so no scan goes back further (linear time on any input).
+pub(super) const MAX_CLAUSE_BYTES: usize = 64 * 3;
+
+/// Start of the clause that contains `pos` (not before `floor`, not more
+/// than [`MAX_CLAUSE_BYTES`] back).
+pub(super) fn clause_start(text: &str, pos: usize, floor: usize) -> usize {
+    let mut lo = floor.max(pos.saturating_sub(MAX_CLAUSE_BYTES));
+    while !text.is_char_boundary(lo) {
+        lo += 1;
+    }
+    text[lo..pos]
+        .char_indices()
+        .rev()
+        .find(|(_, c)| is_punct(*c))
+        .map_or(lo, |(j, c)| lo + j + c.len_utf8())
+}
+
+/// Start of the sentence that ends at `end` (not before `floor`).
+pub(super) fn sentence_start(text: &str, floor: usize, end: usize) -> usize {
+    text[floor..end]
+        .char_indices()
+        .rev()
+        .find(|(_, c)| is_sentence_end(*c))
+        .map_or(floor, |(j, c)| floor + j + c.len_utf8())
+}
+
+/// End of the first sentence from `start` (its end mark included), at most `limit`.
+pub(super) fn sentence_end(text: &str, start: usize, limit: usize) -> usize {
+    text[start..limit]
+        .char_indices()
+        .find(|(j, c)| is_sentence_end(*c) && *j > 0)
+        .map_or(limit, |(j, c)| start + j + c.len_utf8())
+}
+
+pub(super) fn last_clause(text: &str, floor: usize, end: usize) -> &str {
+    &text[clause_start(text, end, floor)..end]
+}
+
+/// True when the mention opens its clause, possibly after connectives (然后他说).
+pub(super) fn is_subject(text: &str, m: &Mention, floor: usize) -> bool {
+    opens_clause(&text[clause_start(text, m.start, floor)..m.start])
+}
+
+/// Longest run of connectives before a subject, in bytes (3 × 3 characters).
+const MAX_CONNECTIVE_BYTES: usize = 27;
+
+/// True when `prefix` (clause start up to a mention) is empty or connectives only.
+pub(super) fn opens_clause(prefix: &str) -> bool {
+    let mut prefix = prefix.trim_start();
+    if prefix.is_empty() {
+        return true;
+    }
+    if prefix.len() > MAX_CONNECTIVE_BYTES {
+        return false;
+    }
+    for _ in 0..3 {
+        match CONNECTIVES.iter().find(|c| prefix.starts_with(**c)) {
+            Some(c) => prefix = prefix[c.len()..].trim_start(),
+            None => return false,
+        }
+        if prefix.is_empty() {
+            return true;
+        }
+    }
+    false
+}

@@ -1,0 +1,335 @@
+//! Characters of a book without a cast file: recurring strings in speaker
+//! positions, grown into full names, with given names as aliases.
+
+use std::collections::HashMap;
+
+use super::ParagraphView;
+use super::clause::is_punct;
+use super::gender::gender_hint;
+use super::names::{
+    COMPOUND_SURNAMES, ROLE_NOUNS, has_surname, is_non_name_char, is_non_name_inner,
+    is_non_name_tail, is_not_name, is_surname,
+};
+use super::words::{CONNECTIVES, CROWDS, has_speech_verb, starts_with_speech_verb};
+use crate::text::cast::Character;
+use crate::text::decode::is_han;
+use crate::text::quote::SegmentKind;
+
+/// A discovered character with the number of speaker positions it holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Discovered {
+    pub character: Character,
+    pub count: usize,
+}
+
+/// Finds the recurring 2–4 character strings that open clauses in speaker
+/// positions (before a colon or speech verb, right after a quote) and makes
+/// a cast of them, most frequent first, with genders guessed from the
+/// pronouns that follow them and from gendered characters.
+pub fn discover<'a>(chapters: &[Vec<ParagraphView<'a>>]) -> Vec<Discovered> {
+    // (times in a speaker position, times right before a verb or the clause end)
+    let mut counts: rustc_hash::FxHashMap<&str, (usize, usize)> = rustc_hash::FxHashMap::default();
+    let mut add_clause = |text: &'a str, start: usize, end: usize| {
+        let clause = &text[start..end];
+        let mut rest = clause.trim_start();
+        for _ in 0..2 {
+            match CONNECTIVES.iter().find(|c| rest.starts_with(**c)) {
+                Some(c) => rest = &rest[c.len()..],
+                None => break,
+            }
+        }
+        let mut ends = Vec::with_capacity(4);
+        for (n, (j, c)) in rest.char_indices().enumerate() {
+            if n >= 4 || !is_han(c) {
+                break;
+            }
+            ends.push(j + c.len_utf8());
+        }
+        for &e in ends.iter().skip(1) {
+            let entry = counts.entry(&rest[..e]).or_default();
+            entry.0 += 1;
+            // Right before a speech verb or the end of the clause (毛仲說, 毛仲：).
+            let after = &rest[e..];
+            if after.is_empty() || starts_with_speech_verb(after) {
+                entry.1 += 1;
+            }
+        }
+    };
+    // How often each 2–3 character string opens a clause of narration anywhere
+    // (高朗举起手, 田福堂知道): a name seen once in a speaker position is
+    // still a name when it is often the subject.
+    let mut subjects: rustc_hash::FxHashMap<&'a str, usize> = rustc_hash::FxHashMap::default();
+    let mut add_subject = |text: &'a str, start: usize, end: usize| {
+        let rest = text[start..end].trim_start();
+        // Only what may open a name (most clauses open with a word that cannot).
+        if rest
+            .chars()
+            .next()
+            .is_none_or(|c| !is_han(c) || (is_non_name_char(c) && !is_surname(c)))
+        {
+            return;
+        }
+        for (j, c) in rest.char_indices().skip(1).take(2) {
+            if !is_han(c) {
+                break;
+            }
+            *subjects.entry(&rest[..j + c.len_utf8()]).or_default() += 1;
+        }
+    };
+    for paragraphs in chapters {
+        for (i, p) in paragraphs.iter().enumerate() {
+            if p.skipped {
+                continue;
+            }
+            for (k, s) in p.spans.iter().enumerate() {
+                if s.kind != SegmentKind::Narration {
+                    continue;
+                }
+                let before_quote = p
+                    .spans
+                    .get(k + 1)
+                    .is_some_and(|n| n.kind == SegmentKind::Dialogue);
+                let after_quote = k > 0 && p.spans[k - 1].kind == SegmentKind::Dialogue;
+                let after_quote_paragraph = k == 0
+                    && i > 0
+                    && paragraphs[i - 1]
+                        .spans
+                        .iter()
+                        .all(|s| s.kind == SegmentKind::Dialogue)
+                    && !paragraphs[i - 1].spans.is_empty();
+                // Every clause of the narration that holds a speech verb or
+                // ends in a colon before a quote, and the first clause after a quote.
+                let mut clause_from = s.start;
+                let mut first = true;
+                for (j, c) in p.text[s.start..s.end].char_indices() {
+                    let at = s.start + j;
+                    if !is_punct(c) {
+                        continue;
+                    }
+                    add_subject(p.text, clause_from, at);
+                    let clause = &p.text[clause_from..at];
+                    let colon = matches!(c, '：' | ':') && before_quote;
+                    if colon
+                        || has_speech_verb(clause)
+                        || (first && (after_quote || after_quote_paragraph))
+                    {
+                        add_clause(p.text, clause_from, at);
+                    }
+                    first = false;
+                    clause_from = at + c.len_utf8();
+                }
+                if clause_from < s.end {
+                    let clause = &p.text[clause_from..s.end];
+                    if has_speech_verb(clause) || (first && (after_quote || after_quote_paragraph))
+                    {
+                        add_clause(p.text, clause_from, s.end);
+                    }
+                }
+            }
+        }
+    }
+    select_names(&counts, &subjects)
+}
+
+fn select_names(
+    seen: &rustc_hash::FxHashMap<&str, (usize, usize)>,
+    subjects: &rustc_hash::FxHashMap<&str, usize>,
+) -> Vec<Discovered> {
+    const MIN_COUNT: usize = 2;
+    // Seen once in a speaker position, but often the subject of a clause.
+    let enough = |s: &str, n: usize| {
+        n >= MIN_COUNT || (n >= 1 && has_surname(s) && subjects.get(s).copied().unwrap_or(0) >= 4)
+    };
+    // A name must stand right before a speech verb or a colon at least once.
+    let counts: HashMap<&str, usize> = seen.iter().map(|(k, (n, _))| (*k, *n)).collect();
+    let direct = |s: &str| seen.get(s).is_some_and(|(_, d)| *d > 0);
+    let count_of = |s: &str| counts.get(s).copied().unwrap_or(0);
+    let plausible = |s: &str| {
+        let mut chars = s.chars();
+        let n = s.chars().count();
+        // 高朗: a surname that is also a common word opens a name that is
+        // often the subject of a clause.
+        let often_subject = has_surname(s)
+            && subjects.get(s).copied().unwrap_or(0) >= 4
+            && s.chars().nth(1).is_some_and(|c| !is_non_name_char(c));
+        chars
+            .next()
+            .is_some_and(|c| !is_non_name_char(c) || often_subject)
+            && chars.all(|c| is_han(c) && !is_non_name_inner(c))
+            && !CROWDS.contains(&s)
+            && !is_not_name(s)
+            // 金秀兴致: a name does not end in a manner word.
+            && (n <= 2
+                || s.char_indices()
+                    .nth(n - 2)
+                    .is_none_or(|(at, _)| !is_not_name(&s[at..])))
+            && !has_speech_verb(s)
+            && (n < 3 || !s.chars().last().is_some_and(is_non_name_tail))
+            && (n < 4
+                || COMPOUND_SURNAMES.iter().any(|c| s.starts_with(c))
+                || CROWDS.iter().any(|c| s.ends_with(c)))
+    };
+    let mut chosen: HashMap<String, usize> = HashMap::new();
+    // Longer strings by the string one character shorter that they extend.
+    let mut longer: HashMap<&str, Vec<(&str, usize)>> = HashMap::new();
+    for (k, n) in &counts {
+        if let Some((last, _)) = k.char_indices().last()
+            && last > 0
+        {
+            longer.entry(&k[..last]).or_default().push((k, *n));
+        }
+    }
+    let mut twos: Vec<(&str, usize)> = counts
+        .iter()
+        .filter(|(k, n)| k.chars().count() == 2 && enough(k, **n))
+        .map(|(k, n)| (*k, *n))
+        .collect();
+    twos.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    for (two, n2) in twos {
+        if !two.chars().all(is_han) {
+            continue;
+        }
+        // Grow the name while nearly every occurrence continues the same way
+        // (毛仲 stays, 陈青 → 陈青云); a longer name needs a surname.
+        let extensions = |name: &str| -> Vec<(&str, usize)> {
+            let mut v: Vec<(&str, usize)> = longer
+                .get(name)
+                .map(|v| {
+                    v.iter()
+                        .copied()
+                        .filter(|(k, _)| plausible(k) && has_surname(k))
+                        .collect()
+                })
+                .unwrap_or_default();
+            v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+            v
+        };
+        let mut found: Vec<(&str, usize)> = Vec::new();
+        let ext = extensions(two);
+        match ext.first() {
+            Some(&(k, c)) if c as f64 >= 0.6 * n2 as f64 => {
+                // A fourth character only when nearly always there (明軍官兵).
+                let four = longer.get(k).and_then(|v| {
+                    v.iter()
+                        .copied()
+                        .filter(|(f, _)| plausible(f))
+                        .max_by_key(|(f, n)| (*n, std::cmp::Reverse(*f)))
+                });
+                match four {
+                    Some((f, n)) if n as f64 >= 0.8 * c as f64 => found.push((f, n)),
+                    _ => found.push((k, c)),
+                }
+                // 田福 → 田福军, and also 田福堂 when he is named often enough.
+                found.extend(ext.iter().skip(1).copied().filter(|(name, n)| {
+                    *n >= MIN_COUNT && subjects.get(name).copied().unwrap_or(0) >= 2
+                }));
+            }
+            _ => {
+                // 孙少 → 孙少安 and 孙少平: a shared prefix is no name.
+                let shared: Vec<(&str, usize)> = ext
+                    .iter()
+                    .copied()
+                    .filter(|(_, c)| *c >= MIN_COUNT && *c as f64 >= 0.2 * n2 as f64)
+                    .collect();
+                let covered: usize = shared.iter().map(|(_, c)| c).sum();
+                if shared.len() >= 2 && covered as f64 >= 0.6 * n2 as f64 {
+                    found.extend(shared);
+                } else {
+                    found.push((two, n2));
+                }
+            }
+        }
+        for (name, n) in found {
+            let surname = has_surname(name) || name.chars().count() > 3;
+            if !plausible(name) || !enough(name, n) || !(surname || direct(name)) {
+                continue;
+            }
+            let entry = chosen.entry(name.to_owned()).or_default();
+            *entry = (*entry).max(n.max(count_of(name)));
+        }
+    }
+    let mut names: Vec<(String, usize)> = chosen.into_iter().collect();
+    names.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    names.truncate(60);
+    // A given name (少平) that is the tail of a full name (孙少平) is its alias.
+    let mut out: Vec<Discovered> = Vec::new();
+    let full: Vec<String> = names
+        .iter()
+        .filter(|(n, _)| n.chars().count() == 3)
+        .map(|(n, _)| n.clone())
+        .collect();
+    let mut aliases_of: HashMap<String, Vec<String>> = HashMap::new();
+    let mut alias_count: HashMap<String, usize> = HashMap::new();
+    let is_tail_alias = |name: &str, full: &str| {
+        name.chars().count() == 2 && full.ends_with(name) && !ROLE_NOUNS.contains(&name)
+    };
+    for (name, n) in &names {
+        if let Some(owner) = full.iter().find(|f| is_tail_alias(name, f)) {
+            aliases_of
+                .entry(owner.clone())
+                .or_default()
+                .push(name.clone());
+            *alias_count.entry(owner.clone()).or_default() += n;
+        }
+    }
+    for (name, n) in names {
+        if full.iter().any(|f| is_tail_alias(&name, f)) {
+            continue;
+        }
+        let aliases = aliases_of.remove(&name).unwrap_or_default();
+        out.push(Discovered {
+            count: n + alias_count.get(&name).copied().unwrap_or(0),
+            character: Character {
+                gender: gender_hint(&name),
+                name,
+                aliases,
+                voice: None,
+            },
+        });
+    }
+    out.sort_by(|a, b| {
+        b.count
+            .cmp(&a.count)
+            .then(a.character.name.cmp(&b.character.name))
+    });
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::text::quote::{SpanRange, scan_paragraph};
+
+    #[test]
+    fn discovers_recurring_speakers() {
+        let text = [
+            "毛仲說：「走。」",
+            "「好。」毛仲提醒大家。",
+            "陈青云笑道：「来了。」",
+            "「是。」陈青云說。",
+            "「快！」毛仲喊道。",
+            "这时候大家都笑了。",
+        ];
+        let spans: Vec<Vec<SpanRange>> = text
+            .iter()
+            .map(|l| {
+                let mut v = Vec::new();
+                scan_paragraph(l, &mut v);
+                v
+            })
+            .collect();
+        let views: Vec<ParagraphView<'_>> = text
+            .iter()
+            .zip(&spans)
+            .map(|(l, s)| ParagraphView {
+                text: l,
+                spans: s,
+                skipped: false,
+            })
+            .collect();
+        let found = discover(&[views]);
+        let names: Vec<&str> = found.iter().map(|d| d.character.name.as_str()).collect();
+        assert_eq!(names, ["毛仲", "陈青云"]);
+        assert_eq!(found[0].count, 3);
+    }
+}

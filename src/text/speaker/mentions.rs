@@ -1,0 +1,260 @@
+//! Mentions of characters in the narration: the matcher built from a cast
+//! (names and aliases, crowds, 他/她) and the mentions it finds, each 他/她
+//! resolved to the character it stands for.
+
+use std::collections::HashMap;
+
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
+
+use super::clause::{MAX_CLAUSE_BYTES, is_punct, opens_clause};
+use super::words::{CROWDS, starts_with_speech_verb};
+use super::{Attributor, ParagraphView, Who};
+use crate::text::cast::{Cast, Gender};
+use crate::text::quote::{SegmentKind, SpanRange};
+
+/// What a word of the cast matcher stands for.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Pattern {
+    Name(usize),
+    /// A one-character alias: only a mention right before a speech verb.
+    ShortName(usize),
+    Pronoun(Gender),
+    Crowd(usize),
+    /// 他们, 其他 …: consumed so they are not read as 他.
+    Ignore,
+}
+
+/// One mention of a character or crowd in the narration.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Mention {
+    pub(super) start: usize,
+    pub(super) end: usize,
+    pub(super) who: Option<Who>,
+    /// Set for 他/她 that had no antecedent yet.
+    pub(super) pronoun: Option<Gender>,
+}
+
+/// The matcher over a cast's names and aliases, the crowds and 他/她, with
+/// what each of its patterns stands for.
+pub(super) fn cast_matcher(cast: &Cast) -> (AhoCorasick, Vec<Pattern>) {
+    let mut words: Vec<String> = Vec::new();
+    let mut patterns = Vec::new();
+    let mut seen: HashMap<String, ()> = HashMap::new();
+    for (i, c) in cast.characters.iter().enumerate() {
+        for name in std::iter::once(&c.name).chain(&c.aliases) {
+            let name = name.trim();
+            if name.is_empty() || seen.insert(name.to_owned(), ()).is_some() {
+                continue;
+            }
+            words.push(name.to_owned());
+            patterns.push(if name.chars().nth(1).is_some() {
+                Pattern::Name(i)
+            } else {
+                Pattern::ShortName(i)
+            });
+        }
+    }
+    for (i, crowd) in CROWDS.iter().enumerate() {
+        if seen.insert((*crowd).to_owned(), ()).is_none() {
+            words.push((*crowd).to_owned());
+            patterns.push(Pattern::Crowd(i));
+        }
+    }
+    for (word, pattern) in [
+        ("他", Pattern::Pronoun(Gender::Male)),
+        ("她", Pattern::Pronoun(Gender::Female)),
+        ("他们", Pattern::Ignore),
+        ("他們", Pattern::Ignore),
+        ("她们", Pattern::Ignore),
+        ("她們", Pattern::Ignore),
+        ("其他", Pattern::Ignore),
+        ("他人", Pattern::Ignore),
+        ("他乡", Pattern::Ignore),
+        ("他鄉", Pattern::Ignore),
+        ("吉他", Pattern::Ignore),
+    ] {
+        if seen.insert(word.to_owned(), ()).is_none() {
+            words.push(word.to_owned());
+            patterns.push(pattern);
+        }
+    }
+    let matcher = AhoCorasickBuilder::new()
+        .match_kind(MatchKind::LeftmostLongest)
+        .build(&words)
+        .expect("names are plain strings");
+    (matcher, patterns)
+}
+
+impl Attributor {
+    /// All mentions in the narration of a chapter, per paragraph, with 他/她
+    /// resolved to the latest character of that gender (or, with none
+    /// before, the next one after).
+    pub(super) fn chapter_mentions(&self, paragraphs: &[ParagraphView<'_>]) -> Vec<Vec<Mention>> {
+        let mut last = Recency::default();
+        let mut all: Vec<Vec<Mention>> = Vec::with_capacity(paragraphs.len());
+        let mut unresolved = false;
+        for (i, p) in paragraphs.iter().enumerate() {
+            let mut mentions = Vec::new();
+            if !p.skipped {
+                for s in p.spans.iter().filter(|s| s.kind == SegmentKind::Narration) {
+                    self.find_mentions(i, p.text, s, &mut last, &mut mentions);
+                }
+            }
+            unresolved |= mentions.iter().any(|m| m.pronoun.is_some());
+            all.push(mentions);
+        }
+        if unresolved {
+            // Forward: the first character of that gender mentioned later.
+            let mut next: [Option<usize>; 2] = [None, None];
+            for mentions in all.iter_mut().rev() {
+                for m in mentions.iter_mut().rev() {
+                    match (m.who, m.pronoun) {
+                        (Some(Who::Character(c)), _) => {
+                            if let Some(g) = gender_slot(self.genders[c]) {
+                                next[g] = Some(c);
+                            }
+                        }
+                        (None, Some(g)) => {
+                            if let Some(slot) = gender_slot(g) {
+                                m.who = Some(next[slot].map_or(Who::Someone(slot), Who::Character));
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+            }
+        }
+        all
+    }
+
+    fn find_mentions(
+        &self,
+        paragraph: usize,
+        text: &str,
+        span: &SpanRange,
+        last: &mut Recency,
+        out: &mut Vec<Mention>,
+    ) {
+        let narration = &text[span.start..span.end];
+        let (mut clause, mut scanned) = (span.start, span.start);
+        for m in self.matcher.find_iter(narration) {
+            let (start, end) = (span.start + m.start(), span.start + m.end());
+            let (who, pronoun) = match self.patterns[m.pattern().as_usize()] {
+                Pattern::Name(c) => (Some(Who::Character(c)), None),
+                Pattern::ShortName(c) => {
+                    if !starts_with_speech_verb(&text[end..]) {
+                        continue;
+                    }
+                    (Some(Who::Character(c)), None)
+                }
+                Pattern::Crowd(c) => (Some(Who::Crowd(c)), None),
+                Pattern::Pronoun(g) => {
+                    match gender_slot(g).and_then(|s| last.resolve(s, paragraph, text, start)) {
+                        Some(c) => (Some(Who::Character(c)), None),
+                        None => (None, Some(g)),
+                    }
+                }
+                Pattern::Ignore => continue,
+            };
+            if let Some(Who::Character(c)) = who
+                && let Some(slot) = gender_slot(self.genders[c])
+            {
+                // Clause starts move forward with the mentions: no rescanning.
+                if let Some((j, ch)) = text[scanned..start]
+                    .char_indices()
+                    .rev()
+                    .find(|(_, ch)| is_punct(*ch))
+                {
+                    clause = scanned + j + ch.len_utf8();
+                }
+                scanned = start;
+                let subject = opens_clause(&text[clause..start]);
+                last.note(slot, c, paragraph, end, subject);
+            }
+            out.push(Mention {
+                start,
+                end,
+                who,
+                pronoun,
+            });
+        }
+    }
+
+    /// A character addressed by name at the start of a quote (“少平，你…”).
+    pub(super) fn vocative(&self, quote: &str) -> Option<Who> {
+        let inner = quote.get(quote.chars().next()?.len_utf8()..)?;
+        let m = self.matcher.find(inner)?;
+        if m.start() != 0 {
+            return None;
+        }
+        let Pattern::Name(c) = self.patterns[m.pattern().as_usize()] else {
+            return None;
+        };
+        inner[m.end()..]
+            .chars()
+            .next()
+            .filter(|c| matches!(c, '，' | ',' | '！' | '!' | '、' | '…' | '？' | '?' | '。'))
+            .map(|_| Who::Character(c))
+    }
+}
+
+/// The latest characters of each gender, for 他/她.
+#[derive(Debug, Default)]
+struct Recency {
+    /// Per gender: the latest mention (character, paragraph, end offset),
+    /// the latest subject mention, and the latest other character.
+    slots: [Slot; 2],
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct Slot {
+    latest: Option<(usize, usize, usize)>,
+    subject: Option<(usize, usize, usize)>,
+    previous: Option<usize>,
+}
+
+impl Recency {
+    fn note(&mut self, slot: usize, c: usize, paragraph: usize, end: usize, subject: bool) {
+        let s = &mut self.slots[slot];
+        if let Some((old, _, _)) = s.latest
+            && old != c
+        {
+            s.previous = Some(old);
+        }
+        s.latest = Some((c, paragraph, end));
+        if subject {
+            s.subject = Some((c, paragraph, end));
+        }
+    }
+
+    /// The character a pronoun at `text[at..]` stands for: the latest subject
+    /// of its gender (else the latest mention), unless that one is the
+    /// subject of the same clause (晓晨问他: 他 is someone else).
+    fn resolve(&self, slot: usize, paragraph: usize, text: &str, at: usize) -> Option<usize> {
+        let s = self.slots[slot];
+        let same_clause = |(_, p, end): (usize, usize, usize)| {
+            p == paragraph
+                && end <= at
+                && at - end <= MAX_CLAUSE_BYTES
+                && !text[end..at]
+                    .chars()
+                    .any(|ch| is_punct(ch) || ch == '”' || ch == '“')
+        };
+        let first = s.subject.or(s.latest)?;
+        if !same_clause(first) {
+            return Some(first.0);
+        }
+        match s.latest {
+            Some(l) if l.0 != first.0 && !same_clause(l) => Some(l.0),
+            _ => s.previous.filter(|p| *p != first.0).or(Some(first.0)),
+        }
+    }
+}
+
+fn gender_slot(g: Gender) -> Option<usize> {
+    match g {
+        Gender::Male => Some(0),
+        Gender::Female => Some(1),
+        Gender::Unknown => None,
+    }
+}

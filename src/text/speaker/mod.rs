@@ -1,0 +1,314 @@
+//! Who is talking: rules over the context of each quote.
+//!
+//! Mentions of characters (cast names and aliases, 他/她 resolved to the
+//! latest character of that gender, crowds such as 众人) are found in the
+//! narration. A quote takes its speaker, strongest rule first, from
+//! - the narration before it in the paragraph (`毛仲說：「…」`, `毛仲：「…」`),
+//! - the narration after it (`「…」毛仲說。`, between split quotes),
+//! - the previous paragraph ending in a colon, or the next paragraph opening
+//!   with a speech verb (`“想我了吗？”` / `她问。`),
+//! - the character acting right after the quote (next paragraph),
+//! - turn-taking in a back-and-forth exchange (the one addressed by name or
+//!   the addressee of the last turn, else the speaker before the last one,
+//!   else the character last mentioned who is not the last speaker),
+//! - the character acting in the sentence just before the quote.
+//!
+//! 他/她 resolve to the latest subject of that gender, skipping the subject
+//! of their own clause (老周问他); one with no antecedent in the chapter is
+//! "someone" (no name in the script, but still a party to turn-taking).
+//! Without a cast file, [`discover`] finds the names and [`guess_genders`]
+//! their genders.
+//!
+//! The parts:
+//! - `mentions`: the cast matcher (names, aliases, crowds, 他/她) and the
+//!   mentions it finds in the narration, with 他/她 resolved;
+//! - `rules`: the rules that give one paragraph's quotes their speaker,
+//!   and turn-taking;
+//! - `clause`: clause and sentence bounds, and whether a mention is the
+//!   subject of its clause;
+//! - `words`: the word tables of attribution (crowds, connectives, speech
+//!   verbs) and speech-verb detection;
+//! - `names`: the word tables of what a name is and is not (surnames,
+//!   common words, role nouns);
+//! - `discovery`: finding the names of a book without a cast file;
+//! - `gender`: guessing the genders of the names found.
+
+mod clause;
+mod discovery;
+mod gender;
+mod mentions;
+mod names;
+mod rules;
+mod words;
+
+use aho_corasick::AhoCorasick;
+
+use super::cast::{Cast, Gender};
+use super::quote::{SegmentKind, SpanRange};
+
+pub use discovery::{Discovered, discover};
+pub use gender::guess_genders;
+
+use mentions::Pattern;
+use rules::{Context, Turn, continues_speech};
+use words::CROWDS;
+
+/// A speaker: a character of the cast or a crowd.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Who {
+    Character(usize),
+    Crowd(usize),
+    /// 他 (0) or 她 (1) that names nobody in the cast: someone, unnamed.
+    Someone(usize),
+}
+
+/// A paragraph as the attributor sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct ParagraphView<'a> {
+    pub text: &'a str,
+    pub spans: &'a [SpanRange],
+    /// Skipped lines (adverts) take no part.
+    pub skipped: bool,
+}
+
+/// Finds speakers with a fixed cast.
+#[derive(Debug, Clone)]
+pub struct Attributor {
+    matcher: AhoCorasick,
+    patterns: Vec<Pattern>,
+    names: Vec<String>,
+    genders: Vec<Gender>,
+}
+
+impl Attributor {
+    /// Builds the matcher for a cast (names and aliases of two or more
+    /// characters, one-character aliases only right before a speech verb).
+    pub fn new(cast: &Cast) -> Attributor {
+        let (matcher, patterns) = mentions::cast_matcher(cast);
+        Attributor {
+            matcher,
+            patterns,
+            names: cast.characters.iter().map(|c| c.name.clone()).collect(),
+            genders: cast.characters.iter().map(|c| c.gender).collect(),
+        }
+    }
+
+    /// The name a speaker goes by in the script (none for someone unnamed).
+    pub fn name(&self, who: Who) -> Option<&str> {
+        match who {
+            Who::Character(i) => Some(&self.names[i]),
+            Who::Crowd(i) => Some(CROWDS[i]),
+            Who::Someone(_) => None,
+        }
+    }
+
+    /// Speakers of one chapter: for each paragraph, one entry per span
+    /// (`None` for narration and for quotes nobody can be found for).
+    pub fn attribute(&self, paragraphs: &[ParagraphView<'_>]) -> Vec<Vec<Option<Who>>> {
+        let mentions = self.chapter_mentions(paragraphs);
+        let mut out: Vec<Vec<Option<Who>>> = paragraphs
+            .iter()
+            .map(|p| vec![None; p.spans.len()])
+            .collect();
+        let mut turns: Vec<Turn> = Vec::new();
+        // Index of the previous paragraph that takes part (not skipped).
+        let mut previous: Option<usize> = None;
+        let mut continued: Option<Who> = None;
+        // The previous paragraph is a turn, or the tag (`她问。`) of the turn before it.
+        let mut adjacent = false;
+        for (i, p) in paragraphs.iter().enumerate() {
+            if p.skipped {
+                continue;
+            }
+            let ctx = Context {
+                attributor: self,
+                paragraphs,
+                mentions: &mentions,
+            };
+            let has_dialogue = p.spans.iter().any(|s| s.kind == SegmentKind::Dialogue);
+            if !has_dialogue {
+                let last_speaker = turns.last().and_then(|t| t.speaker);
+                adjacent = adjacent && (ctx.is_tag(i) || ctx.is_beat_of(i, last_speaker));
+                previous = Some(i);
+                continued = None;
+                continue;
+            }
+            let prev_is_turn = adjacent;
+            let opens_continued = p.spans.first().is_some_and(|s| {
+                s.kind == SegmentKind::Dialogue
+                    && previous.is_some_and(|j| continues_speech(&paragraphs[j], s))
+            });
+            let (speaker, addressee, own) = if let (true, Some(who)) = (opens_continued, continued)
+            {
+                (
+                    Some(who),
+                    turns.last().and_then(|t| t.addressee),
+                    Vec::new(),
+                )
+            } else {
+                ctx.decide(i, previous, prev_is_turn, &turns)
+            };
+            for (k, s) in p.spans.iter().enumerate() {
+                if s.kind == SegmentKind::Dialogue {
+                    // `own` is in span order.
+                    out[i][k] = own
+                        .binary_search_by_key(&k, |(at, _)| *at)
+                        .map_or(speaker, |found| Some(own[found].1));
+                }
+            }
+            continued = match p.spans.last() {
+                Some(last) if last.kind == SegmentKind::Dialogue && !last.closed => {
+                    out[i][p.spans.len() - 1]
+                }
+                _ => None,
+            };
+            turns.push(Turn {
+                speaker,
+                addressee,
+                vocative: p
+                    .spans
+                    .iter()
+                    .find(|s| s.kind == SegmentKind::Dialogue)
+                    .and_then(|s| self.vocative(s.text(p.text))),
+            });
+            previous = Some(i);
+            adjacent = true;
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::text::cast::Character;
+    use crate::text::quote::scan_paragraph;
+
+    fn cast(entries: &[(&str, &[&str], Gender)]) -> Cast {
+        Cast {
+            characters: entries
+                .iter()
+                .map(|(n, a, g)| Character {
+                    name: (*n).into(),
+                    aliases: a.iter().map(|s| (*s).into()).collect(),
+                    gender: *g,
+                    voice: None,
+                })
+                .collect(),
+        }
+    }
+
+    /// Speakers of every dialogue span, paragraph by paragraph.
+    fn speakers(cast: &Cast, text: &str) -> Vec<Option<String>> {
+        let lines: Vec<&str> = text.lines().collect();
+        let spans: Vec<Vec<SpanRange>> = lines
+            .iter()
+            .map(|l| {
+                let mut v = Vec::new();
+                scan_paragraph(l, &mut v);
+                v
+            })
+            .collect();
+        let views: Vec<ParagraphView<'_>> = lines
+            .iter()
+            .zip(&spans)
+            .map(|(l, s)| ParagraphView {
+                text: l,
+                spans: s,
+                skipped: false,
+            })
+            .collect();
+        let a = Attributor::new(cast);
+        let result = a.attribute(&views);
+        let mut out = Vec::new();
+        for (p, who) in views.iter().zip(result) {
+            for (s, w) in p.spans.iter().zip(who) {
+                if s.kind == SegmentKind::Dialogue {
+                    out.push(w.and_then(|w| a.name(w)).map(str::to_owned));
+                }
+            }
+        }
+        out
+    }
+
+    fn names(v: &[Option<String>]) -> Vec<&str> {
+        v.iter().map(|s| s.as_deref().unwrap_or("-")).collect()
+    }
+
+    const M: Gender = Gender::Male;
+    const F: Gender = Gender::Female;
+
+    #[test]
+    fn speech_verbs_before_after_and_colon() {
+        let c = cast(&[("林一舟", &["一舟"], M), ("苏晚", &[], F)]);
+        let text = "一舟看着苏晚，问：“你去吗？”\n“去。”苏晚低声说。\n苏晚：“走吧。”\n“不过，”一舟接过话头，“路很远。”";
+        assert_eq!(
+            names(&speakers(&c, text)),
+            ["林一舟", "苏晚", "苏晚", "林一舟", "林一舟"]
+        );
+    }
+
+    #[test]
+    fn pronouns_and_next_paragraph_verbs() {
+        let c = cast(&[("林一舟", &[], M), ("苏晚", &[], F)]);
+        let text = "林一舟走进门，苏晚正在看书。\n他放下包，盯着她，问：\n“吃饭了吗？”\n“还没有。”\n她答。";
+        assert_eq!(names(&speakers(&c, text)), ["林一舟", "苏晚"]);
+    }
+
+    #[test]
+    fn turn_taking_alternates() {
+        let c = cast(&[("林一舟", &[], M), ("苏晚", &[], F)]);
+        let text = "林一舟问苏晚：“几点了？”\n“三点。”\n“还早。”\n“不早了。”";
+        assert_eq!(
+            names(&speakers(&c, text)),
+            ["林一舟", "苏晚", "林一舟", "苏晚"]
+        );
+    }
+
+    #[test]
+    fn vocative_names_the_next_speaker() {
+        let c = cast(&[("林一舟", &[], M), ("苏晚", &[], F), ("老周", &[], M)]);
+        let text = "老周推门进来。\n“苏晚，你来一下。”老周说。\n“什么事？”";
+        assert_eq!(names(&speakers(&c, text)), ["老周", "苏晚"]);
+    }
+
+    #[test]
+    fn continued_speech_keeps_its_speaker() {
+        let c = cast(&[("林一舟", &[], M), ("苏晚", &[], F)]);
+        let text = "苏晚说：“第一件事，\n“第二件事。”\n林一舟点头。";
+        assert_eq!(names(&speakers(&c, text)), ["苏晚", "苏晚"]);
+    }
+
+    #[test]
+    fn possessed_name_and_object_pronoun() {
+        let c = cast(&[("林一舟", &[], M), ("老周", &[], M), ("苏晚", &[], F)]);
+        // 他旁边的老周: 老周 speaks, not 他.
+        let text = "林一舟坐下。\n他旁边的老周突然大声说：“开船！”";
+        assert_eq!(names(&speakers(&c, text)), ["老周"]);
+        // 老周问他: 他 is 林一舟, the addressee, who answers.
+        let text = "林一舟走上甲板。\n老周站起来。\n“睡得好吗？”\n老周问他。\n“还行。”";
+        assert_eq!(names(&speakers(&c, text)), ["老周", "林一舟"]);
+    }
+
+    #[test]
+    fn actor_after_the_quote_speaks() {
+        let c = cast(&[("林一舟", &[], M), ("苏晚", &[], F)]);
+        let text = "林一舟问苏晚：“冷吗？”\n“有点。”\n“给你。”\n林一舟脱下外套递过去。";
+        assert_eq!(names(&speakers(&c, text)), ["林一舟", "苏晚", "林一舟"]);
+    }
+
+    #[test]
+    fn crowds_speak() {
+        let c = cast(&[("林一舟", &[], M)]);
+        assert_eq!(names(&speakers(&c, "“万岁！”众人齐声喊道。")), ["众人"]);
+        let text = "林一舟说：“上船。”\n众人一面跑一面喊道：\n“开船！”\n“快开船！”";
+        assert_eq!(names(&speakers(&c, text)), ["林一舟", "众人", "众人"]);
+    }
+
+    #[test]
+    fn one_character_alias_only_before_a_verb() {
+        let c = cast(&[("田晓霞", &["霞"], F), ("林一舟", &[], M)]);
+        let text = "晚霞满天，林一舟说：“走。”\n霞说：“好。”";
+        assert_eq!(names(&speakers(&c, text)), ["林一舟", "田晓霞"]);
+    }
+}

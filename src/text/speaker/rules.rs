@@ -1,0 +1,431 @@
+//! The rules that give the quotes of one paragraph their speaker, strongest
+//! first, over the narration around them and the turns of the conversation.
+
+use super::clause::{
+    clause_start, is_punct, is_subject, last_clause, sentence_end, sentence_start,
+};
+use super::mentions::Mention;
+use super::words::has_speech_verb;
+use super::{Attributor, ParagraphView, Who};
+use crate::text::quote::{SegmentKind, SpanRange};
+
+/// How far back a quote looks for a character mentioned in the narration.
+const RECENT_PARAGRAPHS: usize = 10;
+
+/// How sure a rule is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Strength {
+    Weak,
+    Medium,
+    Strong,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Candidate {
+    who: Who,
+    strength: Strength,
+    addressee: Option<Who>,
+}
+
+/// A paragraph with dialogue, as one turn of a conversation.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Turn {
+    pub(super) speaker: Option<Who>,
+    pub(super) addressee: Option<Who>,
+    pub(super) vocative: Option<Who>,
+}
+
+/// True when `first` (the opening dialogue span of a paragraph) continues a
+/// speech left open at the end of `previous` with the same mark.
+pub(super) fn continues_speech(previous: &ParagraphView<'_>, first: &SpanRange) -> bool {
+    previous.spans.last().is_some_and(|last| {
+        last.kind == SegmentKind::Dialogue && !last.closed && last.open == first.open
+    })
+}
+
+/// What the rules look at: the paragraphs of a chapter and the mentions in
+/// their narration.
+pub(super) struct Context<'c, 'a> {
+    pub(super) attributor: &'c Attributor,
+    pub(super) paragraphs: &'c [ParagraphView<'a>],
+    pub(super) mentions: &'c [Vec<Mention>],
+}
+
+impl Context<'_, '_> {
+    /// Speaker of paragraph `i` (default for its quotes), its addressee, and
+    /// quotes with a speaker of their own: (span index, speaker).
+    pub(super) fn decide(
+        &self,
+        i: usize,
+        previous: Option<usize>,
+        prev_is_turn: bool,
+        turns: &[Turn],
+    ) -> (Option<Who>, Option<Who>, Vec<(usize, Who)>) {
+        let p = &self.paragraphs[i];
+        let vocative = p
+            .spans
+            .iter()
+            .find(|s| s.kind == SegmentKind::Dialogue)
+            .and_then(|s| self.attributor.vocative(s.text(p.text)));
+        let mut best: Option<Candidate> = None;
+        let mut own = Vec::new();
+        for (k, s) in p.spans.iter().enumerate() {
+            if s.kind != SegmentKind::Dialogue {
+                continue;
+            }
+            let before = (k > 0)
+                .then(|| &p.spans[k - 1])
+                .filter(|n| n.kind == SegmentKind::Narration)
+                .and_then(|n| self.before_quote(i, n));
+            let after = p
+                .spans
+                .get(k + 1)
+                .filter(|n| n.kind == SegmentKind::Narration)
+                .and_then(|n| self.after_quote(i, n));
+            let mine = match (before, after) {
+                (Some(b), Some(a)) if a.strength > b.strength => Some(a),
+                (Some(b), _) => Some(b),
+                (None, a) => a,
+            };
+            if let Some(c) = mine {
+                if c.strength == Strength::Strong {
+                    own.push((k, c.who));
+                }
+                if best.is_none_or(|b| c.strength > b.strength) {
+                    best = Some(c);
+                }
+            }
+        }
+        let accept = |c: Candidate| Some(c.who) != vocative || c.strength == Strength::Strong;
+        let opens_with_quote = p
+            .spans
+            .first()
+            .is_some_and(|s| s.kind == SegmentKind::Dialogue);
+        let prev_colon = previous
+            .filter(|_| opens_with_quote)
+            .and_then(|j| self.colon_before(j));
+        let strong = best.filter(|c| c.strength == Strength::Strong);
+        let medium = best.filter(|c| c.strength == Strength::Medium);
+        let next = || self.next_paragraph_verb(i);
+        for c in [strong, prev_colon, medium, next()].into_iter().flatten() {
+            if accept(c) {
+                return (Some(c.who), c.addressee, own);
+            }
+        }
+        let last_speaker = turns.last().and_then(|t| t.speaker);
+        let recent = self.recent_mention(i, last_speaker.filter(|_| !turns.is_empty()));
+        let turn = turn_taking(turns, vocative, recent);
+        if prev_is_turn && let Some(c) = self.next_paragraph_subject(i).filter(|c| accept(*c)) {
+            return (Some(c.who), c.addressee, own);
+        }
+        if prev_is_turn && let Some(who) = turn {
+            return (Some(who), last_speaker, own);
+        }
+        let beat = best.or_else(|| self.next_paragraph_subject(i)).or_else(|| {
+            previous
+                .filter(|_| opens_with_quote && !prev_is_turn)
+                .and_then(|j| self.action_beat(j))
+        });
+        if let Some(c) = beat.filter(|c| accept(*c)) {
+            return (Some(c.who), c.addressee, own);
+        }
+        if let Some(who) = turn {
+            return (Some(who), turns.last().and_then(|t| t.speaker), own);
+        }
+        (None, None, own)
+    }
+
+    /// True when narration paragraph `i` opens with a speech tag (`她问。`)
+    /// for the quote before it.
+    pub(super) fn is_tag(&self, i: usize) -> bool {
+        let p = &self.paragraphs[i];
+        p.spans.first().is_some_and(|n| {
+            n.kind == SegmentKind::Narration
+                && self
+                    .after_quote(i, n)
+                    .is_some_and(|c| c.strength == Strength::Strong)
+        })
+    }
+
+    /// True when narration paragraph `i` opens with `who` acting (少平愣住了。).
+    pub(super) fn is_beat_of(&self, i: usize, who: Option<Who>) -> bool {
+        let p = &self.paragraphs[i];
+        let Some(n) = p.spans.first() else {
+            return false;
+        };
+        let end = sentence_end(p.text, n.start, n.end);
+        who.is_some()
+            && self
+                .mentions_in(i, n.start, end)
+                .iter()
+                .find(|m| m.who.is_some() && is_subject(p.text, m, n.start))
+                .is_some_and(|m| m.who == who)
+    }
+
+    /// The character mentioned last in the narration of the few paragraphs
+    /// before `i`, other than `exclude`.
+    fn recent_mention(&self, i: usize, exclude: Option<Who>) -> Option<Who> {
+        (i.saturating_sub(RECENT_PARAGRAPHS)..i)
+            .rev()
+            .find_map(|j| {
+                self.mentions[j]
+                    .iter()
+                    .rev()
+                    .filter_map(|m| m.who)
+                    .find(|w| matches!(w, Who::Character(_)) && Some(*w) != exclude)
+            })
+    }
+
+    fn mentions_in(&self, i: usize, start: usize, end: usize) -> &[Mention] {
+        let all = &self.mentions[i];
+        let from = all.partition_point(|m| m.start < start);
+        let to = all.partition_point(|m| m.start < end);
+        &all[from..to]
+    }
+
+    /// Narration right before a quote in the same paragraph.
+    fn before_quote(&self, i: usize, n: &SpanRange) -> Option<Candidate> {
+        let text = self.paragraphs[i].text;
+        let body = text[n.start..n.end].trim_end_matches(|c: char| c.is_whitespace());
+        let last = body.chars().last()?;
+        let body_end = n.start + body.len();
+        let strength = match last {
+            '：' | ':' => Strength::Strong,
+            '，' | ',' => {
+                let clause_start = clause_start(text, body_end - last.len_utf8(), n.start);
+                if has_speech_verb(&text[clause_start..body_end]) {
+                    Strength::Strong
+                } else {
+                    Strength::Medium
+                }
+            }
+            '。' | '！' | '？' | '!' | '?' | '…' => Strength::Weak,
+            _ if has_speech_verb(last_clause(text, n.start, body_end)) => Strength::Strong,
+            _ => return None,
+        };
+        let end = body_end - if is_punct(last) { last.len_utf8() } else { 0 };
+        let start = sentence_start(text, n.start, end);
+        self.subject_in(i, start, end, true)
+            .map(|(who, addressee)| Candidate {
+                who,
+                strength,
+                addressee,
+            })
+    }
+
+    /// Narration right after a quote in the same paragraph.
+    fn after_quote(&self, i: usize, n: &SpanRange) -> Option<Candidate> {
+        let text = self.paragraphs[i].text;
+        let start = n.start;
+        let end = sentence_end(text, start, n.end);
+        let sentence = &text[start..end];
+        let mentions = self.mentions_in(i, start, end);
+        // A mention in the first clause (這是毛仲的命令), else the first
+        // subject of the sentence, else its first mention.
+        let first_clause_end = text[start..end]
+            .char_indices()
+            .find(|(j, c)| *j > 0 && is_punct(*c))
+            .map_or(end, |(j, _)| start + j);
+        let in_first_clause = mentions
+            .iter()
+            .find(|m| m.who.is_some() && m.start < first_clause_end);
+        // The clause with the speech verb names the speaker (…，許多官兵大聲地喊著).
+        let mut verb_clause = None;
+        let mut clause_from = start;
+        for (j, c) in text[start..end].char_indices() {
+            let at = start + j;
+            let last = at + c.len_utf8() == end;
+            if !(is_punct(c) || last) {
+                continue;
+            }
+            let clause_end = if last { end } else { at };
+            // The mention must come before the verb (not 问秀莲).
+            if let Some(m) = mentions.iter().find(|m| {
+                m.who.is_some()
+                    && m.start >= clause_from
+                    && m.end <= clause_end
+                    && has_speech_verb(&text[m.end..clause_end])
+            }) {
+                verb_clause = Some(m);
+                break;
+            }
+            clause_from = at + c.len_utf8();
+        }
+        let (m, subject) = match verb_clause.or(in_first_clause) {
+            Some(m) => (m, is_subject(text, m, start)),
+            None => match mentions
+                .iter()
+                .find(|m| m.who.is_some() && is_subject(text, m, start))
+            {
+                Some(m) => (m, true),
+                None => (mentions.iter().find(|m| m.who.is_some())?, false),
+            },
+        };
+        let verb = has_speech_verb(&text[m.end..end]);
+        let strength = match (subject, verb) {
+            (true, true) => Strength::Strong,
+            (true, false) | (false, true) => Strength::Medium,
+            (false, false) => Strength::Weak,
+        };
+        // `“…”她问：“…”` introduces the next quote, not this one.
+        if sentence.trim_end().ends_with(['：', ':']) && n.end == end {
+            return None;
+        }
+        Some(Candidate {
+            who: m.who?,
+            strength,
+            addressee: other_mention(mentions, m.who),
+        })
+    }
+
+    /// The previous paragraph ends in a colon: its subject speaks.
+    fn colon_before(&self, j: usize) -> Option<Candidate> {
+        let p = &self.paragraphs[j];
+        let n = p
+            .spans
+            .last()
+            .filter(|s| s.kind == SegmentKind::Narration)?;
+        let body = p.text[n.start..n.end].trim_end();
+        if !body.ends_with(['：', ':']) {
+            return None;
+        }
+        self.before_quote(j, n).map(|c| Candidate {
+            strength: Strength::Strong,
+            ..c
+        })
+    }
+
+    /// The next paragraph opens with `她问。`, `他说着，…`.
+    fn next_paragraph_verb(&self, i: usize) -> Option<Candidate> {
+        let j = (i + 1..self.paragraphs.len()).find(|&j| !self.paragraphs[j].skipped)?;
+        let p = &self.paragraphs[j];
+        let n = p
+            .spans
+            .first()
+            .filter(|s| s.kind == SegmentKind::Narration)?;
+        let end = sentence_end(p.text, n.start, n.end);
+        let sentence = p.text[n.start..end].trim_end();
+        if sentence.ends_with(['：', ':']) {
+            return None;
+        }
+        let c = self.after_quote(j, n)?;
+        (c.strength == Strength::Strong
+            || (c.strength == Strength::Medium && has_speech_verb(sentence)))
+        .then_some(c)
+    }
+
+    /// The next paragraph opens with a character acting (晓晨指了指门。).
+    fn next_paragraph_subject(&self, i: usize) -> Option<Candidate> {
+        let j = (i + 1..self.paragraphs.len()).find(|&j| !self.paragraphs[j].skipped)?;
+        let p = &self.paragraphs[j];
+        let n = p
+            .spans
+            .first()
+            .filter(|s| s.kind == SegmentKind::Narration)?;
+        let end = sentence_end(p.text, n.start, n.end);
+        if p.text[n.start..end].trim_end().ends_with(['：', ':']) {
+            return None;
+        }
+        let m = self
+            .mentions_in(j, n.start, end)
+            .iter()
+            .find(|m| m.who.is_some() && is_subject(p.text, m, n.start))?;
+        Some(Candidate {
+            who: m.who?,
+            strength: Strength::Weak,
+            addressee: None,
+        })
+    }
+
+    /// The character acting in the last sentence of paragraph `j`.
+    fn action_beat(&self, j: usize) -> Option<Candidate> {
+        let p = &self.paragraphs[j];
+        let n = p
+            .spans
+            .last()
+            .filter(|s| s.kind == SegmentKind::Narration)?;
+        let body = p.text[n.start..n.end].trim_end();
+        let last = body.chars().last()?;
+        let end = n.start + body.len() - if is_punct(last) { last.len_utf8() } else { 0 };
+        let start = sentence_start(p.text, n.start, end);
+        let mentions = self.mentions_in(j, start, end);
+        let m = mentions
+            .iter()
+            .find(|m| m.who.is_some() && is_subject(p.text, m, start))?;
+        Some(Candidate {
+            who: m.who?,
+            strength: Strength::Weak,
+            addressee: other_mention(mentions, m.who),
+        })
+    }
+
+    /// The subject of the sentence `text[start..end]`: the first mention at
+    /// the start of a clause, nearest clause to the end first when
+    /// `from_end`; any first mention otherwise.
+    fn subject_in(
+        &self,
+        i: usize,
+        start: usize,
+        end: usize,
+        from_end: bool,
+    ) -> Option<(Who, Option<Who>)> {
+        let text = self.paragraphs[i].text;
+        let mentions = self.mentions_in(i, start, end);
+        let mut subject: Option<(usize, &Mention)> = None;
+        for m in mentions.iter().filter(|m| m.who.is_some()) {
+            let cs = clause_start(text, m.start, start);
+            if !is_subject(text, m, start) {
+                continue;
+            }
+            match subject {
+                Some((best_cs, _)) if !from_end || cs <= best_cs => {}
+                _ => subject = Some((cs, m)),
+            }
+        }
+        let m = match subject {
+            // 他旁边的安锁子: the possessed one is the subject.
+            Some((cs, m)) => mentions
+                .iter()
+                .filter(|o| o.start > m.start && o.who.is_some())
+                .take_while(|o| clause_start(text, o.start, start) == cs)
+                .find(|o| text[..o.start].ends_with('的'))
+                .unwrap_or(m),
+            None => mentions.iter().find(|m| m.who.is_some())?,
+        };
+        Some((m.who?, other_mention(mentions, m.who)))
+    }
+}
+
+/// The speaker of the next turn from the turns so far: the one addressed by
+/// name in the last turn, else its addressee, else the speaker before it.
+fn turn_taking(turns: &[Turn], vocative: Option<Who>, recent: Option<Who>) -> Option<Who> {
+    let Some(last) = turns.last() else {
+        return recent.filter(|r| Some(*r) != vocative);
+    };
+    // A crowd shouts on (“快追！” “别让他们跑了！”) rather than taking turns.
+    if let Some(crowd @ Who::Crowd(_)) = last.speaker {
+        return Some(crowd);
+    }
+    let candidates = [
+        last.vocative.filter(|v| Some(*v) != last.speaker),
+        last.addressee,
+        turns
+            .iter()
+            .rev()
+            .skip(1)
+            .take(3)
+            .find_map(|t| t.speaker.filter(|s| Some(*s) != last.speaker)),
+        recent,
+    ];
+    candidates
+        .into_iter()
+        .flatten()
+        .find(|who| Some(*who) != last.speaker && Some(*who) != vocative)
+}
+
+fn other_mention(mentions: &[Mention], who: Option<Who>) -> Option<Who> {
+    mentions
+        .iter()
+        .filter_map(|m| m.who)
+        .find(|w| Some(*w) != who && matches!(w, Who::Character(_)))
+}

@@ -1,0 +1,315 @@
+//! Word tables of speaker attribution (crowds, clause-opening connectives,
+//! speech verbs) and the tests for a speech verb in a piece of narration.
+
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder};
+
+use super::names::is_not_name;
+
+/// Groups that may speak as one.
+pub(super) const CROWDS: &[&str] = &[
+    "众人",
+    "眾人",
+    "大家",
+    "大伙",
+    "大夥",
+    "官兵",
+    "官兵们",
+    "官兵們",
+    "士兵们",
+    "士兵們",
+    "众官兵",
+    "眾官兵",
+    "群臣",
+    "众臣",
+    "眾臣",
+    "众将",
+    "眾將",
+    "众僧",
+    "眾僧",
+    "众仙",
+    "眾仙",
+    "众神",
+    "眾神",
+    "众妖",
+    "眾妖",
+    "众弟子",
+    "眾弟子",
+    "弟子们",
+    "弟子們",
+    "村民们",
+    "村民們",
+    "人群",
+    "众小妖",
+    "眾小妖",
+    "师徒",
+    "師徒",
+    "师徒们",
+    "師徒們",
+    "众猴",
+    "眾猴",
+    "众官",
+    "眾官",
+];
+
+/// Words that open a clause before its subject (然后他说 …).
+pub(super) const CONNECTIVES: &[&str] = &[
+    "然后",
+    "然後",
+    "于是",
+    "於是",
+    "这时",
+    "這時",
+    "此时",
+    "此時",
+    "那时",
+    "那時",
+    "接着",
+    "接著",
+    "随后",
+    "隨後",
+    "忽然",
+    "突然",
+    "只见",
+    "只見",
+    "却见",
+    "卻見",
+    "只听",
+    "只聽",
+    "但是",
+    "可是",
+    "这才",
+    "這才",
+    "最后",
+    "最後",
+    "当下",
+    "當下",
+    "当时",
+    "當時",
+    "终于",
+    "終於",
+    "还是",
+    "還是",
+    "连忙",
+    "連忙",
+    "立刻",
+    "马上",
+    "馬上",
+    "同时",
+    "同時",
+    "一旁的",
+    "旁边的",
+    "旁邊的",
+    "此刻",
+    "见状",
+    "見狀",
+    "听了",
+    "聽了",
+    "说完",
+    "說完",
+    "说着",
+    "說著",
+    "说罢",
+    "說罷",
+    "不料",
+    "谁知",
+    "誰知",
+    "那",
+    "但",
+    "可",
+    "而",
+    "又",
+    "便",
+    "就",
+    "也",
+    "却",
+    "卻",
+    "才",
+    "倒",
+    "只",
+    "却是",
+    "正",
+    "这",
+    "這",
+];
+
+/// Multi-character speech verbs.
+const SPEECH_WORDS: &[&str] = &[
+    "吩咐", "嘱咐", "囑咐", "提醒", "解释", "解釋", "补充", "補充", "宣布", "命令", "安慰", "告诉",
+    "告訴", "插嘴", "开口", "開口", "喃喃", "嘟囔", "嘀咕", "咕哝", "咕噥", "附和", "招呼", "抱怨",
+    "埋怨", "感叹", "感嘆", "惊呼", "驚呼", "低语", "低語", "请求", "請求", "央求", "哀求", "催促",
+    "吆喝", "念叨", "唠叨", "嘮叨", "称赞", "稱讚", "劝", "勸", "反驳", "反駁", "追问", "追問",
+    "笑道", "冷笑", "呵斥", "喝道", "斥道", "应道", "應道", "回应", "回應", "建议", "建議", "恳求",
+    "懇求", "自语", "自語", "发问", "發問", "表示", "嚷嚷", "咆哮", "叮嘱", "叮囑", "谈", "談",
+    "讲", "講", "哭道", "叹道", "嘆道",
+];
+
+/// One-character speech verbs, with the words they are part of that are not speech.
+fn is_speech_char(prev: Option<char>, c: char, next: Option<char>) -> bool {
+    match c {
+        '说' | '說' => {
+            !matches!(
+                prev,
+                Some(
+                    '听' | '聽'
+                        | '据'
+                        | '據'
+                        | '虽'
+                        | '雖'
+                        | '小'
+                        | '传'
+                        | '傳'
+                        | '学'
+                        | '學'
+                        | '就'
+                        | '再'
+                        | '别'
+                        | '別'
+                )
+            ) && !matches!(next, Some('明' | '法' | '服' | '不' | '是' | '的'))
+        }
+        '道' => {
+            !matches!(
+                prev,
+                Some(
+                    '知' | '味'
+                        | '街'
+                        | '轨'
+                        | '軌'
+                        | '管'
+                        | '频'
+                        | '頻'
+                        | '通'
+                        | '隧'
+                        | '难'
+                        | '難'
+                        | '车'
+                        | '車'
+                        | '霸'
+                        | '赤'
+                        | '公'
+                        | '大'
+                        | '古'
+                        | '孤'
+                        | '正'
+                        | '邪'
+                        | '人'
+                        | '地'
+                        | '要'
+                        | '门'
+                        | '門'
+                        | '航'
+                        | '报'
+                        | '報'
+                        | '渠'
+                        | '一'
+                )
+            ) && !matches!(
+                next,
+                Some(
+                    '路' | '理'
+                        | '德'
+                        | '士'
+                        | '人'
+                        | '观'
+                        | '觀'
+                        | '长'
+                        | '長'
+                        | '家'
+                        | '具'
+                        | '歉'
+                        | '谢'
+                        | '謝'
+                        | '别'
+                        | '別'
+                        | '教'
+                        | '行'
+                        | '义'
+                        | '義'
+                        | '上'
+                        | '口'
+                )
+            )
+        }
+        '问' | '問' => !matches!(next, Some('题' | '題')),
+        '叫' => !matches!(next, Some('做' | '作')),
+        '喊' | '答' | '嚷' | '吼' | '骂' | '罵' | '叹' | '嘆' => true,
+        // 操曰, 玄德曰; not 名曰 or 诗曰 (named, a poem says).
+        '曰' => !matches!(
+            prev,
+            Some('名' | '号' | '號' | '谓' | '謂' | '诗' | '詩' | '赞' | '讚')
+        ),
+        _ => false,
+    }
+}
+
+pub(super) fn has_speech_verb(s: &str) -> bool {
+    let mut prev = None;
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        if is_speech_char(prev, c, chars.peek().copied()) {
+            return true;
+        }
+        prev = Some(c);
+    }
+    SPEECH_MATCHER.is_match(s)
+}
+
+static SPEECH_MATCHER: std::sync::LazyLock<AhoCorasick> = std::sync::LazyLock::new(|| {
+    AhoCorasickBuilder::new()
+        .start_kind(aho_corasick::StartKind::Both)
+        .build(SPEECH_WORDS)
+        .expect("speech words are plain strings")
+});
+
+pub(super) fn starts_with_speech_verb(s: &str) -> bool {
+    if starts_with_bare_speech_verb(s) {
+        return true;
+    }
+    // A manner word before the verb: 淡淡道, 沉声道, 冷冷地说, 笑着说.
+    let mut it = s.chars();
+    let (Some(a), Some(b)) = (it.next(), it.next()) else {
+        return false;
+    };
+    let rest = it.as_str();
+    if starts_with_bare_speech_verb(rest)
+        && (a == b
+            || matches!(b, '声' | '聲' | '地' | '着' | '著')
+            || s.char_indices()
+                .nth(2)
+                .is_some_and(|(at, _)| is_not_name(&s[..at])))
+    {
+        return true;
+    }
+    // 冷冷地说: a reduplicated adverb with 地.
+    a == b
+        && rest
+            .strip_prefix('地')
+            .is_some_and(starts_with_bare_speech_verb)
+}
+
+fn starts_with_bare_speech_verb(s: &str) -> bool {
+    let mut it = s.chars();
+    let Some(c) = it.next() else { return false };
+    let next = it.next();
+    is_speech_char(None, c, next)
+        || SPEECH_MATCHER
+            .find(aho_corasick::Input::new(s).anchored(aho_corasick::Anchored::Yes))
+            .is_some()
+        || matches!(c, '笑' | '冷' | '低' | '大' | '轻' | '輕' | '忙' | '急')
+            && next.is_some_and(|n| is_speech_char(Some(c), n, None))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn speech_verb_detection() {
+        assert!(has_speech_verb("他笑道"));
+        assert!(has_speech_verb("她低声说"));
+        assert!(has_speech_verb("毛仲提醒大家"));
+        assert!(!has_speech_verb("他知道这件事"));
+        assert!(!has_speech_verb("听说他来了"));
+        assert!(!has_speech_verb("这个问题"));
+    }
+}
