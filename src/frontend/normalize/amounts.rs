@@ -26,7 +26,7 @@ static MEASURE: LazyLock<Regex> = LazyLock::new(|| {
 
 /// Rewrites yuan with small change in 块 (3.5块 → 三块五).
 pub(super) fn small_change(text: &str) -> String {
-    rewrite(&text, &KUAI, |t, c| {
+    rewrite(text, &KUAI, |t, c| {
         let m = c.get(0)?;
         let (before, _) = around(t, m.start(), m.end());
         if is_digit(before) || before == Some('.') {
@@ -50,7 +50,7 @@ pub(super) fn small_change(text: &str) -> String {
 
 /// Rewrites money, percentages, fractions and measures.
 pub(super) fn amounts(text: &str) -> String {
-    let text = rewrite(&text, &MONEY, |_, c| {
+    let text = rewrite(text, &MONEY, |_, c| {
         // A currency word after the amount ($100美元, ¥50块) is the name.
         let name = match (c.get(5), &c[2]) {
             (Some(word), _) => word.as_str(),

@@ -25,7 +25,7 @@ static MONTH_DAY: LazyLock<Regex> = LazyLock::new(|| re(r"(\d{1,2})([月日号])
 
 /// Rewrites eras, written dates, version numbers, clock times and ratios.
 pub(super) fn clock_and_calendar(text: &str) -> String {
-    let text = rewrite(&text, &ERA, |_, c| {
+    let text = rewrite(text, &ERA, |_, c| {
         let prefix = if c[3].to_ascii_lowercase().starts_with('b') {
             "公元前"
         } else {
@@ -114,7 +114,7 @@ pub(super) fn clock_and_calendar(text: &str) -> String {
 
 /// Rewrites years and days of the month (after amounts and units).
 pub(super) fn years_and_days(text: &str) -> String {
-    let text = rewrite(&text, &YEAR, |t, c| {
+    let text = rewrite(text, &YEAR, |t, c| {
         let m = c.get(0)?;
         let (before, _) = around(t, m.start(), m.end());
         if is_digit(before) || before == Some('.') {
