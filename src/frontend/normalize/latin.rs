@@ -20,6 +20,7 @@ pub(super) fn spell_acronyms(text: &str) -> String {
     LETTERS.replace_all(text, acronym).into_owned()
 }
 
+/// A run of Latin words: in capitals when it is a known acronym.
 fn acronym(caps: &Captures) -> String {
     let run = &caps[0];
     let joined: String = run.chars().filter(|c| *c != ' ').collect::<String>();

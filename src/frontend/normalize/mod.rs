@@ -24,6 +24,7 @@ use super::lexicon::Lexicon;
 
 pub use words::cardinal;
 
+/// Compiles one of the normalizer's fixed patterns.
 fn re(pattern: &str) -> Regex {
     Regex::new(pattern).expect("valid normalizer regex")
 }
@@ -149,6 +150,7 @@ fn around(text: &str, start: usize, end: usize) -> (Option<char>, Option<char>) 
         text[end..].chars().next(),
     )
 }
+/// Whether `c` is an ASCII digit.
 fn is_digit(c: Option<char>) -> bool {
     c.is_some_and(|c| c.is_ascii_digit())
 }
@@ -190,6 +192,7 @@ fn symbols(text: &str) -> String {
         })
         .into_owned()
 }
+/// Emoji and decorative symbols, which are not read.
 fn is_decoration(c: char) -> bool {
     matches!(c as u32,
         0x1F000..=0x1FAFF   // emoji, pictographs, playing cards

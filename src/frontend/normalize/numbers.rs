@@ -100,6 +100,7 @@ fn is_digit_word(int: &str, next: Option<char>) -> bool {
                 || c.is_ascii_alphanumeric()
         })
 }
+/// A number left after every other rule, as words read by its context.
 fn speak_number(text: &str, caps: &Captures) -> String {
     let whole = caps.get(0).expect("match");
     let int = &caps["int"];

@@ -1,6 +1,7 @@
 //! Numbers as words: cardinals the Chinese way (两千, 一百零五), digit
 //! strings (一三八), decimals and amounts of money.
 
+/// The digits 0–9 as characters, read one by one.
 pub(super) const DIGITS: [char; 10] = ['零', '一', '二', '三', '四', '五', '六', '七', '八', '九'];
 /// "3月" → "三月", "08日" → "八日" (number + the unit kept).
 pub(super) fn dates_words(text: &str) -> String {
@@ -11,6 +12,7 @@ pub(super) fn dates_words(text: &str) -> String {
         Err(_) => text.to_owned(),
     }
 }
+/// Digits read one by one ("010" → 零一零); anything else is skipped.
 pub(super) fn digit_string(digits: &str) -> String {
     digits
         .bytes()
