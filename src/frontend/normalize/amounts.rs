@@ -10,14 +10,19 @@ use super::{around, is_digit, re, rewrite};
 
 /// Yuan with small change in 块: 3.5块 → 三块五.
 static KUAI: LazyLock<Regex> = LazyLock::new(|| re(r"(\d+)\.(\d{1,2})块"));
+
 static MONEY: LazyLock<Regex> = LazyLock::new(|| {
     re(
         r"(-)?([$¥￥€£₩])\s?(\d+(?:\.\d+)?)([万亿萬億]?)(美元|美金|元|块|欧元|英镑|韩元|日元|人民币)?",
     )
 });
+
 static PERCENT: LazyLock<Regex> = LazyLock::new(|| re(r"(-|负)?(\d+(?:\.\d+)?)%"));
+
 static NEG_WORDS: LazyLock<Regex> = LazyLock::new(|| re(r"-(百分之|\d+分之)"));
+
 static FRACTION: LazyLock<Regex> = LazyLock::new(|| re(r"(-)?(\d+)/(\d+)"));
+
 static MEASURE: LazyLock<Regex> = LazyLock::new(|| {
     re(
         r"(-)?(\d+(?:\.\d+)?)\s?(km/h|km²|m²|m³|cm²|°C|℃|°F|℉|°|kg|km|cm|mm|ml|mL|mg|ms|Hz|kW|kw|min|g|m|s|h|L|t)",

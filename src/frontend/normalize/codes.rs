@@ -6,11 +6,13 @@ use std::sync::LazyLock;
 
 use regex::{Captures, Regex};
 
-use super::words::{DIGITS, digit_string};
+use super::words::{CodeDigits, digit_string};
 use super::{around, is_digit, re, rewrite};
 
 static THOUSANDS: LazyLock<Regex> = LazyLock::new(|| re(r"\d{1,3}(?:,\d{3})+"));
+
 static SPACED_THOUSANDS: LazyLock<Regex> = LazyLock::new(|| re(r"\d{1,3}(?: \d{3})+"));
+
 /// Mobile numbers written in groups (138-0013-8000, +86 138 0013 8000) and
 /// a country code before one.
 static PHONE: LazyLock<Regex> =
@@ -20,17 +22,22 @@ static PHONE: LazyLock<Regex> =
 static PLATE: LazyLock<Regex> =
     LazyLock::new(|| re(r"(\p{Han})([A-Z])([·・.．\- ]?)([A-Z0-9]{5,6})"));
 const PROVINCES: &str = "京津沪渝冀豫云辽黑湘皖鲁新苏浙赣鄂桂甘晋蒙陕吉闽贵粤青藏川宁琼";
+
 /// Decades: 1990s, 80s.
 static DECADE: LazyLock<Regex> = LazyLock::new(|| re(r"(\d{2}|\d{4})s"));
+
 /// Generations: 80后, 00后.
 static GENERATION: LazyLock<Regex> = LazyLock::new(|| re(r"(\d0)后"));
+
 /// Calibres: .22口径.
 static CALIBRE: LazyLock<Regex> = LazyLock::new(|| re(r"\.(\d+)(口径|英寸)"));
+
 /// 7-11 the shop.
 static SEVEN_ELEVEN: LazyLock<Regex> = LazyLock::new(|| re(r"7-11(便利|店)"));
 
-/// Rewrites the numbers with a form of their own in `text`.
-pub(super) fn codes(text: &str) -> String {
+/// Rewrites the numbers with a form of their own in `text`; phone numbers
+/// and plates say their digits as `digits` has them.
+pub(super) fn codes(text: &str, digits: &CodeDigits) -> String {
     let text = rewrite(text, &PHONE, |t, c| {
         let m = c.get(0)?;
         let (before, after) = around(t, m.start(), m.end());
@@ -40,14 +47,14 @@ pub(super) fn codes(text: &str) -> String {
         let mut out = String::new();
         if let Some(country) = c.get(1) {
             out.push('加');
-            out.push_str(&digit_string(country.as_str()));
+            out.push_str(&digits.spell(country.as_str()));
             out.push('，');
         }
         for (i, group) in [2, 3, 4].into_iter().enumerate() {
             if i > 0 {
                 out.push('，');
             }
-            out.push_str(&digit_string(&c[group]));
+            out.push_str(&digits.spell(&c[group]));
         }
         Some(out)
     });
@@ -62,13 +69,13 @@ pub(super) fn codes(text: &str) -> String {
         {
             return None;
         }
-        let rest: String = c[4]
-            .chars()
-            .map(|ch| match ch.to_digit(10) {
-                Some(d) => DIGITS[d as usize],
-                None => ch,
-            })
-            .collect();
+        let mut rest = String::new();
+        for ch in c[4].chars() {
+            match ch.to_digit(10) {
+                Some(d) => digits.push(&mut rest, d as usize),
+                None => rest.push(ch),
+            }
+        }
         Some(format!("{}{}{rest}", &c[1], &c[2]))
     });
     let text = rewrite(&text, &SPACED_THOUSANDS, |t, c| {

@@ -15,12 +15,17 @@ static ERA: LazyLock<Regex> = LazyLock::new(|| {
         r"(\d{1,4})(年(?:\d{1,2}月)?(?:\d{1,2}[日号])?)?\s?(a\.d\.|A\.D\.|ad|AD|b\.c\.|B\.C\.|bc|BC)",
     )
 });
+
 static DATE: LazyLock<Regex> =
     LazyLock::new(|| re(r"(\d{4}|\d{2})([-/.·])(\d{1,2})([-/.·])(\d{1,2})"));
 static VERSION_NUMBER: LazyLock<Regex> = LazyLock::new(|| re(r"\d+(?:\.\d+){2,}"));
+
 static TIME: LazyLock<Regex> = LazyLock::new(|| re(r"(\d{1,2})[:：](\d{2})(?:[:：](\d{2}))?"));
+
 static RATIO: LazyLock<Regex> = LazyLock::new(|| re(r"(\d+)[:：](\d+)"));
+
 static YEAR: LazyLock<Regex> = LazyLock::new(|| re(r"(\d+)年(\d{1,2}月)?"));
+
 static MONTH_DAY: LazyLock<Regex> = LazyLock::new(|| re(r"(\d{1,2})([月日号])"));
 
 /// Rewrites eras, written dates, version numbers, clock times and ratios.

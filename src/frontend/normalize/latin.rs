@@ -13,6 +13,7 @@ const ACRONYMS: [&str; 26] = [
     "ATM", "UFO", "NBA", "CBA", "GPU", "CPU", "CEO", "CFO", "CTO", "COO", "WTO", "MVP", "VIP",
     "IQ", "EQ", "MBA", "DNA", "GDP", "KTV", "FBI", "CIA", "USB", "PPT", "NASA", "WHO", "DIY",
 ];
+
 static LETTERS: LazyLock<Regex> = LazyLock::new(|| re(r"[A-Za-z]+(?: [A-Za-z]+)*"));
 
 /// `text` with its known acronyms in capitals.

@@ -36,6 +36,7 @@ static PAUSES: LazyLock<Regex> =
 pub fn normalize(text: &str) -> String {
     normalize_with(text, &Lexicon::new())
 }
+
 /// Returns the spoken form of `text`, applying a lexicon's `say` entries.
 pub fn normalize_with(text: &str, lexicon: &Lexicon) -> String {
     let mut text = fold_width(text);
@@ -46,7 +47,7 @@ pub fn normalize_with(text: &str, lexicon: &Lexicon) -> String {
         text = latin::spell_acronyms(&text);
     }
     if text.bytes().any(|b| b.is_ascii_digit()) {
-        let spoken = numbers::numbers(&text);
+        let spoken = numbers::numbers(&text, &words::CodeDigits::new(lexicon));
         text = if is_traditional(&text) {
             traditional_words(&text, &spoken)
         } else {
@@ -55,12 +56,14 @@ pub fn normalize_with(text: &str, lexicon: &Lexicon) -> String {
     }
     symbols(&text)
 }
+
 /// Whether a line is written in Traditional characters (has any character
 /// that has a different Simplified form).
 fn is_traditional(text: &str) -> bool {
     let dict = Dictionary::get();
     text.chars().any(|c| dict.simplified(c) != c)
 }
+
 /// The number words this module writes, in Traditional form.
 const TRADITIONAL: [(char, char); 13] = [
     ('万', '萬'),
@@ -77,6 +80,7 @@ const TRADITIONAL: [(char, char); 13] = [
     ('时', '時'),
     ('币', '幣'),
 ];
+
 /// Rewrites the words that normalization added to a Traditional line in
 /// Traditional characters; characters of the original line stay as written.
 fn traditional_words(original: &str, spoken: &str) -> String {
@@ -88,6 +92,7 @@ fn traditional_words(original: &str, spoken: &str) -> String {
         })
         .collect()
 }
+
 /// Full-width digits, letters, ％ and ＄ → half-width; ．－／： only
 /// between digits (elsewhere they are punctuation and stay as written).
 fn fold_width(text: &str) -> String {
@@ -111,9 +116,12 @@ fn fold_width(text: &str) -> String {
     }
     out
 }
+
 /// Replaces lexicon words that have a `say` entry, longest match first,
 /// matching Simplified or Traditional text; with `aligned`, only those whose
-/// replacement has as many characters as the word.
+/// replacement has as many characters as the word. A single digit's entry
+/// is not a word: it says how the digit is read in codes
+/// ([`words::CodeDigits`]).
 pub fn replace_words(text: &str, lexicon: &Lexicon, aligned: bool) -> String {
     let dict = Dictionary::get();
     let chars: Vec<char> = text.chars().collect();
@@ -127,6 +135,9 @@ pub fn replace_words(text: &str, lexicon: &Lexicon, aligned: bool) -> String {
     let mut i = 0;
     'outer: while i < chars.len() {
         for len in (1..=lexicon.max_chars().min(chars.len() - i)).rev() {
+            if len == 1 && chars[i].is_ascii_digit() {
+                continue;
+            }
             let word = &simplified[offsets[i]..offsets[i + len]];
             if let Some(say) = lexicon
                 .lookup_simplified(word)
@@ -143,6 +154,7 @@ pub fn replace_words(text: &str, lexicon: &Lexicon, aligned: bool) -> String {
     }
     out
 }
+
 /// Characters before and after a match.
 fn around(text: &str, start: usize, end: usize) -> (Option<char>, Option<char>) {
     (
@@ -150,10 +162,12 @@ fn around(text: &str, start: usize, end: usize) -> (Option<char>, Option<char>) 
         text[end..].chars().next(),
     )
 }
+
 /// Whether `c` is an ASCII digit.
 fn is_digit(c: Option<char>) -> bool {
     c.is_some_and(|c| c.is_ascii_digit())
 }
+
 /// Applies `f` to every match of `regex`; `f` returns `None` to keep a match.
 fn rewrite(text: &str, regex: &Regex, f: impl Fn(&str, &Captures) -> Option<String>) -> String {
     regex
@@ -162,6 +176,7 @@ fn rewrite(text: &str, regex: &Regex, f: impl Fn(&str, &Captures) -> Option<Stri
         })
         .into_owned()
 }
+
 /// Pause marks: runs of ……, ——, ～ and repeated punctuation collapse to one
 /// mark (a pause, never dropped words); emoji and decorative symbols go.
 fn symbols(text: &str) -> String {
@@ -192,6 +207,7 @@ fn symbols(text: &str) -> String {
         })
         .into_owned()
 }
+
 /// Emoji and decorative symbols, which are not read.
 fn is_decoration(c: char) -> bool {
     matches!(c as u32,
@@ -271,5 +287,22 @@ mod tests {
         .unwrap();
         assert_eq!(normalize_with("那靼子来了", &lex), "那鞑子来了");
         assert_eq!(normalize_with("那靼子來了", &lex), "那鞑子來了");
+    }
+
+    #[test]
+    fn lexicon_says_code_digits() {
+        let lex =
+            Lexicon::parse("\"1\" = { say = \"幺\" }", std::path::Path::new("l.toml")).unwrap();
+        for (written, spoken) in [
+            ("打110", "打幺幺零"),
+            ("手机13812345678", "手机幺三八幺二三四五六七八"),
+            ("138-0013-8000", "幺三八，零零幺三，八零零零"),
+            ("住在1201室", "住在幺二零幺室"),
+            ("京A12345", "京A幺二三四五"),
+            // Counts, years and decimals keep 一.
+            ("100人，1991年，1.1米", "一百人，一九九一年，一点一米"),
+        ] {
+            assert_eq!(normalize_with(written, &lex), spoken, "{written}");
+        }
     }
 }

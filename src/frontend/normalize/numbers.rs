@@ -7,11 +7,12 @@ use std::sync::LazyLock;
 
 use regex::{Captures, Regex};
 
-use super::words::{cardinal, decimal_words, digit_string, number_words};
+use super::words::{CodeDigits, cardinal, decimal_words, digit_string, number_words};
 use super::{amounts, around, codes, dates, is_digit, re, rewrite};
 
 /// Measure words after which 2 is read 两.
 const LIANG_MEASURES: &str = "个個只隻位名次天年条條件本张張把匹头頭口辆輛艘架门門座间間家种種样樣部份点點分秒周岁歲斤层層倍枚支根片封颗顆双雙对對句步声聲碗杯场場顿頓趟遍回下套台臺幅首篇块塊元毛角千万萬亿億百里米克吨噸升群批届屆项項辈輩棵株朵顶頂条棟栋尊拳脚腳眼";
+
 /// Words before a number that make it a code read digit by digit.
 const CODE_WORDS: [&str; 24] = [
     "电话",
@@ -39,6 +40,7 @@ const CODE_WORDS: [&str; 24] = [
     "航班",
     "口令",
 ];
+
 /// Numbers read digit by digit when they stand alone (not before a measure
 /// word or unit): service and emergency lines (打110) and the net's number
 /// words (520 我爱你, 1314 一生一世, 666, 886 拜拜, 233 大笑).
@@ -46,6 +48,7 @@ const DIGIT_WORDS: [&str; 21] = [
     "110", "119", "120", "122", "114", "12306", "12315", "12345", "12110", "10086", "10010",
     "95588", "95533", "520", "521", "1314", "5201314", "666", "886", "233", "555",
 ];
+
 /// Characters after a number that make it a count or amount (120米,
 /// 520元), not a digit word.
 const COUNT_AFTER: &str = "人元块塊毛角分秒岁歲年月日号號米克斤升吨度多余来万萬亿億千百十倍辆輛位名层層楼樓室平亩步公厘毫英码尺寸寸%";
@@ -55,6 +58,7 @@ static SPOKEN_RANGE: LazyLock<Regex> = LazyLock::new(|| {
         r"([零一二三四五六七八九十百千万亿两点][\p{Han}]{0,4}?)[～~]([负零一二三四五六七八九十百千万亿两])",
     )
 });
+
 static PER_UNIT: LazyLock<Regex> =
     LazyLock::new(|| re(r"(元|角|块|米|克|斤|升|吨|度|秒|钟|时|里)/(\p{Han})"));
 static RANGE: LazyLock<Regex> =
@@ -62,9 +66,10 @@ static RANGE: LazyLock<Regex> =
 static NUMBER: LazyLock<Regex> =
     LazyLock::new(|| re(r"(?P<neg>-)?(?P<int>\d+)(?:\.(?P<frac>\d+))?"));
 
-/// Rewrites every number of `text` as words.
-pub(super) fn numbers(text: &str) -> String {
-    let text = codes::codes(text);
+/// Rewrites every number of `text` as words; numbers read digit by digit
+/// as codes say their digits as `digits` has them.
+pub(super) fn numbers(text: &str, digits: &CodeDigits) -> String {
+    let text = codes::codes(text, digits);
     let text = amounts::small_change(&text);
     let text = dates::clock_and_calendar(&text);
     let text = amounts::amounts(&text);
@@ -78,11 +83,11 @@ pub(super) fn numbers(text: &str) -> String {
         let (a, b) = (&c[1], &c[2]);
         let code = |s: &str| s.len() > 1 && s.starts_with('0');
         if code(a) || code(b) || a.len() + b.len() >= 7 {
-            return Some(format!("{}，{}", digit_string(a), digit_string(b)));
+            return Some(format!("{}，{}", digits.spell(a), digits.spell(b)));
         }
         Some(format!("{}到{}", decimal_words(a), decimal_words(b)))
     });
-    let text = rewrite(&text, &NUMBER, |t, c| Some(speak_number(t, c)));
+    let text = rewrite(&text, &NUMBER, |t, c| Some(speak_number(t, c, digits)));
     // Ranges whose ends carry units: 负五摄氏度～三摄氏度 → …到….
     let text = SPOKEN_RANGE.replace_all(&text, "${1}到$2");
     PER_UNIT.replace_all(&text, "${1}每$2").into_owned()
@@ -100,8 +105,9 @@ fn is_digit_word(int: &str, next: Option<char>) -> bool {
                 || c.is_ascii_alphanumeric()
         })
 }
+
 /// A number left after every other rule, as words read by its context.
-fn speak_number(text: &str, caps: &Captures) -> String {
+fn speak_number(text: &str, caps: &Captures, digits: &CodeDigits) -> String {
     let whole = caps.get(0).expect("match");
     let int = &caps["int"];
     let next = text[whole.end()..].chars().next();
@@ -148,7 +154,7 @@ fn speak_number(text: &str, caps: &Captures) -> String {
             trimmed
         }));
     } else if code || padded || int.len() > 12 {
-        out.push_str(&digit_string(int));
+        out.push_str(&digits.spell(int));
     } else {
         let value: u64 = int.parse().unwrap_or(0);
         if value == 2

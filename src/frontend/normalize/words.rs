@@ -1,8 +1,11 @@
 //! Numbers as words: cardinals the Chinese way (两千, 一百零五), digit
 //! strings (一三八), decimals and amounts of money.
 
+use super::super::lexicon::Lexicon;
+
 /// The digits 0–9 as characters, read one by one.
 pub(super) const DIGITS: [char; 10] = ['零', '一', '二', '三', '四', '五', '六', '七', '八', '九'];
+
 /// "3月" → "三月", "08日" → "八日" (number + the unit kept).
 pub(super) fn dates_words(text: &str) -> String {
     let digits: String = text.chars().filter(char::is_ascii_digit).collect();
@@ -12,6 +15,50 @@ pub(super) fn dates_words(text: &str) -> String {
         Err(_) => text.to_owned(),
     }
 }
+
+/// How each digit is said when a number is read digit by digit as a code
+/// (phone and service numbers, codes and IDs, rooms, plates): 零 to 九, or
+/// what the per-book lexicon says for that digit (`"1" = { say = "幺" }`,
+/// the way many narrators say 1 in phone numbers). Years, decades and
+/// decimals always use 零 to 九.
+pub(super) struct CodeDigits<'l> {
+    said: [Option<&'l str>; 10],
+}
+
+impl<'l> CodeDigits<'l> {
+    /// The digits as `lexicon` says them.
+    pub(super) fn new(lexicon: &'l Lexicon) -> CodeDigits<'l> {
+        const KEYS: [&str; 10] = ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9"];
+        let mut said = [None; 10];
+        if !lexicon.is_empty() {
+            for (slot, key) in said.iter_mut().zip(KEYS) {
+                *slot = lexicon
+                    .lookup_simplified(key)
+                    .and_then(|e| e.say.as_deref());
+            }
+        }
+        CodeDigits { said }
+    }
+
+    /// Writes digit `d` (0–9) to `out`.
+    pub(super) fn push(&self, out: &mut String, d: usize) {
+        match self.said[d] {
+            Some(said) => out.push_str(said),
+            None => out.push(DIGITS[d]),
+        }
+    }
+
+    /// The digits of `digits` read one by one as a code; anything else is
+    /// skipped.
+    pub(super) fn spell(&self, digits: &str) -> String {
+        let mut out = String::with_capacity(digits.len() * 3);
+        for b in digits.bytes().filter(u8::is_ascii_digit) {
+            self.push(&mut out, usize::from(b - b'0'));
+        }
+        out
+    }
+}
+
 /// Digits read one by one ("010" → 零一零); anything else is skipped.
 pub(super) fn digit_string(digits: &str) -> String {
     digits
@@ -20,6 +67,7 @@ pub(super) fn digit_string(digits: &str) -> String {
         .map(|b| DIGITS[usize::from(b - b'0')])
         .collect()
 }
+
 /// An integer string as words; codes (leading zero, very long) digit by digit.
 pub(super) fn number_words(int: &str) -> String {
     if int.len() > 1 && int.starts_with('0') || int.len() > 12 {
@@ -27,6 +75,7 @@ pub(super) fn number_words(int: &str) -> String {
     }
     int.parse().map_or_else(|_| digit_string(int), cardinal)
 }
+
 /// "12.5" → 十二点五.
 pub(super) fn decimal_words(number: &str) -> String {
     match number.split_once('.') {
@@ -42,6 +91,7 @@ pub(super) fn decimal_words(number: &str) -> String {
         None => number_words(number),
     }
 }
+
 /// An amount of money: no trailing zeros after the point (14.60元 →
 /// 十四点六元, 25.00元 → 二十五元).
 pub(super) fn money_words(number: &str) -> String {
@@ -51,6 +101,7 @@ pub(super) fn money_words(number: &str) -> String {
         None => number_words(number),
     }
 }
+
 /// Reads a non-negative integer the Chinese way (10 → 十, 105 → 一百零五,
 /// 2000 → 两千, 20000 → 两万, 210 → 二百一十).
 pub fn cardinal(value: u64) -> String {
@@ -90,6 +141,7 @@ pub fn cardinal(value: u64) -> String {
     }
     out
 }
+
 /// 1..=9999 → words, with inner zeros; 2 in the thousands reads 两.
 fn group_words(group: u32) -> String {
     const UNITS: [&str; 4] = ["千", "百", "十", ""];
