@@ -7,6 +7,11 @@
 //! normalizers: ¥ is read 元, 号 stays 号, and a two-digit count before 年
 //! is a number of years (50年 → 五十年) unless it has a leading zero or a
 //! month follows.
+//!
+//! One module per family: `numbers` sets the order of the number rules
+//! and reads what is left, `codes` the numbers with a form of their own
+//! (phones, plates, 80后), `dates` dates and times, `amounts` money and
+//! units, `words` numbers as words, `latin` acronyms.
 
 mod amounts;
 mod codes;
@@ -37,7 +42,8 @@ pub fn normalize(text: &str) -> String {
     normalize_with(text, &Lexicon::new())
 }
 
-/// Returns the spoken form of `text`, applying a lexicon's `say` entries.
+/// Returns the spoken form of `text`, applying a lexicon's `say` entries
+/// (those of single digits to codes read digit by digit).
 pub fn normalize_with(text: &str, lexicon: &Lexicon) -> String {
     let mut text = fold_width(text);
     if lexicon.entries().iter().any(|e| e.say.is_some()) {
@@ -121,7 +127,7 @@ fn fold_width(text: &str) -> String {
 /// matching Simplified or Traditional text; with `aligned`, only those whose
 /// replacement has as many characters as the word. A single digit's entry
 /// is not a word: it says how the digit is read in codes
-/// ([`words::CodeDigits`]).
+/// (`CodeDigits`).
 pub fn replace_words(text: &str, lexicon: &Lexicon, aligned: bool) -> String {
     let dict = Dictionary::get();
     let chars: Vec<char> = text.chars().collect();
