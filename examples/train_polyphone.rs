@@ -87,10 +87,20 @@ fn run() -> Result<(), String> {
         "embedded model on this data (trained on it if it is cpp-dev): {shipped}/{total} = {:.2}%",
         pct(shipped)
     );
-    let (cv_correct, _) = cross_validate(&examples, folds, EPOCHS);
+    let per_fold = cross_validate(&examples, folds, EPOCHS);
+    // The total is over every sentence (one whose gold reading is not a
+    // candidate is wrong); each fold's figure is over the examples it holds.
+    let cv_correct: usize = per_fold.iter().map(|(right, _)| right).sum();
+    let fold_pct: Vec<f64> = per_fold
+        .iter()
+        .map(|&(right, n)| 100.0 * right as f64 / n as f64)
+        .collect();
+    let figures: Vec<String> = fold_pct.iter().map(|p| format!("{p:.2}%")).collect();
     println!(
-        "{folds}-fold cross-validated accuracy: {cv_correct}/{total} = {:.2}%",
-        pct(cv_correct)
+        "{folds}-fold cross-validated accuracy: {cv_correct}/{total} = {:.2}%; per fold {} (mean {:.2}%)",
+        pct(cv_correct),
+        figures.join(" "),
+        fold_pct.iter().sum::<f64>() / fold_pct.len() as f64
     );
     if let Some(out) = flag("--out") {
         let model = train(&examples, EPOCHS);

@@ -3,6 +3,7 @@
 //! ```toml
 //! "毛仲" = "mao2 zhong4"          # how the word is read
 //! "靼子" = { say = "鞑子" }       # what is said instead (normalize, synthesis)
+//! "1" = { say = "幺" }           # how a digit is said in phone numbers and codes
 //! ```
 //!
 //! Keys may be written in Simplified or Traditional characters; they match

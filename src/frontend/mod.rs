@@ -135,4 +135,14 @@ mod tests {
         assert_eq!(s.text, "鞑子来了");
         assert!(s.pinyin.starts_with("da2 zi"), "{}", s.pinyin);
     }
+
+    #[test]
+    fn code_digits_from_the_lexicon_reach_synthesis() {
+        let lex =
+            Lexicon::parse("\"1\" = { say = \"幺\" }", std::path::Path::new("l.toml")).unwrap();
+        let s = prepare_with("打110", &lex);
+        assert_eq!(s.text, "打幺幺零");
+        assert_eq!(s.pinyin, "da3 yao1 yao1 ling2");
+        assert_eq!(prepare("打110").pinyin, "da3 yi1 yi1 ling2");
+    }
 }

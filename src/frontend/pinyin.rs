@@ -127,6 +127,11 @@ struct Word<'l> {
     source: Source<'l>,
 }
 
+/// Characters whose reading the polyphone model's narrative rules set
+/// outside its candidates (得 地 着 只 儿): never read by the short cut of
+/// [`Analysis::sole_reading`].
+const PARTICLES: &str = "得地着著只儿";
+
 /// A line split into characters and words, ready for reading.
 pub struct Analysis<'l> {
     original: Vec<char>,
@@ -335,8 +340,40 @@ impl<'l> Analysis<'l> {
         if let Source::Lexicon(p) = word.source {
             return p.get(i - word.start).cloned();
         }
+        if let Some(only) = self.sole_reading(i, word) {
+            return Some(if self.neutral_second(i, word) {
+                format!("{}5", only.trim_end_matches(|c: char| c.is_ascii_digit()))
+            } else {
+                only.to_owned()
+            });
+        }
         let (features, _) = self.features(i)?;
         model.read(&features)
+    }
+
+    /// The reading of character `i` when it has only one to choose from:
+    /// one dictionary reading, which its phrase (if any) agrees with. The
+    /// model would choose the same; skipping it saves most of the work on
+    /// ordinary text. `None` for a polyphone or a particle the narrative
+    /// rules may change.
+    fn sole_reading(&self, i: usize, word: Word<'_>) -> Option<&'static str> {
+        let dict = Dictionary::get();
+        let (c, original) = (self.simplified[i], self.original[i]);
+        if PARTICLES.contains(c) {
+            return None;
+        }
+        let &[only] = dict.readings(original) else {
+            return None;
+        };
+        if c != original && dict.readings(c).iter().any(|r| *r != only) {
+            return None;
+        }
+        if let Source::Phrase(p) = word.source
+            && p.split(' ').nth(i - word.start) != Some(only)
+        {
+            return None;
+        }
+        Some(only)
     }
 
     /// Second syllables that are neutral in speech whatever the phrase data

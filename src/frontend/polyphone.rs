@@ -482,32 +482,35 @@ pub fn correct(model: &Model, examples: &[Example]) -> usize {
         .count()
 }
 
-/// Accuracy of `k`-fold cross-validation: each fold is predicted by a
-/// model fitted on the other folds. Returns (correct, total).
-pub fn cross_validate(examples: &[Example], k: usize, epochs: usize) -> (usize, usize) {
+/// `k`-fold cross-validation: each fold is predicted by a model fitted on
+/// the other folds. Returns (correct, total) of each fold, in fold order.
+pub fn cross_validate(examples: &[Example], k: usize, epochs: usize) -> Vec<(usize, usize)> {
     let mut order: Vec<usize> = (0..examples.len()).collect();
     let mut rng = 0x2545_f491_4f6c_dd1d_u64;
     shuffle(&mut order, &mut rng);
-    let mut correct = 0;
-    for fold in 0..k {
-        let in_fold = |pos: usize| pos % k == fold;
-        let train_set: Vec<Example> = order
-            .iter()
-            .enumerate()
-            .filter(|(pos, _)| !in_fold(*pos))
-            .map(|(_, &i)| examples[i].clone())
-            .collect();
-        let model = train(&train_set, epochs);
-        correct += order
-            .iter()
-            .enumerate()
-            .filter(|(pos, _)| in_fold(*pos))
-            .filter(|&(_, &i)| {
-                model.read(&examples[i].features).as_deref() == Some(examples[i].gold)
-            })
-            .count();
-    }
-    (correct, examples.len())
+    (0..k)
+        .map(|fold| {
+            let in_fold = |pos: usize| pos % k == fold;
+            let train_set: Vec<Example> = order
+                .iter()
+                .enumerate()
+                .filter(|(pos, _)| !in_fold(*pos))
+                .map(|(_, &i)| examples[i].clone())
+                .collect();
+            let model = train(&train_set, epochs);
+            let test: Vec<&Example> = order
+                .iter()
+                .enumerate()
+                .filter(|(pos, _)| in_fold(*pos))
+                .map(|(_, &i)| &examples[i])
+                .collect();
+            let right = test
+                .iter()
+                .filter(|e| model.read(&e.features).as_deref() == Some(e.gold))
+                .count();
+            (right, test.len())
+        })
+        .collect()
 }
 
 #[cfg(test)]
