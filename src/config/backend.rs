@@ -17,8 +17,8 @@ use crate::synth::command::CommandBackend;
 use crate::synth::espeak::Espeak;
 use crate::synth::http::Http;
 use crate::synth::kokoro::Kokoro;
-use crate::synth::rate_limit::Limiter;
 use crate::synth::openai::Openai;
+use crate::synth::rate_limit::Limiter;
 use crate::synth::{Limits, SynthError, SynthRequest, Synthesizer};
 
 impl VoicesConfig {

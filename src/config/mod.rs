@@ -26,8 +26,8 @@ use crate::synth::command::CommandConfig;
 use crate::synth::espeak::EspeakConfig;
 use crate::synth::http::{HttpConfig, Secret};
 use crate::synth::kokoro::{KokoroConfig, KokoroFiles};
-use crate::synth::rate_limit::RateLimit;
 use crate::synth::openai::OpenaiConfig;
+use crate::synth::rate_limit::RateLimit;
 use crate::synth::retry::RetryPolicy;
 
 use locate::unknown_field;
