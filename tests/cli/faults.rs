@@ -122,7 +122,7 @@ struct Tmpfs {
 
 impl Tmpfs {
     fn mount(size: u64) -> Option<Tmpfs> {
-        if !services::require("a tmpfs (mounting one needs root)", is_root()) {
+        if !is_root() && !services::skip("a tmpfs (mounting one needs root)") {
             return None;
         }
         let dir = tempfile::tempdir().unwrap();
@@ -131,7 +131,7 @@ impl Tmpfs {
             .arg(dir.path())
             .status()
             .is_ok_and(|s| s.success());
-        if !services::require("a tmpfs (mount -t tmpfs failed)", ok) {
+        if !ok && !services::skip("a tmpfs (mount -t tmpfs failed)") {
             return None;
         }
         Some(Tmpfs { dir })
@@ -1088,7 +1088,7 @@ fn a_killed_build_leaves_no_ffmpeg_and_the_rerun_cleans_up() {
     if orphans.is_empty() {
         let _ = child.kill();
         let _ = child.wait();
-        services::require("an ffmpeg seen before the build finished", false);
+        services::skip("an ffmpeg seen before the build finished");
         return;
     }
     child.kill().unwrap();

