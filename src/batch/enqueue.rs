@@ -45,13 +45,7 @@ pub fn plan_for_queue(job: &Job) -> Result<QueuePlan, BatchError> {
             plan.pending().map(|c| (c.index, c.hash.clone())).collect();
         // Workers write the same files as `batch run` and record them under
         // the same hashes, so its next run leaves them alone.
-        let outputs =
-            session
-                .book_outputs(&job.formats, &dir)
-                .map_err(|source| BatchError::Cover {
-                    dir: dir.clone(),
-                    source,
-                })?;
+        let outputs = session.book_outputs(&job.formats, &dir)?;
         let book_hash = book_files_hash(&plan, &outputs);
         Some(crate::queue::enqueue::plan_batch_chapters(
             &job.name, session, &dir, &hashed, &outputs, book_hash,

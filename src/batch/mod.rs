@@ -76,12 +76,6 @@ pub enum BatchError {
         #[source]
         source: std::io::Error,
     },
-    #[error("cannot stage the book's cover in {}", dir.display())]
-    Cover {
-        dir: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
     #[error("{}: no job has a schedule (add schedule = \"0 3 * * *\" to a [[job]])", file.display())]
     NoSchedule { file: PathBuf },
     #[error("cannot install signal handlers")]

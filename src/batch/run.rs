@@ -246,13 +246,7 @@ async fn render_job(
     let inputs = JobSession::open(job, worker_program, true)?;
     let session = &inputs.session;
     remove_partial_files(dir);
-    let mut outputs =
-        session
-            .book_outputs(&job.formats, dir)
-            .map_err(|source| BatchError::Cover {
-                dir: dir.to_owned(),
-                source,
-            })?;
+    let mut outputs = session.book_outputs(&job.formats, dir)?;
     if outputs.needs_encoder() {
         outputs.encoder =
             Some(encoder().map_err(|message| BatchError::Formats { job: None, message })?);

@@ -25,12 +25,6 @@ pub enum EnqueueError {
         #[source]
         source: std::io::Error,
     },
-    #[error("cannot stage the book's cover in {}", dir.display())]
-    Cover {
-        dir: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
     #[error(transparent)]
     Queue(#[from] QueueError),
 }
@@ -93,13 +87,7 @@ fn plan_job(job: &EnqueueJob) -> Result<JobPlan, EnqueueError> {
     let book = &session.book;
     let out = absolute(&job.out)?;
     let dir = book_dir(&out, &book.stem);
-    let outputs =
-        session
-            .book_outputs(&job.formats, &dir)
-            .map_err(|source| EnqueueError::Cover {
-                dir: dir.clone(),
-                source,
-            })?;
+    let outputs = session.book_outputs(&job.formats, &dir)?;
     let count = book.script.chapters.len();
     let selected: Vec<usize> = match &job.chapters {
         Some(list) => list

@@ -109,6 +109,12 @@ pub enum SessionError {
     Lexicon(#[from] LexiconError),
     #[error(transparent)]
     Cache(#[from] CacheError),
+    #[error("cannot stage the book's cover in {}", dir.display())]
+    Cover {
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("cache {location}: cannot start its writer thread")]
     CacheWriter {
         location: PathBuf,
@@ -190,7 +196,11 @@ impl RenderSession {
     /// the book's own cover (EPUB) is kept in `dir`'s state folder,
     /// rewritten only when it changes: a path queue workers on other
     /// machines read as well.
-    pub fn book_outputs(&self, formats: &[Format], dir: &Path) -> std::io::Result<BookOutputs> {
+    pub fn book_outputs(
+        &self,
+        formats: &[Format],
+        dir: &Path,
+    ) -> Result<BookOutputs, SessionError> {
         let book = &self.book;
         let mut outputs = BookOutputs::new(
             &book.script.book,
@@ -207,7 +217,11 @@ impl RenderSession {
                 book_cover,
                 &dir.join(STATE_DIR).join("cover"),
                 encoder.as_ref(),
-            )?;
+            )
+            .map_err(|source| SessionError::Cover {
+                dir: dir.to_owned(),
+                source,
+            })?;
         }
         Ok(outputs)
     }

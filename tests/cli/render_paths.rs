@@ -12,7 +12,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::support::cli::{Tingshu, ok};
-use crate::support::paths::repo;
+use crate::support::paths::{path_str, repo};
 use crate::support::redis::Redis;
 
 fn voices() -> PathBuf {
@@ -22,10 +22,6 @@ fn voices() -> PathBuf {
 /// `tingshu ARGS` with the espeak voices; it must succeed.
 fn tingshu(args: &[&str]) {
     ok(&Tingshu::new(args).env("TINGSHU_VOICES", voices()).output());
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().expect("UTF-8 path")
 }
 
 const NOVEL: &str = "第一章 雾港\n\n\
@@ -131,12 +127,19 @@ fn same_bytes_on_every_path(book: &Path, cast: Option<&Path>, redis: &Redis) {
     let formats = "wav,mp3,m4b";
     let mut cast_args: Vec<&str> = Vec::new();
     if let Some(cast) = cast {
-        cast_args = vec!["--cast", s(cast)];
+        cast_args = vec!["--cast", path_str(cast)];
     }
 
     // build
     let built = root.join(format!("{stem}-build"));
-    let mut args = vec!["build", s(book), "--out", s(&built), "--format", formats];
+    let mut args = vec![
+        "build",
+        path_str(book),
+        "--out",
+        path_str(&built),
+        "--format",
+        formats,
+    ];
     args.extend(&cast_args);
     tingshu(&args);
     let built = built.join(stem);
@@ -154,16 +157,16 @@ fn same_bytes_on_every_path(book: &Path, cast: Option<&Path>, redis: &Redis) {
         job.push_str(&format!("cast = '{}'\n", cast.display()));
     }
     std::fs::write(&jobs, job).unwrap();
-    tingshu(&["batch", "run", s(&jobs)]);
+    tingshu(&["batch", "run", path_str(&jobs)]);
     let batched = batched.join(stem);
 
     // a queue worker
     let queued = root.join(format!("{stem}-queue"));
     let mut args = vec![
         "enqueue",
-        s(book),
+        path_str(book),
         "--out",
-        s(&queued),
+        path_str(&queued),
         "--format",
         formats,
         "--queue",
@@ -178,7 +181,7 @@ fn same_bytes_on_every_path(book: &Path, cast: Option<&Path>, redis: &Redis) {
         &redis.url,
         "--until-idle",
         "--cache",
-        s(&cache),
+        path_str(&cache),
     ]);
     let queued = queued.join(stem);
 
@@ -243,11 +246,11 @@ fn same_bytes_on_every_path(book: &Path, cast: Option<&Path>, redis: &Redis) {
         let mut args = vec![
             "preview",
             "--book",
-            s(book),
+            path_str(book),
             "--chapter",
             &chapter,
             "-o",
-            s(&out),
+            path_str(&out),
         ];
         args.extend(&cast_args);
         tingshu(&args);
@@ -300,11 +303,11 @@ fn build_batch_preview_and_a_worker_write_the_same_books() {
     tingshu(&[
         "preview",
         "--book",
-        s(&txt),
+        path_str(&txt),
         "--chapter",
         "1",
         "-o",
-        s(&plain),
+        path_str(&plain),
     ]);
     let wavs: Vec<String> = visible_files(&dir.path().join("山居-build/山居"))
         .into_iter()
