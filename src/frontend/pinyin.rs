@@ -13,6 +13,10 @@ use super::dictionary::Dictionary;
 use super::lexicon::Lexicon;
 use super::polyphone::{Features, Model, word_hash};
 
+/// Segmentation cost of each character outside a lexicon word (see
+/// `Analysis::segment`): more than any count of words can make up.
+const OUTSIDE_LEXICON: u32 = 1000;
+
 /// The pinyin of each character of `text`: `Some(syllable)` for a Han
 /// character with a known reading, `None` for anything else.
 pub fn syllables(text: &str) -> Vec<Option<String>> {
@@ -198,9 +202,11 @@ impl<'l> Analysis<'l> {
         &self.simplified_text[self.offsets[start]..self.offsets[end]]
     }
 
-    /// Cheapest segmentation of the Han run `start..end`: a single character
-    /// or a phrase costs 2 and a lexicon word 1, so the fewest words win,
-    /// lexicon words first; among equals the longer last word (backward
+    /// Cheapest segmentation of the Han run `start..end`. Lexicon words
+    /// come first: every character outside one costs [`OUTSIDE_LEXICON`],
+    /// so a lexicon entry wins even inside a longer dictionary word (`好`
+    /// in 好人, `银行` in 银行卡). Then the fewest words win (2 each, a
+    /// lexicon word 1), and among equals the longer last word (backward
     /// maximum matching: 让|儿子, not 让儿|子).
     fn segment(&mut self, start: usize, end: usize, lexicon: &'l Lexicon) {
         let dict = Dictionary::get();
@@ -217,7 +223,7 @@ impl<'l> Analysis<'l> {
         for j in 1..=n {
             let last = start + j - 1;
             let mut choice = (
-                best[j - 1].0 + 2,
+                best[j - 1].0 + 2 + OUTSIDE_LEXICON,
                 Word {
                     start: last,
                     len: 1,
@@ -242,7 +248,8 @@ impl<'l> Analysis<'l> {
                             }
                             continue;
                         }
-                        phrase_either_script(word).map(|p| (2, Source::Phrase(p.readings)))
+                        phrase_either_script(word)
+                            .map(|p| (2 + OUTSIDE_LEXICON * len as u32, Source::Phrase(p.readings)))
                     }
                 };
                 if let Some((cost, source)) = found {
@@ -613,6 +620,24 @@ mod tests {
         assert_eq!(r.len(), 4);
         assert_eq!(r[1], None);
         assert_eq!(r[2], None);
+    }
+
+    #[test]
+    fn one_character_lexicon_entries_reach_inside_words() {
+        let text = "\"好\" = \"hao4\"\n\"银行\" = \"yin2 xing2\"";
+        let lexicon = Lexicon::parse(text, std::path::Path::new("l.toml")).unwrap();
+        let read = |t: &str| -> String {
+            syllables_with(t, &lexicon)
+                .into_iter()
+                .flatten()
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        assert_eq!(read("他是好人"), "ta1 shi4 hao4 ren2");
+        assert_eq!(read("银行卡"), "yin2 xing2 ka3");
+        // Without the entries the dictionary words stand.
+        assert_eq!(plain("好人"), "hao3 ren2");
+        assert_eq!(plain("银行卡"), "yin2 hang2 ka3");
     }
 
     #[test]

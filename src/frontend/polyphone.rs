@@ -285,9 +285,14 @@ fn context_rule(f: &Features) -> Option<&'static str> {
             .any(|t| next_two.starts_with(t) || (t.chars().count() == 1 && t.starts_with(n)));
         let after_xing = p == '姓';
         let clause_start = !han(p) && han(n) && han(n2);
+        // A lone 朴 before a Han character is the (mostly Korean) surname
+        // Park: its other uses (朴素, 朴实, 朴刀…) are phrases, but for the
+        // sound of blows (劈朴, 朴朴).
+        let park = f.c == '朴' && han(n) && n != '朴' && !"朴劈扑噼".contains(p);
         let name = f.single
             && (titled
                 || after_xing
+                || park
                 || (f.c == '曾'
                     && (clause_start || "叫找和与跟".contains(p))
                     && !in_set(n, AFTER_ADVERB_CENG)));
