@@ -68,6 +68,48 @@ pub enum BuildError {
     },
     #[error(transparent)]
     Outputs(#[from] OutputsError),
+    #[error(
+        "{} is being rendered by another tingshu process{holder} (lock {} is held); run again when it has finished",
+        dir.display(),
+        path.display()
+    )]
+    Busy {
+        dir: PathBuf,
+        path: PathBuf,
+        /// ` (pid N)` when the holder wrote its id.
+        holder: String,
+    },
+}
+
+/// The lock a render holds on its book directory, so that a second
+/// `build` of the same book into the same place stops at once instead of
+/// clearing the first one's half-written files.
+pub const BUILD_LOCK: &str = ".tingshu-build.lock";
+
+/// Takes the book directory's [`BUILD_LOCK`] without waiting, writing this
+/// process's id into it for the message another process prints.
+fn lock_book_dir(book_dir: &Path) -> Result<std::fs::File, BuildError> {
+    use std::io::Write;
+    let path = book_dir.join(BUILD_LOCK);
+    let write_error = |source| BuildError::Write {
+        path: path.clone(),
+        source,
+    };
+    let Some(mut file) = crate::fsutil::try_lock(&path).map_err(write_error)? else {
+        let holder = std::fs::read_to_string(&path)
+            .ok()
+            .and_then(|s| s.trim().parse::<u32>().ok())
+            .map(|pid| format!(" (pid {pid})"))
+            .unwrap_or_default();
+        return Err(BuildError::Busy {
+            dir: book_dir.to_owned(),
+            path,
+            holder,
+        });
+    };
+    file.set_len(0).map_err(write_error)?;
+    writeln!(file, "{}", std::process::id()).map_err(write_error)?;
+    Ok(file)
 }
 
 /// What a book's render did.
@@ -207,6 +249,9 @@ pub async fn render(session: &RenderSession, target: &BookTarget) -> Result<Book
         path: wav_dir.clone(),
         source,
     })?;
+    // Held to the end of the render (released when the file is dropped or
+    // the process ends, however it ends).
+    let _lock = lock_book_dir(&book_dir)?;
     // What a killed run left half-written (its ffmpeg died with it).
     crate::fsutil::remove_stale_parts(&book_dir);
     crate::fsutil::remove_stale_parts(&wav_dir);

@@ -1147,3 +1147,49 @@ fn bidi_controls_never_reach_file_names() {
         assert!(!name.chars().any(|c| matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')), "{name:?}");
     }
 }
+
+/// A second build of a book that is being built stops at once (exit 2,
+/// naming the lock and the holder), and leaves the first one's
+/// half-written files alone; once the first has finished, it runs.
+#[test]
+fn a_second_build_of_the_same_book_waits_its_turn() {
+    let dir = tempfile::tempdir().unwrap();
+    let book = write_book(dir.path(), "灯.txt", 1, 2);
+    let voices = espeak_voices();
+    let args = [
+        "build",
+        book.to_str().unwrap(),
+        "--voices",
+        voices.to_str().unwrap(),
+        "--out",
+        "out",
+    ];
+    // The first build, in the middle of its work: it holds the lock and
+    // has a chapter half-written.
+    let book_dir = dir.path().join("out/灯");
+    std::fs::create_dir_all(&book_dir).unwrap();
+    let lock_path = book_dir.join(".tingshu-build.lock");
+    let mut held = std::fs::File::create(&lock_path).unwrap();
+    held.try_lock().unwrap();
+    writeln!(held, "4242").unwrap();
+    let part = book_dir.join(".0001-第1章_灯塔.wav.part");
+    std::fs::write(&part, b"half").unwrap();
+
+    let run = tingshu(dir.path(), &args, &[]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("another tingshu process (pid 4242)")
+            && run.stderr.contains(".tingshu-build.lock"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(std::fs::read(&part).unwrap(), b"half");
+    assert!(leftovers(&book_dir, ".wav").is_empty());
+
+    held.unlock().unwrap();
+    drop(held);
+    std::fs::remove_file(&part).unwrap();
+    let run = tingshu(dir.path(), &args, &[]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(leftovers(&book_dir, ".wav").len(), 1);
+}
