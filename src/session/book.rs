@@ -86,30 +86,57 @@ pub enum BuildError {
 /// clearing the first one's half-written files.
 pub const BUILD_LOCK: &str = ".tingshu-build.lock";
 
+/// A held [`BUILD_LOCK`]; the file is removed (while still locked) when
+/// the render ends, so a finished build leaves nothing hidden behind.
+#[derive(Debug)]
+struct BookDirLock {
+    file: std::fs::File,
+    path: PathBuf,
+}
+
+impl Drop for BookDirLock {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+        let _ = self.file.unlock();
+    }
+}
+
 /// Takes the book directory's [`BUILD_LOCK`] without waiting, writing this
-/// process's id into it for the message another process prints.
-fn lock_book_dir(book_dir: &Path) -> Result<std::fs::File, BuildError> {
+/// process's id into it for the message another process prints. A lock
+/// won on a file that its holder removed in the meantime is let go and
+/// taken again on the new file.
+fn lock_book_dir(book_dir: &Path) -> Result<BookDirLock, BuildError> {
     use std::io::Write;
+    use std::os::unix::fs::MetadataExt;
     let path = book_dir.join(BUILD_LOCK);
     let write_error = |source| BuildError::Write {
         path: path.clone(),
         source,
     };
-    let Some(mut file) = crate::fsutil::try_lock(&path).map_err(write_error)? else {
-        let holder = std::fs::read_to_string(&path)
-            .ok()
-            .and_then(|s| s.trim().parse::<u32>().ok())
-            .map(|pid| format!(" (pid {pid})"))
-            .unwrap_or_default();
-        return Err(BuildError::Busy {
-            dir: book_dir.to_owned(),
-            path,
-            holder,
-        });
-    };
-    file.set_len(0).map_err(write_error)?;
-    writeln!(file, "{}", std::process::id()).map_err(write_error)?;
-    Ok(file)
+    loop {
+        let Some(mut file) = crate::fsutil::try_lock(&path).map_err(write_error)? else {
+            let holder = std::fs::read_to_string(&path)
+                .ok()
+                .and_then(|s| s.trim().parse::<u32>().ok())
+                .map(|pid| format!(" (pid {pid})"))
+                .unwrap_or_default();
+            return Err(BuildError::Busy {
+                dir: book_dir.to_owned(),
+                path,
+                holder,
+            });
+        };
+        let same = match (file.metadata(), std::fs::metadata(&path)) {
+            (Ok(held), Ok(named)) => held.ino() == named.ino() && held.dev() == named.dev(),
+            _ => false,
+        };
+        if !same {
+            continue;
+        }
+        file.set_len(0).map_err(write_error)?;
+        writeln!(file, "{}", std::process::id()).map_err(write_error)?;
+        return Ok(BookDirLock { file, path });
+    }
 }
 
 /// What a book's render did.

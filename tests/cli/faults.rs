@@ -1192,4 +1192,6 @@ fn a_second_build_of_the_same_book_waits_its_turn() {
     let run = tingshu(dir.path(), &args, &[]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(leftovers(&book_dir, ".wav").len(), 1);
+    // A finished build leaves no lock behind.
+    assert!(!lock_path.exists());
 }
