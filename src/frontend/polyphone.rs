@@ -319,6 +319,11 @@ fn context_rule(f: &Features) -> Option<&'static str> {
             "lou4"
         }
         '调' if p == '调' => "tiao2",
+        // Knocked over (吹倒, 推倒, 撞倒…), not poured; after 打 it is
+        // as often the adverb (吃打，倒转…), and 打倒 is a phrase.
+        '倒' if in_set(p, "吹推撞砍绊扳踢扑击晕昏病累压摔跌") => "dao3",
+        // Where something rises or falls, at a clause's end (风起处，刀落处).
+        '处' if in_set(p, "起落") && !han(n) => "chu4",
         '和' if in_set(p, "粉面泥") => "huo2",
         '卷' if in_set(n, "起了着成住走入进曲发土") || in_set(p, "席翻风") => {
             "juan3"
