@@ -319,6 +319,9 @@ fn context_rule(f: &Features) -> Option<&'static str> {
             "lou4"
         }
         '调' if p == '调' => "tiao2",
+        // 分子 as a member of a group (恐怖分子, 知识分子, 积极分子) is fen4;
+        // the molecule (水分子) stays fen1.
+        '分' if n == '子' && in_set(p, "怖极识罪法对坏动派进端命乱") => "fen4",
         // Knocked over (吹倒, 推倒, 撞倒…), not poured; after 打 it is
         // as often the adverb (吃打，倒转…), and 打倒 is a phrase.
         '倒' if in_set(p, "吹推撞砍绊扳踢扑击晕昏病累压摔跌") => "dao3",
@@ -376,6 +379,9 @@ const DE_BEFORE_DI: &str =
 /// (头也不抬地说, 轻轻地走).
 const VERB_AFTER_DE: &str = "说道问答笑叫喊哭走跑看望想回点摇叹喝吼骂应嚷嘀嘟念";
 
+/// Characters after which a lone 子 is not the neutral noun suffix.
+const NOT_BEFORE_SUFFIX_ZI: &str = "一二三四五六七八九十两几每诸孔孟老庄墨荀周此彼其之无有为我你他她吾汝尔乃至于近在到如救持活生产得养弃失爱怜恋逆孝见遣别夺敕将麟凤龙佛";
+
 /// Characters after which a lone 得 is the modal dei3 (我得走, 还得, 就得).
 const DEI_AFTER: &str = "我你他她它们就还也都总只必又可便才却谁咱俺";
 
@@ -407,6 +413,11 @@ fn particle_rule(f: &Features) -> Option<&'static str> {
         '只' if "这那哪一两二三四五六七八九十几每半某".contains(f.prev) && han(f.next) => {
             Some("zhi1")
         }
+        // Noun suffix on a word the dictionary lacks (镇子, 鞑子, 耍子):
+        // neutral. 孔子, 男子, 弟子… are phrases; after a numeral, pronoun
+        // or verb it is a son, a person or the hour 子 (三子, 此子, 无子,
+        // 麒麟子, 维持子前).
+        '子' if han(f.prev) && !NOT_BEFORE_SUFFIX_ZI.contains(f.prev) => Some("zi5"),
         // Erhua suffix at a word's end (小猴儿，): neutral; 儿子, 女儿… are phrases.
         '儿' if han(f.prev) && (!han(f.next) || "的了呢啊吧呀么".contains(f.next)) => {
             Some("er5")
