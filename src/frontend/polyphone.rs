@@ -319,6 +319,9 @@ fn context_rule(f: &Features) -> Option<&'static str> {
             "lou4"
         }
         '调' if p == '调' => "tiao2",
+        // 舍 given up (舍命, 舍生忘死, 舍不得, 施舍), not a house (宿舍, 寒舍).
+        '舍' if in_set(n, "命生身弃得不己") || in_set(p, "不难割施取") => "she3",
+        '分' if n == '外' => "fen4",
         // 分子 as a member of a group (恐怖分子, 知识分子, 积极分子) is fen4;
         // the molecule (水分子) stays fen1.
         '分' if n == '子' && in_set(p, "怖极识罪法对坏动派进端命乱") => "fen4",
