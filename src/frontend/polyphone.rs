@@ -319,6 +319,8 @@ fn context_rule(f: &Features) -> Option<&'static str> {
             "lou4"
         }
         '调' if p == '调' => "tiao2",
+        // The 得 of 舍不得, 怪不得, 巴不得, 恨不得, 顾不得, 由不得: neutral.
+        '得' if p == '不' && in_set(f.prev2, "舍怪巴恨顾由怨") => "de5",
         // 舍 given up (舍命, 舍生忘死, 舍不得, 施舍), not a house (宿舍, 寒舍).
         '舍' if in_set(n, "命生身弃得不己") || in_set(p, "不难割施取") => "she3",
         '分' if n == '外' => "fen4",
