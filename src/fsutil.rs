@@ -166,6 +166,73 @@ pub fn try_lock(path: &Path) -> io::Result<Option<File>> {
     }
 }
 
+/// An exclusive lock file that holds its holder's process id, for the
+/// message another process prints when it finds the lock taken.
+#[derive(Debug)]
+pub struct PidLock {
+    file: File,
+    path: PathBuf,
+    /// Whether the file is removed (while still locked) on release.
+    remove: bool,
+}
+
+/// What [`PidLock::try_acquire`] found.
+#[derive(Debug)]
+pub enum TryPidLock {
+    Taken(PidLock),
+    /// Held elsewhere; the holder's process id when it wrote one.
+    Busy(Option<u32>),
+}
+
+impl PidLock {
+    /// Takes the lock at `path` without waiting and writes this process's
+    /// id into it. With `remove` the file is deleted on release, so a lock
+    /// won on a file its holder deleted meanwhile is taken again on the
+    /// new file.
+    pub fn try_acquire(path: &Path, remove: bool) -> io::Result<TryPidLock> {
+        use std::os::unix::fs::MetadataExt;
+        loop {
+            let Some(mut file) = try_lock(path)? else {
+                let holder = fs::read_to_string(path)
+                    .ok()
+                    .and_then(|s| s.trim().parse::<u32>().ok());
+                return Ok(TryPidLock::Busy(holder));
+            };
+            if remove {
+                let same = match (file.metadata(), fs::metadata(path)) {
+                    (Ok(held), Ok(named)) => held.ino() == named.ino() && held.dev() == named.dev(),
+                    _ => false,
+                };
+                if !same {
+                    continue;
+                }
+            }
+            file.set_len(0)?;
+            writeln!(file, "{}", std::process::id())?;
+            return Ok(TryPidLock::Taken(PidLock {
+                file,
+                path: path.to_owned(),
+                remove,
+            }));
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for PidLock {
+    fn drop(&mut self) {
+        if self.remove {
+            let _ = fs::remove_file(&self.path);
+        } else {
+            let _ = self.file.set_len(0);
+        }
+        let _ = self.file.unlock();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

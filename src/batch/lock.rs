@@ -2,9 +2,9 @@
 //! lock (`flock`) on a file in the book's state directory. The operating
 //! system drops it when the process ends, however it ends.
 
-use std::fs::File;
-use std::io::Write;
 use std::path::{Path, PathBuf};
+
+use crate::fsutil::{PidLock, TryPidLock};
 
 /// Why a job's lock was not taken.
 #[derive(Debug, thiserror::Error)]
@@ -28,48 +28,27 @@ pub enum LockError {
 
 /// A held job lock, released on drop.
 #[derive(Debug)]
-pub struct JobLock {
-    file: File,
-    path: PathBuf,
-}
+pub struct JobLock(PidLock);
 
 impl JobLock {
     /// Takes the lock at `path` without waiting.
     pub fn acquire(path: &Path, job: &str) -> Result<JobLock, LockError> {
-        let io = |source| LockError::Io {
-            path: path.to_owned(),
-            source,
-        };
-        let Some(mut file) = crate::fsutil::try_lock(path).map_err(io)? else {
-            let holder = std::fs::read_to_string(path)
-                .ok()
-                .and_then(|s| s.trim().parse::<u32>().ok())
-                .map(|pid| format!(" (pid {pid})"))
-                .unwrap_or_default();
-            return Err(LockError::Busy {
+        match PidLock::try_acquire(path, false) {
+            Ok(TryPidLock::Taken(lock)) => Ok(JobLock(lock)),
+            Ok(TryPidLock::Busy(pid)) => Err(LockError::Busy {
                 job: job.to_owned(),
                 path: path.to_owned(),
-                holder,
-            });
-        };
-        // Record the holder for the message another process prints.
-        file.set_len(0).map_err(io)?;
-        writeln!(file, "{}", std::process::id()).map_err(io)?;
-        Ok(JobLock {
-            file,
-            path: path.to_owned(),
-        })
+                holder: pid.map(|pid| format!(" (pid {pid})")).unwrap_or_default(),
+            }),
+            Err(source) => Err(LockError::Io {
+                path: path.to_owned(),
+                source,
+            }),
+        }
     }
 
     pub fn path(&self) -> &Path {
-        &self.path
-    }
-}
-
-impl Drop for JobLock {
-    fn drop(&mut self) {
-        let _ = self.file.set_len(0);
-        let _ = self.file.unlock();
+        self.0.path()
     }
 }
 

@@ -16,6 +16,7 @@ use crate::audio::encode::{EncodeError, Encoder, Format};
 use crate::book::{Book, Cover};
 use crate::cli::Layout;
 use crate::error::error_chain;
+use crate::fsutil::{PidLock, TryPidLock};
 use crate::manifest::{Manifest, ManifestChapter};
 use crate::names::{book_dir, sanitize_file_name};
 use crate::outputs::{BookFile, BookOutputs, ChapterFile, OutputsError};
@@ -86,56 +87,19 @@ pub enum BuildError {
 /// clearing the first one's half-written files.
 pub const BUILD_LOCK: &str = ".tingshu-build.lock";
 
-/// A held [`BUILD_LOCK`]; the file is removed (while still locked) when
-/// the render ends, so a finished build leaves nothing hidden behind.
-#[derive(Debug)]
-struct BookDirLock {
-    file: std::fs::File,
-    path: PathBuf,
-}
-
-impl Drop for BookDirLock {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
-        let _ = self.file.unlock();
-    }
-}
-
-/// Takes the book directory's [`BUILD_LOCK`] without waiting, writing this
-/// process's id into it for the message another process prints. A lock
-/// won on a file that its holder removed in the meantime is let go and
-/// taken again on the new file.
-fn lock_book_dir(book_dir: &Path) -> Result<BookDirLock, BuildError> {
-    use std::io::Write;
-    use std::os::unix::fs::MetadataExt;
+/// Takes the book directory's [`BUILD_LOCK`] without waiting; the file is
+/// removed when the render ends, so a finished build leaves nothing hidden
+/// behind.
+fn lock_book_dir(book_dir: &Path) -> Result<PidLock, BuildError> {
     let path = book_dir.join(BUILD_LOCK);
-    let write_error = |source| BuildError::Write {
-        path: path.clone(),
-        source,
-    };
-    loop {
-        let Some(mut file) = crate::fsutil::try_lock(&path).map_err(write_error)? else {
-            let holder = std::fs::read_to_string(&path)
-                .ok()
-                .and_then(|s| s.trim().parse::<u32>().ok())
-                .map(|pid| format!(" (pid {pid})"))
-                .unwrap_or_default();
-            return Err(BuildError::Busy {
-                dir: book_dir.to_owned(),
-                path,
-                holder,
-            });
-        };
-        let same = match (file.metadata(), std::fs::metadata(&path)) {
-            (Ok(held), Ok(named)) => held.ino() == named.ino() && held.dev() == named.dev(),
-            _ => false,
-        };
-        if !same {
-            continue;
-        }
-        file.set_len(0).map_err(write_error)?;
-        writeln!(file, "{}", std::process::id()).map_err(write_error)?;
-        return Ok(BookDirLock { file, path });
+    match PidLock::try_acquire(&path, true) {
+        Ok(TryPidLock::Taken(lock)) => Ok(lock),
+        Ok(TryPidLock::Busy(pid)) => Err(BuildError::Busy {
+            dir: book_dir.to_owned(),
+            path,
+            holder: pid.map(|pid| format!(" (pid {pid})")).unwrap_or_default(),
+        }),
+        Err(source) => Err(BuildError::Write { path, source }),
     }
 }
 
