@@ -132,7 +132,7 @@ struct Word<'l> {
 }
 
 /// Characters whose reading the polyphone model's narrative rules set
-/// outside its candidates (得 地 着 只 儿): never read by the short cut of
+/// outside its candidates (得 地 着 只 儿 子): never read by the short cut of
 /// [`Analysis::sole_reading`].
 const PARTICLES: &str = "得地着著只儿子";
 

@@ -288,7 +288,7 @@ fn context_rule(f: &Features) -> Option<&'static str> {
         // A lone 朴 before a Han character is the (mostly Korean) surname
         // Park: its other uses (朴素, 朴实, 朴刀…) are phrases, but for the
         // sound of blows (劈朴, 朴朴).
-        let park = f.c == '朴' && han(n) && n != '朴' && !"朴劈扑噼".contains(p);
+        let park = f.c == '朴' && han(n) && n != '朴' && !in_set(p, "朴劈扑噼");
         let name = f.single
             && (titled
                 || after_xing
