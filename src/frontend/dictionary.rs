@@ -3,6 +3,7 @@
 //! Simplified character map (see `data/README.md` for sources and licences).
 
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::sync::LazyLock;
 
 use rustc_hash::FxHashMap;
@@ -15,15 +16,53 @@ const T2S: &str = include_str!("data/t2s.tsv");
 /// Character and phrase readings (tone numbers, `v` for ü, 5 for neutral).
 pub struct Dictionary {
     /// Each character's readings: a range of `readings`.
-    chars: FxHashMap<char, (u32, u32)>,
+    chars: CharMap<(u32, u32)>,
     readings: Vec<&'static str>,
-    phrases: HashMap<&'static str, Phrase, rustc_hash::FxBuildHasher>,
-    t2s: FxHashMap<char, char>,
-    /// Every ending (two characters or more) of every phrase, so that a
-    /// right-to-left scan can stop as soon as no phrase ends that way.
-    endings: rustc_hash::FxHashSet<&'static str>,
+    t2s: CharMap<char>,
+    /// Every ending (two characters or more) of every phrase, with the
+    /// phrase it is, if any: one lookup tells a right-to-left scan both
+    /// whether to go on and what it found.
+    endings: Endings,
     max_phrase_chars: usize,
 }
+
+/// Per-character values: a flat array over the CJK Unified Ideographs
+/// block, where nearly every lookup lands, and a hash map beyond it. A
+/// value equal to `V::default()` counts as absent.
+struct CharMap<V> {
+    dense: Vec<V>,
+    rest: FxHashMap<char, V>,
+}
+
+const DENSE: std::ops::Range<u32> = 0x4E00..0xA000;
+
+impl<V: Copy + Default + PartialEq> CharMap<V> {
+    fn new() -> CharMap<V> {
+        CharMap {
+            dense: vec![V::default(); (DENSE.end - DENSE.start) as usize],
+            rest: FxHashMap::default(),
+        }
+    }
+
+    fn insert(&mut self, c: char, v: V) {
+        if DENSE.contains(&u32::from(c)) {
+            self.dense[(u32::from(c) - DENSE.start) as usize] = v;
+        } else {
+            self.rest.insert(c, v);
+        }
+    }
+
+    fn get(&self, c: char) -> Option<V> {
+        let v = if DENSE.contains(&u32::from(c)) {
+            self.dense[(u32::from(c) - DENSE.start) as usize]
+        } else {
+            self.rest.get(&c).copied()?
+        };
+        (v != V::default()).then_some(v)
+    }
+}
+
+type Endings = HashMap<&'static str, Option<Phrase>, rustc_hash::FxBuildHasher>;
 
 /// A dictionary phrase: its readings and which list it comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,32 +88,20 @@ impl Dictionary {
         std::thread::scope(|scope| {
             let chars = scope.spawn(load_chars);
             let endings = scope.spawn(phrase_endings);
-            let mut phrases = HashMap::with_capacity_and_hasher(75_000, Default::default());
-            let mut max_phrase_chars = 1;
-            for (data, common) in [(PHRASES, true), (EXTRA_PHRASES, false)] {
-                for line in data.lines() {
-                    if let Some((word, readings)) = line.split_once('\t') {
-                        max_phrase_chars = max_phrase_chars.max(word.chars().count());
-                        phrases.entry(word).or_insert(Phrase { readings, common });
-                    }
+            let mut t2s = CharMap::new();
+            for line in T2S.lines() {
+                let mut it = line.chars();
+                if let (Some(t), Some(s)) = (it.next(), it.nth(1)) {
+                    t2s.insert(t, s);
                 }
             }
-            let t2s = T2S
-                .lines()
-                .filter_map(|line| {
-                    let mut it = line.chars();
-                    let t = it.next()?;
-                    let s = it.nth(1)?;
-                    Some((t, s))
-                })
-                .collect();
             let (chars, readings) = chars.join().expect("character list parses");
+            let (endings, max_phrase_chars) = endings.join().expect("phrase list parses");
             Dictionary {
                 chars,
                 readings,
-                phrases,
                 t2s,
-                endings: endings.join().expect("phrase list parses"),
+                endings,
                 max_phrase_chars,
             }
         })
@@ -83,9 +110,9 @@ impl Dictionary {
     /// All readings of a character, the most common first.
     pub fn readings(&self, c: char) -> &[&'static str] {
         self.chars
-            .get(&c)
-            .or_else(|| self.chars.get(&self.simplified(c)))
-            .map_or(&[], |&(start, end)| {
+            .get(c)
+            .or_else(|| self.chars.get(self.simplified(c)))
+            .map_or(&[], |(start, end)| {
                 &self.readings[start as usize..end as usize]
             })
     }
@@ -97,12 +124,18 @@ impl Dictionary {
 
     /// A phrase (in Simplified characters).
     pub fn phrase(&self, word: &str) -> Option<Phrase> {
-        self.phrases.get(word).copied()
+        self.ending(word).flatten()
     }
 
     /// Whether some phrase ends with `text` (two characters or more).
     pub fn is_phrase_ending(&self, text: &str) -> bool {
-        self.endings.contains(text)
+        self.endings.contains_key(text)
+    }
+
+    /// `None` when no phrase ends with `text`; else the phrase `text` is,
+    /// if it is one.
+    pub fn ending(&self, text: &str) -> Option<Option<Phrase>> {
+        self.endings.get(text).copied()
     }
 
     /// Length in characters of the longest phrase.
@@ -112,14 +145,13 @@ impl Dictionary {
 
     /// The Simplified form of a Traditional character (itself otherwise).
     pub fn simplified(&self, c: char) -> char {
-        self.t2s.get(&c).copied().unwrap_or(c)
+        self.t2s.get(c).unwrap_or(c)
     }
 }
 
 /// The character list: each character's range in one list of readings.
-fn load_chars() -> (FxHashMap<char, (u32, u32)>, Vec<&'static str>) {
-    let mut chars = FxHashMap::default();
-    chars.reserve(42_000);
+fn load_chars() -> (CharMap<(u32, u32)>, Vec<&'static str>) {
+    let mut chars = CharMap::new();
     let mut readings = Vec::with_capacity(50_000);
     for line in CHARS.lines() {
         let Some((c, list)) = line.split_once('\t') else {
@@ -133,26 +165,39 @@ fn load_chars() -> (FxHashMap<char, (u32, u32)>, Vec<&'static str>) {
     (chars, readings)
 }
 
-/// Every ending of two characters or more (whole phrases included) of
-/// every phrase in both lists.
-fn phrase_endings() -> rustc_hash::FxHashSet<&'static str> {
-    let mut endings = rustc_hash::FxHashSet::default();
-    endings.reserve(160_000);
-    for data in [PHRASES, EXTRA_PHRASES] {
+/// Every ending of two characters or more of every phrase in both lists,
+/// each whole phrase with its readings (the main list's where both have
+/// it), and the length in characters of the longest phrase.
+fn phrase_endings() -> (Endings, usize) {
+    let mut endings = Endings::with_capacity_and_hasher(160_000, Default::default());
+    let mut max_phrase_chars = 1;
+    for (data, common) in [(PHRASES, true), (EXTRA_PHRASES, false)] {
         for line in data.lines() {
-            let Some((word, _)) = line.split_once('\t') else {
+            let Some((word, readings)) = line.split_once('\t') else {
                 continue;
             };
-            let mut starts = word.char_indices().map(|(i, _)| i).peekable();
+            let phrase = Phrase { readings, common };
+            match endings.entry(word) {
+                Entry::Occupied(mut e) => {
+                    e.get_mut().get_or_insert(phrase);
+                }
+                Entry::Vacant(e) => {
+                    e.insert(Some(phrase));
+                }
+            }
+            let mut starts = word.char_indices().map(|(i, _)| i).skip(1).peekable();
+            let mut chars = 2;
             while let Some(k) = starts.next() {
                 // The last character alone is not an ending.
                 if starts.peek().is_some() {
-                    endings.insert(&word[k..]);
+                    endings.entry(&word[k..]).or_insert(None);
                 }
+                chars += 1;
             }
+            max_phrase_chars = max_phrase_chars.max(chars - 1);
         }
     }
-    endings
+    (endings, max_phrase_chars)
 }
 
 #[cfg(test)]

@@ -76,33 +76,20 @@ pub fn tone_numbered(raw: &str) -> String {
 /// map) → 乾坤.
 const AMBIGUOUS_TRADITIONAL: [(char, char); 3] = [('著', '着'), ('瞭', '了'), ('干', '乾')];
 
-/// A phrase, looked up as written (in Simplified) and, failing that, with
-/// ambiguous Traditional characters read as their other form.
-fn phrase_either_script(word: &str) -> Option<super::dictionary::Phrase> {
+/// A phrase ending, looked up as written (in Simplified) and with
+/// ambiguous Traditional characters read as their other form: `None` when
+/// no phrase ends this way in either form, else the phrase it is, if any
+/// (as written first).
+fn ending_either_script(word: &str) -> Option<Option<super::dictionary::Phrase>> {
     let dict = Dictionary::get();
-    dict.phrase(word).or_else(|| {
-        if !word.contains(['著', '瞭', '干']) {
-            return None;
-        }
-        let alternative: String = word
-            .chars()
-            .map(
-                |c| match AMBIGUOUS_TRADITIONAL.iter().find(|(t, _)| *t == c) {
-                    Some(&(_, s)) => s,
-                    None => c,
-                },
-            )
-            .collect();
-        dict.phrase(&alternative)
-    })
-}
-
-/// Whether some phrase ends with `word`, as written or with ambiguous
-/// Traditional characters read as their other form.
-fn phrase_ending_either_script(word: &str) -> bool {
-    let dict = Dictionary::get();
-    dict.is_phrase_ending(word)
-        || word.contains(['著', '瞭', '干']) && dict.is_phrase_ending(&alternative_form(word))
+    let as_written = dict.ending(word);
+    if !word.contains(['著', '瞭', '干']) {
+        return as_written;
+    }
+    match (as_written, dict.ending(&alternative_form(word))) {
+        (None, None) => None,
+        (a, b) => Some(a.flatten().or(b.flatten())),
+    }
 }
 
 fn alternative_form(word: &str) -> String {
@@ -241,14 +228,14 @@ impl<'l> Analysis<'l> {
                     Some(p) => Some((1, Source::Lexicon(p))),
                     None if len < 2 || self.adverbial_de(at) => None,
                     None => {
-                        if !phrase_ending_either_script(word) {
+                        let Some(phrase) = ending_either_script(word) else {
                             // No longer phrase ends here either.
                             if len >= lexicon.max_chars() {
                                 break;
                             }
                             continue;
-                        }
-                        phrase_either_script(word)
+                        };
+                        phrase
                             .map(|p| (2 + OUTSIDE_LEXICON * len as u32, Source::Phrase(p.readings)))
                     }
                 };

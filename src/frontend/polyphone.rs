@@ -64,9 +64,29 @@ const KIND_NAMES: [&str; 8] = [
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 struct Key {
     c: char,
-    reading: &'static str,
+    /// The reading's bytes packed by [`pack`]: hashing and comparing keys
+    /// then touches no string.
+    reading: u64,
     kind: u8,
     ctx: u64,
+}
+
+/// A syllable's ASCII bytes (at most 8; `zhuang1` has 7) in one integer.
+fn pack(reading: &str) -> u64 {
+    reading
+        .bytes()
+        .take(8)
+        .fold(0, |acc, b| (acc << 8) | u64::from(b))
+}
+
+/// The syllable [`pack`] packed.
+fn unpack(packed: u64) -> String {
+    packed
+        .to_be_bytes()
+        .iter()
+        .filter(|b| **b != 0)
+        .map(|&b| char::from(b))
+        .collect()
 }
 
 /// Weights of the polyphone model.
@@ -91,10 +111,11 @@ pub fn word_hash(word: &str) -> u64 {
 }
 
 fn features(f: &Features, reading: &'static str, mut emit: impl FnMut(Key)) {
+    let packed = pack(reading);
     let key = |c: char, kind: u8, ctx: u64| Key {
         c,
         // Global features (no character) weigh the same for any reading.
-        reading: if c == '\0' { "" } else { reading },
+        reading: if c == '\0' { 0 } else { packed },
         kind,
         ctx,
     };
@@ -156,7 +177,7 @@ impl Model {
             model.weights.insert(
                 Key {
                     c,
-                    reading,
+                    reading: pack(reading),
                     kind,
                     ctx,
                 },
@@ -185,7 +206,11 @@ impl Model {
                     WORD => self.words.get(&k.ctx).cloned().unwrap_or_default(),
                     _ => String::new(),
                 };
-                let row = format!("{}\t{c}\t{}\t{ctx}", KIND_NAMES[k.kind as usize], k.reading);
+                let row = format!(
+                    "{}\t{c}\t{}\t{ctx}",
+                    KIND_NAMES[k.kind as usize],
+                    unpack(k.reading)
+                );
                 (row, *w)
             })
             .collect();
@@ -323,7 +348,9 @@ fn context_rule(f: &Features) -> Option<&'static str> {
         '得' if p == '不' && in_set(f.prev2, "舍怪巴恨顾由怨") => "de5",
         // 舍 given up (舍命, 舍生忘死, 舍不得, 施舍), not a house (宿舍, 寒舍).
         '舍' if in_set(n, "命生身弃得不己") || in_set(p, "不难割施取") => "she3",
-        '分' if n == '外' => "fen4",
+        // A share or a part (部分, 充分, 过分, 成分, 缘分): the phrase data's
+        // fen4 stands; CPP labels nearly every 分 fen1, and the model follows.
+        '分' if n == '外' || f.dict == Some("fen4") && n != '子' => "fen4",
         // 分子 as a member of a group (恐怖分子, 知识分子, 积极分子) is fen4;
         // the molecule (水分子) stays fen1.
         '分' if n == '子' && in_set(p, "怖极识罪法对坏动派进端命乱") => "fen4",
