@@ -333,8 +333,16 @@ fn context_rule(f: &Features) -> Option<&'static str> {
         '说' if n == '客' => "shui4",
         // Traditional 著 (OpenCC keeps it): 著作, 名著, 著名.
         '著' if "作名称述者录".contains(n) || "名巨原专论编显".contains(p) => "zhu4",
-        '数' if in_set(n, "了着过一钱落遍清") || p == n => "shu3",
-        '行' if "一两几数".contains(p) && !in_set(n, "人动三四五六七八九十众走") => {
+        // Counting (数了数, 数钱), unless a phrase says otherwise (无数着,
+        // 解数).
+        '数' if (in_set(n, "了着过一钱落遍清") || p == n) && f.dict != Some("shu4") => {
+            "shu3"
+        }
+        // A line or row (一行字, 这一行的, 两行泪, 几行柳树) after a numeral;
+        // 一行人, 一行四众, 两行者 are a party.
+        '行' if "两几数".contains(p) && !in_set(n, "人者众")
+            || p == '一' && (!han(n) || in_set(n, "的字泪诗楷大小树白雁血黑红绿青")) =>
+        {
             "hang2"
         }
         '应' if n == '声' => "ying4",
@@ -359,7 +367,12 @@ fn context_rule(f: &Features) -> Option<&'static str> {
         '倒' if in_set(p, "吹推撞砍绊扳踢扑击晕昏病累压摔跌") => "dao3",
         // Where something rises or falls, at a clause's end (风起处，刀落处).
         '处' if in_set(p, "起落") && !han(n) => "chu4",
-        '和' if in_set(p, "粉面泥") => "huo2",
+        // Mixed with water (和面, 和泥), not inside 和尚.
+        '和' if in_set(p, "粉面泥") && n != '尚' => "huo2",
+        // A deed (勾当), not the Song office title (勾当官, 勾当三班院).
+        '勾' if n == '当' && !in_set(n2, "官三公") => "gou4",
+        '煞' if n == '气' => "sha4",
+        '晃' if n == '眼' => "huang3",
         '卷' if in_set(n, "起了着成住走入进曲发土") || in_set(p, "席翻风") => {
             "juan3"
         }
