@@ -1,10 +1,13 @@
 //! One run per job at a time, also across processes: an exclusive advisory
 //! lock (`flock`) on a file in the book's state directory. The operating
-//! system drops it when the process ends, however it ends.
+//! system drops it when the process ends, however it ends. A run also holds
+//! the book folder's build lock ([`BUILD_LOCK`]), so that a `tingshu build`
+//! into the same folder and a batch run never write there together.
 
 use std::path::{Path, PathBuf};
 
 use crate::fsutil::{PidLock, TryPidLock};
+use crate::session::book::BUILD_LOCK;
 
 /// Why a job's lock was not taken.
 #[derive(Debug, thiserror::Error)]
@@ -18,6 +21,14 @@ pub enum LockError {
         /// ` (pid N)` when the holder wrote its id.
         holder: String,
     },
+    #[error(
+        "job \"{job}\": its folder is being rendered by another tingshu process{holder} (lock {path} is held); this run skips it"
+    )]
+    BookBusy {
+        job: String,
+        path: PathBuf,
+        holder: String,
+    },
     #[error("cannot lock {path}")]
     Io {
         path: PathBuf,
@@ -26,29 +37,51 @@ pub enum LockError {
     },
 }
 
-/// A held job lock, released on drop.
+/// A held job lock and the book folder's build lock, released on drop.
 #[derive(Debug)]
-pub struct JobLock(PidLock);
+pub struct JobLock {
+    job: PidLock,
+    _book: PidLock,
+}
 
 impl JobLock {
-    /// Takes the lock at `path` without waiting.
-    pub fn acquire(path: &Path, job: &str) -> Result<JobLock, LockError> {
-        match PidLock::try_acquire(path, false) {
-            Ok(TryPidLock::Taken(lock)) => Ok(JobLock(lock)),
-            Ok(TryPidLock::Busy(pid)) => Err(LockError::Busy {
-                job: job.to_owned(),
-                path: path.to_owned(),
-                holder: pid.map(|pid| format!(" (pid {pid})")).unwrap_or_default(),
-            }),
-            Err(source) => Err(LockError::Io {
+    /// Takes the job's lock in `book_dir`'s state directory, then the
+    /// folder's build lock, without waiting.
+    pub fn acquire(book_dir: &Path, job: &str) -> Result<JobLock, LockError> {
+        let holder = |pid: Option<u32>| pid.map(|pid| format!(" (pid {pid})")).unwrap_or_default();
+        let take = |path: &Path, remove: bool| {
+            PidLock::try_acquire(path, remove).map_err(|source| LockError::Io {
                 path: path.to_owned(),
                 source,
+            })
+        };
+        let path = super::lock_path(book_dir);
+        let job_lock = match take(&path, false)? {
+            TryPidLock::Taken(lock) => lock,
+            TryPidLock::Busy(pid) => {
+                return Err(LockError::Busy {
+                    job: job.to_owned(),
+                    path,
+                    holder: holder(pid),
+                });
+            }
+        };
+        let path = book_dir.join(BUILD_LOCK);
+        match take(&path, true)? {
+            TryPidLock::Taken(book) => Ok(JobLock {
+                job: job_lock,
+                _book: book,
+            }),
+            TryPidLock::Busy(pid) => Err(LockError::BookBusy {
+                job: job.to_owned(),
+                path,
+                holder: holder(pid),
             }),
         }
     }
 
     pub fn path(&self) -> &Path {
-        self.0.path()
+        self.job.path()
     }
 }
 
@@ -59,9 +92,8 @@ mod tests {
     #[test]
     fn second_holder_is_refused_until_the_first_lets_go() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("state/lock");
-        let first = JobLock::acquire(&path, "novel").unwrap();
-        let err = JobLock::acquire(&path, "novel").unwrap_err();
+        let first = JobLock::acquire(dir.path(), "novel").unwrap();
+        let err = JobLock::acquire(dir.path(), "novel").unwrap_err();
         let message = err.to_string();
         assert!(
             message.starts_with("job \"novel\" is already running in another process"),
@@ -72,6 +104,30 @@ mod tests {
             "{message}"
         );
         drop(first);
-        assert!(JobLock::acquire(&path, "novel").is_ok());
+        assert!(JobLock::acquire(dir.path(), "novel").is_ok());
+    }
+
+    #[test]
+    fn a_build_into_the_folder_makes_the_run_skip_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let build = match PidLock::try_acquire(&dir.path().join(BUILD_LOCK), true).unwrap() {
+            TryPidLock::Taken(lock) => lock,
+            TryPidLock::Busy(_) => panic!("build lock busy"),
+        };
+        let message = JobLock::acquire(dir.path(), "novel")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            message.starts_with(
+                "job \"novel\": its folder is being rendered by another tingshu process"
+            ) && message.contains(BUILD_LOCK),
+            "{message}"
+        );
+        // The job's own lock was let go with the refusal.
+        drop(build);
+        let run = JobLock::acquire(dir.path(), "novel").unwrap();
+        assert!(dir.path().join(BUILD_LOCK).exists());
+        drop(run);
+        assert!(!dir.path().join(BUILD_LOCK).exists());
     }
 }

@@ -13,7 +13,7 @@ use super::refresh::{
 };
 use super::shutdown::Shutdown;
 use super::state::{BookState, LastRun, RunOutcome};
-use super::{BatchError, Job, Plan, lock_path, render_fingerprint};
+use super::{BatchError, Job, Plan, render_fingerprint};
 use crate::audio::encode::Encoder;
 use crate::error::error_chain;
 use crate::manifest::Manifest;
@@ -198,9 +198,9 @@ pub async fn run_job(
         ));
         return report;
     }
-    let lock = match JobLock::acquire(&lock_path(&dir), &job.name) {
+    let lock = match JobLock::acquire(&dir, &job.name) {
         Ok(lock) => lock,
-        Err(e @ LockError::Busy { .. }) => {
+        Err(e @ (LockError::Busy { .. } | LockError::BookBusy { .. })) => {
             report.busy = Some(e.to_string());
             return report;
         }

@@ -216,5 +216,14 @@ mod tests {
         assert!(d.max_phrase_chars() >= 4);
         assert!(d.is_phrase_ending("银行") && d.is_phrase_ending("行长"));
         assert!(!d.is_phrase_ending("行银"));
+        // One lookup: not an ending; an ending only; a phrase.
+        assert_eq!(d.ending("行银"), None);
+        assert_eq!(d.ending("风顺"), Some(None));
+        assert_eq!(d.phrase("风顺"), None);
+        assert!(d.ending("银行").is_some_and(|p| p.is_some()));
+        // Characters outside the flat CJK table come from its hash map.
+        assert_eq!(d.default_reading('〇'), Some("ling2"));
+        assert_eq!(d.default_reading('𠀀'), Some("he1"));
+        assert_eq!(d.readings('\u{1F600}'), [] as [&str; 0]);
     }
 }

@@ -401,6 +401,35 @@ fn a_second_concurrent_run_of_the_same_job_is_refused() {
 }
 
 #[test]
+fn a_build_rendering_into_the_job_folder_makes_the_run_skip_it() {
+    let lib = Library::new(&novel(2, 2), "");
+    // `tingshu build` of the same book into the same folder, mid-render.
+    let book_dir = lib.book_dir();
+    std::fs::create_dir_all(&book_dir).unwrap();
+    let lock = book_dir.join(".tingshu-build.lock");
+    let mut held = std::fs::File::create(&lock).unwrap();
+    held.try_lock().unwrap();
+    use std::io::Write as _;
+    writeln!(held, "4242").unwrap();
+    let out = lib.batch("run");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(
+            "job \"serial\": its folder is being rendered by another tingshu process (pid 4242)"
+        ) && stderr.contains(".tingshu-build.lock"),
+        "{stderr}"
+    );
+    assert!(lib.wavs().is_empty(), "{:?}", lib.wavs());
+    held.unlock().unwrap();
+    drop(held);
+    let stderr = lib.run_ok();
+    assert!(stderr.contains("2 of 2 chapters rendered"), "{stderr}");
+    assert_eq!(lib.wavs().len(), 2);
+    assert!(!lock.exists(), "the run left the build lock behind");
+}
+
+#[test]
 fn sigterm_then_rerun_yields_the_bytes_of_an_uninterrupted_espeak_run() {
     let book = novel(120, 6);
     let whole = Library::new(&book, "");
