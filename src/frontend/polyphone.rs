@@ -313,7 +313,7 @@ fn context_rule(f: &Features) -> Option<&'static str> {
         // A lone 朴 before a Han character is the (mostly Korean) surname
         // Park: its other uses (朴素, 朴实, 朴刀…) are phrases, but for the
         // sound of blows (劈朴, 朴朴).
-        let park = f.c == '朴' && han(n) && n != '朴' && !in_set(p, "朴劈扑噼");
+        let park = f.c == '朴' && han(n) && n != '朴' && !in_set(p, "朴劈扑噼淳纯质俭简古敦诚厚素");
         let name = f.single
             && (titled
                 || after_xing
@@ -328,7 +328,9 @@ fn context_rule(f: &Features) -> Option<&'static str> {
     let r = match f.c {
         // 为人民服务: for, not 为人 (conduct).
         '为' if n == '人' && n2 == '民' => "wei4",
-        '似' if n == '的' && !"类相近酷貌形神疑看好恰胜".contains(p) => "shi4",
+        '似' if in_set(n, "的地") && !"类相近酷貌形神疑看好恰胜".contains(p) => {
+            "shi4"
+        }
         '单' if n == '于' && (!han(n2) || "的奴王".contains(p)) => "chan2",
         '说' if n == '客' => "shui4",
         // Traditional 著 (OpenCC keeps it): 著作, 名著, 著名.
@@ -368,7 +370,19 @@ fn context_rule(f: &Features) -> Option<&'static str> {
         // Where something rises or falls, at a clause's end (风起处，刀落处).
         '处' if in_set(p, "起落") && !han(n) => "chu4",
         // Mixed with water (和面, 和泥), not inside 和尚.
-        '和' if in_set(p, "粉面泥") && n != '尚' => "huo2",
+        '和' if in_set(p, "粉面泥") && in_set(n, "好了成匀开起") => "huo2",
+        // Strength (使劲, 对劲, 差劲, 起劲) and angles and corners (角度,
+        // 角落, 拐角): the phrase data's jin4 and jiao3 stand where CPP's
+        // jing4 (强劲, 劲旅) and jue2 (角色) led the model astray.
+        '劲' if f.dict == Some("jin4") => "jin4",
+        '角' if f.dict == Some("jiao3") => "jiao3",
+        // 迷迷糊糊, 含含糊糊, 黑糊糊: hu1, as the phrases say.
+        '糊' if (p == '糊' && !in_set(f.prev2, "粉面米") || n == '糊' && !in_set(p, "粉面米"))
+            && f.dict == Some("hu1") =>
+        {
+            "hu1"
+        }
+        '差' if n == '劲' => "cha4",
         // A deed (勾当), not the Song office title (勾当官, 勾当三班院).
         '勾' if n == '当' && !in_set(n2, "官三公") => "gou4",
         '煞' if n == '气' => "sha4",
@@ -388,6 +402,8 @@ fn context_rule(f: &Features) -> Option<&'static str> {
         '种' if in_set(n, "了下地树菜花田过着玉瓜豆粮麦稻") => "zhong4",
         '差' if in_set(p, "很太真最越更好挺") => "cha4",
         '差' if in_set(p, "趟出公") || n == '事' => "chai1",
+        // 不比县城差。, 人差！: worse.
+        '差' if !han(n) => "cha4",
         '假' if in_set(p, "请放休天") || in_set(n, "期条日") => "jia4",
         '看' if n == '孩' || n == '着' && in_set(n2, "孩家门") || in_set(n, "守护管住家门") => {
             "kan1"
@@ -397,6 +413,8 @@ fn context_rule(f: &Features) -> Option<&'static str> {
             "lei4"
         }
         '薄' if in_set(p, "很太真好挺这那么纸变") || in_set(n, "薄的片饼") => "bao2",
+        // Thin clothes, paper, ice (薄毛衣, 烂衣薄裳, 薄冰).
+        '薄' if in_set(n, "衣裳被纸冰雾毯毛肥皮板层") => "bao2",
         '削' if p == '被' || in_set(n, "去职减") => "xue1",
         '削' if in_set(n, "苹果皮铅了着好尖") => "xiao1",
         '剥' if in_set(n, "开了着皮掉下橘花蒜") => "bao1",
@@ -407,9 +425,63 @@ fn context_rule(f: &Features) -> Option<&'static str> {
         }
         '扎' if n == '着' && p != '被' || in_set(n, "辫马头") => "za1",
         '奔' if in_set(n, "着向往") => "ben4",
+        '奔' if in_set(n, "去来跑逃") => "ben1",
         '弹' if in_set(n, "了着琴奏起开出跳性簧") || in_set(p, "会在轻反") => "tan2",
         '转' if n == '圈' || n == '了' && in_set(n2, "三两几好圈") => "zhuan4",
         '结' if n == '了' && in_set(n2, "果瓜籽") || n == '果' && p == '树' => "jie1",
+        // For someone or something (为我受累, 为这事, 为什么事); not the
+        // passive 为他所害.
+        // Into or as (改为, 变为, 视为, 大为): wei2.
+        '为' if in_set(
+            p,
+            "改变降化视称呼叫唤分成作选评定立奉拜尊封任命推升列转译较最极更甚颇尤大",
+        ) =>
+        {
+            "wei2"
+        }
+        '为' if (in_set(n, "我你他她您它咱谁此这那国什")
+            || in_set(p, "要是也都就不还又在肯能会想该正只专去来着地得了头上边"))
+            && n2 != '所'
+            && !in_set(p, "以称") =>
+        {
+            "wei4"
+        }
+        // To do (干什么, 干活, 干完了, 他干了); dry is gan1.
+        '干' if in_set(n, "什啥嘛活事完上起下过点坏掉")
+            || n == '了' && in_set(p, "我你他她们咱就也还又再没") =>
+        {
+            "gan4"
+        }
+        // The sentence-final particle (两个哩。), not the mile (英哩).
+        '哩' if han(p) && !han(n) && !in_set(p, "英公") => "li5",
+        // A volume (第一卷, 上下两卷。, 卷子); a roll or to roll (卷旱烟,
+        // 那卷行李).
+        '卷' if f.prev2 == '第' || in_set(n, "子宗") || in_set(p, "两几上下全") && !han(n) => {
+            "juan4"
+        }
+        '卷' if in_set(p, "那这每把仍然") && !in_set(n, "经书画诗") || in_set(n, "烟旱筒铺被") => {
+            "juan3"
+        }
+        // Strength (一种劲, 来了劲, 费了好大劲); jing4 is sturdy (劲敌, 劲旅, 劲松).
+        '劲' if in_set(n, "敌旅松草风挺拔歌骑椎梁射") || in_set(p, "强刚苍遒雄风加") => {
+            "jing4"
+        }
+        '劲' => "jin4",
+        '抡' if in_set(n, "起着过了圆开动拳刀锤棒大") => "lun1",
+        // Fainting (晕死过去, 晕倒, 晕晕乎乎); yun4 is motion sickness and halos.
+        '晕' if in_set(n, "死过倒了厥头晕") || p == '晕' => "yun1",
+        '咋' if !in_set(n, "舌市") && p != '咋' => "za3",
+        '汗' if in_set(p, "的了身满头脸冷大出流虚盗擦") || in_set(n, "水珠流湿津淋") => {
+            "han4"
+        }
+        '切' if in_set(p, "密亲急迫确贴一恳热关") || in_set(n, "不记忌莫勿实") => {
+            "qie4"
+        }
+        '划' if in_set(n, "一个出分定给拨归成地") => "hua4",
+        '塞' if !han(n) && in_set(p, "里中") => "sai1",
+        '攒' if in_set(n, "钱下到够") => "zan3",
+        '柏' if in_set(n, "树木叶枝子油") || in_set(p, "松翠苍古侧桧扁") => "bai3",
+        '勒' if in_set(n, "紧住下死进") => "lei1",
         _ => return None,
     };
     Some(r)
