@@ -123,6 +123,26 @@ struct Word<'l> {
 /// [`Analysis::sole_reading`].
 const PARTICLES: &str = "得地着著只儿子";
 
+/// Everyday words whose second syllable is neutral (轻声) but which the
+/// phrase data writes in full tones (知道 dao4, 衣服 fu2) or lacks (告诉,
+/// 东西 as a thing, 故事). Words whose full-tone reading is a different
+/// word (兄弟 brothers, 地道 a tunnel, 人家 a household) are left out.
+static NEUTRAL_SECOND: std::sync::LazyLock<rustc_hash::FxHashSet<[char; 2]>> =
+    std::sync::LazyLock::new(|| {
+        const WORDS: &str = "知道 衣服 漂亮 认识 舒服 地方 打算 豆腐 商量 收拾 休息 凉快 \
+            丈夫 亲戚 和尚 泥巴 核桃 玻璃 刺猬 扫帚 簸箕 风筝 灯笼 胳膊 脊梁 琢磨 打听 溜达 \
+            结实 体面 困难 心思 规矩 早上 姐夫 妹夫 大爷 打扮 打量 糊涂 模糊 含糊 迷糊 干净 \
+            东家 行李 石匠 徒弟 女婿 咳嗽 喷嚏 蚂蚱 应付 告诉 东西 动静 痛快 媳妇 学问 买卖 \
+            生意 故事 外甥 木匠 哆嗦 啰嗦 高粱";
+        WORDS
+            .split_whitespace()
+            .filter_map(|w| {
+                let mut c = w.chars();
+                Some([c.next()?, c.next()?])
+            })
+            .collect()
+    });
+
 /// A line split into characters and words, ready for reading.
 pub struct Analysis<'l> {
     original: Vec<char>,
@@ -375,11 +395,17 @@ impl<'l> Analysis<'l> {
     /// 这儿, 那儿, 哪儿.
     fn neutral_second(&self, i: usize, word: Word<'_>) -> bool {
         const KINSHIP: &str = "爸妈哥姐弟妹爷奶叔婶舅姑姨伯婆公姥";
-        if word.len != 2 || i != word.start + 1 {
+        let pair = word.len == 2 && i == word.start + 1;
+        // Two lone characters the phrase data lacks (告诉, 东西, 故事).
+        let lone =
+            word.len == 1 && i > 0 && self.word_of[i - 1].is_some_and(|w| self.words[w].len == 1);
+        if !pair && !lone {
             return false;
         }
         let (first, second) = (self.simplified[i - 1], self.simplified[i]);
-        (first == second && KINSHIP.contains(first)) || (second == '儿' && "这那哪".contains(first))
+        (pair && first == second && KINSHIP.contains(first))
+            || (pair && second == '儿' && "这那哪".contains(first))
+            || NEUTRAL_SECOND.contains(&[first, second])
     }
 }
 
