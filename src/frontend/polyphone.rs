@@ -274,7 +274,7 @@ const AFTER_SURNAME: [&str; 14] = [
 
 /// Characters that follow the adverb 曾 (曾经, 曾在, 曾是, 不曾见): after any
 /// other at the start of a clause, 曾 is the surname.
-const AFTER_ADVERB_CENG: &str = "经几有在是想说被把给对向和与跟去来到做见听看用为以也多一亲参";
+const AFTER_ADVERB_CENG: &str = "经几有在是想说被把给对向和与跟去来到做见听看用为以也多一亲参身";
 
 /// Surname readings of polyphones (曾 zeng1, 单 shan4, 解 xie4, 仇 qiu2,
 /// 朴 piao2, 查 zha1, 区 ou1, 乐 yue4, 覃 qin2).
@@ -321,7 +321,8 @@ fn context_rule(f: &Features) -> Option<&'static str> {
                 || (f.c == '曾'
                     && (clause_start || "叫找和与跟".contains(p))
                     && !in_set(n, AFTER_ADVERB_CENG)));
-        if name && !(f.c == '单' && n == '于') {
+        // 单于 is a title, 单家独户 a household on its own.
+        if name && !(f.c == '单' && (n == '于' || f.next2 == '独')) {
             return Some(reading);
         }
     }
@@ -482,6 +483,10 @@ fn context_rule(f: &Features) -> Option<&'static str> {
         '攒' if in_set(n, "钱下到够") => "zan3",
         '柏' if in_set(n, "树木叶枝子油") || in_set(p, "松翠苍古侧桧扁") => "bai3",
         '勒' if in_set(n, "紧住下死进") => "lei1",
+        // Covered (蒙上, 蒙着脸, 蒙了一层灰); 被打蒙了 stays with the model.
+        '蒙' if in_set(n, "上住着") || n == '了' && n2 == '一' => "meng2",
+        '曲' if in_set(n, "腿着起身背膝") => "qu1",
+        '扒' if in_set(n, "下开掉皮光") => "ba1",
         _ => return None,
     };
     Some(r)
