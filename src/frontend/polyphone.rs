@@ -391,6 +391,8 @@ fn context_rule(f: &Features) -> Option<&'static str> {
         '卷' if in_set(n, "起了着成住走入进曲发土") || in_set(p, "席翻风") => {
             "juan3"
         }
+        // Thin, where the phrase says so (薄纱, 薄片).
+        '薄' if f.dict == Some("bao2") => "bao2",
         _ if !f.single => return None,
         '长' if n == '得' || n == '出' && !han(p) => "zhang3",
         '还' if in_set(n, "钱给债清账书") || (!han(n) && in_set(p, "要得去来不没该归")) => {
@@ -415,7 +417,9 @@ fn context_rule(f: &Features) -> Option<&'static str> {
         }
         '薄' if in_set(p, "很太真好挺这那么纸变") || in_set(n, "薄的片饼") => "bao2",
         // Thin clothes, paper, ice (薄毛衣, 烂衣薄裳, 薄冰).
-        '薄' if in_set(n, "衣裳被纸冰雾毯毛肥皮板层") => "bao2",
+        '薄' if in_set(n, "衣裳被纸冰雾毯毛肥皮板层") || f.dict == Some("bao2") => {
+            "bao2"
+        }
         '削' if p == '被' || in_set(n, "去职减") => "xue1",
         '削' if in_set(n, "苹果皮铅了着好尖") => "xiao1",
         '剥' if in_set(n, "开了着皮掉下橘花蒜") => "bao1",
@@ -435,13 +439,19 @@ fn context_rule(f: &Features) -> Option<&'static str> {
         // Into or as (改为, 变为, 视为, 大为): wei2.
         '为' if in_set(
             p,
-            "改变降化视称呼叫唤分成作选评定立奉拜尊封任命推升列转译较最极更甚颇尤大",
-        ) =>
+            "改变降化视称呼叫唤分成作选评定立奉拜尊封任命推升列转译贬召讹长用主较最极更甚颇尤大原本即乃皆均亦系东西南北",
+        ) || in_set(n, "之盼尊证") =>
         {
             "wei2"
         }
+        // For someone or something after a pronoun or an adverb (为我受累,
+        // 只为, 你甭再为他操心); not the passive 为他所害. Elsewhere the model
+        // decides: semi-classical prose says 有诗为证, 强者为尊, 拜他为王.
         '为' if (in_set(n, "我你他她您它咱谁此这那国什")
-            || in_set(p, "要是也都就不还又在肯能会想该正只专去来着地得了头上边"))
+            || in_set(
+                p,
+                "要是也都就不还又在肯能会想该正只专去来着地得了头上边甭再别",
+            ))
             && n2 != '所'
             && !in_set(p, "以称") =>
         {
@@ -472,7 +482,7 @@ fn context_rule(f: &Features) -> Option<&'static str> {
         // Fainting (晕死过去, 晕倒, 晕晕乎乎); yun4 is motion sickness and halos.
         '晕' if in_set(n, "死过倒了厥头晕") || p == '晕' => "yun1",
         '咋' if !in_set(n, "舌市") && p != '咋' => "za3",
-        '汗' if in_set(p, "的了身满头脸冷大出流虚盗擦") || in_set(n, "水珠流湿津淋") => {
+        '汗' if in_set(p, "的了身满头脸冷大出流虚盗擦黑热") || in_set(n, "水珠流湿津淋") => {
             "han4"
         }
         '切' if in_set(p, "密亲急迫确贴一恳热关") || in_set(n, "不记忌莫勿实") => {
