@@ -222,6 +222,12 @@ impl PidLock {
     }
 }
 
+/// ` (pid N)` for a busy lock's message, or nothing when its holder wrote
+/// no id.
+pub fn holder_note(pid: Option<u32>) -> String {
+    pid.map(|pid| format!(" (pid {pid})")).unwrap_or_default()
+}
+
 impl Drop for PidLock {
     fn drop(&mut self) {
         if self.remove {

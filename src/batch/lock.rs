@@ -6,8 +6,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::fsutil::{PidLock, TryPidLock};
-use crate::session::book::BUILD_LOCK;
+use crate::fsutil::{PidLock, TryPidLock, holder_note};
+use crate::session::book::{BUILD_LOCK, try_lock_book_dir};
 
 /// Why a job's lock was not taken.
 #[derive(Debug, thiserror::Error)]
@@ -48,26 +48,20 @@ impl JobLock {
     /// Takes the job's lock in `book_dir`'s state directory, then the
     /// folder's build lock, without waiting.
     pub fn acquire(book_dir: &Path, job: &str) -> Result<JobLock, LockError> {
-        let holder = |pid: Option<u32>| pid.map(|pid| format!(" (pid {pid})")).unwrap_or_default();
-        let take = |path: &Path, remove: bool| {
-            PidLock::try_acquire(path, remove).map_err(|source| LockError::Io {
-                path: path.to_owned(),
-                source,
-            })
-        };
+        let io = |path: PathBuf| move |source| LockError::Io { path, source };
         let path = super::lock_path(book_dir);
-        let job_lock = match take(&path, false)? {
+        let job_lock = match PidLock::try_acquire(&path, false).map_err(io(path.clone()))? {
             TryPidLock::Taken(lock) => lock,
             TryPidLock::Busy(pid) => {
                 return Err(LockError::Busy {
                     job: job.to_owned(),
                     path,
-                    holder: holder(pid),
+                    holder: holder_note(pid),
                 });
             }
         };
         let path = book_dir.join(BUILD_LOCK);
-        match take(&path, true)? {
+        match try_lock_book_dir(book_dir).map_err(io(path.clone()))? {
             TryPidLock::Taken(book) => Ok(JobLock {
                 job: job_lock,
                 _book: book,
@@ -75,7 +69,7 @@ impl JobLock {
             TryPidLock::Busy(pid) => Err(LockError::BookBusy {
                 job: job.to_owned(),
                 path,
-                holder: holder(pid),
+                holder: holder_note(pid),
             }),
         }
     }
@@ -110,7 +104,7 @@ mod tests {
     #[test]
     fn a_build_into_the_folder_makes_the_run_skip_it() {
         let dir = tempfile::tempdir().unwrap();
-        let build = match PidLock::try_acquire(&dir.path().join(BUILD_LOCK), true).unwrap() {
+        let build = match try_lock_book_dir(dir.path()).unwrap() {
             TryPidLock::Taken(lock) => lock,
             TryPidLock::Busy(_) => panic!("build lock busy"),
         };

@@ -16,7 +16,7 @@ use crate::audio::encode::{EncodeError, Encoder, Format};
 use crate::book::{Book, Cover};
 use crate::cli::Layout;
 use crate::error::error_chain;
-use crate::fsutil::{PidLock, TryPidLock};
+use crate::fsutil::{PidLock, TryPidLock, holder_note};
 use crate::manifest::{Manifest, ManifestChapter};
 use crate::names::{book_dir, sanitize_file_name};
 use crate::outputs::{BookFile, BookOutputs, ChapterFile, OutputsError};
@@ -87,17 +87,21 @@ pub enum BuildError {
 /// clearing the first one's half-written files.
 pub const BUILD_LOCK: &str = ".tingshu-build.lock";
 
-/// Takes the book directory's [`BUILD_LOCK`] without waiting; the file is
-/// removed when the render ends, so a finished build leaves nothing hidden
-/// behind.
+/// Tries the book directory's [`BUILD_LOCK`] without waiting (`build` and
+/// `batch run` both take it); the file is removed when the lock is let go,
+/// so a finished render leaves nothing hidden behind.
+pub fn try_lock_book_dir(book_dir: &Path) -> std::io::Result<TryPidLock> {
+    PidLock::try_acquire(&book_dir.join(BUILD_LOCK), true)
+}
+
 fn lock_book_dir(book_dir: &Path) -> Result<PidLock, BuildError> {
     let path = book_dir.join(BUILD_LOCK);
-    match PidLock::try_acquire(&path, true) {
+    match try_lock_book_dir(book_dir) {
         Ok(TryPidLock::Taken(lock)) => Ok(lock),
         Ok(TryPidLock::Busy(pid)) => Err(BuildError::Busy {
             dir: book_dir.to_owned(),
             path,
-            holder: pid.map(|pid| format!(" (pid {pid})")).unwrap_or_default(),
+            holder: holder_note(pid),
         }),
         Err(source) => Err(BuildError::Write { path, source }),
     }

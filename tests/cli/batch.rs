@@ -11,7 +11,7 @@ use std::time::{Duration, Instant, SystemTime};
 use crate::support::cli::Tingshu;
 use crate::support::ffmpeg::{self, ffprobe, m4b_chapters, tags};
 use crate::support::tts_server::TtsServer;
-use crate::support::wav;
+use crate::support::{locks, wav};
 
 /// Chapter `n` of the test novel (original text), `paragraphs` long.
 fn chapter(n: usize, paragraphs: usize) -> String {
@@ -407,10 +407,7 @@ fn a_build_rendering_into_the_job_folder_makes_the_run_skip_it() {
     let book_dir = lib.book_dir();
     std::fs::create_dir_all(&book_dir).unwrap();
     let lock = book_dir.join(".tingshu-build.lock");
-    let mut held = std::fs::File::create(&lock).unwrap();
-    held.try_lock().unwrap();
-    use std::io::Write as _;
-    writeln!(held, "4242").unwrap();
+    let held = locks::hold(&lock, 4242);
     let out = lib.batch("run");
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert_eq!(out.status.code(), Some(1), "{stderr}");

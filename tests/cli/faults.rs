@@ -29,7 +29,7 @@ use axum::response::{IntoResponse, Response};
 
 use crate::support::cli::Tingshu;
 use crate::support::tts_server::TtsServer;
-use crate::support::{ffmpeg, paths, services, wav};
+use crate::support::{ffmpeg, locks, paths, services, wav};
 
 const KEY: &str = "sk-fault-Zq81mXr4Tt0pW6";
 
@@ -1169,9 +1169,7 @@ fn a_second_build_of_the_same_book_waits_its_turn() {
     let book_dir = dir.path().join("out/灯");
     std::fs::create_dir_all(&book_dir).unwrap();
     let lock_path = book_dir.join(".tingshu-build.lock");
-    let mut held = std::fs::File::create(&lock_path).unwrap();
-    held.try_lock().unwrap();
-    writeln!(held, "4242").unwrap();
+    let held = locks::hold(&lock_path, 4242);
     let part = book_dir.join(".0001-第1章_灯塔.wav.part");
     std::fs::write(&part, b"half").unwrap();
 

@@ -1,11 +1,12 @@
 //! What the test modules share: the CLI runner, the fake TTS server, an
-//! in-process fake synthesizer, ffmpeg/ffprobe and WAV helpers, reading
-//! scripts, the paths of fixtures and goldens, and the rule for missing
-//! services and data.
+//! in-process fake synthesizer, ffmpeg/ffprobe and WAV helpers, lock files
+//! held as another process holds them, reading scripts, the paths of
+//! fixtures and goldens, and the rule for missing services and data.
 
 pub mod cli;
 pub mod fake_synth;
 pub mod ffmpeg;
+pub mod locks;
 pub mod paths;
 pub mod redis;
 pub mod script;
