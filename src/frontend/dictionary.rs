@@ -3,7 +3,6 @@
 //! Simplified character map (see `data/README.md` for sources and licences).
 
 use std::collections::HashMap;
-use std::collections::hash_map::Entry;
 use std::sync::LazyLock;
 
 use rustc_hash::FxHashMap;
@@ -127,11 +126,6 @@ impl Dictionary {
         self.ending(word).flatten()
     }
 
-    /// Whether some phrase ends with `text` (two characters or more).
-    pub fn is_phrase_ending(&self, text: &str) -> bool {
-        self.endings.contains_key(text)
-    }
-
     /// `None` when no phrase ends with `text`; else the phrase `text` is,
     /// if it is one.
     pub fn ending(&self, text: &str) -> Option<Option<Phrase>> {
@@ -176,25 +170,18 @@ fn phrase_endings() -> (Endings, usize) {
             let Some((word, readings)) = line.split_once('\t') else {
                 continue;
             };
-            let phrase = Phrase { readings, common };
-            match endings.entry(word) {
-                Entry::Occupied(mut e) => {
-                    e.get_mut().get_or_insert(phrase);
-                }
-                Entry::Vacant(e) => {
-                    e.insert(Some(phrase));
-                }
+            // A phrase seen before only as another one's ending becomes
+            // itself; one already listed keeps the first list's readings.
+            endings
+                .entry(word)
+                .or_insert(None)
+                .get_or_insert(Phrase { readings, common });
+            let chars = word.chars().count();
+            max_phrase_chars = max_phrase_chars.max(chars);
+            // Its shorter endings, down to two characters.
+            for (k, _) in word.char_indices().skip(1).take(chars.saturating_sub(2)) {
+                endings.entry(&word[k..]).or_insert(None);
             }
-            let mut starts = word.char_indices().map(|(i, _)| i).skip(1).peekable();
-            let mut chars = 2;
-            while let Some(k) = starts.next() {
-                // The last character alone is not an ending.
-                if starts.peek().is_some() {
-                    endings.entry(&word[k..]).or_insert(None);
-                }
-                chars += 1;
-            }
-            max_phrase_chars = max_phrase_chars.max(chars - 1);
         }
     }
     (endings, max_phrase_chars)
@@ -214,8 +201,8 @@ mod tests {
         assert_eq!(d.simplified('銀'), '银');
         assert_eq!(d.simplified('银'), '银');
         assert!(d.max_phrase_chars() >= 4);
-        assert!(d.is_phrase_ending("银行") && d.is_phrase_ending("行长"));
-        assert!(!d.is_phrase_ending("行银"));
+        assert!(d.ending("银行").is_some() && d.ending("行长").is_some());
+        assert!(d.ending("行银").is_none());
         // One lookup: not an ending; an ending only; a phrase.
         assert_eq!(d.ending("行银"), None);
         assert_eq!(d.ending("风顺"), Some(None));

@@ -417,9 +417,7 @@ fn context_rule(f: &Features) -> Option<&'static str> {
         }
         '薄' if in_set(p, "很太真好挺这那么纸变") || in_set(n, "薄的片饼") => "bao2",
         // Thin clothes, paper, ice (薄毛衣, 烂衣薄裳, 薄冰).
-        '薄' if in_set(n, "衣裳被纸冰雾毯毛肥皮板层") || f.dict == Some("bao2") => {
-            "bao2"
-        }
+        '薄' if in_set(n, "衣裳被纸冰雾毯毛肥皮板层") => "bao2",
         '削' if p == '被' || in_set(n, "去职减") => "xue1",
         '削' if in_set(n, "苹果皮铅了着好尖") => "xiao1",
         '剥' if in_set(n, "开了着皮掉下橘花蒜") => "bao1",
@@ -434,9 +432,7 @@ fn context_rule(f: &Features) -> Option<&'static str> {
         '弹' if in_set(n, "了着琴奏起开出跳性簧") || in_set(p, "会在轻反") => "tan2",
         '转' if n == '圈' || n == '了' && in_set(n2, "三两几好圈") => "zhuan4",
         '结' if n == '了' && in_set(n2, "果瓜籽") || n == '果' && p == '树' => "jie1",
-        // For someone or something (为我受累, 为这事, 为什么事); not the
-        // passive 为他所害.
-        // Into or as (改为, 变为, 视为, 大为): wei2.
+        // Into or as (改为, 变为, 视为, 大为, 有诗为证): wei2.
         '为' if in_set(
             p,
             "改变降化视称呼叫唤分成作选评定立奉拜尊封任命推升列转译贬召讹长用主较最极更甚颇尤大原本即乃皆均亦系东西南北",
