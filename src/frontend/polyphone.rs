@@ -295,6 +295,10 @@ const SURNAMES: [(char, &str); 9] = [
 /// adjective senses of single characters (头发长得 zhang3, 很薄 bao2, 削苹果
 /// xiao1, 数了数 shu3), fixed collocations (似的 shi4, 为人民 wei4, 单于
 /// chan2) and surnames at the start of a name. Checked before the model.
+/// What 一场 measures as an event rather than a show: weather, illness,
+/// dreams, fights, disasters, emptiness (一场空).
+const SPELL_OF: &str = "雨雪风病梦战仗灾祸空架噩恶误官火劫浩虚";
+
 fn context_rule(f: &Features) -> Option<&'static str> {
     let han = |c: char| crate::text::is_han(c);
     // Traditional 著 stays 著 in the Simplified form: read it as 着 here.
@@ -364,7 +368,14 @@ fn context_rule(f: &Features) -> Option<&'static str> {
         '分' if n == '外' || f.dict == Some("fen4") && n != '子' => "fen4",
         // 分子 as a member of a group (恐怖分子, 知识分子, 积极分子) is fen4;
         // the molecule (水分子) stays fen1.
-        '分' if n == '子' && in_set(p, "怖极识罪法对坏动派进端命乱") => "fen4",
+        '分' if n == '子' && in_set(p, "怖极识罪法对坏动派进端命乱跃") => "fen4",
+        // The measure word of an event (一场大雨, 一场病, 做了一场梦, 哭了
+        // 一场) is chang2; of a show or a match (一场电影, 两场比赛) chang3.
+        '场' if in_set(p, "一两几这那每半整")
+            && (in_set(n, SPELL_OF) || n == '大' && in_set(n2, SPELL_OF) || !han(n)) =>
+        {
+            "chang2"
+        }
         // Knocked over (吹倒, 推倒, 撞倒…), not poured; after 打 it is
         // as often the adverb (吃打，倒转…), and 打倒 is a phrase.
         '倒' if in_set(p, "吹推撞砍绊扳踢扑击晕昏病累压摔跌") => "dao3",
@@ -455,7 +466,7 @@ fn context_rule(f: &Features) -> Option<&'static str> {
         }
         // To do (干什么, 干活, 干完了, 他干了); dry is gan1.
         '干' if in_set(n, "什啥嘛活事完上起下过点坏掉")
-            || n == '了' && in_set(p, "我你他她们咱就也还又再没") =>
+            || n == '了' && in_set(p, "我你他她们咱就也还又再没伙") =>
         {
             "gan4"
         }
