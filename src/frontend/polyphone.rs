@@ -355,7 +355,7 @@ fn context_rule(f: &Features) -> Option<&'static str> {
         '应' if n == '声' => "ying4",
         '差' if n == '不' && in_set(n2, "多离") => "cha4",
         '血' if !in_set(n, "淋晕") => "xue4",
-        '露' if in_set(n, "出了着面脸个馅底") && !in_set(p, "暴揭显透披流吐袒裸表") => {
+        '露' if in_set(n, "出了着面脸个馅底在") && !in_set(p, "暴揭显透披流吐袒裸表败") => {
             "lou4"
         }
         '调' if p == '调' => "tiao2",
@@ -413,6 +413,10 @@ fn context_rule(f: &Features) -> Option<&'static str> {
         '着' | '著' if n == '火' || n == '了' && in_set(n2, "火魔凉迷") => "zhao2",
         '调' if in_set(n, "高低大小好") => "tiao2",
         '应' if in_set(n, "声答邀试了道") => "ying4",
+        // A kind (这种地方, 那种地步, 某种意义), before the sowing of 种地.
+        '种' if in_set(p, "这那哪某各此每何一两几多同该本另") && !in_set(n, "了过着下完") => {
+            "zhong3"
+        }
         '种' if in_set(n, "了下地树菜花田过着玉瓜豆粮麦稻") => "zhong4",
         '差' if in_set(p, "很太真最越更好挺") => "cha4",
         '差' if in_set(p, "趟出公") || n == '事' => "chai1",
@@ -441,7 +445,23 @@ fn context_rule(f: &Features) -> Option<&'static str> {
         '奔' if in_set(n, "着向往") => "ben4",
         '奔' if in_set(n, "去来跑逃") => "ben1",
         '弹' if in_set(n, "了着琴奏起开出跳性簧") || in_set(p, "会在轻反") => "tan2",
-        '转' if n == '圈' || n == '了' && in_set(n2, "三两几好圈") => "zhuan4",
+        // Going round (转圈, 转了两圈, 转了转, 到街上转转, 车轮在转。).
+        '转' if n == '圈'
+            || n == '了' && in_set(n2, "三两几好圈转")
+            || p == '转'
+            || n == '转' && !han(n2)
+            || p == '了' && f.prev2 == '转'
+            || p == '在' && !han(n) =>
+        {
+            "zhuan4"
+        }
+        // To surrender (宁死不降, 不肯降, 劝降, 迎降), not to fall (温度不降).
+        '降' if p == '不' && in_set(f.prev2, "死誓绝宁决")
+            || in_set(p, "愿请归迎劝招受诈乞纳")
+            || p == '肯' && in_set(f.prev2, "不未") && !han(n) =>
+        {
+            "xiang2"
+        }
         '结' if n == '了' && in_set(n2, "果瓜籽") || n == '果' && p == '树' => "jie1",
         // Into or as (改为, 变为, 视为, 大为, 有诗为证): wei2.
         '为' if in_set(
