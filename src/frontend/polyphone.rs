@@ -299,6 +299,14 @@ const SURNAMES: [(char, &str); 9] = [
 /// dreams, fights, disasters, emptiness (一场空).
 const SPELL_OF: &str = "雨雪风病梦战仗灾祸空架噩恶误官火劫浩虚";
 
+/// What someone becomes or is made (拜他为王, 我为齐天大圣, 以他为首):
+/// after these 为 is wei2.
+const AS_RANK: &str = "王帝君主首帅将官师父兄弟妻夫妾奴婢仆僧臣民齐大上尊长仇友敌伴伍邻";
+
+/// Verbs of naming or making someone something (称他为, 封你为, 追认他为,
+/// 以他为寿): the 为 after their object is wei2.
+const NAMING: &str = "称呼叫唤立封招以认拜任赐选推奉尊命聘收";
+
 fn context_rule(f: &Features) -> Option<&'static str> {
     let han = |c: char| crate::text::is_han(c);
     // Traditional 著 stays 著 in the Simplified form: read it as 着 here.
@@ -474,6 +482,14 @@ fn context_rule(f: &Features) -> Option<&'static str> {
         // For someone or something after a pronoun or an adverb (为我受累,
         // 只为, 你甭再为他操心); not the passive 为他所害. Elsewhere the model
         // decides: semi-classical prose says 有诗为证, 强者为尊, 拜他为王.
+        // After a pronoun (咱们为巴西干杯, 我为她高兴), at a clause's start
+        // (为车皮的事) or after 很: for; but 拜他为王, 称我为, 与他为友.
+        '为' if (in_set(p, "们我你他她咱很") && !in_set(f.prev2, NAMING) || !han(p) && han(n))
+            && !in_set(n, AS_RANK)
+            && n2 != '所' =>
+        {
+            "wei4"
+        }
         '为' if (in_set(n, "我你他她您它咱谁此这那国什")
             || in_set(
                 p,
