@@ -396,6 +396,9 @@ fn context_rule(f: &Features) -> Option<&'static str> {
         // jing4 (强劲, 劲旅) and jue2 (角色) led the model astray.
         '劲' if f.dict == Some("jin4") => "jin4",
         '角' if f.dict == Some("jiao3") => "jiao3",
+        // 挣脱, 挣开 zheng4 (like 挣钱), as dictionaries have them; CPP
+        // writes zheng1 (5 of its sentences).
+        '挣' if in_set(n, "脱开断") => "zheng4",
         // 迷迷糊糊, 含含糊糊, 黑糊糊: hu1, as the phrases say.
         '糊' if (p == '糊' && !in_set(f.prev2, "粉面米") || n == '糊' && !in_set(p, "粉面米"))
             && f.dict == Some("hu1") =>
