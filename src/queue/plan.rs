@@ -221,9 +221,12 @@ pub fn plan_book(input: &BookPlanInput, renderer: &Renderer) -> JobPlan {
             if pipeline::is_silent(&planned.request) {
                 continue;
             }
-            let key = CacheKey::new(&planned.backend.fingerprint(), &planned.request)
-                .as_str()
-                .to_owned();
+            let key = CacheKey::new(
+                &planned.backend.request_fingerprint(&planned.request),
+                &planned.request,
+            )
+            .as_str()
+            .to_owned();
             let id = format!("{}:{key}", TaskKind::Synth.as_str());
             if seen.insert(id.clone()) {
                 synth.push(NewTask {

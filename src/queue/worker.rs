@@ -359,7 +359,7 @@ impl Worker {
             pinyin,
             voice: config.voice_settings(voice),
         };
-        let actual = CacheKey::new(&synth.fingerprint(), &request);
+        let actual = CacheKey::new(&synth.request_fingerprint(&request), &request);
         if actual.as_str() != key {
             return Err(TaskFailure::permanent(format!(
                 "chunk {key}: this worker computes key {} for it (a different tingshu version?)",
@@ -446,7 +446,7 @@ impl Worker {
                             // the mix task cannot wait forever.
                             None => {
                                 let key =
-                                    CacheKey::new(&planned.backend.fingerprint(), &planned.request);
+                                    CacheKey::new(&planned.backend.request_fingerprint(&planned.request), &planned.request);
                                 tracing::warn!(chapter = job.index, chunk = key.as_str(), cache = %cache, "chunk missing from the cache; synthesizing it again");
                                 let made = tokio::runtime::Handle::current().block_on(
                                     renderer

@@ -113,7 +113,7 @@ impl SynthClient {
         };
         self.chain(backend, req).first().is_some_and(|(name, req)| {
             cache.contains(&CacheKey::new(
-                &self.backends[*name].synth.fingerprint(),
+                &self.backends[*name].synth.request_fingerprint(req),
                 req,
             ))
         })
@@ -126,7 +126,7 @@ impl SynthClient {
         let cache = self.cache.as_ref()?;
         self.chain(backend, req).iter().find_map(|(name, req)| {
             cache.get(&CacheKey::new(
-                &self.backends[*name].synth.fingerprint(),
+                &self.backends[*name].synth.request_fingerprint(req),
                 req,
             ))
         })
@@ -162,7 +162,7 @@ impl SynthClient {
         }
         let mut first_error = None;
         for (i, (name, req)) in chain.iter().enumerate() {
-            let key = CacheKey::new(&self.backends[*name].synth.fingerprint(), req);
+            let key = CacheKey::new(&self.backends[*name].synth.request_fingerprint(req), req);
             let done = |clip, cached| Synthesized {
                 clip,
                 backend: (*name).to_owned(),

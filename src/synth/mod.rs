@@ -239,6 +239,14 @@ pub trait Synthesizer: Send + Sync {
     /// (engine, version, settings), for cache keys.
     fn fingerprint(&self) -> String;
 
+    /// The fingerprint of one request's audio, for its cache key: the
+    /// backend's [`fingerprint`](Self::fingerprint), unless a change of the
+    /// backend altered only some requests (a new reading of Latin words
+    /// changes the chunks that have one, not a whole book).
+    fn request_fingerprint(&self, _req: &SynthRequest) -> String {
+        self.fingerprint()
+    }
+
     /// Starts whatever the first request would otherwise wait for (worker
     /// processes), so that it gets ready while the text is prepared;
     /// `voices` are the backend voice names the work will use, most used

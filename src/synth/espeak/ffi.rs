@@ -6,7 +6,7 @@
 //! vector ([`synthesize_into_buffer`]).
 
 use std::cell::RefCell;
-use std::ffi::{CString, c_int, c_short, c_void};
+use std::ffi::{CStr, CString, c_int, c_short, c_void};
 use std::sync::{Mutex, OnceLock};
 
 use espeakng_sys as sys;
@@ -141,6 +141,47 @@ pub fn synthesize_blocking(req: &EngineRequest) -> Result<AudioClip, String> {
     let guard = engine.lock().unwrap_or_else(|e| e.into_inner());
     select_voice(&guard, &req.voice)?;
     speak(&guard, req)
+}
+
+/// The IPA phonemes (UTF-8) that espeak-ng's `voice` gives `text`, words
+/// separated by spaces: how another backend learns to say a Latin word.
+/// Serialized with synthesis by the engine's lock.
+pub fn phonemes_ipa(voice: &str, text: &str) -> Result<String, String> {
+    let engine = engine()?;
+    let guard = engine.lock().unwrap_or_else(|e| e.into_inner());
+    select_voice(&guard, voice)?;
+    let text = CString::new(text).map_err(|_| "text contains NUL".to_owned())?;
+    let mut at = text.as_ptr() as *const c_void;
+    let mut out = String::new();
+    while !at.is_null() {
+        let before = at;
+        // SAFETY: the engine is initialized and we hold its lock; `at`
+        // points into `text`, which outlives the loop, and espeak-ng moves
+        // it past each clause it reads (to null at the end). The string it
+        // returns is valid until its next call and is copied at once.
+        let clause = unsafe {
+            let p = sys::espeak_TextToPhonemes(
+                &mut at,
+                sys::espeakCHARS_UTF8 as c_int,
+                sys::espeakPHONEMES_IPA as c_int,
+            );
+            if p.is_null() {
+                break;
+            }
+            CStr::from_ptr(p).to_string_lossy().into_owned()
+        };
+        let clause = clause.trim();
+        if !clause.is_empty() {
+            if !out.is_empty() {
+                out.push(' ');
+            }
+            out.push_str(clause);
+        }
+        if at == before {
+            break;
+        }
+    }
+    Ok(out)
 }
 
 /// Makes `voice` the engine's voice.

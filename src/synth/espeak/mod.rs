@@ -28,7 +28,7 @@ use tokio::sync::Semaphore;
 
 use super::{Limits, SynthError, SynthRequest, Synthesizer};
 use crate::audio::AudioClip;
-pub use ffi::synthesize_blocking;
+pub use ffi::{phonemes_ipa, synthesize_blocking};
 pub use fork::{max_children, run_worker};
 use pool::WorkerPool;
 pub use protocol::EngineRequest;

@@ -172,6 +172,16 @@ impl Synthesizer for Kokoro {
         )
     }
 
+    fn request_fingerprint(&self, req: &SynthRequest) -> String {
+        // Chunks without Latin tokens keep the keys they had before Latin
+        // words were read as English.
+        if phonemes::has_latin(&req.pinyin) {
+            format!("{}/latin-{}", self.fingerprint(), phonemes::LATIN_VERSION)
+        } else {
+            self.fingerprint()
+        }
+    }
+
     fn warm_up(&self, _voices: &[String]) {
         // Load the runtime and the sessions on a thread while the book is
         // read and prepared; the first request waits for the same load.
@@ -206,5 +216,33 @@ impl Synthesizer for Kokoro {
                 message: e.to_string(),
             })?;
         Ok(AudioClip::new(samples, SAMPLE_RATE))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::synth::VoiceSettings;
+
+    fn request(pinyin: &str) -> SynthRequest {
+        SynthRequest {
+            text: String::new(),
+            pinyin: pinyin.into(),
+            voice: VoiceSettings {
+                name: "narrator".into(),
+                voice: "zf_xiaobei".into(),
+                ..Default::default()
+            },
+        }
+    }
+
+    #[test]
+    fn only_chunks_with_latin_tokens_change_key_with_the_latin_reading() {
+        let k = Kokoro::new("neural", KokoroConfig::default());
+        let plain = k.request_fingerprint(&request("ni3-hao3, shi4-jie4."));
+        assert_eq!(plain, k.fingerprint());
+        let latin = k.request_fingerprint(&request("ta1 na2-chu1 iPhone."));
+        assert_ne!(latin, plain);
+        assert!(latin.ends_with(&format!("/latin-{}", phonemes::LATIN_VERSION)));
     }
 }

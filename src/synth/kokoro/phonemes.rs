@@ -13,11 +13,19 @@
 //! Input is the front end's speakable pinyin (`ni3 hao3, shi4 jie4.`),
 //! optionally with word boundaries: syllables of one word joined by `-`
 //! (`ni3-hao3, shi4-jie4.`). Tokens of ASCII letters without a tone digit
-//! are Latin: all-uppercase ones are spelled letter by letter (`QQ`), the
-//! others read as written.
+//! are Latin: all-uppercase ones are spelled letter by letter the way a
+//! Chinese narrator names letters (`QQ`), the others are English words in
+//! the model's English symbols, from espeak-ng's American English phonemes
+//! (`iPhone` → `ˈI fˈOn`), or their letters as written where espeak-ng has
+//! no answer.
 
 /// Version of the mapping; part of the cache key.
 pub const VERSION: u32 = 1;
+
+/// Version of the reading of Latin tokens (2: English words through
+/// espeak-ng's phonemes, V and M said the English way); part of the cache
+/// key of the chunks that have one ([`has_latin`]).
+pub const LATIN_VERSION: u32 = 2;
 
 /// Token ids of every symbol this module emits (the model's vocabulary;
 /// checked against the installed `vocab.json` when the voice is loaded).
@@ -34,6 +42,12 @@ pub const VOCAB: &[(char, i64)] = &[
     ('ʦ', 20),
     ('ʨ', 21),
     ('ꭧ', 23),
+    ('A', 24),
+    ('I', 25),
+    ('O', 31),
+    ('W', 39),
+    ('Y', 41),
+    ('ᵊ', 42),
     ('a', 43),
     ('b', 44),
     ('d', 46),
@@ -57,27 +71,43 @@ pub const VOCAB: &[(char, i64)] = &[
     ('y', 67),
     ('z', 68),
     ('ɑ', 69),
+    ('ɐ', 70),
+    ('ɒ', 71),
+    ('æ', 72),
     ('ɔ', 76),
     ('ɕ', 77),
+    ('ð', 81),
+    ('ʤ', 82),
     ('ə', 83),
     ('ɚ', 85),
     ('ɛ', 86),
+    ('ɜ', 87),
     ('ɡ', 92),
     ('ɥ', 99),
     ('ɨ', 101),
     ('ɪ', 102),
     ('ŋ', 112),
+    ('θ', 119),
     ('ɹ', 123),
+    ('ɾ', 125),
     ('ɻ', 126),
     ('ʂ', 130),
+    ('ʃ', 131),
+    ('ʧ', 133),
     ('ʊ', 135),
     ('ʌ', 138),
     ('ɤ', 140),
+    ('ʒ', 147),
+    ('ʔ', 148),
+    ('ˈ', 156),
+    ('ˌ', 157),
+    ('ː', 158),
     ('ʰ', 162),
     ('↓', 169),
     ('→', 171),
     ('↗', 172),
     ('↘', 173),
+    ('ᵻ', 177),
 ];
 
 use crate::frontend::pinyin::{is_latin_token, is_spelled};
@@ -312,7 +342,7 @@ fn letter(c: char) -> &'static str {
         'J' => "ʨei→",
         'K' => "kʰei→",
         'L' => "ɛ↗lou",
-        'M' => "ɛ↗mu",
+        'M' => "ɛ→m",
         'N' => "ɛ→n",
         'O' => "ou→",
         'P' => "pʰi→",
@@ -321,7 +351,7 @@ fn letter(c: char) -> &'static str {
         'S' => "ɛ↗sɨ",
         'T' => "tʰi→",
         'U' => "jou→",
-        'V' => "wei→",
+        'V' => "vi→",
         'W' => "ta↘pu",
         'X' => "ai↘kʰɤsɨ",
         'Y' => "wai→",
@@ -331,10 +361,13 @@ fn letter(c: char) -> &'static str {
 }
 
 /// A Latin token in the model's symbols: spelled when all uppercase (or a
-/// single letter), otherwise its letters as written.
+/// single letter), otherwise an English word ([`english`]), or its letters
+/// as written where espeak-ng cannot say it.
 fn latin(word: &str) -> String {
     if word.len() == 1 || is_spelled(word) {
         word.chars().map(letter).collect::<Vec<_>>().join(" ")
+    } else if let Some(p) = english(word) {
+        p
     } else {
         word.to_ascii_lowercase()
             .chars()
@@ -347,6 +380,74 @@ fn latin(word: &str) -> String {
             })
             .collect()
     }
+}
+
+/// An English word in the model's symbols: espeak-ng's American English
+/// IPA, with the diphthongs and affricates written the way Kokoro's English
+/// voices were trained (`eɪ` → `A`, `oʊ` → `O`, `dʒ` → `ʤ`…) and anything
+/// outside the vocabulary dropped. Cached per word; `None` when espeak-ng
+/// has no answer.
+fn english(word: &str) -> Option<String> {
+    static CACHE: std::sync::LazyLock<
+        std::sync::Mutex<std::collections::HashMap<String, Option<String>>>,
+    > = std::sync::LazyLock::new(Default::default);
+    let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(hit) = cache.get(word) {
+        return hit.clone();
+    }
+    let got = match crate::synth::espeak::phonemes_ipa(ENGLISH_VOICE, word) {
+        Ok(ipa) => Some(from_ipa(&ipa)).filter(|p| p.chars().any(|c| c != ' ')),
+        Err(e) => {
+            tracing::debug!(word, error = %e, "no English phonemes; letters as written");
+            None
+        }
+    };
+    cache.insert(word.to_owned(), got.clone());
+    got
+}
+
+/// espeak-ng's voice for Latin words.
+const ENGLISH_VOICE: &str = "en-us";
+
+/// espeak-ng IPA → the model's English symbols.
+fn from_ipa(ipa: &str) -> String {
+    const PAIRS: [(&str, &str); 8] = [
+        ("eɪ", "A"),
+        ("aɪ", "I"),
+        ("aʊ", "W"),
+        ("ɔɪ", "Y"),
+        ("oʊ", "O"),
+        ("dʒ", "ʤ"),
+        ("tʃ", "ʧ"),
+        ("ɝ", "ɜɹ"),
+    ];
+    let mut s = ipa.replace('\u{361}', "");
+    for (from, to) in PAIRS {
+        s = s.replace(from, to);
+    }
+    s.replace('r', "ɹ")
+        .chars()
+        .filter(|&c| c == ' ' || token_id(c).is_some())
+        .collect::<String>()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Whether speakable pinyin has a Latin token (what [`phonemize`] reads
+/// with [`latin`]).
+pub fn has_latin(pinyin: &str) -> bool {
+    pinyin.split_whitespace().any(|token| {
+        let body = token.trim_end_matches(|c: char| punctuation(c).is_some());
+        body.split('-').any(is_latin_part)
+    })
+}
+
+/// The front end writes every syllable with its tone digit, so a token of
+/// letters only is Latin (unless it is toneless pinyin).
+fn is_latin_part(part: &str) -> bool {
+    is_latin_token(part)
+        && (part.chars().any(|c| c.is_ascii_uppercase()) || syllable(part).is_none())
 }
 
 fn punctuation(c: char) -> Option<char> {
@@ -379,11 +480,7 @@ pub fn phonemize(pinyin: &str) -> String {
             }
         });
         for part in body.split('-').filter(|p| !p.is_empty()) {
-            // The front end writes every syllable with its tone digit, so a
-            // token of letters only is Latin (unless it is toneless pinyin).
-            let is_latin = is_latin_token(part)
-                && (part.chars().any(|c| c.is_ascii_uppercase()) || syllable(part).is_none());
-            if is_latin {
+            if is_latin_part(part) {
                 if !word.is_empty() {
                     word.push(' ');
                 }
@@ -527,10 +624,32 @@ mod tests {
             "i↘ tʰjau↗ kʰjou→ kʰjou→ ɕjau→ɕi"
         );
         assert_eq!(phonemize("wu3 G"), "u↓ ʨi→");
-        assert_eq!(phonemize("iPhone"), "iphone");
+        assert_eq!(phonemize("VIP MP"), "vi→ ai→ pʰi→ ɛ→m pʰi→");
+        // English words: espeak-ng's en-us phonemes in the model's symbols.
+        assert_eq!(phonemize("iPhone da3-kai1"), "ˈI fˈOn ta↓kʰai→");
+        assert_eq!(phonemize("App Store."), "ˈæp stˈoːɹ.");
+        assert!(has_latin("ta1 na2-chu1 iPhone.") && has_latin("QQ xiao1-xi5"));
+        assert!(!has_latin("ni3-hao3, shi4-jie4.") && !has_latin("ni hao"));
         for c in 'A'..='Z' {
             assert!(!letter(c).is_empty(), "{c}");
             assert!(tokens(letter(c)).len() == letter(c).chars().count(), "{c}");
+        }
+    }
+
+    #[test]
+    fn english_ipa_maps_into_the_vocabulary() {
+        assert_eq!(from_ipa("ˈaɪ fˈoʊn"), "ˈI fˈOn");
+        assert_eq!(from_ipa("wiː tʃˈæt"), "wiː ʧˈæt");
+        assert_eq!(from_ipa("dʒˈɔɪ  bˈaʊ"), "ʤˈY bˈW");
+        // Symbols outside the vocabulary (a tie bar, ɬ) are dropped.
+        assert_eq!(from_ipa("t\u{361}ʃɬa"), "ʧa");
+        for word in ["Hello", "Facebook", "sorry", "Wi-Fi", "Windows"] {
+            let p = english(word).expect("espeak-ng says English words");
+            assert_eq!(
+                tokens(&p).len(),
+                p.chars().filter(|c| *c != ' ').count(),
+                "{word}: {p}"
+            );
         }
     }
 
