@@ -416,7 +416,15 @@ fn context_rule(f: &Features) -> Option<&'static str> {
         // Thin, where the phrase says so (薄纱, 薄片).
         '薄' if f.dict == Some("bao2") => "bao2",
         _ if !f.single => return None,
-        '长' if n == '得' || n == '出' && !han(p) => "zhang3",
+        // To grow (长得, 长到, 长起来, 你长这么高了).
+        '长' if n == '得'
+            || n == '出' && !han(p)
+            || n == '到'
+            || n == '起' && n2 == '来'
+            || in_set(n, "这那") && n2 == '么' =>
+        {
+            "zhang3"
+        }
         '还' if in_set(n, "钱给债清账书") || (!han(n) && in_set(p, "要得去来不没该归")) => {
             "huan2"
         }
@@ -447,7 +455,7 @@ fn context_rule(f: &Features) -> Option<&'static str> {
         '削' if p == '被' || in_set(n, "去职减") => "xue1",
         '削' if in_set(n, "苹果皮铅了着好尖") => "xiao1",
         '剥' if in_set(n, "开了着皮掉下橘花蒜") => "bao1",
-        '塞' if in_set(n, "进满住给入到回了着过在紧") => "sai1",
+        '塞' if in_set(n, "进满住给入到回了着过在紧钱") => "sai1",
         '冲' if in_set(p, "很太真好挺") || n == '着' => "chong4",
         '藏' if in_set(n, "起了着在进好身匿到住书") || in_set(p, "躲收隐埋暗私珍冷") => {
             "cang2"
@@ -455,7 +463,12 @@ fn context_rule(f: &Features) -> Option<&'static str> {
         '扎' if n == '着' && p != '被' || in_set(n, "辫马头") => "za1",
         '奔' if in_set(n, "着向往") => "ben4",
         '奔' if in_set(n, "去来跑逃") => "ben1",
-        '弹' if in_set(n, "了着琴奏起开出跳性簧") || in_set(p, "会在轻反") => "tan2",
+        '弹' if in_set(n, "了着琴奏起开出跳性簧棉")
+            || in_set(p, "会在轻反")
+            || p == '了' && f.prev2 == '弹' =>
+        {
+            "tan2"
+        }
         // Going round (转圈, 转了两圈, 转了转, 到街上转转, 车轮在转。).
         '转' if n == '圈'
             || n == '了' && in_set(n2, "三两几好圈转")
@@ -517,6 +530,18 @@ fn context_rule(f: &Features) -> Option<&'static str> {
             "juan4"
         }
         '卷' if in_set(p, "那这每把仍然") && !in_set(n, "经书画诗") || in_set(n, "烟旱筒铺被") => {
+            "juan3"
+        }
+        // Rolling, a roll, curls (卷好一支烟, 自卷的, 纸卷, 卷头发), unless
+        // it is reading matter: a volume or a scroll (一卷经, 试卷, 画卷).
+        '卷' if han(p)
+            && !in_set(n, "经书画诗帙轴末首牍《")
+            && !in_set(
+                p,
+                "试答考案画书经开手念功几干分初受全一二三四五六七八九十百千万",
+            )
+            || !han(p) && in_set(n, "好成紧上") =>
+        {
             "juan3"
         }
         // Strength (一种劲, 来了劲, 费了好大劲); jing4 is sturdy (劲敌, 劲旅, 劲松).
