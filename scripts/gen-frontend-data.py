@@ -12,6 +12,10 @@ Outputs (src/frontend/data/):
   phrases.tsv  phrase TAB readings (lexical tones: 一 yi1, 不 bu4 as the dictionary form)
   phrases-extra.tsv  the same for the pypinyin-dict phrases (rarer words)
   t2s.tsv      traditional char TAB simplified char (one-to-one entries only)
+  adverbials.txt  words of 2-4 Han characters that jieba (MIT) tags as
+               adjectives, adverbs, verbs, status words or idioms, seen at
+               least 5 times, but for verbs that make a place with 地
+               (栖息地): before a lone 地 they make it the particle de5
 """
 import ast
 import json
@@ -118,6 +122,38 @@ def main(src: Path, opencc: Path, dst: Path, extra: Path | None = None) -> None:
                 f.write(f"{trad}\t{simp}\n")
 
 
+# jieba part-of-speech tags of words that can stand before the adverbial
+# particle 地: adjectives, adverbs, verbs, status words (静悄悄), idioms.
+ADVERBIAL_TAGS = {"a", "ad", "an", "ag", "d", "dg", "z", "zg", "v", "vd", "vi", "vn", "i", "l"}
+
+
+# Tags of the places a verb makes with 地 (栖息地, 出生地, 集散地).
+PLACE_TAGS = {"n", "ns", "s", "nz", "nt", "f"}
+VERB_TAGS = {"v", "vn", "vi", "vd"}
+
+
+def adverbials(jieba_dict: Path, dst: Path) -> None:
+    tags = {}
+    for line in jieba_dict.read_text("utf-8").splitlines():
+        parts = line.split()
+        if len(parts) == 3:
+            tags[parts[0]] = (int(parts[1]), parts[2])
+    words = set()
+    for word, (freq, tag) in tags.items():
+        place = tags.get(word + "地", (0, ""))[1] in PLACE_TAGS and tag in VERB_TAGS
+        if (
+            2 <= len(word) <= 4
+            and all("\u4e00" <= c <= "\u9fff" for c in word)
+            and tag in ADVERBIAL_TAGS
+            and freq >= 5
+            and not place
+        ):
+            words.add(word)
+    with open(dst / "adverbials.txt", "w", encoding="utf-8") as f:
+        for word in sorted(words):
+            f.write(word + "\n")
+
+
 if __name__ == "__main__":
     main(
         Path(sys.argv[1]),
@@ -125,3 +161,5 @@ if __name__ == "__main__":
         Path(sys.argv[3]),
         Path(sys.argv[4]) if len(sys.argv) > 4 else None,
     )
+    if len(sys.argv) > 5:
+        adverbials(Path(sys.argv[5]), Path(sys.argv[3]))

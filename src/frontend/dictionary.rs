@@ -11,6 +11,12 @@ const CHARS: &str = include_str!("data/chars.tsv");
 const PHRASES: &str = include_str!("data/phrases.tsv");
 const EXTRA_PHRASES: &str = include_str!("data/phrases-extra.tsv");
 const T2S: &str = include_str!("data/t2s.tsv");
+const ADVERBIALS: &str = include_str!("data/adverbials.txt");
+
+/// Words that can stand before the adverbial particle 地 (parsed on first
+/// use, not at start-up).
+static ADVERBIAL_WORDS: LazyLock<rustc_hash::FxHashSet<&'static str>> =
+    LazyLock::new(|| ADVERBIALS.lines().collect());
 
 /// Character and phrase readings (tone numbers, `v` for ü, 5 for neutral).
 pub struct Dictionary {
@@ -135,6 +141,12 @@ impl Dictionary {
     /// Length in characters of the longest phrase.
     pub fn max_phrase_chars(&self) -> usize {
         self.max_phrase_chars
+    }
+
+    /// Whether `word` (Simplified) is an adjective, adverb, verb, status
+    /// word or idiom (jieba's tags): before a lone 地 it makes the particle.
+    pub fn is_adverbial(&self, word: &str) -> bool {
+        ADVERBIAL_WORDS.contains(word)
     }
 
     /// The Simplified form of a Traditional character (itself otherwise).

@@ -344,8 +344,23 @@ impl<'l> Analysis<'l> {
             dict: phrase_reading,
             candidates,
             neutral: self.neutral_second(i, word),
+            after_adverbial: c == '地' && self.after_adverbial(i),
         };
         Some((features, text))
+    }
+
+    /// Whether a word of [`Dictionary::is_adverbial`] ends just before
+    /// character `i` (兴奋|地, 手忙脚乱|地).
+    fn after_adverbial(&self, i: usize) -> bool {
+        let dict = Dictionary::get();
+        // A verb of being or naming takes 地 as a noun (叫做地灵县, 正是地…).
+        if i == 0 || "是做为叫称作有在".contains(self.simplified[i - 1]) {
+            return false;
+        }
+        (2..=4.min(i)).any(|k| {
+            self.original[i - k..i].iter().all(|&c| is_han(c))
+                && dict.is_adverbial(self.slice(i - k, i))
+        })
     }
 
     /// The reading of character `i`.
@@ -625,6 +640,15 @@ mod tests {
         assert_eq!(plain("慢慢地转"), "man4 man4 de5 zhuan3");
         assert_eq!(plain("弟弟在这儿"), "di4 di5 zai4 zhe4 er5");
         assert_eq!(plain("眯着眼睛"), "mi1 zhe5 yan3 jing5");
+        // After an adjective, adverb, verb or idiom 地 is the particle; after
+        // a noun, a verb of being or a place-making verb it is land.
+        assert_eq!(plain("他猛烈地咳嗽"), "ta1 meng3 lie4 de5 ke2 sou5");
+        assert_eq!(
+            plain("手忙脚乱地收拾"),
+            "shou3 mang2 jiao3 luan4 de5 shou1 shi5"
+        );
+        assert_eq!(plain("高粱地里"), "gao1 liang5 di4 li3");
+        assert_eq!(plain("叫做地灵县"), "jiao4 zuo4 di4 ling2 xian4");
     }
 
     #[test]

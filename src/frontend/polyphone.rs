@@ -40,6 +40,10 @@ pub struct Features {
     /// Whether the chosen syllable is said with the neutral tone whatever
     /// its reading (the second 弟 of 弟弟, the 儿 of 这儿).
     pub neutral: bool,
+    /// For 地: whether an adjective, adverb, verb or idiom of two to four
+    /// characters ends just before it (兴奋地, 手忙脚乱地): a lone 地 there
+    /// is the adverbial particle de5.
+    pub after_adverbial: bool,
 }
 
 const BIAS: u8 = 0;
@@ -578,6 +582,10 @@ fn context_rule(f: &Features) -> Option<&'static str> {
 const DE_BEFORE_DI: &str =
     "然般样意心声断续觉静悄慢狠轻紧冷热柔细默怔愣呆缓急猛力勉淡低渐真认仔连迅速快重深暗独乎";
 
+/// Starts of nouns with 地 (地里, 地头, 地主, 地势…) that the phrase data may
+/// not hold together: a lone 地 before them is land, not the particle.
+const NOUN_AFTER_DI: &str = "里头边方面区主位步图板势质球带域段点铺皮基雷震窖洞窝毯形貌理壳层表";
+
 /// Verbs of speech and motion that a lone 地 introduces as an adverbial
 /// (头也不抬地说, 轻轻地走).
 const VERB_AFTER_DE: &str = "说道问答笑叫喊哭走跑看望想回点摇叹喝吼骂应嚷嘀嘟念";
@@ -601,7 +609,8 @@ fn particle_rule(f: &Features) -> Option<&'static str> {
         '地' if han(f.next)
             && (f.prev == f.prev2 && han(f.prev)
                 || DE_BEFORE_DI.contains(f.prev)
-                || VERB_AFTER_DE.contains(f.next)) =>
+                || VERB_AFTER_DE.contains(f.next)
+                || f.after_adverbial && !NOUN_AFTER_DI.contains(f.next)) =>
         {
             Some("de5")
         }
@@ -750,6 +759,7 @@ mod tests {
             next2: '\u{3}',
             single: false,
             neutral: false,
+            after_adverbial: false,
             word: word_hash(&c.to_string()),
             dict,
             candidates: cands.to_vec(),
