@@ -419,7 +419,21 @@ fn context_rule(f: &Features) -> Option<&'static str> {
         }
         // Thin, where the phrase says so (薄纱, 薄片).
         '薄' if f.dict == Some("bao2") => "bao2",
+        // The 了 after 走不了 is the particle again (the phrase data's 了了
+        // would make it liao3), and 少不了, 少不得 are shao3 (the phrase data
+        // writes shao4).
+        '了' if p == '了' && f.prev2 == '不' && n != '之' => "le5",
+        '少' if n == '不' && in_set(n2, "了得") => "shao3",
         _ if !f.single => return None,
+        // Can manage (受得了吗, 好得了。): liao3.
+        '了' if p == '得'
+            && han(f.prev2)
+            // Not after a word ending in 得 (晓得了, 获得了, 记得了).
+            && !in_set(f.prev2, "我你他她它们谁就也都还又才只总必可便晓记获赢取懂觉值显使博难免认省舍落求习心了非夺懒会")
+            && (!han(n) || in_set(n, "吗么嘛呢")) =>
+        {
+            "liao3"
+        }
         // To grow (长得, 长到, 长起来, 你长这么高了).
         '长' if n == '得'
             || n == '出' && !han(p)
