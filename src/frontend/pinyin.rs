@@ -8,6 +8,7 @@
 //! Traditional text reads the same.
 
 use crate::text::is_han;
+use std::borrow::Cow;
 
 use super::dictionary::Dictionary;
 use super::lexicon::Lexicon;
@@ -305,13 +306,13 @@ impl<'l> Analysis<'l> {
         let word = self.words[self.word_of[i]?];
         let dict = Dictionary::get();
         let c = self.simplified[i];
-        let mut candidates: Vec<&'static str> = dict.readings(self.original[i]).to_vec();
+        let mut candidates: Cow<'static, [&'static str]> = dict.readings(self.original[i]).into();
         // A Traditional character's list can lack readings of its
         // Simplified form (剝 bo1 only, 剥 bao1 and bo1).
         if c != self.original[i] {
             for r in dict.readings(c) {
                 if !candidates.contains(r) {
-                    candidates.push(r);
+                    candidates.to_mut().push(r);
                 }
             }
         }
@@ -322,7 +323,7 @@ impl<'l> Analysis<'l> {
         if let Some(p) = phrase_reading
             && !candidates.contains(&p)
         {
-            candidates.push(p);
+            candidates.to_mut().push(p);
         }
         let text = self.slice(word.start, word.start + word.len);
         let features = Features {

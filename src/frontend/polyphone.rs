@@ -36,7 +36,9 @@ pub struct Features {
     /// a dictionary phrase.
     pub dict: Option<&'static str>,
     /// Candidate readings, the most common first.
-    pub candidates: Vec<&'static str>,
+    /// (Borrowed from the dictionary unless a Traditional form or a phrase
+    /// adds one: no allocation for most characters.)
+    pub candidates: std::borrow::Cow<'static, [&'static str]>,
     /// Whether the chosen syllable is said with the neutral tone whatever
     /// its reading (the second 弟 of 弟弟, the 儿 of 这儿).
     pub neutral: bool,
@@ -259,7 +261,7 @@ impl Model {
         }
         let mut best = None;
         let mut best_score = f32::NEG_INFINITY;
-        for &r in &f.candidates {
+        for &r in f.candidates.iter() {
             let s = self.score(f, r);
             if s > best_score {
                 best_score = s;
@@ -681,7 +683,7 @@ pub fn train(examples: &[Example], epochs: usize) -> Model {
             let pred = {
                 let mut best = e.features.candidates[0];
                 let mut best_score = f64::NEG_INFINITY;
-                for &r in &e.features.candidates {
+                for &r in e.features.candidates.iter() {
                     let mut s = 0.0;
                     features(&e.features, r, |k| s += w.get(&k).copied().unwrap_or(0.0));
                     if s > best_score {
@@ -776,7 +778,7 @@ mod tests {
             after_adverbial: false,
             word: word_hash(&c.to_string()),
             dict,
-            candidates: cands.to_vec(),
+            candidates: cands.to_vec().into(),
         }
     }
 
