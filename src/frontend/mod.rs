@@ -72,7 +72,7 @@ pub fn prepare_with(text: &str, lexicon: &Lexicon) -> Spoken {
     let normalized = normalize::normalize_with(text, lexicon);
     let analysis = pinyin::Analysis::new(&normalized, lexicon);
     let model = polyphone::Model::embedded();
-    let mut readings: Vec<Option<String>> = (0..analysis.len())
+    let mut readings: Vec<Option<pinyin::Reading>> = (0..analysis.len())
         .map(|i| analysis.reading(i, model))
         .collect();
     let chars: Vec<char> = normalized.chars().collect();

@@ -10,6 +10,11 @@
 use crate::text::is_han;
 use std::borrow::Cow;
 
+/// A syllable's reading (`hao3`): borrowed from the embedded data for
+/// nearly every character, owned only where it was made (a neutral tone, a
+/// sandhi tone, a lexicon entry).
+pub type Reading = Cow<'static, str>;
+
 use super::dictionary::Dictionary;
 use super::lexicon::Lexicon;
 use super::polyphone::{Features, Model, word_hash};
@@ -20,12 +25,12 @@ const OUTSIDE_LEXICON: u32 = 1000;
 
 /// The pinyin of each character of `text`: `Some(syllable)` for a Han
 /// character with a known reading, `None` for anything else.
-pub fn syllables(text: &str) -> Vec<Option<String>> {
+pub fn syllables(text: &str) -> Vec<Option<Reading>> {
     syllables_with(text, &Lexicon::new())
 }
 
 /// Like [`syllables`], with a per-book lexicon's readings taking precedence.
-pub fn syllables_with(text: &str, lexicon: &Lexicon) -> Vec<Option<String>> {
+pub fn syllables_with(text: &str, lexicon: &Lexicon) -> Vec<Option<Reading>> {
     let analysis = Analysis::new(text, lexicon);
     let model = Model::embedded();
     (0..analysis.len())
@@ -36,7 +41,7 @@ pub fn syllables_with(text: &str, lexicon: &Lexicon) -> Vec<Option<String>> {
 /// The lexical pinyin of each character of `text` as `tingshu pinyin`
 /// prints it: lexicon readings first, and `say` replacements that keep the
 /// word's length read in place of the word.
-pub fn lexical(text: &str, lexicon: &Lexicon) -> Vec<Option<String>> {
+pub fn lexical(text: &str, lexicon: &Lexicon) -> Vec<Option<Reading>> {
     if lexicon.entries().iter().any(|e| e.say.is_some()) {
         let replaced = super::normalize::replace_words(text, lexicon, true);
         let mut readings = syllables_with(&replaced, lexicon);
@@ -365,16 +370,16 @@ impl<'l> Analysis<'l> {
     }
 
     /// The reading of character `i`.
-    pub fn reading(&self, i: usize, model: &Model) -> Option<String> {
+    pub fn reading(&self, i: usize, model: &Model) -> Option<Reading> {
         let word = self.words[self.word_of[i]?];
         if let Source::Lexicon(p) = word.source {
-            return p.get(i - word.start).cloned();
+            return p.get(i - word.start).map(|r| Cow::Owned(r.clone()));
         }
         if let Some(only) = self.sole_reading(i, word) {
             return Some(if self.neutral_second(i, word) {
-                format!("{}5", only.trim_end_matches(|c: char| c.is_ascii_digit()))
+                format!("{}5", only.trim_end_matches(|c: char| c.is_ascii_digit())).into()
             } else {
-                only.to_owned()
+                Cow::Borrowed(only)
             });
         }
         let (features, _) = self.features(i)?;
@@ -430,7 +435,7 @@ impl<'l> Analysis<'l> {
 /// marks espeak-ng phrases by, each run of ASCII letters a token of its own
 /// (never glued to a syllable), a leftover digit as its Chinese syllable,
 /// everything else a space.
-pub fn speakable(text: &str, readings: &[Option<String>]) -> String {
+pub fn speakable(text: &str, readings: &[Option<Reading>]) -> String {
     let mut out = String::with_capacity(text.len() * 2);
     // Whether the last thing written is a Latin letter (inside a token).
     let mut in_latin = false;
@@ -475,7 +480,11 @@ pub fn speakable(text: &str, readings: &[Option<String>]) -> String {
 /// [`speakable`] with word boundaries: the syllables of one segmented word
 /// joined by `-` (`ni3-hao3, shi4-jie4.`), for voices that phrase by word
 /// (Kokoro). `words` are [`Analysis::word_ids`].
-pub fn speakable_words(text: &str, readings: &[Option<String>], words: &[Option<usize>]) -> String {
+pub fn speakable_words(
+    text: &str,
+    readings: &[Option<Reading>],
+    words: &[Option<usize>],
+) -> String {
     let plain = speakable(text, readings);
     // Walk the syllables of `plain` alongside the characters that carry
     // readings, joining a syllable to the one before when both belong to
@@ -528,7 +537,7 @@ fn separate(out: &mut String) {
 
 /// The words of a line as [`speakable`] sends them, without phrasing marks:
 /// Han syllables and Latin tokens in order (what `tingshu pinyin` prints).
-pub fn spoken_tokens<'a>(text: &'a str, readings: &'a [Option<String>]) -> Vec<&'a str> {
+pub fn spoken_tokens<'a>(text: &'a str, readings: &'a [Option<Reading>]) -> Vec<&'a str> {
     let mut tokens = Vec::new();
     // Byte range of the Latin run being read.
     let mut latin: Option<(usize, usize)> = None;
@@ -541,7 +550,7 @@ pub fn spoken_tokens<'a>(text: &'a str, readings: &'a [Option<String>]) -> Vec<&
             tokens.push(&text[start..end]);
         }
         if let Some(s) = reading {
-            tokens.push(s.as_str());
+            tokens.push(s.as_ref());
         }
     }
     if let Some((start, end)) = latin {
@@ -598,7 +607,7 @@ mod tests {
         let lexicon = Lexicon::new();
         let analysis = Analysis::new(text, &lexicon);
         let model = Model::embedded();
-        let readings: Vec<Option<String>> = (0..analysis.len())
+        let readings: Vec<Option<Reading>> = (0..analysis.len())
             .map(|i| analysis.reading(i, model))
             .collect();
         let joined = speakable_words(text, &readings, analysis.word_ids());
@@ -682,7 +691,7 @@ mod tests {
     fn lexicon_overrides_dictionary() {
         let lex =
             Lexicon::parse("\"银行\" = \"yin2 xing2\"", std::path::Path::new("l.toml")).unwrap();
-        let r: Vec<String> = syllables_with("去银行", &lex)
+        let r: Vec<Reading> = syllables_with("去银行", &lex)
             .into_iter()
             .flatten()
             .collect();

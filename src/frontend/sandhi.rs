@@ -14,6 +14,8 @@
 //! - 不 (bu4): bu2 before a fourth tone, neutral between two identical
 //!   syllables (好不好).
 
+use super::pinyin::Reading;
+
 fn tone(s: &str) -> Option<u8> {
     s.bytes()
         .last()
@@ -27,7 +29,7 @@ fn retone(s: &str, t: u8) -> String {
 
 /// Applies tone sandhi in place; `chars` and `readings` run in parallel.
 /// Without word boundaries every run of third tones is one unit.
-pub fn apply(chars: &[char], readings: &mut [Option<String>]) {
+pub fn apply(chars: &[char], readings: &mut [Option<Reading>]) {
     yi_bu(chars, readings, None);
     let n = readings.len().min(chars.len());
     third_tone_runs(&mut readings[..n]);
@@ -35,7 +37,7 @@ pub fn apply(chars: &[char], readings: &mut [Option<String>]) {
 
 /// Applies tone sandhi in place, using the word each character belongs to
 /// (`words[i]`, as from [`Analysis::word_ids`](super::pinyin::Analysis::word_ids)).
-pub fn apply_in_words(chars: &[char], readings: &mut [Option<String>], words: &[Option<usize>]) {
+pub fn apply_in_words(chars: &[char], readings: &mut [Option<Reading>], words: &[Option<usize>]) {
     yi_bu(chars, readings, Some(words));
     let n = readings.len().min(chars.len()).min(words.len());
     // Inside each word.
@@ -67,7 +69,7 @@ pub fn apply_in_words(chars: &[char], readings: &mut [Option<String>], words: &[
             && (len_of(i) == 1 || len_of(i + 1) == 1)
             && let Some(r) = readings[i].as_mut()
         {
-            *r = retone(r, 2);
+            *r = retone(r, 2).into();
         }
     }
 }
@@ -81,7 +83,7 @@ const DIGIT_AFTER: &str = "零〇一二三四五六七八九十两兩";
 /// keep yi1 (and 一点 as a time: 一点零五分, 一点半, 一点钟).
 const NUMBER_AFTER: &str = "月号號楼樓";
 
-fn yi_bu(chars: &[char], readings: &mut [Option<String>], words: Option<&[Option<usize>]>) {
+fn yi_bu(chars: &[char], readings: &mut [Option<Reading>], words: Option<&[Option<usize>]>) {
     let n = readings.len().min(chars.len());
     for i in 0..n {
         let (c, next) = (chars[i], readings.get(i + 1).and_then(|r| r.as_deref()));
@@ -132,7 +134,7 @@ fn yi_bu(chars: &[char], readings: &mut [Option<String>], words: Option<&[Option
             _ => None,
         };
         if let Some(new) = new {
-            readings[i] = Some(new);
+            readings[i] = Some(new.into());
         }
     }
 }
@@ -141,7 +143,7 @@ fn yi_bu(chars: &[char], readings: &mut [Option<String>], words: Option<&[Option
 const MEASURE_AFTER_YI: &str = "个個种種样樣次天年件位条條张張句回";
 
 /// 3-3: all but the last of each run of third tones become second tone.
-fn third_tone_runs(readings: &mut [Option<String>]) {
+fn third_tone_runs(readings: &mut [Option<Reading>]) {
     let n = readings.len();
     let mut i = 0;
     while i < n {
@@ -154,7 +156,7 @@ fn third_tone_runs(readings: &mut [Option<String>]) {
             i += 1;
         }
         for r in readings[start..i - 1].iter_mut().flatten() {
-            *r = retone(r, 2);
+            *r = retone(r, 2).into();
         }
     }
 }
@@ -165,12 +167,14 @@ mod tests {
 
     fn run(text: &str, readings: &[&str]) -> Vec<String> {
         let chars: Vec<char> = text.chars().collect();
-        let mut r: Vec<Option<String>> = readings
+        let mut r: Vec<Option<Reading>> = readings
             .iter()
-            .map(|s| (!s.is_empty()).then(|| (*s).to_owned()))
+            .map(|s| (!s.is_empty()).then(|| (*s).to_owned().into()))
             .collect();
         apply(&chars, &mut r);
-        r.into_iter().map(Option::unwrap_or_default).collect()
+        r.into_iter()
+            .map(|s| s.unwrap_or_default().into_owned())
+            .collect()
     }
 
     #[test]
@@ -185,10 +189,13 @@ mod tests {
 
     fn run_words(text: &str, readings: &[&str], words: &[usize]) -> Vec<String> {
         let chars: Vec<char> = text.chars().collect();
-        let mut r: Vec<Option<String>> = readings.iter().map(|s| Some((*s).to_owned())).collect();
+        let mut r: Vec<Option<Reading>> = readings
+            .iter()
+            .map(|s| Some((*s).to_owned().into()))
+            .collect();
         let words: Vec<Option<usize>> = words.iter().map(|w| Some(*w)).collect();
         apply_in_words(&chars, &mut r, &words);
-        r.into_iter().flatten().collect()
+        r.into_iter().flatten().map(Reading::into_owned).collect()
     }
 
     #[test]
