@@ -340,6 +340,7 @@ impl<'l> Analysis<'l> {
             },
             next: self.simplified.get(i + 1).copied().unwrap_or('\u{3}'),
             next2: self.simplified.get(i + 2).copied().unwrap_or('\u{3}'),
+            next3: self.simplified.get(i + 3).copied().unwrap_or('\u{3}'),
             prev2: if i < 2 {
                 '\u{2}'
             } else {

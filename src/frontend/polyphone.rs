@@ -28,6 +28,8 @@ pub struct Features {
     pub prev2: char,
     /// The character after `next` (`\u{3}` after the line).
     pub next2: char,
+    /// The character after `next2` (`\u{3}` after the line).
+    pub next3: char,
     /// Whether the character is a word by itself (not in any phrase).
     pub single: bool,
     /// Hash of the segmented word that holds the character ([`word_hash`]).
@@ -362,7 +364,8 @@ fn context_rule(f: &Features) -> Option<&'static str> {
         // A line or row (一行字, 这一行的, 两行泪, 几行柳树) after a numeral;
         // 一行人, 一行四众, 两行者 are a party.
         '行' if "两几数".contains(p) && !in_set(n, "人者众")
-            || p == '一' && (!han(n) || in_set(n, "的字泪诗楷大小树白雁血黑红绿青")) =>
+            || p == '一' && (!han(n) || in_set(n, "的字泪诗楷大小树白雁血黑红绿青"))
+            || p == '一' && han(n) && n2 != '人' && f.next3 == '的' =>
         {
             "hang2"
         }
@@ -426,6 +429,17 @@ fn context_rule(f: &Features) -> Option<&'static str> {
         // writes shao4).
         '了' if p == '了' && f.prev2 == '不' && n != '之' => "le5",
         '少' if n == '不' && in_set(n2, "了得") => "shao3",
+        // The particle after a word ending in 目 (醒目的, 盲目的, 节目的), not
+        // the 目的 (goal) the segmenter found.
+        '的' if p == '目'
+            && in_set(
+                f.prev2,
+                "醒注瞩夺悦刺耀触盲题项科节数名面眉书栏条纲细账满心",
+            ) =>
+        {
+            "de5"
+        }
+        '得' if p == '不' && f.prev2 == '少' => "de5",
         _ if !f.single => return None,
         // Can manage (受得了吗, 好得了。): liao3.
         '了' if p == '得'
@@ -492,6 +506,7 @@ fn context_rule(f: &Features) -> Option<&'static str> {
         // Going round (转圈, 转了两圈, 转了转, 到街上转转, 车轮在转。).
         '转' if n == '圈'
             || n == '了' && in_set(n2, "三两几好圈转")
+            || n == '了' && n2 == '一' && in_set(f.next3, "圈阵遭会")
             || p == '转'
             || n == '转' && !han(n2)
             || p == '了' && f.prev2 == '转'
@@ -773,6 +788,7 @@ mod tests {
             next: '\u{3}',
             prev2: '\u{2}',
             next2: '\u{3}',
+            next3: '\u{3}',
             single: false,
             neutral: false,
             after_adverbial: false,
