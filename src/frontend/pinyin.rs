@@ -218,8 +218,9 @@ impl<'l> Analysis<'l> {
     /// Cheapest segmentation of the Han run `start..end`. Lexicon words
     /// come first: every character outside one costs [`OUTSIDE_LEXICON`],
     /// so a lexicon entry wins even inside a longer dictionary word (`好`
-    /// in 好人, `银行` in 银行卡). Then the fewest words win (2 each, a
-    /// lexicon word 1), and among equals the longer last word (backward
+    /// in 好人, `银行` in 银行卡). Then the fewest words win (2 each, 3 for
+    /// a word of the extra phrase list that starts with 子, a lexicon word
+    /// 1), and among equals the longer last word (backward
     /// maximum matching: 让|儿子, not 让儿|子).
     fn segment(&mut self, start: usize, end: usize, lexicon: &'l Lexicon) {
         let dict = Dictionary::get();
@@ -261,8 +262,22 @@ impl<'l> Analysis<'l> {
                             }
                             continue;
                         };
-                        phrase
-                            .map(|p| (2 + OUTSIDE_LEXICON * len as u32, Source::Phrase(p.readings)))
+                        phrase.map(|p| {
+                            // A rare word of the extra list that starts
+                            // with 子 (子来, 子都, 子口: names, classical
+                            // words) loses a tie against the noun suffix
+                            // of the word before (日子|来, not 日|子来),
+                            // but still beats lone characters.
+                            let word = if !p.common && word.starts_with('子') {
+                                3
+                            } else {
+                                2
+                            };
+                            (
+                                word + OUTSIDE_LEXICON * len as u32,
+                                Source::Phrase(p.readings),
+                            )
+                        })
                     }
                 };
                 if let Some((cost, source)) = found {
