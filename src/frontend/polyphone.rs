@@ -429,6 +429,8 @@ fn context_rule(f: &Features) -> Option<&'static str> {
         // writes shao4).
         '了' if p == '了' && f.prev2 == '不' && n != '之' => "le5",
         '少' if n == '不' && in_set(n2, "了得") => "shao3",
+        // 一下子, 这下子: the noun suffix, not the extra list's 下子 xia4 zi3.
+        '子' if p == '下' && in_set(f.prev2, "一这那") => "zi5",
         // The particle after a word ending in 目 (醒目的, 盲目的, 节目的), not
         // the 目的 (goal) the segmenter found.
         '的' if p == '目'
