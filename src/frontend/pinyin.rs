@@ -7,17 +7,27 @@
 //! phrase reading and neighbours. Lookups use Simplified characters, so
 //! Traditional text reads the same.
 
-use crate::text::is_han;
 use std::borrow::Cow;
+
+use crate::text::is_han;
+
+use super::dictionary::Dictionary;
+use super::lexicon::Lexicon;
+use super::polyphone::{Features, Model, word_hash};
 
 /// A syllable's reading (`hao3`): borrowed from the embedded data for
 /// nearly every character, owned only where it was made (a neutral tone, a
 /// sandhi tone, a lexicon entry).
 pub type Reading = Cow<'static, str>;
 
-use super::dictionary::Dictionary;
-use super::lexicon::Lexicon;
-use super::polyphone::{Features, Model, word_hash};
+/// `reading` said with the neutral tone (`dao4` → `dao5`).
+pub(super) fn neutral_tone(reading: &str) -> Reading {
+    format!(
+        "{}5",
+        reading.trim_end_matches(|c: char| c.is_ascii_digit())
+    )
+    .into()
+}
 
 /// Segmentation cost of each character outside a lexicon word (see
 /// `Analysis::segment`): more than any count of words can make up.
@@ -393,7 +403,7 @@ impl<'l> Analysis<'l> {
         }
         if let Some(only) = self.sole_reading(i, word) {
             return Some(if self.neutral_second(i, word) {
-                format!("{}5", only.trim_end_matches(|c: char| c.is_ascii_digit())).into()
+                neutral_tone(only)
             } else {
                 Cow::Borrowed(only)
             });

@@ -239,12 +239,12 @@ impl Model {
 
     /// The syllable to say for a character: [`Model::choose`], in the
     /// neutral tone where [`Features::neutral`] asks for it.
-    pub fn read(&self, f: &Features) -> Option<std::borrow::Cow<'static, str>> {
+    pub fn read(&self, f: &Features) -> Option<super::pinyin::Reading> {
         let chosen = self.choose(f)?;
         Some(if f.neutral {
-            format!("{}5", chosen.trim_end_matches(|c: char| c.is_ascii_digit())).into()
+            super::pinyin::neutral_tone(chosen)
         } else {
-            std::borrow::Cow::Borrowed(chosen)
+            chosen.into()
         })
     }
 

@@ -119,22 +119,22 @@ fn yi_bu(chars: &[char], readings: &mut [Option<Reading>], words: Option<&[Optio
                     });
                 match next.and_then(tone) {
                     _ if numeric || word_final => None,
-                    Some(_) if reduplicated => Some("yi5".to_owned()),
-                    Some(4) => Some("yi2".to_owned()),
-                    Some(1..=3) => Some("yi4".to_owned()),
-                    Some(5) => Some("yi2".to_owned()),
+                    Some(_) if reduplicated => Some("yi5"),
+                    Some(4) => Some("yi2"),
+                    Some(1..=3) => Some("yi4"),
+                    Some(5) => Some("yi2"),
                     _ => None,
                 }
             }
             ('不', Some("bu4")) => match next.and_then(tone) {
-                Some(_) if reduplicated => Some("bu5".to_owned()),
-                Some(4) => Some("bu2".to_owned()),
+                Some(_) if reduplicated => Some("bu5"),
+                Some(4) => Some("bu2"),
                 _ => None,
             },
             _ => None,
         };
         if let Some(new) = new {
-            readings[i] = Some(new.into());
+            readings[i] = Some(Reading::Borrowed(new));
         }
     }
 }

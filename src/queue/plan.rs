@@ -16,7 +16,6 @@ use crate::audio::encode::Format;
 use crate::outputs::{BookInfo, BookOutputs};
 use crate::pipeline::{self, ChapterJob, Renderer};
 pub use crate::session::voices::{CastSource, VoicesSource};
-use crate::synth::cache::CacheKey;
 use crate::text::ScriptChapter;
 
 /// Tags of the SRT/LRC subtitles written beside a chapter (as `build` does).
@@ -221,12 +220,11 @@ pub fn plan_book(input: &BookPlanInput, renderer: &Renderer) -> JobPlan {
             if pipeline::is_silent(&planned.request) {
                 continue;
             }
-            let key = CacheKey::new(
-                &planned.backend.request_fingerprint(&planned.request),
-                &planned.request,
-            )
-            .as_str()
-            .to_owned();
+            let key = planned
+                .backend
+                .cache_key(&planned.request)
+                .as_str()
+                .to_owned();
             let id = format!("{}:{key}", TaskKind::Synth.as_str());
             if seen.insert(id.clone()) {
                 synth.push(NewTask {

@@ -19,7 +19,7 @@ use crate::manifest::ManifestChapter;
 use crate::outputs::{BookFile, BookOutputs, ChapterFile};
 use crate::pipeline::{self, ChapterJob, Renderer};
 use crate::state::{BookState, OutputFile, STATE_DIR, chapter_file_hash, record_output};
-use crate::synth::cache::{Cache, CacheKey};
+use crate::synth::cache::Cache;
 
 /// How a worker runs.
 #[derive(Debug, Clone)]
@@ -359,7 +359,7 @@ impl Worker {
             pinyin,
             voice: config.voice_settings(voice),
         };
-        let actual = CacheKey::new(&synth.request_fingerprint(&request), &request);
+        let actual = synth.cache_key(&request);
         if actual.as_str() != key {
             return Err(TaskFailure::permanent(format!(
                 "chunk {key}: this worker computes key {} for it (a different tingshu version?)",
@@ -445,8 +445,7 @@ impl Worker {
                             // (wiped, another cache): made again here, so
                             // the mix task cannot wait forever.
                             None => {
-                                let key =
-                                    CacheKey::new(&planned.backend.request_fingerprint(&planned.request), &planned.request);
+                                let key = planned.backend.cache_key(&planned.request);
                                 tracing::warn!(chapter = job.index, chunk = key.as_str(), cache = %cache, "chunk missing from the cache; synthesizing it again");
                                 let made = tokio::runtime::Handle::current().block_on(
                                     renderer

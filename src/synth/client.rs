@@ -111,12 +111,9 @@ impl SynthClient {
         let Some(cache) = &self.cache else {
             return false;
         };
-        self.chain(backend, req).first().is_some_and(|(name, req)| {
-            cache.contains(&CacheKey::new(
-                &self.backends[*name].synth.request_fingerprint(req),
-                req,
-            ))
-        })
+        self.chain(backend, req)
+            .first()
+            .is_some_and(|(name, req)| cache.contains(&self.backends[*name].synth.cache_key(req)))
     }
 
     /// The cached clip of `req` for `backend`, else for one of its
@@ -124,12 +121,9 @@ impl SynthClient {
     /// (blocking file or object-store I/O).
     pub fn cached(&self, backend: &str, req: &SynthRequest) -> Option<AudioClip> {
         let cache = self.cache.as_ref()?;
-        self.chain(backend, req).iter().find_map(|(name, req)| {
-            cache.get(&CacheKey::new(
-                &self.backends[*name].synth.request_fingerprint(req),
-                req,
-            ))
-        })
+        self.chain(backend, req)
+            .iter()
+            .find_map(|(name, req)| cache.get(&self.backends[*name].synth.cache_key(req)))
     }
 
     /// The cached clip under `key` (blocking I/O on the blocking pool).
@@ -162,7 +156,7 @@ impl SynthClient {
         }
         let mut first_error = None;
         for (i, (name, req)) in chain.iter().enumerate() {
-            let key = CacheKey::new(&self.backends[*name].synth.request_fingerprint(req), req);
+            let key = self.backends[*name].synth.cache_key(req);
             let done = |clip, cached| Synthesized {
                 clip,
                 backend: (*name).to_owned(),

@@ -247,6 +247,13 @@ pub trait Synthesizer: Send + Sync {
         self.fingerprint()
     }
 
+    /// The cache key of `req` sent to this backend (every cache lookup and
+    /// store goes through here, so no caller can skip
+    /// [`request_fingerprint`](Self::request_fingerprint)).
+    fn cache_key(&self, req: &SynthRequest) -> cache::CacheKey {
+        cache::CacheKey::new(&self.request_fingerprint(req), req)
+    }
+
     /// Starts whatever the first request would otherwise wait for (worker
     /// processes), so that it gets ready while the text is prepared;
     /// `voices` are the backend voice names the work will use, most used
