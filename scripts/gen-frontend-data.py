@@ -49,8 +49,9 @@ def tone3(syllable: str) -> str:
 # sequence in narrative text: 打的 da3 di1 (taxi) vs 打的是; 的当 di2 dang4 vs
 # 上了他的当; 都会 du1 hui4 (metropolis) vs 他们都会来; 和了 hu2 le5 (mahjong);
 # 一了 yi1 liao3; 落了 la4 le5 (left behind) vs 降落了, 飘落了, 落了一地, where
-# novels have it nearly always (平凡的世界 and 西游记: every one of 30).
-EXCLUDE = {"打的", "的当", "都会", "和了", "一了", "落了"}
+# novels have it (every 落了 of 平凡的世界 and 西游记); 那是 na4 shi5 and 老是
+# lao3 shi5, whose 是 a narrator says in full.
+EXCLUDE = {"打的", "的当", "都会", "和了", "一了", "落了", "那是", "老是"}
 
 SUSPECT = set("了的地着得与只把都相长数化为和要还行给看")
 
@@ -132,6 +133,11 @@ def main(src: Path, opencc: Path, dst: Path, extra: Path | None = None, jieba_di
             # mostly spurious (的真 di2, 与人 yu2, 只在 zhi1); idioms are kept.
             if unusual and (len(word) >= 4 or not any(c in SUSPECT for c in unusual)):
                 table[word] = readings
+    # 扭转干坤 gan4 beside 扭转乾坤 qian2: the 干 twin is a conversion
+    # artefact, and the front end reads 乾 as 干 before it looks phrases up.
+    for word in [w for w in table if "干" in w and w.replace("干", "乾") in table]:
+        del table[word]
+        base.discard(word)
     for name, words in (("phrases.tsv", base), ("phrases-extra.tsv", set(table) - base)):
         with open(dst / name, "w", encoding="utf-8") as f:
             for word in sorted(words):

@@ -353,13 +353,28 @@ impl<'l> Analysis<'l> {
         let c = self.simplified[i];
         let mut candidates: Cow<'static, [&'static str]> = dict.readings(self.original[i]).into();
         // A Traditional character's list can lack readings of its
-        // Simplified form (剝 bo1 only, 剥 bao1 and bo1).
-        if c != self.original[i] {
+        // Simplified form (剝 bo1 only, 剥 bao1 and bo1). Not so for 乾 and
+        // 幹, two of the three characters 干 merges: 乾 (dry, 乾杯) is never
+        // gan4, 幹 (to do) never gan1.
+        if c != self.original[i] && !matches!(self.original[i], '乾' | '幹') {
             for r in dict.readings(c) {
                 if !candidates.contains(r) {
                     candidates.to_mut().push(r);
                 }
             }
+        }
+        // 乾 on its own is dry (乾了一杯, 把酒乾了) but in the heaven of
+        // 乾坤, the trigram (乾象, 乾方) and the names 乾隆, 乾清宫, 乾陵, which
+        // the phrase data lacks.
+        if self.original[i] == '乾'
+            && word.len == 1
+            && !self
+                .simplified
+                .get(i + 1)
+                .is_some_and(|n| "坤隆卦宫元清陵县道象方位".contains(*n))
+            && !(i > 0 && self.simplified[i - 1] == '坤')
+        {
+            candidates = Cow::Borrowed(&["gan1"]);
         }
         let phrase_reading = match word.source {
             Source::Phrase(p) => p.split(' ').nth(i - word.start),

@@ -396,6 +396,8 @@ fn context_rule(f: &Features) -> Option<&'static str> {
         // Knocked over (吹倒, 推倒, 撞倒…), not poured; after 打 it is
         // as often the adverb (吃打，倒转…), and 打倒 is a phrase.
         '倒' if in_set(p, "吹推撞砍绊扳踢扑击晕昏病累压摔跌") => "dao3",
+        // Courting (处对象): to get along with, not a place.
+        '处' if n == '对' && n2 == '象' => "chu3",
         // Where something rises or falls, at a clause's end (风起处，刀落处).
         '处' if in_set(p, "起落") && !han(n) => "chu4",
         // Mixed with water (和面, 和泥), not inside 和尚.
@@ -442,6 +444,13 @@ fn context_rule(f: &Features) -> Option<&'static str> {
             "de5"
         }
         '得' if p == '不' && f.prev2 == '少' => "de5",
+        // Beaming (乐得合不拢嘴, 乐得直拍手), not the verb 乐得 (glad to).
+        '得' if p == '乐' && in_set(n, "合直眉手脚嘴跳哈不什前东西") => "de5",
+        // A ponytail or a horse's tail (扎马尾, 马尾辫): mǎwěi; the phrase
+        // data's yi3 is the colloquial 马尾儿.
+        '尾' if p == '马' && n != '儿' => "wei3",
+        // The adverb 着实 (truly), not 看着|实物 or 对着|实验室.
+        '着' | '著' if n == '实' && !in_set(n2, "物体际例验质况在话用") => "zhuo2",
         _ if !f.single => return None,
         // Can manage (受得了吗, 好得了。): liao3.
         '了' if p == '得'
@@ -454,6 +463,8 @@ fn context_rule(f: &Features) -> Option<&'static str> {
         }
         // To grow (长得, 长到, 长起来, 你长这么高了).
         '长' if n == '得'
+            // Has (长着一双大眼睛, 长着满脸胡子).
+            || n == '着' && in_set(n2, "一两双张副头满")
             || n == '出' && !han(p)
             || n == '到'
             || n == '起' && n2 == '来'
@@ -461,10 +472,19 @@ fn context_rule(f: &Features) -> Option<&'static str> {
         {
             "zhang3"
         }
-        '还' if in_set(n, "钱给债清账书") || (!han(n) && in_set(p, "要得去来不没该归")) => {
+        '还' if in_set(n, "钱给债清账书")
+            || (!han(n) && in_set(p, "要得去来不没该归"))
+            // Paid back (还了我, 还了钱), not 这还了得.
+            || n == '了' && in_set(n2, "我你他她它钱债账款回") =>
+        {
             "huan2"
         }
-        '得' if in_set(n, "奖分胜逞") || n == '了' && in_set(n2, "第一奖冠病") => "de2",
+        // Won or caught (得奖, 得了第一, 得了重感冒, 得了癌症).
+        '得' if in_set(n, "奖分胜逞")
+            || n == '了' && in_set(n2, "第一奖冠病重感癌绝肺胃肝心什") =>
+        {
+            "de2"
+        }
         '着' | '著' if n == '火' || n == '了' && in_set(n2, "火魔凉迷") => "zhao2",
         '调' if in_set(n, "高低大小好") => "tiao2",
         '应' if in_set(n, "声答邀试了道") => "ying4",
@@ -496,7 +516,13 @@ fn context_rule(f: &Features) -> Option<&'static str> {
         '藏' if in_set(n, "起了着在进好身匿到住书") || in_set(p, "躲收隐埋暗私珍冷") => {
             "cang2"
         }
-        '扎' if n == '着' && p != '被' || in_set(n, "辫马头") => "za1",
+        '扎' if n == '着' && p != '被'
+            || in_set(n, "辫马头")
+            // 扎了个马尾, 扎了一条辫子 (but 扎了一针).
+            || n == '了' && in_set(n2, "个一两") && in_set(f.next3, "马辫条") =>
+        {
+            "za1"
+        }
         '奔' if in_set(n, "着向往") => "ben4",
         '奔' if in_set(n, "去来跑逃") => "ben1",
         '弹' if in_set(n, "了着琴奏起开出跳性簧棉")
