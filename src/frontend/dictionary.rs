@@ -168,13 +168,27 @@ impl Dictionary {
     }
 }
 
-/// A data line's last column, the frequency rank, if it has one:
-/// (the line without it, the rank).
-fn split_rank(line: &'static str) -> (&'static str, u8) {
-    match line.rsplit_once('\t') {
-        Some((rest, rank)) if rest.contains('\t') => (rest, rank.parse().unwrap_or(0)),
-        _ => (line, 0),
+/// A data line's first column, its second, and the frequency rank of
+/// the optional third (0 where it has none). The rank, at most three
+/// digits, is found from the line's end, so the readings are not scanned
+/// twice (this runs for every line at start-up).
+fn columns(line: &'static str) -> Option<(&'static str, &'static str, u8)> {
+    let bytes = line.as_bytes();
+    // Digits back from the end, then a tab: the rank. (The readings end in
+    // a tone digit too, but after a letter.)
+    let (mut at, mut rank, mut scale) = (bytes.len(), 0_u32, 1_u32);
+    while at > 0 && bytes.len() - at < 3 && bytes[at - 1].is_ascii_digit() {
+        rank += u32::from(bytes[at - 1] - b'0') * scale;
+        scale *= 10;
+        at -= 1;
     }
+    let (line, rank) = if at < bytes.len() && at > 0 && bytes[at - 1] == b'\t' {
+        (&line[..at - 1], u8::try_from(rank).unwrap_or(u8::MAX))
+    } else {
+        (line, 0)
+    };
+    let (key, value) = line.split_once('\t')?;
+    Some((key, value, rank))
 }
 
 /// The character list: each character's range in one list of readings,
@@ -184,8 +198,7 @@ fn load_chars() -> (CharMap<(u32, u32)>, CharMap<u8>, Vec<&'static str>) {
     let mut ranks = CharMap::new();
     let mut readings = Vec::with_capacity(50_000);
     for line in CHARS.lines() {
-        let (line, rank) = split_rank(line);
-        let Some((c, list)) = line.split_once('\t') else {
+        let Some((c, list, rank)) = columns(line) else {
             continue;
         };
         let Some(c) = c.chars().next() else { continue };
@@ -207,8 +220,7 @@ fn phrase_endings() -> (Endings, usize) {
     let mut max_phrase_chars = 1;
     for (data, common) in [(PHRASES, true), (EXTRA_PHRASES, false)] {
         for line in data.lines() {
-            let (line, rank) = split_rank(line);
-            let Some((word, readings)) = line.split_once('\t') else {
+            let Some((word, readings, rank)) = columns(line) else {
                 continue;
             };
             // A phrase seen before only as another one's ending becomes
