@@ -238,7 +238,7 @@ impl<'l> Analysis<'l> {
     /// in 好人, `银行` in 银行卡). Then the fewest words win (2 each, 3 for
     /// a word of the extra phrase list that starts with 子, a lexicon word
     /// 1); among equals the commoner words ([`rarity`]: 联系|好, not
-    /// 联|系好; 降落|了, not 降|落了), and then the longer last word
+    /// 联|系好; 宿舍|去, not 宿|舍去), and then the longer last word
     /// (backward maximum matching: 让|儿子, not 让儿|子).
     fn segment(&mut self, start: usize, end: usize, lexicon: &'l Lexicon) {
         let dict = Dictionary::get();
@@ -693,6 +693,23 @@ mod tests {
         assert_eq!(plain("睡著了"), "shui4 zhao2 le5");
         assert_eq!(plain("看著我"), "kan4 zhe5 wo3");
         assert_eq!(plain("乾坤"), "qian2 kun1");
+    }
+
+    #[test]
+    fn ties_between_splits_go_to_the_commoner_words() {
+        // 头|发白 and 头发|白, 联|系好 and 联系|好: as many words each.
+        assert_eq!(plain("头发白了"), "tou2 fa4 bai2 le5");
+        assert_eq!(plain("联系好了"), "lian2 xi4 hao3 le5");
+        assert_eq!(plain("回宿舍去"), "hui2 su4 she4 qu4");
+        // Fewest words still comes first: 拳头|发白 over 拳|头发|白.
+        assert_eq!(plain("拳头发白"), "quan2 tou5 fa1 bai2");
+    }
+
+    #[test]
+    fn traditional_qian_is_dry_alone_and_heaven_in_names() {
+        assert_eq!(plain("把酒乾了"), "ba3 jiu3 gan1 le5");
+        assert_eq!(plain("扭轉乾坤"), "niu3 zhuan3 qian2 kun1");
+        assert_eq!(plain("乾隆"), "qian2 long2");
     }
 
     #[test]
