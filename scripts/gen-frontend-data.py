@@ -14,6 +14,7 @@ Outputs (src/frontend/data/):
   phrases.tsv  phrase TAB readings (lexical tones: 一 yi1, 不 bu4 as the dictionary form) [TAB rank]
   phrases-extra.tsv  the same for the pypinyin-dict phrases (rarer words)
   t2s.tsv      traditional char TAB simplified char (one-to-one entries only)
+  words.tsv    common words of jieba (MIT) without readings, for segmentation only
   adverbials.txt  words of 2-4 Han characters that jieba (MIT) tags as
                adjectives, adverbs, verbs, status words or idioms, seen at
                least 5 times, but for verbs that make a place with 地
@@ -143,6 +144,8 @@ def main(src: Path, opencc: Path, dst: Path, extra: Path | None = None, jieba_di
             for word in sorted(words):
                 f.write(with_rank(f"{word}\t{' '.join(table[word])}", word, ranks) + "\n")
 
+    write_words(jieba_dict, table, dst)
+
     with open(dst / "t2s.tsv", "w", encoding="utf-8") as f:
         for line in (opencc / "TSCharacters.txt").read_text("utf-8").splitlines():
             if not line or line.startswith("#"):
@@ -151,6 +154,34 @@ def main(src: Path, opencc: Path, dst: Path, extra: Path | None = None, jieba_di
             simp = simp.split(" ")[0]
             if len(trad) == 1 and len(simp) == 1 and trad != simp:
                 f.write(f"{trad}\t{simp}\n")
+
+
+def write_words(jieba_dict: Path | None, table: dict, dst: Path) -> None:
+    """words.tsv: jieba's words of 2-4 Han characters counted at least 100
+    times that are not phrases of ours and hold none (so they never take a
+    phrase's readings away: 时候, 什么 stay whole), as `word TAB TAB rank`
+    (no readings). Segmentation uses them so that a phrase cannot take a
+    character of a common word (门外|传来, not 门|外传|来); the characters are
+    then read as if alone."""
+    if jieba_dict is None:
+        return
+    words = []
+    for line in jieba_dict.read_text("utf-8").splitlines():
+        parts = line.split()
+        if len(parts) != 3:
+            continue
+        word, count = parts[0], int(parts[1])
+        if (
+            2 <= len(word) <= 4
+            and count >= 100
+            and all("\u4e00" <= c <= "\u9fff" for c in word)
+            and word not in table
+            and not any(word[i:j] in table for i in range(len(word)) for j in range(i + 2, len(word) + 1))
+        ):
+            words.append((word, min(255, round(4 * math.log2(count)))))
+    with open(dst / "words.tsv", "w", encoding="utf-8") as f:
+        for word, rank in sorted(words):
+            f.write(f"{word}\t\t{rank}\n")
 
 
 # jieba part-of-speech tags of words that can stand before the adverbial

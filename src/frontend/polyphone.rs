@@ -688,7 +688,13 @@ fn particle_rule(f: &Features) -> Option<&'static str> {
         // neutral. 孔子, 男子, 弟子… are phrases; after a numeral, pronoun
         // or verb it is a son, a person or the hour 子 (三子, 此子, 无子,
         // 麒麟子, 维持子前).
-        '子' if han(f.prev) && !NOT_BEFORE_SUFFIX_ZI.contains(f.prev) => Some("zi5"),
+        // Not before the other half of a pair (子母河, 子父相逢, 子女).
+        '子' if han(f.prev)
+            && !NOT_BEFORE_SUFFIX_ZI.contains(f.prev)
+            && !"母父女孙".contains(f.next) =>
+        {
+            Some("zi5")
+        }
         // Erhua suffix at a word's end (小猴儿，): neutral; 儿子, 女儿… are phrases.
         '儿' if han(f.prev) && (!han(f.next) || "的了呢啊吧呀么".contains(f.next)) => {
             Some("er5")
