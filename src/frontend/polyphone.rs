@@ -417,6 +417,13 @@ fn context_rule(f: &Features) -> Option<&'static str> {
             "hu1"
         }
         '差' if n == '劲' => "cha4",
+        // Nearly (差点, 差一点儿) and far short (差得远, 差得离谱); not an
+        // error's or a gap's (误差, 时差, 落差, 温差, 视差).
+        '差' if (n == '点' || n == '得' || n == '一' && n2 == '点')
+            && !in_set(p, "误偏时落温视色反公级等极") =>
+        {
+            "cha4"
+        }
         // A deed (勾当), not the Song office title (勾当官, 勾当三班院).
         '勾' if n == '当' && !in_set(n2, "官三公") => "gou4",
         '煞' if n == '气' => "sha4",
@@ -518,6 +525,8 @@ fn context_rule(f: &Features) -> Option<&'static str> {
         }
         '扎' if n == '着' && p != '被'
             || in_set(n, "辫马头")
+            // Tied into (扎成马尾, 扎成一束), not stabbed into a sieve.
+            || n == '成' && p != '被' && !in_set(n2, "筛刺蜂") && !in_set(f.next3, "筛刺蜂")
             // 扎了个马尾, 扎了一条辫子 (but 扎了一针).
             || n == '了' && in_set(n2, "个一两") && in_set(f.next3, "马辫条") =>
         {
