@@ -417,6 +417,11 @@ fn context_rule(f: &Features) -> Option<&'static str> {
             "hu1"
         }
         '差' if n == '劲' => "cha4",
+        // The measure word of doors and windows (那扇门, 那扇风门, 一扇窗),
+        // not fanning (扇着, 扇了一巴掌).
+        '扇' if in_set(p, "这那哪一两几每半整") && han(n) && !in_set(n, "着了过动起") => {
+            "shan4"
+        }
         // Nearly (差点, 差一点儿) and far short (差得远, 差得离谱); not an
         // error's or a gap's (误差, 时差, 落差, 温差, 视差).
         '差' if (n == '点' || n == '得' || n == '一' && n2 == '点')
@@ -500,6 +505,9 @@ fn context_rule(f: &Features) -> Option<&'static str> {
             "zhong3"
         }
         '种' if in_set(n, "了下地树菜花田过着玉瓜豆粮麦稻") => "zhong4",
+        // Fanning or slapping (扇着, 扇了他一巴掌, 扇灭); 扇 at a clause's
+        // end is as often the fan itself (借得真扇。).
+        '扇' if in_set(n, "着了过起动灭") => "shan1",
         '差' if in_set(p, "很太真最越更好挺") => "cha4",
         '差' if in_set(p, "趟出公") || n == '事' => "chai1",
         // 不比县城差。, 人差！: worse.
