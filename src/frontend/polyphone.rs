@@ -419,7 +419,12 @@ fn context_rule(f: &Features) -> Option<&'static str> {
         '差' if n == '劲' => "cha4",
         // The measure word of doors and windows (那扇门, 那扇风门, 一扇窗),
         // not fanning (扇着, 扇了一巴掌).
-        '扇' if in_set(p, "这那哪一两几每半整") && han(n) && !in_set(n, "着了过动起") => {
+        // (搧, written for the verb only, lists shan1 first.)
+        '扇' if in_set(p, "这那哪一两几每半整")
+            && han(n)
+            && !in_set(n, "着了过动起")
+            && f.candidates.first() == Some(&"shan4") =>
+        {
             "shan4"
         }
         // Nearly (差点, 差一点儿) and far short (差得远, 差得离谱); not an
