@@ -594,9 +594,12 @@ async fn one_failed_segment_fails_only_its_chapter() {
         "{}",
         run.stderr
     );
+    // Which of chapter 2's chunks is the 8th request depends on how its
+    // concurrent chunks reach the one free slot (segment 2 on a quiet
+    // machine, 3 seen under load): the chapter is what counts.
     assert!(
         run.stderr
-            .contains("failed: chapter 2 (第二章 第二夜): segment 2 ("),
+            .contains("failed: chapter 2 (第二章 第二夜): segment "),
         "{}",
         run.stderr
     );
