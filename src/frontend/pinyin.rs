@@ -36,6 +36,12 @@ fn rarity(rank: u8) -> u32 {
     u32::from(100_u8.saturating_sub(rank))
 }
 
+/// Added to the [`rarity`] of a word without readings (`data/words.tsv`):
+/// more than any words' rarities, so it loses every tie against words with
+/// readings (这|时候, not 这时|候) while it may still save a word (门外|传来
+/// against 门|外传|来).
+const NO_READINGS: u32 = 1000;
+
 /// Segmentation cost of each character outside a lexicon word (see
 /// `Analysis::segment`): more than any count of words can make up.
 const OUTSIDE_LEXICON: u32 = 1000;
@@ -239,10 +245,11 @@ impl<'l> Analysis<'l> {
     /// Cheapest segmentation of the Han run `start..end`. Lexicon words
     /// come first: every character outside one costs [`OUTSIDE_LEXICON`],
     /// so a lexicon entry wins even inside a longer dictionary word (`好`
-    /// in 好人, `银行` in 银行卡). Then the fewest words win (2 each, 3 for
+    /// in 好人, `银行` in 银行卡). Then the fewest words win (2 each, 4 for
     /// a word of the extra phrase list that starts with 子, a lexicon word
     /// 1); among equals the commoner words ([`rarity`]: 联系|好, not
-    /// 联|系好; 宿舍|去, not 宿|舍去), and then the longer last word
+    /// 联|系好; 宿舍|去, not 宿|舍去), a word without readings losing to
+    /// any with them ([`NO_READINGS`]), and then the longer last word
     /// (backward maximum matching: 让|儿子, not 让儿|子).
     fn segment(&mut self, start: usize, end: usize, lexicon: &'l Lexicon) {
         let dict = Dictionary::get();
@@ -300,12 +307,8 @@ impl<'l> Analysis<'l> {
                             } else {
                                 2
                             };
-                            // A word without readings (`data/words.tsv`)
-                            // may save a word (门外|传来 against
-                            // 门|外传|来) but loses every tie against
-                            // words with readings (这|时候, not 这时|候).
                             let (rare, source) = if p.readings.is_empty() {
-                                (rarity(p.rank) + 1000, Source::Word)
+                                (rarity(p.rank) + NO_READINGS, Source::Word)
                             } else {
                                 (rarity(p.rank), Source::Phrase(p.readings))
                             };
@@ -334,27 +337,20 @@ impl<'l> Analysis<'l> {
         let mut j = n;
         while j > 0 {
             let word = best[j].1;
-            words.push(word);
+            if let Source::Word = word.source {
+                // Known only to segmentation (门外|传来, which keeps 外传
+                // from taking 外): read as characters of their own.
+                words.extend((0..word.len).rev().map(|k| Word {
+                    start: word.start + k,
+                    len: 1,
+                    source: Source::Single,
+                }));
+            } else {
+                words.push(word);
+            }
             j -= word.len;
         }
-        // A word known only to segmentation (门外|传来, which keeps 外传
-        // from taking 外) is read as characters of their own.
-        let words = words.into_iter().rev().flat_map(|word| {
-            let split = matches!(word.source, Source::Word);
-            let parts = if split { word.len } else { 1 };
-            (0..parts).map(move |k| {
-                if split {
-                    Word {
-                        start: word.start + k,
-                        len: 1,
-                        source: Source::Single,
-                    }
-                } else {
-                    word
-                }
-            })
-        });
-        for word in words {
+        for word in words.into_iter().rev() {
             for k in word.start..word.start + word.len {
                 self.word_of[k] = Some(self.words.len());
             }
