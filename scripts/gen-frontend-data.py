@@ -81,18 +81,28 @@ def large_phrases(pypinyin_dict: Path):
     return phrases
 
 
-def word_ranks(jieba_dict: Path | None) -> dict:
-    """word -> frequency rank, round(4 * log2(jieba's count)), for words
-    jieba counts more than once: the segmenter's tie-break between two
-    splits of as many words (联系|好 rather than 联|系好)."""
-    ranks = {}
-    if jieba_dict is None:
-        return ranks
+def read_jieba(jieba_dict: Path) -> dict:
+    """word -> (count, part-of-speech tag) from jieba's dict.txt."""
+    words = {}
     for line in jieba_dict.read_text("utf-8").splitlines():
         parts = line.split()
-        if len(parts) == 3 and int(parts[1]) > 1:
-            ranks[parts[0]] = min(255, round(4 * math.log2(int(parts[1]))))
-    return ranks
+        if len(parts) == 3:
+            words[parts[0]] = (int(parts[1]), parts[2])
+    return words
+
+
+def rank(count: int) -> int:
+    """A word's frequency rank: round(4 * log2(count)), at most 255."""
+    return min(255, round(4 * math.log2(count)))
+
+
+def word_ranks(jieba: dict | None) -> dict:
+    """word -> frequency rank for words jieba counts more than once: the
+    segmenter's tie-break between two splits of as many words (联系|好
+    rather than 联|系好)."""
+    if jieba is None:
+        return {}
+    return {word: rank(count) for word, (count, _) in jieba.items() if count > 1}
 
 
 def with_rank(line: str, word: str, ranks: dict) -> str:
@@ -100,8 +110,8 @@ def with_rank(line: str, word: str, ranks: dict) -> str:
     return f"{line}\t{rank}" if rank else line
 
 
-def main(src: Path, opencc: Path, dst: Path, extra: Path | None = None, jieba_dict: Path | None = None) -> None:
-    ranks = word_ranks(jieba_dict)
+def main(src: Path, opencc: Path, dst: Path, extra: Path | None = None, jieba: dict | None = None) -> None:
+    ranks = word_ranks(jieba)
     chars = json.loads((src / "pypinyin" / "pinyin_dict.json").read_text("utf-8"))
     with open(dst / "chars.tsv", "w", encoding="utf-8") as f:
         for code in sorted(chars, key=int):
@@ -144,7 +154,8 @@ def main(src: Path, opencc: Path, dst: Path, extra: Path | None = None, jieba_di
             for word in sorted(words):
                 f.write(with_rank(f"{word}\t{' '.join(table[word])}", word, ranks) + "\n")
 
-    write_words(jieba_dict, table, dst)
+    if jieba is not None:
+        write_words(jieba, table, dst)
 
     with open(dst / "t2s.tsv", "w", encoding="utf-8") as f:
         for line in (opencc / "TSCharacters.txt").read_text("utf-8").splitlines():
@@ -156,21 +167,15 @@ def main(src: Path, opencc: Path, dst: Path, extra: Path | None = None, jieba_di
                 f.write(f"{trad}\t{simp}\n")
 
 
-def write_words(jieba_dict: Path | None, table: dict, dst: Path) -> None:
+def write_words(jieba: dict, table: dict, dst: Path) -> None:
     """words.tsv: jieba's words of 2-4 Han characters counted at least 100
     times that are not phrases of ours and hold none (so they never take a
     phrase's readings away: 时候, 什么 stay whole), as `word TAB TAB rank`
     (no readings). Segmentation uses them so that a phrase cannot take a
     character of a common word (门外|传来, not 门|外传|来); the characters are
     then read as if alone."""
-    if jieba_dict is None:
-        return
     words = []
-    for line in jieba_dict.read_text("utf-8").splitlines():
-        parts = line.split()
-        if len(parts) != 3:
-            continue
-        word, count = parts[0], int(parts[1])
+    for word, (count, _) in jieba.items():
         if (
             2 <= len(word) <= 4
             and count >= 100
@@ -178,10 +183,10 @@ def write_words(jieba_dict: Path | None, table: dict, dst: Path) -> None:
             and word not in table
             and not any(word[i:j] in table for i in range(len(word)) for j in range(i + 2, len(word) + 1))
         ):
-            words.append((word, min(255, round(4 * math.log2(count)))))
+            words.append((word, rank(count)))
     with open(dst / "words.tsv", "w", encoding="utf-8") as f:
-        for word, rank in sorted(words):
-            f.write(f"{word}\t\t{rank}\n")
+        for word, word_rank in sorted(words):
+            f.write(f"{word}\t\t{word_rank}\n")
 
 
 # jieba part-of-speech tags of words that can stand before the adverbial
@@ -194,12 +199,7 @@ PLACE_TAGS = {"n", "ns", "s", "nz", "nt", "f"}
 VERB_TAGS = {"v", "vn", "vi", "vd"}
 
 
-def adverbials(jieba_dict: Path, dst: Path) -> None:
-    tags = {}
-    for line in jieba_dict.read_text("utf-8").splitlines():
-        parts = line.split()
-        if len(parts) == 3:
-            tags[parts[0]] = (int(parts[1]), parts[2])
+def adverbials(tags: dict, dst: Path) -> None:
     words = set()
     for word, (freq, tag) in tags.items():
         place = tags.get(word + "地", (0, ""))[1] in PLACE_TAGS and tag in VERB_TAGS
@@ -217,12 +217,13 @@ def adverbials(jieba_dict: Path, dst: Path) -> None:
 
 
 if __name__ == "__main__":
+    jieba_words = read_jieba(Path(sys.argv[5])) if len(sys.argv) > 5 else None
     main(
         Path(sys.argv[1]),
         Path(sys.argv[2]),
         Path(sys.argv[3]),
         Path(sys.argv[4]) if len(sys.argv) > 4 else None,
-        Path(sys.argv[5]) if len(sys.argv) > 5 else None,
+        jieba_words,
     )
-    if len(sys.argv) > 5:
-        adverbials(Path(sys.argv[5]), Path(sys.argv[3]))
+    if jieba_words is not None:
+        adverbials(jieba_words, Path(sys.argv[3]))
