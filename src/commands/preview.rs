@@ -13,13 +13,15 @@ use crate::pipeline::ChapterJob;
 use crate::session::{BookInput, CacheSpec, RenderSession, SessionSpec};
 use crate::text::{Script, ScriptChapter};
 
-/// Players tried by `--play`, with their arguments before the file.
-const PLAYERS: [(&str, &[&str]); 5] = [
-    ("aplay", &["-q"]),
+/// Players tried by `--play`, with their arguments to read a WAV from stdin.
+const PLAYERS: [(&str, &[&str]); 4] = [
+    ("aplay", &["-q", "-"]),
     ("paplay", &[]),
-    ("pw-play", &[]),
-    ("ffplay", &["-nodisp", "-autoexit", "-loglevel", "quiet"]),
-    ("afplay", &[]),
+    ("pw-play", &["-"]),
+    (
+        "ffplay",
+        &["-nodisp", "-autoexit", "-loglevel", "quiet", "-i", "-"],
+    ),
 ];
 
 pub async fn run(args: &PreviewArgs, worker_program: Option<PathBuf>) -> anyhow::Result<u8> {
@@ -45,12 +47,20 @@ pub async fn run(args: &PreviewArgs, worker_program: Option<PathBuf>) -> anyhow:
         },
         (None, None) => bail!("give the TEXT to read (or - for stdin), or --book FILE"),
     };
-    let dir = args
-        .output
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let cache = args.cache.clone().unwrap_or_else(|| dir.join(".cache"));
+    let to_stdout = args.output.as_os_str() == "-";
+    let dir = if to_stdout {
+        Path::new(".")
+    } else {
+        args.output
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."))
+    };
+    let cache = match &args.cache {
+        Some(cache) => cache.clone(),
+        None if to_stdout => PathBuf::from("output/.cache"),
+        None => dir.join(".cache"),
+    };
     let session = RenderSession::open(&SessionSpec {
         book,
         split: crate::text::SplitOptions {
@@ -76,11 +86,21 @@ pub async fn run(args: &PreviewArgs, worker_program: Option<PathBuf>) -> anyhow:
             .ok()
             .and_then(|v| v.as_str().map(str::to_owned))
             .unwrap_or_default();
-        match &segment.speaker {
-            Some(speaker) => println!("[{kind} {speaker} → {voice}] {}", segment.text),
-            None => println!("[{kind} → {voice}] {}", segment.text),
+        // With the audio on stdout, the script goes to stderr.
+        let line = match &segment.speaker {
+            Some(speaker) => format!("[{kind} {speaker} → {voice}] {}", segment.text),
+            None => format!("[{kind} → {voice}] {}", segment.text),
+        };
+        if to_stdout {
+            eprintln!("{line}");
+        } else {
+            println!("{line}");
         }
     }
+    if to_stdout || args.play || args.book.is_none() {
+        return stream(args, &session, &chapter, to_stdout).await;
+    }
+    // A chapter (or paragraphs) of a book: mixed as `build` mixes it.
     std::fs::create_dir_all(dir)
         .with_context(|| format!("cannot create directory {}", dir.display()))?;
     let job = ChapterJob {
@@ -103,9 +123,100 @@ pub async fn run(args: &PreviewArgs, worker_program: Option<PathBuf>) -> anyhow:
             return Ok(EXIT_PARTIAL);
         }
     }
-    if args.play {
-        play(&args.output).await;
+    Ok(EXIT_OK)
+}
+
+/// Renders the passage chunk by chunk ([`crate::session::stream`]): to
+/// stdout as a streamed WAV (`-o -`), into a player as it comes (`--play`),
+/// and into the output file, written whole once the passage is complete
+/// (the same samples whichever way).
+async fn stream(
+    args: &PreviewArgs,
+    session: &RenderSession,
+    chapter: &ScriptChapter,
+    to_stdout: bool,
+) -> anyhow::Result<u8> {
+    use futures::StreamExt;
+    use tokio::io::AsyncWriteExt;
+
+    let rate = session.renderer.config.mix.sample_rate;
+    let header = crate::session::stream::wav_stream_header(rate);
+    let mut stdout = to_stdout.then(tokio::io::stdout);
+    if let Some(out) = stdout.as_mut() {
+        out.write_all(&header)
+            .await
+            .context("cannot write to stdout")?;
+        out.flush().await.context("cannot write to stdout")?;
     }
+    let mut player = if args.play {
+        start_player().await
+    } else {
+        None
+    };
+    if let Some((_, input)) = player.as_mut() {
+        if input.write_all(&header).await.is_err() {
+            player = None;
+        }
+    }
+    let mut pcm = Vec::new();
+    let mut parts = std::pin::pin!(crate::session::stream::stream_pcm(
+        &session.renderer,
+        chapter
+    ));
+    let mut failed = None;
+    while let Some(part) = parts.next().await {
+        let part = match part {
+            Ok(part) => part,
+            Err(e) => {
+                failed = Some(e);
+                break;
+            }
+        };
+        if let Some(out) = stdout.as_mut() {
+            out.write_all(&part)
+                .await
+                .context("cannot write to stdout")?;
+            out.flush().await.context("cannot write to stdout")?;
+        }
+        if let Some((_, input)) = player.as_mut() {
+            if input.write_all(&part).await.is_err() {
+                player = None;
+            }
+        }
+        if !to_stdout {
+            pcm.extend_from_slice(&part);
+        }
+    }
+    session.flush();
+    if let Some((mut child, input)) = player {
+        drop(input);
+        let _ = child.wait().await;
+    }
+    if let Some(e) = failed {
+        eprintln!("failed: {e}");
+        return Ok(EXIT_PARTIAL);
+    }
+    if to_stdout {
+        if let Some(out) = stdout.as_mut() {
+            out.flush().await.context("cannot write to stdout")?;
+        }
+        fill_in_sizes_of_stdout();
+        return Ok(EXIT_OK);
+    }
+    let size = u32::try_from(pcm.len()).context("the passage is longer than a WAV file holds")?;
+    let mut wav = crate::session::stream::wav_header(rate, Some(size));
+    wav.extend_from_slice(&pcm);
+    if let Some(dir) = args.output.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("cannot create directory {}", dir.display()))?;
+    }
+    crate::fsutil::write_atomic_synced(&args.output, &wav)
+        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", args.output.display()))?;
+    eprintln!(
+        "wrote {} ({:.1} s)",
+        args.output.display(),
+        f64::from(size) / 2.0 / f64::from(rate)
+    );
     Ok(EXIT_OK)
 }
 
@@ -170,32 +281,57 @@ fn paragraph_range(spec: &str) -> anyhow::Result<(usize, usize)> {
     Ok((first, last))
 }
 
-async fn play(path: &Path) {
+/// When stdout is a regular file (`-o - > f.wav`), writes the real sizes
+/// into the streamed WAV's header, so the file is the one `-o f.wav`
+/// writes. A pipe keeps the placeholders.
+fn fill_in_sizes_of_stdout() {
+    use std::io::{Seek, SeekFrom, Write};
+    use std::os::fd::AsFd;
+    let Ok(fd) = std::io::stdout().as_fd().try_clone_to_owned() else {
+        return;
+    };
+    let mut file = std::fs::File::from(fd);
+    let Ok(meta) = file.metadata() else { return };
+    let Ok(data) = u32::try_from(meta.len().saturating_sub(44)) else {
+        return;
+    };
+    if !meta.is_file() || meta.len() < 44 {
+        return;
+    }
+    let mut patch = |at: u64, value: u32| {
+        file.seek(SeekFrom::Start(at))?;
+        file.write_all(&value.to_le_bytes())
+    };
+    let _ = patch(4, data.saturating_add(36)).and_then(|()| patch(40, data));
+    let _ = file.seek(SeekFrom::End(0));
+}
+
+/// The first player of [`PLAYERS`] found, reading a WAV from its stdin.
+async fn start_player() -> Option<(tokio::process::Child, tokio::process::ChildStdin)> {
     for (program, args) in PLAYERS {
-        let status = tokio::process::Command::new(program)
+        let child = tokio::process::Command::new(program)
             .args(args)
-            .arg(path)
-            .status()
-            .await;
-        match status {
-            Ok(s) if s.success() => return,
-            Ok(s) => {
-                eprintln!("{program} failed ({s})");
-                return;
+            .stdin(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn();
+        match child {
+            Ok(mut child) => {
+                let input = child.stdin.take()?;
+                return Some((child, input));
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
             Err(e) => {
                 eprintln!("cannot run {program}: {e}");
-                return;
+                return None;
             }
         }
     }
     let names: Vec<&str> = PLAYERS.iter().map(|(p, _)| *p).collect();
     eprintln!(
-        "no audio player found (tried {}); the preview is in {}",
-        names.join(", "),
-        path.display()
+        "no audio player found (tried {}); the preview is written all the same",
+        names.join(", ")
     );
+    None
 }
 
 #[cfg(test)]
