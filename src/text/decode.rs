@@ -379,7 +379,12 @@ fn decode_regions(
         regions.push(Region {
             start,
             end,
-            encoding: encoding.name(),
+            // encoding_rs says "gb18030"; people write it in capitals.
+            encoding: if encoding == GB18030 {
+                "GB18030"
+            } else {
+                encoding.name()
+            },
         });
     }
     if bad.len() > repair_budget(body.len()) {
