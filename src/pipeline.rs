@@ -301,7 +301,10 @@ impl Renderer {
         let client = Arc::clone(&self.client);
         let concurrency = self.concurrency();
         let rate = self.config.mix.sample_rate;
-        let budget_units = self.ahead_bytes.div_ceil(AHEAD_UNIT).clamp(1, u32::MAX as usize);
+        let budget_units = self
+            .ahead_bytes
+            .div_ceil(AHEAD_UNIT)
+            .clamp(1, u32::MAX as usize);
         let producer_budget = Arc::new(tokio::sync::Semaphore::new(budget_units));
         let producer_ahead = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let _producer = AbortOnDrop(tokio::spawn(async move {
@@ -341,7 +344,15 @@ impl Renderer {
                             .stats
                             .ahead_peak_bytes
                             .fetch_max(waiting + bytes, std::sync::atomic::Ordering::SeqCst);
-                        (task.id, result, Ahead { permit, bytes, ahead })
+                        (
+                            task.id,
+                            result,
+                            Ahead {
+                                permit,
+                                bytes,
+                                ahead,
+                            },
+                        )
                     }
                 })
                 .buffer_unordered(concurrency);
@@ -860,9 +871,8 @@ mod tests {
                 .render(jobs.clone(), |o| {
                     let chapter = o.result.unwrap();
                     written += 1;
-                    largest = largest.max(
-                        (chapter.duration_s * f64::from(renderer_rate()) * 8.0) as usize,
-                    );
+                    largest = largest
+                        .max((chapter.duration_s * f64::from(renderer_rate()) * 8.0) as usize);
                     std::thread::sleep(std::time::Duration::from_millis(150));
                 })
                 .await;

@@ -193,11 +193,9 @@ mod tests {
         let secret = "sk-enc/Test key+9Qz~";
         register(secret);
         let b64 = |e: &base64::engine::GeneralPurpose, s: &str| e.encode(s.as_bytes());
-        let percent_upper: String = percent_encoding::utf8_percent_encode(
-            secret,
-            percent_encoding::NON_ALPHANUMERIC,
-        )
-        .to_string();
+        let percent_upper: String =
+            percent_encoding::utf8_percent_encode(secret, percent_encoding::NON_ALPHANUMERIC)
+                .to_string();
         let texts = [
             secret.to_owned(),
             percent_upper.clone(),

@@ -679,7 +679,8 @@ mod tests {
     }
 
     const UTF8_PART: &str = "第一章 雾港\n清晨的雾还没有散，码头上已经站满了等船的人。老周把帽子压低，说：“今天的船怕是要晚了。”\n";
-    const GBK_PART: &str = "第二章 归帆\n傍晚时分，远处终于传来了汽笛声。孩子们沿着石阶跑下去，喊着父亲的名字。\n";
+    const GBK_PART: &str =
+        "第二章 归帆\n傍晚时分，远处终于传来了汽笛声。孩子们沿着石阶跑下去，喊着父亲的名字。\n";
 
     #[test]
     fn a_file_of_utf8_then_gbk_is_read_by_region() {

@@ -1257,14 +1257,14 @@ fn key_forms() -> Vec<(&'static str, String)> {
         ("raw", ENC_KEY.to_owned()),
         ("a raw fragment", "Wd9Zr4Tk".to_owned()),
         ("percent-encoded", percent_upper(ENC_KEY)),
-        ("percent-encoded, lower case", lower_hex(percent_upper(ENC_KEY))),
+        (
+            "percent-encoded, lower case",
+            lower_hex(percent_upper(ENC_KEY)),
+        ),
         ("form-encoded (+)", form_encoded(ENC_KEY)),
         ("base64", STANDARD.encode(ENC_KEY)),
         ("base64 URL-safe", URL_SAFE_NO_PAD.encode(ENC_KEY)),
-        (
-            "basic auth",
-            STANDARD.encode(format!("tingshu:{ENC_KEY}")),
-        ),
+        ("basic auth", STANDARD.encode(format!("tingshu:{ENC_KEY}"))),
         ("JSON-escaped", json_escaped(ENC_KEY)),
         (
             "JSON with \\/",
@@ -1305,7 +1305,10 @@ async fn echoing_server() -> (SocketAddr, Arc<Mutex<Vec<String>>>) {
                 let text = v["text"].as_str().unwrap_or("");
                 // The last chapter renders, so that report.txt is written.
                 if text.contains('月') {
-                    return ([(header::CONTENT_TYPE, "audio/wav")], wav::tone_wav(text, "v"))
+                    return (
+                        [(header::CONTENT_TYPE, "audio/wav")],
+                        wav::tone_wav(text, "v"),
+                    )
                         .into_response();
                 }
                 let form = MARKERS.iter().position(|m| text.contains(*m)).unwrap_or(0);
@@ -1450,15 +1453,16 @@ async fn an_echoed_key_is_hidden_in_every_encoding_and_every_output() {
             .unwrap();
     assert_ne!(code, 0, "{text}");
     outputs.push(("batch run stderr".into(), text));
-    let last_run = std::fs::read_to_string(root.join("batch-out/七夜/.tingshu-batch/last-run.json"))
-        .or_else(|_| {
-            walk(&root.join("batch-out"))
-                .into_iter()
-                .find(|p| p.ends_with("last-run.json"))
-                .map(std::fs::read_to_string)
-                .unwrap()
-        })
-        .unwrap();
+    let last_run =
+        std::fs::read_to_string(root.join("batch-out/七夜/.tingshu-batch/last-run.json"))
+            .or_else(|_| {
+                walk(&root.join("batch-out"))
+                    .into_iter()
+                    .find(|p| p.ends_with("last-run.json"))
+                    .map(std::fs::read_to_string)
+                    .unwrap()
+            })
+            .unwrap();
     assert!(last_run.contains("***"), "{last_run}");
     outputs.extend(files_text(&root.join("batch-out")));
     let r = root.clone();
@@ -1482,7 +1486,14 @@ async fn an_echoed_key_is_hidden_in_every_encoding_and_every_output() {
             let (code, text) = run_with_key(
                 &r,
                 &[
-                    "enqueue", &b, "--voices", "voices.toml", "--out", "q-out", "--queue", &url,
+                    "enqueue",
+                    &b,
+                    "--voices",
+                    "voices.toml",
+                    "--out",
+                    "q-out",
+                    "--queue",
+                    &url,
                 ],
             );
             assert_eq!(code, 0, "{text}");
@@ -1648,12 +1659,16 @@ fn a_signal_during_the_m4b_encode_keeps_the_old_m4b_and_the_next_run_encodes() {
     let m4b = book_dir.join("灯.m4b");
     let old = std::fs::read(&m4b).unwrap();
     assert_eq!(ffmpeg::m4b_chapters(&m4b).len(), 6);
-    let last_run = || std::fs::read_to_string(book_dir.join(".tingshu-batch/last-run.json")).unwrap();
+    let last_run =
+        || std::fs::read_to_string(book_dir.join(".tingshu-batch/last-run.json")).unwrap();
 
     for (round, signal) in [(1, libc::SIGINT), (2, libc::SIGTERM)] {
         // A new chapter: the run renders it, then encodes the M4B again.
         let mut text = std::fs::read_to_string(&book).unwrap();
-        text.push_str(&format!("第{}章 新灯\n\n守塔人第{round}次点亮了新灯。\n\n", 6 + round));
+        text.push_str(&format!(
+            "第{}章 新灯\n\n守塔人第{round}次点亮了新灯。\n\n",
+            6 + round
+        ));
         std::fs::write(&book, text).unwrap();
         let mut child = batch()
             .command()
@@ -1758,11 +1773,7 @@ fn a_zip_bomb_chapter_says_it_is_larger_than_the_limit() {
     assert_eq!(run.stderr.trim().lines().count(), 1, "{}", run.stderr);
     assert!(!dir.path().join("out").exists());
     // Stopped at the limit: well under twice the limit in memory.
-    assert!(
-        run.max_rss < 400 << 20,
-        "peak RSS {} MB",
-        run.max_rss >> 20
-    );
+    assert!(run.max_rss < 400 << 20, "peak RSS {} MB", run.max_rss >> 20);
 }
 
 // ---------------------------------------------------- 11. mixed encodings
@@ -1774,7 +1785,8 @@ fn a_zip_bomb_chapter_says_it_is_larger_than_the_limit() {
 fn a_book_of_utf8_then_gbk_reads_right_with_a_warning_naming_the_ranges() {
     let dir = tempfile::tempdir().unwrap();
     let first = "第一章 雾港\n\n清晨的雾还没有散，码头上已经站满了等船的人。老周把帽子压低，说：“今天的船怕是要晚了。”\n\n";
-    let second = "第二章 归帆\n\n傍晚时分，远处终于传来了汽笛声。孩子们沿着石阶跑下去，喊着父亲的名字。\n\n";
+    let second =
+        "第二章 归帆\n\n傍晚时分，远处终于传来了汽笛声。孩子们沿着石阶跑下去，喊着父亲的名字。\n\n";
     let (gbk, _, unmappable) = encoding_rs::GBK.encode(second);
     assert!(!unmappable);
     let mut bytes = first.as_bytes().to_vec();
@@ -1786,7 +1798,12 @@ fn a_book_of_utf8_then_gbk_reads_right_with_a_warning_naming_the_ranges() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
-    for line in ["雾还没有散", "今天的船怕是要晚了", "远处终于传来了汽笛声", "喊着父亲的名字"] {
+    for line in [
+        "雾还没有散",
+        "今天的船怕是要晚了",
+        "远处终于传来了汽笛声",
+        "喊着父亲的名字",
+    ] {
         assert!(stdout.contains(line), "{line} missing: {stdout}");
     }
     assert!(!stdout.contains("涓"), "mojibake: {stdout}");
@@ -1795,11 +1812,7 @@ fn a_book_of_utf8_then_gbk_reads_right_with_a_warning_naming_the_ranges() {
         "bytes 0–{split} UTF-8, bytes {split}–{} GB18030",
         bytes.len()
     );
-    assert_eq!(
-        stderr.matches("changes encoding").count(),
-        1,
-        "{stderr}"
-    );
+    assert_eq!(stderr.matches("changes encoding").count(), 1, "{stderr}");
     assert!(stderr.contains(&warning), "want {warning:?}: {stderr}");
 
     // Mostly mojibake in every encoding: refused with the offset, exit 2.
@@ -1807,7 +1820,11 @@ fn a_book_of_utf8_then_gbk_reads_right_with_a_warning_naming_the_ranges() {
     for (i, c) in first.repeat(6).chars().enumerate() {
         let mut buf = [0; 4];
         let enc = c.encode_utf8(&mut buf).as_bytes();
-        broken.extend_from_slice(if i % 5 == 4 && enc.len() > 1 { &enc[1..] } else { enc });
+        broken.extend_from_slice(if i % 5 == 4 && enc.len() > 1 {
+            &enc[1..]
+        } else {
+            enc
+        });
     }
     let bad = dir.path().join("乱码.txt");
     std::fs::write(&bad, &broken).unwrap();
