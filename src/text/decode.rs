@@ -240,7 +240,7 @@ fn common_share(encoding: &'static Encoding, body: &[u8]) -> Share {
         } else {
             let valid = (0xA1..=0xFE).contains(&trail);
             (
-                lead >= 0xB0 || lead < 0xA1,
+                !(0xA1..0xB0).contains(&lead),
                 (0xB0..=0xD7).contains(&lead) && valid,
                 2,
             )
