@@ -66,6 +66,9 @@ pub struct Renderer {
     pub client: Arc<SynthClient>,
     /// Per-book pronunciation overrides for the front end.
     pub lexicon: Lexicon,
+    /// Bytes of finished clips synthesis may hold ahead of the mixer
+    /// ([`AHEAD_BYTES`]; see [`Renderer::render`]).
+    pub ahead_bytes: usize,
 }
 
 /// One synthesis request of a chapter, from [`Renderer::plan_chapter`].
@@ -133,6 +136,7 @@ impl Renderer {
             backends,
             client: Arc::new(client),
             lexicon: Lexicon::default(),
+            ahead_bytes: AHEAD_BYTES,
         }
     }
 
@@ -332,16 +336,31 @@ impl Renderer {
         // mixed and written here. Unordered: a slow request does not hold
         // back finished ones; the pieces of a chapter are put back in order
         // before mixing.
+        //
+        // Backpressure: a finished clip takes its size from a budget of
+        // `ahead_bytes` before it is handed over, and gives it back once the
+        // mixer's side has it (counted toward spilling, or mixed). While
+        // the budget is spent, finished requests wait and no new ones
+        // start, so synthesis never runs more than the budget ahead of a
+        // mixer that is slow (a long chapter being written, a busy CPU).
         let (task_tx, mut task_rx) = tokio::sync::mpsc::unbounded_channel::<Task>();
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         let client = Arc::clone(&self.client);
         let concurrency = self.concurrency();
         let rate = self.config.mix.sample_rate;
+        let budget_units = self
+            .ahead_bytes
+            .div_ceil(AHEAD_UNIT)
+            .clamp(1, u32::MAX as usize);
+        let producer_budget = Arc::new(tokio::sync::Semaphore::new(budget_units));
+        let producer_ahead = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let _producer = AbortOnDrop(tokio::spawn(async move {
             let tasks = futures::stream::poll_fn(move |cx| task_rx.poll_recv(cx));
             let mut stream = tasks
                 .map(|task| {
                     let client = Arc::clone(&client);
+                    let budget = Arc::clone(&producer_budget);
+                    let ahead = Arc::clone(&producer_ahead);
                     async move {
                         // Each clip is made ready for the mixer as soon as
                         // it arrives, while other requests are in flight.
@@ -363,7 +382,24 @@ impl Renderer {
                             }
                             Err(e) => Err(e),
                         };
-                        (task.id, result)
+                        let bytes = result.as_ref().map_or(0, |(clip, _)| clip.memory_bytes());
+                        let units = bytes.div_ceil(AHEAD_UNIT).clamp(1, budget_units);
+                        // Closed only when the render is dropped.
+                        let permit = budget.acquire_many_owned(units as u32).await.ok();
+                        let waiting = ahead.fetch_add(bytes, std::sync::atomic::Ordering::SeqCst);
+                        client
+                            .stats
+                            .ahead_peak_bytes
+                            .fetch_max(waiting + bytes, std::sync::atomic::Ordering::SeqCst);
+                        (
+                            task.id,
+                            result,
+                            Ahead {
+                                permit,
+                                bytes,
+                                ahead,
+                            },
+                        )
                     }
                 })
                 .buffer_unordered(concurrency);
@@ -418,6 +454,9 @@ impl Renderer {
         // them into a temporary file beside its WAV: memory does not grow
         // with a chapter's length.
         let mut held: Vec<usize> = vec![0; jobs.len()];
+        // The same across chapters: the chapter holding most spills when
+        // all of them together pass SPILL_AFTER.
+        let mut held_total = 0usize;
         let mut spills: Vec<Option<Arc<mix::Spill>>> = jobs.iter().map(|_| None).collect();
         // Chapters with no chunks at all finish at once.
         for (ci, job) in jobs.iter().enumerate() {
@@ -425,7 +464,7 @@ impl Renderer {
                 on_chapter(self.finish_chapter(job, Vec::new()));
             }
         }
-        while let Some((id, result)) = rx.recv().await {
+        while let Some((id, result, ahead)) = rx.recv().await {
             let targets = std::mem::take(&mut places[id]);
             let mut result = Some(result);
             for (n, place) in targets.iter().enumerate() {
@@ -438,13 +477,20 @@ impl Renderer {
                 let ci = place.chapter;
                 if let Ok((clip, _)) = &piece {
                     held[ci] += clip.memory_bytes();
+                    held_total += clip.memory_bytes();
                 }
                 results[ci].push((place.chunk, (place.segment, place.boundary, piece)));
-                if held[ci] > spill_after() {
-                    held[ci] = spill_chapter(&jobs[ci], &mut spills[ci], &mut results[ci]);
+                if held[ci] > spill_after() || held_total > spill_after() {
+                    let largest = (0..held.len()).max_by_key(|&c| held[c]).unwrap_or(ci);
+                    let before = held[largest];
+                    held[largest] =
+                        spill_chapter(&jobs[largest], &mut spills[largest], &mut results[largest]);
+                    held_total = held_total - before + held[largest];
                 }
                 remaining[ci] -= 1;
                 if remaining[ci] == 0 {
+                    held_total -= held[ci];
+                    held[ci] = 0;
                     let mut pieces = std::mem::take(&mut results[ci]);
                     pieces.sort_by_key(|(chunk, (si, _, _))| (*si, *chunk));
                     let pieces = pieces.into_iter().map(|(_, piece)| piece).collect();
@@ -453,6 +499,8 @@ impl Renderer {
                     spills[ci] = None;
                 }
             }
+            // The mixer's side has the clip now: its budget goes back.
+            drop(ahead);
         }
         for (job, missing) in jobs.iter().zip(remaining) {
             if missing > 0 {
@@ -556,6 +604,29 @@ impl Renderer {
                 })
                 .collect(),
         })
+    }
+}
+
+/// Bytes of finished clips synthesis may hold ahead of the mixer by
+/// default ([`Renderer::render`]'s backpressure): 16 MiB, about 3 minutes
+/// of prepared audio at 22.05 kHz.
+pub const AHEAD_BYTES: usize = 16 << 20;
+
+/// The budget is counted in units of this many bytes.
+const AHEAD_UNIT: usize = 4096;
+
+/// A finished clip's share of the budget, given back when dropped.
+struct Ahead {
+    permit: Option<tokio::sync::OwnedSemaphorePermit>,
+    bytes: usize,
+    ahead: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Drop for Ahead {
+    fn drop(&mut self) {
+        self.ahead
+            .fetch_sub(self.bytes, std::sync::atomic::Ordering::SeqCst);
+        drop(self.permit.take());
     }
 }
 
@@ -815,5 +886,69 @@ mod tests {
                 ("雨，", Boundary::Hesitation),
             ]
         );
+    }
+
+    /// A mixer slower than synthesis (each chapter's callback takes 150
+    /// ms): finished clips waiting for it never pass the budget, every
+    /// chapter is still written; with no budget to speak of, the same
+    /// render runs far ahead (the test has teeth).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn synthesis_waits_when_it_runs_too_far_ahead_of_the_mixer() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut text = String::new();
+        for c in 1..=10 {
+            text.push_str(&format!(
+                "第{c}章 雨\n第{c}场雨停了，屋檐还在滴水。他说：“今天走第{c}段路吧。”\n"
+            ));
+        }
+        let script = Script::from_text(&text, "书");
+        let jobs: Vec<ChapterJob> = script
+            .chapters
+            .iter()
+            .enumerate()
+            .map(|(i, chapter)| ChapterJob {
+                index: i + 1,
+                chapter: chapter.clone(),
+                path: dir.path().join(format!("{}.wav", i + 1)),
+            })
+            .collect();
+        let mut peaks = Vec::new();
+        for budget in [512 << 10, 1 << 40] {
+            let mut renderer = Renderer::new(VoicesConfig::load(None).unwrap(), None);
+            renderer.ahead_bytes = budget;
+            let mut written = 0;
+            let mut largest = 0;
+            renderer
+                .render(jobs.clone(), |o| {
+                    let chapter = o.result.unwrap();
+                    written += 1;
+                    largest = largest
+                        .max((chapter.duration_s * f64::from(renderer_rate()) * 8.0) as usize);
+                    std::thread::sleep(std::time::Duration::from_millis(150));
+                })
+                .await;
+            assert_eq!(written, jobs.len());
+            let peak = renderer
+                .client
+                .stats
+                .ahead_peak_bytes
+                .load(std::sync::atomic::Ordering::SeqCst);
+            peaks.push((budget, peak, largest));
+        }
+        let (budget, bounded, largest) = peaks[0];
+        // One clip larger than the whole budget may go alone.
+        assert!(
+            bounded <= budget.max(largest),
+            "{bounded} bytes waited with a budget of {budget}"
+        );
+        let (_, unbounded, _) = peaks[1];
+        assert!(
+            unbounded > 2 * budget,
+            "the mixer never fell behind ({unbounded} bytes): the test shows nothing"
+        );
+    }
+
+    fn renderer_rate() -> u32 {
+        VoicesConfig::load(None).unwrap().mix.sample_rate
     }
 }

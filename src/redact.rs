@@ -3,32 +3,129 @@
 //! (`scheme://user:PASS@host`, also malformed `scheme//:PASS@host`) become
 //! `***`. Messages, report files, state files and logs go through
 //! [`redact`] before they are cut to length or written anywhere.
+//!
+//! A secret leaves tingshu in more forms than its raw text: percent-encoded
+//! in a URL (`%2D` or `%2d`, `+` for a space, even `%252D` when encoded
+//! twice), JSON-escaped in a body (`\u002d`, `\/`), in base64 (standard or
+//! URL-safe, with or without padding, and inside a longer base64 text such
+//! as the basic-auth `user:secret`). [`register`] derives a pattern for
+//! every one of these forms once, and [`redact`] hides them all — mixed
+//! forms included (some characters escaped, some not).
 
+use std::fmt::Write as _;
 use std::sync::{OnceLock, RwLock};
 
+use base64::Engine as _;
+use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
 use regex::Regex;
 
-fn secrets() -> &'static RwLock<Vec<String>> {
-    static SECRETS: OnceLock<RwLock<Vec<String>>> = OnceLock::new();
-    SECRETS.get_or_init(|| RwLock::new(Vec::new()))
+/// The registered secrets and the one pattern that matches every form of
+/// each of them.
+#[derive(Default)]
+struct Secrets {
+    raw: Vec<String>,
+    pattern: Option<Regex>,
 }
 
-/// Remembers `secret` so that [`redact`] hides it everywhere from now on.
-/// Values shorter than 4 characters are too common to hide.
+fn secrets() -> &'static RwLock<Secrets> {
+    static SECRETS: OnceLock<RwLock<Secrets>> = OnceLock::new();
+    SECRETS.get_or_init(|| RwLock::new(Secrets::default()))
+}
+
+/// Shortest base64 run (of a secret inside longer base64) worth hiding:
+/// shorter runs would hide ordinary words.
+const MIN_BASE64_RUN: usize = 8;
+
+/// Remembers `secret` so that [`redact`] hides it, in every encoding, from
+/// now on. Values shorter than 4 characters are too common to hide.
 pub fn register(secret: &str) {
     if secret.len() < 4 {
         return;
     }
-    let mut list = secrets().write().unwrap_or_else(|e| e.into_inner());
-    if !list.iter().any(|s| s == secret) {
-        list.push(secret.to_owned());
-        // Longest first, so a secret containing another is hidden whole.
-        list.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    let mut secrets = secrets().write().unwrap_or_else(|e| e.into_inner());
+    if secrets.raw.iter().any(|s| s == secret) {
+        return;
     }
+    secrets.raw.push(secret.to_owned());
+    let mut forms: Vec<String> = secrets.raw.iter().flat_map(|s| forms(s)).collect();
+    // Longest first, so a secret containing another is hidden whole (the
+    // alternation takes the first branch that matches).
+    forms.sort_by_key(|f| std::cmp::Reverse(f.len()));
+    forms.dedup();
+    let alternatives: Vec<String> = forms.iter().map(|f| char_by_char(f)).collect();
+    secrets.pattern = Regex::new(&alternatives.join("|")).ok();
 }
 
-/// `text` with every registered secret and every URL password replaced by
-/// `***`.
+/// The texts a secret is spelt as before escaping: itself, and its base64
+/// forms (whole, and the part that stays the same inside longer base64 at
+/// each of the three byte alignments, e.g. after `user:`).
+fn forms(secret: &str) -> Vec<String> {
+    let bytes = secret.as_bytes();
+    let mut out = vec![secret.to_owned()];
+    for engine in [&STANDARD, &URL_SAFE, &STANDARD_NO_PAD, &URL_SAFE_NO_PAD] {
+        out.push(engine.encode(bytes));
+    }
+    for engine in [&STANDARD_NO_PAD, &URL_SAFE_NO_PAD] {
+        for skip in 0..3 {
+            // Starting `skip` bytes in, whole groups of 3 bytes encode to
+            // the same 4 characters wherever the secret sits in the input.
+            let Some(rest) = bytes.get(skip..) else {
+                continue;
+            };
+            let whole = &rest[..rest.len() - rest.len() % 3];
+            let run = engine.encode(whole);
+            if run.len() >= MIN_BASE64_RUN {
+                out.push(run);
+            }
+        }
+    }
+    out
+}
+
+/// A pattern matching `form` with any of its characters written raw,
+/// percent-encoded (either case of hex, `+` for a space, `%25` for a `%`
+/// encoded twice) or JSON-escaped (`\uXXXX`, `\/`, `\"`, `\\`).
+fn char_by_char(form: &str) -> String {
+    let mut pattern = String::new();
+    for c in form.chars() {
+        let mut alternatives = vec![regex::escape(c.encode_utf8(&mut [0; 4]))];
+        if c == ' ' {
+            alternatives.push(r"\+".to_owned());
+        }
+        let mut percent = String::new();
+        for b in c.encode_utf8(&mut [0; 4]).bytes() {
+            let _ = write!(percent, "%(?:25)?{}", any_case_hex(&format!("{b:02X}")));
+        }
+        alternatives.push(percent);
+        let mut units = [0u16; 2];
+        let mut json = String::new();
+        for unit in c.encode_utf16(&mut units) {
+            let _ = write!(json, r"\\u{}", any_case_hex(&format!("{unit:04X}")));
+        }
+        alternatives.push(json);
+        if matches!(c, '/' | '"' | '\\') {
+            alternatives.push(format!(r"\\{}", regex::escape(&c.to_string())));
+        }
+        let _ = write!(pattern, "(?:{})", alternatives.join("|"));
+    }
+    pattern
+}
+
+/// `hex` as a pattern that accepts its letters in either case.
+fn any_case_hex(hex: &str) -> String {
+    hex.chars()
+        .map(|c| {
+            if c.is_ascii_alphabetic() {
+                format!("[{}{}]", c.to_ascii_uppercase(), c.to_ascii_lowercase())
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
+/// `text` with every registered secret (in any of its encodings) and every
+/// URL password replaced by `***`.
 pub fn redact(text: &str) -> String {
     static URL_PASSWORD: OnceLock<Regex> = OnceLock::new();
     let re = URL_PASSWORD.get_or_init(|| {
@@ -37,14 +134,12 @@ pub fn redact(text: &str) -> String {
         Regex::new(r#"(?P<pre>(?:[A-Za-z][A-Za-z0-9+.\-]*:?)?//[^\s/@:'"]*):[^\s@'"]+@"#)
             .expect("valid regex")
     });
-    let mut out = re.replace_all(text, "${pre}:***@").into_owned();
-    let list = secrets().read().unwrap_or_else(|e| e.into_inner());
-    for secret in list.iter() {
-        if out.contains(secret.as_str()) {
-            out = out.replace(secret.as_str(), "***");
-        }
+    let out = re.replace_all(text, "${pre}:***@").into_owned();
+    let secrets = secrets().read().unwrap_or_else(|e| e.into_inner());
+    match &secrets.pattern {
+        Some(pattern) => pattern.replace_all(&out, "***").into_owned(),
+        None => out,
     }
-    out
 }
 
 /// A writer that redacts what goes through it, line by line (for the log):
@@ -91,5 +186,46 @@ mod tests {
         register("abc");
         let text = "key sk-redact-test-0123456789, again sk-redact-test-0123456789; abc";
         assert_eq!(redact(text), "key ***, again ***; abc");
+    }
+
+    #[test]
+    fn every_encoding_of_a_secret_is_hidden() {
+        let secret = "sk-enc/Test key+9Qz~";
+        register(secret);
+        let b64 = |e: &base64::engine::GeneralPurpose, s: &str| e.encode(s.as_bytes());
+        let percent_upper: String =
+            percent_encoding::utf8_percent_encode(secret, percent_encoding::NON_ALPHANUMERIC)
+                .to_string();
+        let texts = [
+            secret.to_owned(),
+            percent_upper.clone(),
+            Regex::new("%[0-9A-F]{2}")
+                .unwrap()
+                .replace_all(&percent_upper, |c: &regex::Captures| c[0].to_lowercase())
+                .into_owned(),
+            percent_upper.replace("%20", "+"),
+            percent_upper.replace('%', "%25"),
+            serde_json::to_string(secret).unwrap().replace('/', "\\/"),
+            secret
+                .chars()
+                .map(|c| format!("\\u{:04x}", c as u32))
+                .collect(),
+            b64(&STANDARD, secret),
+            b64(&URL_SAFE_NO_PAD, secret),
+            b64(&STANDARD, &format!("user:{secret}")),
+            b64(&STANDARD, &format!("ab:{secret}")),
+            b64(&URL_SAFE, &format!("a:{secret}")),
+        ];
+        for text in texts {
+            let shown = redact(&format!("GET /tts?k={text} HTTP/1.1"));
+            assert!(shown.contains("***"), "{text} -> {shown}");
+            assert!(!shown.contains("Test"), "{text} -> {shown}");
+            for form in forms(secret) {
+                assert!(!shown.contains(&form), "{text} -> {shown}");
+            }
+            assert!(shown.len() < text.len() / 2 + 24, "{text} -> {shown}");
+        }
+        // Ordinary text is left alone.
+        assert_eq!(redact("sk-enc and Test key"), "sk-enc and Test key");
     }
 }

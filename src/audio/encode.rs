@@ -6,6 +6,8 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::str::FromStr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::fsutil::temp_path;
 
@@ -76,6 +78,8 @@ pub enum EncodeError {
     },
     #[error("cannot read {path}: {message}")]
     Input { path: PathBuf, message: String },
+    #[error("stopped writing {path}: interrupted (the file as it was is kept)")]
+    Interrupted { path: PathBuf },
 }
 
 /// Tags of one chapter file.
@@ -101,6 +105,9 @@ pub struct BookChapter {
 #[derive(Debug, Clone)]
 pub struct Encoder {
     program: PathBuf,
+    /// Set when the run is asked to stop: a running ffmpeg is killed and
+    /// its temporary file removed ([`Encoder::stopping_on`]).
+    stop: Option<Arc<AtomicBool>>,
 }
 
 impl Encoder {
@@ -113,13 +120,28 @@ impl Encoder {
             .stderr(Stdio::null())
             .status();
         match status {
-            Ok(s) if s.success() => Ok(Encoder { program }),
+            Ok(s) if s.success() => Ok(Encoder {
+                program,
+                stop: None,
+            }),
             Ok(s) => Err(EncodeError::Missing {
                 program,
                 source: std::io::Error::other(format!("`-version` exited with {s}")),
             }),
             Err(source) => Err(EncodeError::Missing { program, source }),
         }
+    }
+
+    /// This encoder, stopping any encode as soon as `stop` is set (a
+    /// `batch run` interrupted by a signal): ffmpeg is killed, its
+    /// temporary file removed and the old file kept.
+    pub fn stopping_on(mut self, stop: Arc<AtomicBool>) -> Encoder {
+        self.stop = Some(stop);
+        self
+    }
+
+    fn stop_requested(&self) -> bool {
+        self.stop.as_ref().is_some_and(|s| s.load(Ordering::SeqCst))
     }
 
     /// Encodes a chapter WAV into `out` (MP3 or Opus) with tags and cover.
@@ -350,9 +372,20 @@ impl Encoder {
         check_free_space(out, expect.bytes_needed())?;
         args.insert(0, "-y".into());
         args.push(path_arg(&tmp));
-        let checked = match self.invoke(args)? {
-            Some(message) => Err(message),
-            None => self.verify(&tmp, expect),
+        let invoked = self.invoke(args);
+        if self.stop_requested() {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(EncodeError::Interrupted {
+                path: out.to_owned(),
+            });
+        }
+        let checked = match invoked {
+            Ok(Some(message)) => Err(message),
+            Ok(None) => self.verify(&tmp, expect),
+            Err(e) => {
+                let _ = std::fs::remove_file(&tmp);
+                return Err(e);
+            }
         };
         if let Err(message) = checked {
             let _ = std::fs::remove_file(&tmp);
@@ -464,10 +497,18 @@ impl Encoder {
             .args(&args)
             .stdin(Stdio::null());
         crate::audio::child::die_with_parent(&mut command);
-        let output = command.output().map_err(|source| EncodeError::Missing {
+        let missing = |source| EncodeError::Missing {
             program: self.program.clone(),
             source,
-        })?;
+        };
+        let output = match &self.stop {
+            None => command.output().map_err(missing)?,
+            Some(stop) => match self.output_unless_stopped(command, stop).map_err(missing)? {
+                Some(output) => output,
+                // Killed: `run` reports the stop.
+                None => return Ok(Some("interrupted".to_owned())),
+            },
+        };
         let stderr = String::from_utf8_lossy(&output.stderr);
         let errors = stderr.lines().any(|l| !l.trim().is_empty());
         if output.status.success() && !errors {
@@ -481,6 +522,48 @@ impl Encoder {
             return Ok(Some(format!("disk full ({})", line.trim())));
         }
         Ok(Some(format!("{} ({})", output.status, line.trim())))
+    }
+}
+
+impl Encoder {
+    /// Runs `command` to the end like `Command::output` (stdout dropped),
+    /// unless `stop` is set first: then the child is killed and reaped and
+    /// `None` returned.
+    fn output_unless_stopped(
+        &self,
+        mut command: Command,
+        stop: &AtomicBool,
+    ) -> std::io::Result<Option<std::process::Output>> {
+        let mut child = command
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()?;
+        let mut pipe = child.stderr.take().expect("stderr is piped");
+        let (tx, rx) = std::sync::mpsc::channel();
+        // ffmpeg closes its stderr when it exits; the wait below is short.
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            let _ = std::io::Read::read_to_end(&mut pipe, &mut buf);
+            let _ = tx.send(buf);
+        });
+        let stderr = loop {
+            if stop.load(Ordering::SeqCst) {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Ok(None);
+            }
+            match rx.recv_timeout(std::time::Duration::from_millis(20)) {
+                Ok(buf) => break buf,
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break Vec::new(),
+            }
+        };
+        let status = child.wait()?;
+        Ok(Some(std::process::Output {
+            status,
+            stdout: Vec::new(),
+            stderr,
+        }))
     }
 }
 

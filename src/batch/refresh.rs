@@ -108,6 +108,11 @@ pub fn refresh_chapter_files(
                     }
                     made.written += 1;
                 }
+                // Stopped during the encode: the old file is kept.
+                Err(_) if shutdown.requested() => {
+                    made.interrupted = true;
+                    return made;
+                }
                 Err(e) => failures.push(format!(
                     "chapter {} ({}): {}",
                     chapter.index,
@@ -126,7 +131,10 @@ pub fn refresh_chapter_files(
 /// otherwise leaves them alone. The playlist is also rewritten when it
 /// would now read differently: it lists a chapter by its WAV while its
 /// encoded file is missing. Removes those no longer asked for. Returns how
-/// many it wrote; records them in `state` (the caller writes it).
+/// many it wrote and whether a stop request cut it short (an M4B encode
+/// in progress is stopped, the old M4B kept and left out of date for the
+/// next run); records them in `state` (the caller writes it).
+#[allow(clippy::too_many_arguments)]
 pub fn refresh_book_files(
     outputs: &BookOutputs,
     dir: &Path,
@@ -134,8 +142,9 @@ pub fn refresh_book_files(
     manifest: &Manifest,
     changed: bool,
     state: &mut BookState,
+    shutdown: &Shutdown,
     failures: &mut Vec<String>,
-) -> usize {
+) -> (usize, bool) {
     let hash = book_files_hash(plan, outputs);
     let files = outputs.book_files();
     let names: Vec<String> = files.iter().map(|&f| outputs.book_file_name(f)).collect();
@@ -156,6 +165,9 @@ pub fn refresh_book_files(
         if !changed && !stale_playlist && output_is_current(&state.book_files, dir, name, &hash) {
             continue;
         }
+        if shutdown.requested() {
+            return (written, true);
+        }
         match outputs.write_book_file(dir, manifest, file) {
             Ok(()) => {
                 if let Some(record) = OutputFile::stamp(dir, name, &hash) {
@@ -164,12 +176,17 @@ pub fn refresh_book_files(
                 written += 1;
             }
             Err(e) => {
+                // The record of the file as it was goes: the next run
+                // makes it again.
                 state.book_files.retain(|r| r.file != *name);
+                if shutdown.requested() {
+                    return (written, true);
+                }
                 failures.push(error_chain(&e));
             }
         }
     }
-    written
+    (written, false)
 }
 
 /// Removes a file written by an earlier run (a chapter that is gone, a

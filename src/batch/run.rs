@@ -248,8 +248,11 @@ async fn render_job(
     remove_partial_files(dir);
     let mut outputs = session.book_outputs(&job.formats, dir)?;
     if outputs.needs_encoder() {
-        outputs.encoder =
-            Some(encoder().map_err(|message| BatchError::Formats { job: None, message })?);
+        outputs.encoder = Some(
+            encoder()
+                .map_err(|message| BatchError::Formats { job: None, message })?
+                .stopping_on(shutdown.flag()),
+        );
     }
     let mut state = BookState::read(dir, &job.name);
     let plan = plan_job(job, &inputs, dir, &state);
@@ -362,18 +365,19 @@ async fn render_job(
         }
         let mut book_written = 0;
         if !interrupted && !manifest.chapters.is_empty() {
-            book_written = refresh_book_files(
+            (book_written, interrupted) = refresh_book_files(
                 &outputs,
                 dir,
                 &plan,
                 &manifest,
                 book_changed,
                 &mut state,
+                shutdown,
                 &mut failures,
             );
         }
         report.outputs_written = made.written + book_written;
-        if report.outputs_written > 0 || made.removed {
+        if report.outputs_written > 0 || made.removed || interrupted {
             state.write(dir)?;
         }
     }

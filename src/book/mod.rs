@@ -208,6 +208,7 @@ pub fn read_text(path: &Path) -> Result<(String, Decoded), BookError> {
                 text,
                 encoding: "UTF-8",
                 repairs: None,
+                regions: Vec::new(),
             }
         }
     };
@@ -245,6 +246,18 @@ fn read_file(path: &Path) -> Result<(String, Source), BookError> {
             path: path_buf(),
             source,
         })?;
+        if !decoded.regions.is_empty() {
+            let ranges: Vec<String> = decoded
+                .regions
+                .iter()
+                .map(|r| format!("bytes {}–{} {}", r.start, r.end, r.encoding))
+                .collect();
+            tracing::warn!(
+                "{}: the file changes encoding part way; each part read with its own: {}",
+                path.display(),
+                ranges.join(", ")
+            );
+        }
         if let Some(r) = &decoded.repairs {
             tracing::warn!(
                 "{}: {} bad byte sequence(s) in {} text left out; the first at byte offset {} (line {})",

@@ -67,6 +67,8 @@ pub enum EpubError {
         #[source]
         source: std::io::Error,
     },
+    #[error("{part} is larger than the {} MiB limit", MAX_PART_BYTES >> 20)]
+    TooLarge { part: String },
     #[error("{part}: not UTF-8 text")]
     Text { part: String },
     #[error(
@@ -524,10 +526,36 @@ fn read_entry(zip: &mut ZipArchive<Cursor<&[u8]>>, path: &str) -> Result<Vec<u8>
     let file = zip
         .by_name(&name)
         .map_err(|e| read_error(std::io::Error::other(e)))?;
-    let mut bytes = Vec::new();
-    file.take(MAX_PART_BYTES)
-        .read_to_end(&mut bytes)
-        .map_err(read_error)?;
+    let too_large = || EpubError::TooLarge {
+        part: path.to_owned(),
+    };
+    // The size the archive declares first (a bomb stops here, unread),
+    // then the bytes that really come out, never more than the limit + 1.
+    if file.size() > MAX_PART_BYTES {
+        return Err(too_large());
+    }
+    let declared = usize::try_from(file.size()).unwrap_or(0);
+    let mut bytes = Vec::with_capacity(declared);
+    let mut reader = file.take(MAX_PART_BYTES + 1);
+    let mut chunk = vec![0u8; 64 << 10];
+    loop {
+        let n = match reader.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(read_error(e)),
+        };
+        if bytes.len() + n > MAX_PART_BYTES as usize {
+            return Err(too_large());
+        }
+        if bytes.capacity() - bytes.len() < n {
+            // Grow by a quarter, not double, so memory stays near the
+            // bytes read (at most the limit).
+            let grow = (bytes.capacity() / 4).max(n);
+            bytes.reserve_exact(grow.min(MAX_PART_BYTES as usize - bytes.len()));
+        }
+        bytes.extend_from_slice(&chunk[..n]);
+    }
     Ok(bytes)
 }
 

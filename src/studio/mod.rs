@@ -216,6 +216,7 @@ impl Studio {
             backends: self.renderer.backends.clone(),
             client: Arc::clone(&self.renderer.client),
             lexicon,
+            ahead_bytes: self.renderer.ahead_bytes,
         }
     }
 

@@ -49,6 +49,9 @@ pub struct ClientStats {
     pub failures: AtomicUsize,
     /// Chunks a fallback backend synthesized.
     pub fallbacks: AtomicUsize,
+    /// Most bytes of finished clips that waited for the mixer at once
+    /// (bounded by [`crate::pipeline`]'s backpressure).
+    pub ahead_peak_bytes: AtomicUsize,
 }
 
 /// All backends of a voices file, ready to use.

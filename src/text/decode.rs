@@ -2,6 +2,12 @@
 //! and Big5, and normalizes line endings to `\n`. A few bad bytes (a byte
 //! lost in a download) are repaired and reported, not fatal: the text around
 //! them is realigned and only what cannot be read is left out.
+//!
+//! A file that changes encoding part way (UTF-8 and GBK downloads joined
+//! into one) is read by region: lines that are not UTF-8 but read cleanly
+//! in a legacy encoding are decoded with it, and the regions are reported.
+//! Legacy text that reads as mojibake in every encoding (few common
+//! characters) is rejected, not read aloud.
 
 use chardetng::{EncodingDetector, Iso2022JpDetection, Utf8Detection};
 use encoding_rs::{BIG5, DecoderResult, Encoding, GB18030, GBK, UTF_8, UTF_16BE, UTF_16LE};
@@ -27,6 +33,10 @@ pub enum DecodeError {
         count: usize,
         offset: usize,
     },
+    #[error(
+        "the file reads as mojibake in every encoding tried (UTF-8, GB18030, Big5): only {percent}% of its characters from byte offset {offset} are common ones"
+    )]
+    Mojibake { offset: usize, percent: usize },
     #[error("the text has no Chinese (Han) characters to read")]
     NoHan,
 }
@@ -42,6 +52,14 @@ pub struct Repairs {
     pub line: usize,
 }
 
+/// A stretch of a file read with one encoding (byte offsets in the file).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Region {
+    pub start: usize,
+    pub end: usize,
+    pub encoding: &'static str,
+}
+
 /// Decoded text plus the name of the encoding that was detected.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Decoded {
@@ -49,6 +67,9 @@ pub struct Decoded {
     pub encoding: &'static str,
     /// Bad bytes left out, if there were any.
     pub repairs: Option<Repairs>,
+    /// For a file that changes encoding part way, each region in order
+    /// (empty when the whole file has one encoding).
+    pub regions: Vec<Region>,
 }
 
 /// At most one bad sequence per this many bytes (and at least a few in any
@@ -75,14 +96,30 @@ pub fn decode(bytes: &[u8]) -> Result<Decoded, DecodeError> {
         None => (detect(bytes)?, 0),
     };
     let body = &bytes[bom_len..];
-    let (text, mut bad) = decode_repairing(encoding, body);
-    if bad.len() > repair_budget(body.len()) {
-        return Err(DecodeError::Malformed {
-            encoding: encoding.name(),
-            count: bad.len(),
-            offset: bad[0] + bom_len,
-        });
-    }
+    let mixed = if bom_len == 0 && encoding != UTF_16LE && encoding != UTF_16BE {
+        split_regions(body).and_then(|parts| decode_regions(body, &parts))
+    } else {
+        None
+    };
+    let (text, mut bad, encoding, regions) = match mixed {
+        Some(read) => read,
+        None => {
+            let (text, bad) = decode_repairing(encoding, body);
+            if bad.len() > repair_budget(body.len()) {
+                return Err(DecodeError::Malformed {
+                    encoding: encoding.name(),
+                    count: bad.len(),
+                    offset: bad[0] + bom_len,
+                });
+            }
+            if encoding == GB18030 || encoding == BIG5 {
+                let (encoding, text, bad) = readable_legacy(encoding, body, text, bad)?;
+                (text, bad, encoding, Vec::new())
+            } else {
+                (text, bad, encoding, Vec::new())
+            }
+        }
+    };
     let text = normalize_newlines(&text);
     // Stray control characters (a NUL in the middle of a book) are left out.
     let controls = text.chars().filter(|c| is_binary_char(*c)).count();
@@ -124,9 +161,241 @@ pub fn decode(bytes: &[u8]) -> Result<Decoded, DecodeError> {
     });
     Ok(Decoded {
         text,
-        encoding: encoding.name(),
+        encoding: match regions.iter().find(|r| r.encoding != "UTF-8") {
+            Some(r) if r.encoding == "Big5" => "UTF-8 and Big5",
+            Some(_) => "UTF-8 and GB18030",
+            None => encoding.name(),
+        },
         repairs,
+        regions,
     })
+}
+
+/// Legacy text checked for mojibake: when `encoding` reads too few common
+/// characters, the other Chinese legacy encoding is tried; when neither
+/// reads well, the file is rejected.
+#[allow(clippy::type_complexity)]
+fn readable_legacy(
+    encoding: &'static Encoding,
+    body: &[u8],
+    text: String,
+    bad: Vec<usize>,
+) -> Result<(&'static Encoding, String, Vec<usize>), DecodeError> {
+    let first = common_share(encoding, body);
+    if first.readable() {
+        return Ok((encoding, text, bad));
+    }
+    let other = if encoding == BIG5 { GB18030 } else { BIG5 };
+    if common_share(other, body).readable() {
+        let (text, bad) = decode_repairing(other, body);
+        if bad.len() <= repair_budget(body.len()) {
+            return Ok((other, text, bad));
+        }
+    }
+    Err(DecodeError::Mojibake {
+        offset: first.first_uncommon,
+        percent: first.common * 100 / first.total.max(1),
+    })
+}
+
+/// How many of a legacy text's double-byte characters are common ones
+/// (GB2312 level 1, Big5 frequent): mojibake (UTF-8 read as GBK, GBK
+/// read as Big5) is mostly rare characters.
+struct Share {
+    common: usize,
+    total: usize,
+    /// Byte offset of the first rare character.
+    first_uncommon: usize,
+}
+
+/// Double-byte characters needed before a text is judged.
+const MIN_JUDGED: usize = 32;
+
+impl Share {
+    fn readable(&self) -> bool {
+        self.total < MIN_JUDGED || self.common * 2 >= self.total
+    }
+}
+
+fn common_share(encoding: &'static Encoding, body: &[u8]) -> Share {
+    let mut share = Share {
+        common: 0,
+        total: 0,
+        first_uncommon: 0,
+    };
+    let mut i = 0;
+    while i < body.len() {
+        let lead = body[i];
+        if lead < 0x80 {
+            i += 1;
+            continue;
+        }
+        let trail = body.get(i + 1).copied().unwrap_or(0);
+        let (counted, common, len) = if encoding == BIG5 {
+            let valid = (0x40..=0x7E).contains(&trail) || (0xA1..=0xFE).contains(&trail);
+            // Punctuation and symbols (rows A1–A3) are neither.
+            (lead >= 0xA4, (0xA4..=0xC6).contains(&lead) && valid, 2)
+        } else if (0x30..=0x39).contains(&trail) {
+            (true, false, 4)
+        } else {
+            let valid = (0xA1..=0xFE).contains(&trail);
+            (
+                !(0xA1..0xB0).contains(&lead),
+                (0xB0..=0xD7).contains(&lead) && valid,
+                2,
+            )
+        };
+        if counted {
+            share.total += 1;
+            if common {
+                share.common += 1;
+            } else if share.total - share.common == 1 {
+                share.first_uncommon = i;
+            }
+        }
+        i += len;
+    }
+    share
+}
+
+/// One line's kind when read as UTF-8.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LineKind {
+    /// ASCII only: reads the same in every encoding.
+    Neutral,
+    /// UTF-8 (a few bad bytes at most).
+    Utf8,
+    /// More bad sequences than good multibyte characters: not UTF-8.
+    Legacy,
+}
+
+/// Double-byte characters the legacy regions need to be read as such.
+const MIN_REGION_CHARS: usize = 8;
+
+/// Multibyte UTF-8 characters a run of lines needs to count as UTF-8
+/// (fewer can be GBK bytes that happen to be valid UTF-8).
+const MIN_UTF8_RUN: usize = 4;
+
+/// Bad sequences (in lines that are not UTF-8) that make a file mixed;
+/// fewer are left to the repairs of the UTF-8 reading.
+const MIN_LEGACY_ERRORS: usize = 4;
+
+/// For a file that is partly UTF-8 and partly another encoding: the byte
+/// ranges of its regions (split at line ends, which read the same in
+/// UTF-8, GBK and Big5), each marked UTF-8 or not. `None` when the file is
+/// one encoding.
+fn split_regions(body: &[u8]) -> Option<Vec<(usize, usize, bool)>> {
+    if std::str::from_utf8(body).is_ok() {
+        return None;
+    }
+    let mut runs: Vec<(usize, usize, LineKind, usize)> = Vec::new();
+    let mut legacy_errors = 0;
+    let mut utf8_chars = 0;
+    let mut start = 0;
+    while start < body.len() {
+        let end = body[start..]
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(body.len(), |p| start + p + 1);
+        let mut invalid = 0;
+        let mut multibyte = 0;
+        for chunk in body[start..end].utf8_chunks() {
+            multibyte += chunk.valid().chars().filter(|c| !c.is_ascii()).count();
+            if !chunk.invalid().is_empty() {
+                invalid += 1;
+            }
+        }
+        let kind = if invalid > multibyte {
+            legacy_errors += invalid;
+            LineKind::Legacy
+        } else if multibyte > 0 {
+            utf8_chars += multibyte;
+            LineKind::Utf8
+        } else {
+            LineKind::Neutral
+        };
+        match runs.last_mut() {
+            Some(last) if last.2 == kind || kind == LineKind::Neutral => {
+                last.1 = end;
+                if kind == LineKind::Utf8 {
+                    last.3 += multibyte;
+                }
+            }
+            Some(last) if last.2 == LineKind::Neutral => {
+                *last = (last.0, end, kind, multibyte);
+            }
+            _ => runs.push((start, end, kind, multibyte)),
+        }
+        start = end;
+    }
+    if legacy_errors < MIN_LEGACY_ERRORS || utf8_chars < MIN_UTF8_RUN * 4 {
+        return None;
+    }
+    // Short UTF-8 runs among legacy lines are legacy bytes that happen to
+    // be valid UTF-8; neighbouring runs of one kind are joined.
+    let mut regions: Vec<(usize, usize, bool)> = Vec::new();
+    for (start, end, kind, chars) in runs {
+        let utf8 = kind == LineKind::Neutral || (kind == LineKind::Utf8 && chars >= MIN_UTF8_RUN);
+        match regions.last_mut() {
+            Some(last) if last.2 == utf8 => last.1 = end,
+            _ => regions.push((start, end, utf8)),
+        }
+    }
+    (regions.len() > 1).then_some(regions)
+}
+
+/// Decodes each region with its own encoding: UTF-8, or the legacy
+/// encoding detected on all the other regions together. `None` when those
+/// regions do not read cleanly in any legacy encoding (too few double-byte
+/// characters to tell, or mostly rare ones): they are damaged UTF-8, or
+/// mojibake, and the file is read as one.
+#[allow(clippy::type_complexity)]
+fn decode_regions(
+    body: &[u8],
+    parts: &[(usize, usize, bool)],
+) -> Option<(String, Vec<usize>, &'static Encoding, Vec<Region>)> {
+    let legacy_bytes: Vec<u8> = parts
+        .iter()
+        .filter(|p| !p.2)
+        .flat_map(|p| body[p.0..p.1].iter().copied())
+        .collect();
+    let detected = match detect_legacy(&legacy_bytes) {
+        enc if enc == BIG5 => BIG5,
+        _ => GB18030,
+    };
+    let other = if detected == BIG5 { GB18030 } else { BIG5 };
+    let legacy = [detected, other].into_iter().find(|&enc| {
+        let share = common_share(enc, &legacy_bytes);
+        share.total >= MIN_REGION_CHARS && share.common * 2 >= share.total
+    })?;
+    let mut text = String::with_capacity(body.len() * 3 / 2);
+    let mut bad = Vec::new();
+    let mut regions = Vec::with_capacity(parts.len());
+    for &(start, end, utf8) in parts {
+        let encoding = if utf8 { UTF_8 } else { legacy };
+        let (part, part_bad) = decode_repairing(encoding, &body[start..end]);
+        text.push_str(&part);
+        bad.extend(part_bad.into_iter().map(|b| b + start));
+        regions.push(Region {
+            start,
+            end,
+            // encoding_rs says "gb18030"; people write it in capitals.
+            encoding: if encoding == GB18030 {
+                "GB18030"
+            } else {
+                encoding.name()
+            },
+        });
+    }
+    if bad.len() > repair_budget(body.len()) {
+        return None;
+    }
+    let main = if legacy_bytes.len() * 2 > body.len() {
+        legacy
+    } else {
+        UTF_8
+    };
+    Some((text, bad, main, regions))
 }
 
 fn is_control_byte(b: u8) -> bool {
@@ -167,12 +436,18 @@ fn detect(bytes: &[u8]) -> Result<&'static Encoding, DecodeError> {
     {
         return Ok(UTF_8);
     }
+    Ok(detect_legacy(bytes))
+}
+
+/// The legacy encoding chardetng sees in `bytes`, folded into the Chinese
+/// families (GBK read as its superset GB18030), or UTF-16.
+fn detect_legacy(bytes: &[u8]) -> &'static Encoding {
     let mut detector = EncodingDetector::new(Iso2022JpDetection::Deny);
     detector.feed(bytes, true);
     let guess = detector.guess(None, Utf8Detection::Deny);
     // A novel is Chinese: fold every other guess into the two Chinese legacy
     // families, and read GBK as its superset GB18030.
-    Ok(if guess == BIG5 {
+    if guess == BIG5 {
         BIG5
     } else if guess == GBK || guess == GB18030 {
         GB18030
@@ -187,7 +462,7 @@ fn detect(bytes: &[u8]) -> Result<&'static Encoding, DecodeError> {
         } else {
             GB18030
         }
-    })
+    }
 }
 
 /// Decodes `body`, leaving out what cannot be decoded: returns the text and
@@ -401,5 +676,77 @@ mod tests {
             Err(DecodeError::Binary { offset: 6, .. })
         ));
         assert_eq!(decode(b"hello world\n"), Err(DecodeError::NoHan));
+    }
+
+    const UTF8_PART: &str = "第一章 雾港\n清晨的雾还没有散，码头上已经站满了等船的人。老周把帽子压低，说：“今天的船怕是要晚了。”\n";
+    const GBK_PART: &str =
+        "第二章 归帆\n傍晚时分，远处终于传来了汽笛声。孩子们沿着石阶跑下去，喊着父亲的名字。\n";
+
+    #[test]
+    fn a_file_of_utf8_then_gbk_is_read_by_region() {
+        let mut bytes = UTF8_PART.as_bytes().to_vec();
+        let (gbk, _, _) = GBK.encode(GBK_PART);
+        bytes.extend_from_slice(&gbk);
+        let d = decode(&bytes).unwrap();
+        assert_eq!(d.text, format!("{UTF8_PART}{GBK_PART}"));
+        assert_eq!(d.encoding, "UTF-8 and GB18030");
+        let split = UTF8_PART.len();
+        assert_eq!(
+            d.regions,
+            vec![
+                Region {
+                    start: 0,
+                    end: split,
+                    encoding: "UTF-8"
+                },
+                Region {
+                    start: split,
+                    end: bytes.len(),
+                    encoding: "GB18030"
+                },
+            ]
+        );
+        assert_eq!(d.repairs, None);
+        // GBK first, then UTF-8.
+        let mut bytes = gbk.to_vec();
+        bytes.extend_from_slice(UTF8_PART.as_bytes());
+        let d = decode(&bytes).unwrap();
+        assert_eq!(d.text, format!("{GBK_PART}{UTF8_PART}"));
+        assert_eq!(d.regions.len(), 2);
+    }
+
+    #[test]
+    fn a_utf8_file_with_a_lost_byte_is_not_split() {
+        let mut bytes = format!("{UTF8_PART}{GBK_PART}").into_bytes();
+        bytes.remove(40);
+        let d = decode(&bytes).unwrap();
+        assert_eq!(d.encoding, "UTF-8");
+        assert!(d.regions.is_empty());
+        assert_eq!(d.repairs.as_ref().map(|r| r.count), Some(1));
+    }
+
+    #[test]
+    fn mojibake_in_every_encoding_is_rejected_with_its_offset() {
+        // UTF-8 text with the first byte of every fifth character lost:
+        // not UTF-8, and rare characters only in GB18030 and Big5.
+        let text = UTF8_PART.repeat(4);
+        let mut bytes = Vec::new();
+        for (i, c) in text.chars().enumerate() {
+            let mut buf = [0; 4];
+            let enc = c.encode_utf8(&mut buf).as_bytes();
+            if i % 5 == 4 && enc.len() > 1 {
+                bytes.extend_from_slice(&enc[1..]);
+            } else {
+                bytes.extend_from_slice(enc);
+            }
+        }
+        match decode(&bytes) {
+            Err(DecodeError::Mojibake { offset, percent }) => {
+                assert!(offset < 64, "{offset}");
+                assert!(percent < 50, "{percent}");
+            }
+            Err(DecodeError::Malformed { .. }) => {}
+            other => panic!("read as {other:?}"),
+        }
     }
 }

@@ -1193,3 +1193,645 @@ fn a_second_build_of_the_same_book_waits_its_turn() {
     // A finished build leaves no lock behind.
     assert!(!lock_path.exists());
 }
+
+// ------------------------------------------------- 8. encoded credentials
+
+/// A key with characters that every encoding writes differently: `-`,
+/// a space, `/` and `+`.
+const ENC_KEY: &str = "sk-proj-Qv7 Lm/2x+Wd9Zr4Tk";
+
+/// One marker character per chapter: the text of a request says which
+/// encoding of the key the server echoes back.
+const MARKERS: [char; 7] = ['灯', '雾', '海', '船', '塔', '风', '雪'];
+
+/// `text` percent-encoded as the `http` backend writes `{key}` in a URL.
+fn percent_upper(text: &str) -> String {
+    text.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+/// `text` as `application/x-www-form-urlencoded` writes it (`+` for a space).
+fn form_encoded(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b' ' => "+".to_owned(),
+            b if b.is_ascii_alphanumeric() || b"*-._".contains(&b) => (b as char).to_string(),
+            b => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// `text` as a JSON string body may escape it (`\uXXXX`, `\/`).
+fn json_escaped(text: &str) -> String {
+    text.chars()
+        .map(|c| match c {
+            '/' => "\\/".to_owned(),
+            c if c.is_ascii_alphanumeric() => c.to_string(),
+            c => format!("\\u{:04x}", c as u32),
+        })
+        .collect()
+}
+
+/// Every form of [`ENC_KEY`] that must not be found, with its name.
+fn key_forms() -> Vec<(&'static str, String)> {
+    use base64::Engine as _;
+    use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+    let lower_hex = |s: String| {
+        let mut out = String::new();
+        let mut rest = s.as_str();
+        while let Some(at) = rest.find('%') {
+            out.push_str(&rest[..at]);
+            out.push_str(&rest[at..at + 3].to_lowercase());
+            rest = &rest[at + 3..];
+        }
+        out + rest
+    };
+    vec![
+        ("raw", ENC_KEY.to_owned()),
+        ("a raw fragment", "Wd9Zr4Tk".to_owned()),
+        ("percent-encoded", percent_upper(ENC_KEY)),
+        (
+            "percent-encoded, lower case",
+            lower_hex(percent_upper(ENC_KEY)),
+        ),
+        ("form-encoded (+)", form_encoded(ENC_KEY)),
+        ("base64", STANDARD.encode(ENC_KEY)),
+        ("base64 URL-safe", URL_SAFE_NO_PAD.encode(ENC_KEY)),
+        ("basic auth", STANDARD.encode(format!("tingshu:{ENC_KEY}"))),
+        ("JSON-escaped", json_escaped(ENC_KEY)),
+        (
+            "JSON with \\/",
+            serde_json::to_string(ENC_KEY)
+                .unwrap()
+                .trim_matches('"')
+                .replace('/', "\\/"),
+        ),
+    ]
+}
+
+/// The forms of the key found in `text` (an output named `what`).
+fn leaked(what: &str, text: &str) -> Vec<String> {
+    key_forms()
+        .into_iter()
+        .filter(|(_, form)| text.contains(form.as_str()))
+        .map(|(name, _)| format!("{what}: {name}"))
+        .collect()
+}
+
+/// An `http` backend with `{key}` in its URL, answering 401 with the key
+/// echoed back in one of seven encodings, chosen by the marker in the text:
+/// the request line as received (percent-encoded, upper-case hex), the same
+/// in lower case, form-encoded, base64, URL-safe base64, a basic-auth
+/// header and a JSON body.
+async fn echoing_server() -> (SocketAddr, Arc<Mutex<Vec<String>>>) {
+    use base64::Engine as _;
+    use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+    let lines = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&lines);
+    let app = Router::new().fallback(
+        move |method: axum::http::Method, uri: axum::http::Uri, body: Bytes| {
+            let seen = Arc::clone(&seen);
+            async move {
+                let line = format!("{method} {uri} HTTP/1.1");
+                seen.lock().unwrap().push(line.clone());
+                let v: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+                let text = v["text"].as_str().unwrap_or("");
+                // The last chapter renders, so that report.txt is written.
+                if text.contains('月') {
+                    return (
+                        [(header::CONTENT_TYPE, "audio/wav")],
+                        wav::tone_wav(text, "v"),
+                    )
+                        .into_response();
+                }
+                let form = MARKERS.iter().position(|m| text.contains(*m)).unwrap_or(0);
+                let lower = {
+                    let mut out = String::new();
+                    let mut rest = line.as_str();
+                    while let Some(at) = rest.find('%') {
+                        out.push_str(&rest[..at]);
+                        out.push_str(&rest[at..(at + 3).min(rest.len())].to_lowercase());
+                        rest = &rest[(at + 3).min(rest.len())..];
+                    }
+                    out + rest
+                };
+                let echo = match form {
+                    0 => format!("bad key in {line}"),
+                    1 => format!("bad key in {lower}"),
+                    2 => format!("bad key: key={}", form_encoded(ENC_KEY)),
+                    3 => format!("bad key {}", STANDARD.encode(ENC_KEY)),
+                    4 => format!("bad key {}", URL_SAFE_NO_PAD.encode(ENC_KEY)),
+                    5 => format!(
+                        "bad header Authorization: Basic {}",
+                        STANDARD.encode(format!("tingshu:{ENC_KEY}"))
+                    ),
+                    _ => format!(
+                        "{{\"error\":\"bad key\",\"key\":\"{}\"}}",
+                        json_escaped(ENC_KEY)
+                    ),
+                };
+                (StatusCode::UNAUTHORIZED, echo).into_response()
+            }
+        },
+    );
+    (serve(app).await, lines)
+}
+
+/// A book of seven chapters, one per marker (title and paragraph), and an
+/// eighth (月) the server renders.
+fn marker_book(dir: &Path) -> PathBuf {
+    let mut text = String::new();
+    for (n, m) in MARKERS.iter().enumerate() {
+        let number = crate::support::script::chinese_number(n + 1);
+        text.push_str(&format!("第{number}章 {m}\n\n{m}一直在那里，夜很长。\n\n"));
+    }
+    text.push_str("第八章 月\n\n月一直在那里，夜很长。\n\n");
+    let path = dir.join("七夜.txt");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// Runs `tingshu ARGS` in `dir` with the encoded-key environment; returns
+/// (exit code, stdout + stderr).
+fn run_with_key(dir: &Path, args: &[&str]) -> (i32, String) {
+    let out = Tingshu::new(args)
+        .dir(dir)
+        .env("FAULT_KEY", ENC_KEY)
+        .env("RUST_LOG", "tingshu=debug")
+        .env_remove("TINGSHU_VOICES")
+        .env_remove("TINGSHU_OUT")
+        .env_remove("TINGSHU_CACHE")
+        .env_remove("TINGSHU_FORMAT")
+        .env_remove("TINGSHU_QUEUE")
+        .env_remove("TINGSHU_STUDIO_TOKEN")
+        .env_remove("TINGSHU_STUDIO_BIND")
+        .output();
+    (
+        out.status.code().unwrap_or(-1),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    )
+}
+
+/// Every file under `dir`, as text.
+fn files_text(dir: &Path) -> Vec<(String, String)> {
+    walk(dir)
+        .into_iter()
+        .map(|p| {
+            let text = String::from_utf8_lossy(&std::fs::read(&p).unwrap_or_default()).into_owned();
+            (p.display().to_string(), text)
+        })
+        .collect()
+}
+
+/// A server that echoes the key in the request line (percent-encoded),
+/// lower-case hex, form-encoded, base64, URL-safe base64, basic auth and
+/// JSON: the key is in none of the outputs the issue names — stderr and
+/// the log, report.txt, `.tingshu-batch/last-run.json`, `batch status`, the
+/// studio's preview error, a parked Redis task (the whole database),
+/// `queue-status` and the worker log — in any of those forms.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_echoed_key_is_hidden_in_every_encoding_and_every_output() {
+    let (server, lines) = echoing_server().await;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_owned();
+    one_backend_voices(
+        &root,
+        &format!(
+            "type = \"http\"\nmethod = \"POST\"\nurl = \"http://{server}/tts?key={{key}}\"\napi_key_env = \"FAULT_KEY\"\njson = {{ text = \"{{text}}\" }}"
+        ),
+    );
+    let book = marker_book(&root);
+    let book_arg = book.to_str().unwrap().to_owned();
+    let mut outputs: Vec<(String, String)> = Vec::new();
+
+    // 1–2. build: stderr (debug log included) and report.txt.
+    let r = root.clone();
+    let b = book_arg.clone();
+    let (code, text) = tokio::task::spawn_blocking(move || {
+        run_with_key(
+            &r,
+            &["build", &b, "--voices", "voices.toml", "--out", "out", "-v"],
+        )
+    })
+    .await
+    .unwrap();
+    assert_ne!(code, 0, "{text}");
+    assert!(text.contains("401"), "{text}");
+    outputs.push(("build stderr".into(), text));
+    let files = walk(&root.join("out"));
+    let report = files
+        .iter()
+        .find(|p| p.ends_with("report.txt"))
+        .unwrap_or_else(|| panic!("no report.txt in {files:?}: {}", outputs[0].1));
+    let report = std::fs::read_to_string(report).unwrap();
+    assert!(report.contains("***"), "{report}");
+    outputs.extend(files_text(&root.join("out")));
+
+    // 3–4. batch run (stderr, last-run.json, report.txt) and batch status.
+    std::fs::write(
+        root.join("jobs.toml"),
+        format!(
+            "[[job]]\nname = \"seven\"\nsource = \"{book_arg}\"\nout = \"batch-out\"\nvoices = \"voices.toml\"\nformats = [\"wav\"]\n"
+        ),
+    )
+    .unwrap();
+    let r = root.clone();
+    let (code, text) =
+        tokio::task::spawn_blocking(move || run_with_key(&r, &["batch", "run", "jobs.toml"]))
+            .await
+            .unwrap();
+    assert_ne!(code, 0, "{text}");
+    outputs.push(("batch run stderr".into(), text));
+    let last_run =
+        std::fs::read_to_string(root.join("batch-out/七夜/.tingshu-batch/last-run.json"))
+            .or_else(|_| {
+                walk(&root.join("batch-out"))
+                    .into_iter()
+                    .find(|p| p.ends_with("last-run.json"))
+                    .map(std::fs::read_to_string)
+                    .unwrap()
+            })
+            .unwrap();
+    assert!(last_run.contains("***"), "{last_run}");
+    outputs.extend(files_text(&root.join("batch-out")));
+    let r = root.clone();
+    let (_, status) =
+        tokio::task::spawn_blocking(move || run_with_key(&r, &["batch", "status", "jobs.toml"]))
+            .await
+            .unwrap();
+    assert!(status.contains("***"), "{status}");
+    outputs.push(("batch status".into(), status));
+
+    // 5. the studio's preview errors, one per encoding.
+    let studio_errors = studio_preview_errors(&root, &book_arg).await;
+    outputs.push(("studio preview errors".into(), studio_errors));
+
+    // 6–8. a parked Redis task, queue-status and the worker log.
+    if let Some(redis) = crate::support::redis::Redis::start() {
+        let url = redis.url.clone();
+        let r = root.clone();
+        let b = book_arg.clone();
+        let (queue_outputs, parked) = tokio::task::spawn_blocking(move || {
+            let (code, text) = run_with_key(
+                &r,
+                &[
+                    "enqueue",
+                    &b,
+                    "--voices",
+                    "voices.toml",
+                    "--out",
+                    "q-out",
+                    "--queue",
+                    &url,
+                ],
+            );
+            assert_eq!(code, 0, "{text}");
+            let mut found = vec![("enqueue".to_owned(), text)];
+            let (code, log) = run_with_key(
+                &r,
+                &[
+                    "worker",
+                    "--queue",
+                    &url,
+                    "--until-idle",
+                    "--cache",
+                    "q-cache",
+                    "--name",
+                    "w0",
+                ],
+            );
+            assert_ne!(code, 0, "parked work is a failure: {log}");
+            found.push(("worker log".to_owned(), log));
+            let (_, table) = run_with_key(&r, &["queue-status", "--queue", &url]);
+            let parked = table.lines().filter(|l| l.starts_with("parked: ")).count();
+            found.push(("queue-status".to_owned(), table));
+            found.push(("redis database".to_owned(), redis_contents(&url)));
+            (found, parked)
+        })
+        .await
+        .unwrap();
+        assert!(parked >= 1, "{queue_outputs:?}");
+        outputs.extend(queue_outputs);
+    }
+
+    // The server saw the key percent-encoded in the URL.
+    let seen = lines.lock().unwrap().clone();
+    assert!(
+        seen.iter().any(|l| l.contains(&percent_upper(ENC_KEY))),
+        "{seen:?}"
+    );
+    let leaks: Vec<String> = outputs
+        .iter()
+        .flat_map(|(what, text)| leaked(what, text))
+        .collect();
+    assert!(leaks.is_empty(), "the key leaked: {leaks:?}");
+}
+
+/// Starts `tingshu studio` on `book` in `dir` and asks it for a preview of
+/// a line with each marker; returns the error bodies.
+async fn studio_preview_errors(dir: &Path, book: &str) -> String {
+    use std::io::BufRead as _;
+    let mut child = Tingshu::new(["studio", book, "--voices", "voices.toml"])
+        .dir(dir)
+        .env("FAULT_KEY", ENC_KEY)
+        .env_remove("TINGSHU_VOICES")
+        .env_remove("TINGSHU_CAST")
+        .env_remove("TINGSHU_LEXICON")
+        .env_remove("TINGSHU_CACHE")
+        .env_remove("TINGSHU_STUDIO_TOKEN")
+        .env_remove("TINGSHU_STUDIO_BIND")
+        .command()
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let line = tokio::task::spawn_blocking(move || {
+        let mut line = String::new();
+        let _ = std::io::BufReader::new(stdout).read_line(&mut line);
+        line
+    })
+    .await
+    .unwrap();
+    let (base, token) = line
+        .trim()
+        .split_once("/?token=")
+        .map(|(b, t)| (b.to_owned(), t.to_owned()))
+        .unwrap_or_else(|| panic!("the studio printed no URL: {line:?}"));
+    let client = reqwest::Client::builder().no_proxy().build().unwrap();
+    let mut errors = String::new();
+    for m in MARKERS {
+        let response = client
+            .post(format!("{base}/api/preview"))
+            .header("X-Tingshu-Token", &token)
+            .json(&serde_json::json!({ "text": format!("{m}一直在那里。") }))
+            .send()
+            .await
+            .unwrap();
+        let status = response.status();
+        let body = response.text().await.unwrap();
+        assert!(!status.is_success(), "{body}");
+        assert!(body.contains("401"), "{body}");
+        errors.push_str(&body);
+        errors.push('\n');
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    errors
+}
+
+/// Everything a Redis server holds, as bytes of an uncompressed dump.
+fn redis_contents(url: &str) -> String {
+    let cli = |args: &[&str]| {
+        let out = Command::new("redis-cli")
+            .args(["-u", url, "--raw"])
+            .args(args)
+            .output()
+            .expect("redis-cli runs");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    cli(&["CONFIG", "SET", "rdbcompression", "no"]);
+    cli(&["SAVE"]);
+    let config = cli(&["CONFIG", "GET", "dir"]);
+    let dir = config.lines().nth(1).expect("redis names its dir").trim();
+    let dump = std::fs::read(Path::new(dir).join("dump.rdb")).expect("dump.rdb");
+    assert!(dump.len() > 100, "the dump holds the tasks");
+    String::from_utf8_lossy(&dump).into_owned()
+}
+
+// ------------------------------------------------- 9. signals in batch run
+
+/// `ffmpeg` children of `parent` writing an M4B (`-f ipod`).
+fn m4b_encodes(parent: u32) -> Vec<u32> {
+    ffmpeg_children(parent)
+        .into_iter()
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| c.split(|&b| b == 0).any(|arg| arg == b"ipod"))
+        })
+        .collect()
+}
+
+/// SIGINT (and SIGTERM) while `batch run` encodes the book's M4B: ffmpeg is
+/// stopped, the old M4B stays byte for byte, nothing half-written is left,
+/// the run is recorded as interrupted and exits 1 (as the README says); the
+/// next run encodes the M4B again, with the new chapter.
+#[test]
+fn a_signal_during_the_m4b_encode_keeps_the_old_m4b_and_the_next_run_encodes() {
+    if !ffmpeg::tools() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let book = write_book(dir.path(), "灯.txt", 6, 12);
+    let voices = espeak_voices();
+    std::fs::write(
+        dir.path().join("jobs.toml"),
+        format!(
+            "[[job]]\nname = \"lamp\"\nsource = \"灯.txt\"\nout = \"out\"\nvoices = \"{}\"\nformats = [\"wav\", \"m4b\"]\n",
+            voices.display()
+        ),
+    )
+    .unwrap();
+    let batch = || {
+        Tingshu::new(["batch", "run", "jobs.toml"])
+            .dir(dir.path())
+            .env_remove("TINGSHU_VOICES")
+            .env_remove("TINGSHU_FFMPEG")
+    };
+    let first = batch().output();
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    let book_dir = dir.path().join("out/灯");
+    let m4b = book_dir.join("灯.m4b");
+    let old = std::fs::read(&m4b).unwrap();
+    assert_eq!(ffmpeg::m4b_chapters(&m4b).len(), 6);
+    let last_run =
+        || std::fs::read_to_string(book_dir.join(".tingshu-batch/last-run.json")).unwrap();
+
+    for (round, signal) in [(1, libc::SIGINT), (2, libc::SIGTERM)] {
+        // A new chapter: the run renders it, then encodes the M4B again.
+        let mut text = std::fs::read_to_string(&book).unwrap();
+        text.push_str(&format!(
+            "第{}章 新灯\n\n守塔人第{round}次点亮了新灯。\n\n",
+            6 + round
+        ));
+        std::fs::write(&book, text).unwrap();
+        let mut child = batch()
+            .command()
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(300);
+        let mut encodes = Vec::new();
+        while Instant::now() < deadline {
+            encodes = m4b_encodes(child.id());
+            if !encodes.is_empty() || child.try_wait().unwrap().is_some() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        if encodes.is_empty() {
+            let _ = child.kill();
+            let _ = child.wait();
+            services::skip("an M4B encode seen before the run finished");
+            return;
+        }
+        // SAFETY: a plain kill(2) of our own child.
+        unsafe { libc::kill(child.id() as i32, signal) };
+        let output = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{stderr}");
+        assert!(stderr.contains("interrupted"), "{stderr}");
+        assert!(
+            encodes.iter().all(|&p| !alive(p)),
+            "ffmpeg still runs after the run"
+        );
+        assert_eq!(std::fs::read(&m4b).unwrap(), old, "the old M4B changed");
+        assert!(leftovers(&book_dir, ".part").is_empty());
+        let record: serde_json::Value = serde_json::from_str(&last_run()).unwrap();
+        assert_eq!(record["outcome"], "interrupted", "{record}");
+    }
+
+    // The next run encodes the M4B again, with both new chapters.
+    let next = batch().output();
+    assert!(
+        next.status.success(),
+        "{}",
+        String::from_utf8_lossy(&next.stderr)
+    );
+    assert_ne!(std::fs::read(&m4b).unwrap(), old);
+    assert_eq!(ffmpeg::m4b_chapters(&m4b).len(), 8);
+    let record: serde_json::Value = serde_json::from_str(&last_run()).unwrap();
+    assert_eq!(record["outcome"], "ok", "{record}");
+}
+
+// ------------------------------------------------------ 10. archive limits
+
+/// An EPUB whose only chapter inflates to 300 MiB (a 300 KB zip): the book
+/// is refused with "… is larger than the 256 MiB limit", exit 2, nothing
+/// written, and memory stays near the limit, not the bomb's size.
+#[test]
+fn a_zip_bomb_chapter_says_it_is_larger_than_the_limit() {
+    use zip::write::SimpleFileOptions;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("炸弹.epub");
+    let mut zip = zip::ZipWriter::new(std::fs::File::create(&path).unwrap());
+    let stored = SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
+    let deflated =
+        SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated);
+    zip.start_file("mimetype", stored).unwrap();
+    zip.write_all(b"application/epub+zip").unwrap();
+    zip.start_file("META-INF/container.xml", deflated).unwrap();
+    zip.write_all(br#"<?xml version="1.0"?><container version="1.0" xmlns="urn:oasis:names:tc:opendocument:xmlns:container"><rootfiles><rootfile full-path="OEBPS/content.opf" media-type="application/oebps-package+xml"/></rootfiles></container>"#).unwrap();
+    zip.start_file("OEBPS/content.opf", deflated).unwrap();
+    zip.write_all(br#"<?xml version="1.0"?><package xmlns="http://www.idpf.org/2007/opf" version="3.0" unique-identifier="id"><metadata xmlns:dc="http://purl.org/dc/elements/1.1/"><dc:identifier id="id">bomb</dc:identifier><dc:title>bomb</dc:title><dc:language>zh</dc:language></metadata><manifest><item id="c1" href="c1.xhtml" media-type="application/xhtml+xml"/></manifest><spine><itemref idref="c1"/></spine></package>"#).unwrap();
+    zip.start_file("OEBPS/c1.xhtml", deflated).unwrap();
+    zip.write_all(br#"<?xml version="1.0"?><html xmlns="http://www.w3.org/1999/xhtml"><body><p>"#)
+        .unwrap();
+    let spaces = vec![b' '; 1 << 20];
+    for _ in 0..300 {
+        zip.write_all(&spaces).unwrap();
+    }
+    zip.write_all(b"</p></body></html>").unwrap();
+    zip.finish().unwrap();
+    assert!(std::fs::metadata(&path).unwrap().len() < 2 << 20);
+
+    let run = tingshu(
+        dir.path(),
+        &[
+            "build",
+            path.to_str().unwrap(),
+            "--voices",
+            espeak_voices().to_str().unwrap(),
+            "--out",
+            "out",
+        ],
+        &[],
+    );
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("OEBPS/c1.xhtml is larger than the 256 MiB limit"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(run.stderr.trim().lines().count(), 1, "{}", run.stderr);
+    assert!(!dir.path().join("out").exists());
+    // Stopped at the limit: well under twice the limit in memory.
+    assert!(run.max_rss < 400 << 20, "peak RSS {} MB", run.max_rss >> 20);
+}
+
+// ---------------------------------------------------- 11. mixed encodings
+
+/// A book whose first half is UTF-8 and second half GBK (two downloads
+/// joined): both halves read right, one warning names the byte ranges,
+/// and `split` shows the text of both.
+#[test]
+fn a_book_of_utf8_then_gbk_reads_right_with_a_warning_naming_the_ranges() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = "第一章 雾港\n\n清晨的雾还没有散，码头上已经站满了等船的人。老周把帽子压低，说：“今天的船怕是要晚了。”\n\n";
+    let second =
+        "第二章 归帆\n\n傍晚时分，远处终于传来了汽笛声。孩子们沿着石阶跑下去，喊着父亲的名字。\n\n";
+    let (gbk, _, unmappable) = encoding_rs::GBK.encode(second);
+    assert!(!unmappable);
+    let mut bytes = first.as_bytes().to_vec();
+    bytes.extend_from_slice(&gbk);
+    let book = dir.path().join("两段.txt");
+    std::fs::write(&book, &bytes).unwrap();
+
+    let out = Tingshu::new(["split"]).arg(&book).output();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    for line in [
+        "雾还没有散",
+        "今天的船怕是要晚了",
+        "远处终于传来了汽笛声",
+        "喊着父亲的名字",
+    ] {
+        assert!(stdout.contains(line), "{line} missing: {stdout}");
+    }
+    assert!(!stdout.contains("涓"), "mojibake: {stdout}");
+    let split = first.len();
+    let warning = format!(
+        "bytes 0–{split} UTF-8, bytes {split}–{} GB18030",
+        bytes.len()
+    );
+    assert_eq!(stderr.matches("changes encoding").count(), 1, "{stderr}");
+    assert!(stderr.contains(&warning), "want {warning:?}: {stderr}");
+
+    // Mostly mojibake in every encoding: refused with the offset, exit 2.
+    let mut broken = Vec::new();
+    for (i, c) in first.repeat(6).chars().enumerate() {
+        let mut buf = [0; 4];
+        let enc = c.encode_utf8(&mut buf).as_bytes();
+        broken.extend_from_slice(if i % 5 == 4 && enc.len() > 1 {
+            &enc[1..]
+        } else {
+            enc
+        });
+    }
+    let bad = dir.path().join("乱码.txt");
+    std::fs::write(&bad, &broken).unwrap();
+    let out = Tingshu::new(["split"]).arg(&bad).output();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("乱码.txt"), "{stderr}");
+    assert!(stderr.contains("byte offset"), "{stderr}");
+    assert!(out.stdout.is_empty());
+}
