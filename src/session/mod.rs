@@ -17,6 +17,7 @@
 pub mod book;
 pub mod cover;
 pub mod report;
+pub mod stream;
 pub mod voices;
 
 use std::path::{Path, PathBuf};
