@@ -281,9 +281,12 @@ fn served_feed(
         cover: None,
         m4b_file: Some(m4b),
     };
+    let book_path_decoded = percent_encoding::percent_decode_str(book_path.trim_end_matches('/'))
+        .decode_utf8_lossy()
+        .into_owned();
     let link = FeedLink {
         base: base_url(headers),
-        book_path: book_path.trim_end_matches('/').to_owned(),
+        book_path: book_path_decoded,
     };
     // Dates from the feed `build` wrote, else from the files' times.
     let mut previous = crate::feed::previous_dates(&book_dir.join(FEED));
