@@ -65,6 +65,10 @@ pub struct PinyinArgs {
     /// One JSON array per line: a syllable or null per Unicode scalar value.
     #[arg(long)]
     pub jsonl: bool,
+    /// Print what the neural voice is sent instead: each line's spoken
+    /// pinyin (sandhi applied) as Kokoro phonemes, then its token count.
+    #[arg(long, conflicts_with = "jsonl")]
+    pub phonemes: bool,
 }
 
 #[derive(Debug, Args)]

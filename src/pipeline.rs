@@ -147,6 +147,17 @@ impl Renderer {
         &self,
         segment: &Segment,
     ) -> Vec<(Boundary, Arc<dyn Synthesizer>, SynthRequest)> {
+        self.plan_segment_with(segment, false)
+    }
+
+    /// [`Renderer::plan_segment`]; with `short_first`, a long first chunk
+    /// is split after its first clause, so that a listener waiting for the
+    /// first audio waits for a few syllables only.
+    fn plan_segment_with(
+        &self,
+        segment: &Segment,
+        short_first: bool,
+    ) -> Vec<(Boundary, Arc<dyn Synthesizer>, SynthRequest)> {
         let voice_name = self
             .config
             .voice_for(segment.kind, segment.speaker.as_deref());
@@ -157,6 +168,21 @@ impl Renderer {
         let mut chunks = chunk::chunk(&segment.text, max_chars);
         if self.config.mix.split_clauses {
             chunks = split_at_clauses(chunks);
+        } else if short_first
+            && chunks
+                .first()
+                .is_some_and(|c| c.text.chars().count() > FIRST_CHUNK_CHARS)
+        {
+            let rest = chunks.split_off(1);
+            chunks = split_at_clauses(chunks);
+            if chunks.len() > 2 {
+                // Only the first clause goes alone; the rest stays one request.
+                let tail: Vec<chunk::Chunk> = chunks.split_off(1);
+                let boundary = tail.last().map_or(Boundary::None, |c| c.boundary);
+                let text: String = tail.into_iter().map(|c| c.text).collect();
+                chunks.push(chunk::Chunk { text, boundary });
+            }
+            chunks.extend(rest);
         }
         chunks
             .into_iter()
@@ -206,6 +232,27 @@ impl Renderer {
                         backend,
                         request,
                     })
+            })
+            .collect()
+    }
+
+    /// [`Renderer::plan_chapter`] for a listener who waits: the first chunk
+    /// is split after its first clause when it is longer than
+    /// [`FIRST_CHUNK_CHARS`] (what streamed previews and the server send).
+    pub fn plan_stream(&self, chapter: &ScriptChapter) -> Vec<PlannedChunk> {
+        chapter
+            .segments
+            .iter()
+            .enumerate()
+            .flat_map(|(si, segment)| {
+                self.plan_segment_with(segment, si == 0).into_iter().map(
+                    move |(boundary, backend, request)| PlannedChunk {
+                        segment: si,
+                        boundary,
+                        backend,
+                        request,
+                    },
+                )
             })
             .collect()
     }
@@ -614,6 +661,10 @@ async fn synthesize_task(
             (done.clip, fallback)
         })
 }
+
+/// A first chunk longer than this (characters) is split after its first
+/// clause in a stream ([`Renderer::plan_stream`]).
+pub const FIRST_CHUNK_CHARS: usize = 12;
 
 /// Splits chunks after ，、：, so that the mixer places a clause pause
 /// there (`[mix] split_clauses`). Every character is kept; closing quotes

@@ -3,7 +3,8 @@
 //! with each run of Latin letters as a token of its own where it stands, as
 //! the voices get it (`QQ`, `iPhone`). `--jsonl`: one JSON array per line,
 //! one element per Unicode scalar value (the syllable, or null for a
-//! character that is not Han).
+//! character that is not Han). `--phonemes`: what the neural voice is sent
+//! for the line (sandhi applied) and its token count, tab-separated.
 
 use std::io::{BufWriter, Write};
 
@@ -18,6 +19,12 @@ pub fn run(args: &PinyinArgs) -> anyhow::Result<u8> {
     let stdout = std::io::stdout().lock();
     let mut out = BufWriter::new(stdout);
     for_each_stdin_line(|line| {
+        if args.phonemes {
+            let spoken = crate::frontend::prepare_with(line, &lexicon);
+            let phonemes = crate::synth::kokoro::phonemes::phonemize(&spoken.pinyin_words);
+            let tokens = crate::synth::kokoro::phonemes::tokens(&phonemes).len();
+            return writeln!(out, "{phonemes}\t{tokens}");
+        }
         let readings = pinyin::lexical(line, &lexicon);
         if args.jsonl {
             let json = serde_json::to_string(&readings).map_err(std::io::Error::other)?;

@@ -12,7 +12,8 @@
 //!   carry);
 //! - [`book`] — a whole book into its folder (`build`);
 //! - [`cover`] — the book's own cover, staged for ffmpeg;
-//! - [`report`] — `report.txt` and its pace flags.
+//! - [`report`] — `report.txt` and its pace flags;
+//! - [`stream`] — a passage as PCM chunk by chunk, for a listener who waits.
 
 pub mod book;
 pub mod cover;

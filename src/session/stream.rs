@@ -1,72 +1,73 @@
-//! A passage as a stream of PCM (TEMPORARY in branch issue-32: the lead's
-//! `session::stream` replaces this file on merge; same two functions).
-//! Adapted from `Studio::preview_stream`: each chunk's 16-bit PCM as soon
-//! as it and every chunk before it are synthesized, with the pause after
-//! it; each chunk levelled on its own.
+//! A passage rendered for a listener who waits: 16-bit PCM handed out chunk
+//! by chunk, in reading order, each as soon as it and every chunk before it
+//! are synthesized.
+//!
+//! Used by `preview` (a text passage, or `-o -`), the studio's preview and
+//! the server. The first request is kept short ([`Renderer::plan_stream`]),
+//! so the time to the first audio is the time to the first clause. Each
+//! chunk is mixed on its own — trimmed, faded, levelled and limited as the
+//! mixer does, then followed by its pause — so the stream needs no look
+//! ahead: the bytes streamed equal the bytes of the same passage collected
+//! whole ([`collect_wav`]). A whole chapter mixed by `build` levels per voice
+//! over the chapter instead, and so differs slightly.
 
 use std::sync::Arc;
 
 use futures::StreamExt;
 
-use crate::pipeline::Renderer;
+use crate::audio::{AudioClip, MixConfig, SegmentAudio};
+use crate::pipeline::{PlannedChunk, Renderer, is_silent};
 use crate::text::ScriptChapter;
+use crate::text::chunk::Boundary;
 
-/// A WAV header with placeholder sizes, as streamed WAVs have: 16-bit mono
-/// PCM at `rate`.
-pub fn wav_stream_header(rate: u32) -> Vec<u8> {
-    let mut h = Vec::with_capacity(44);
-    h.extend_from_slice(b"RIFF");
-    h.extend_from_slice(&u32::MAX.to_le_bytes());
-    h.extend_from_slice(b"WAVEfmt ");
-    h.extend_from_slice(&16u32.to_le_bytes());
-    h.extend_from_slice(&1u16.to_le_bytes());
-    h.extend_from_slice(&1u16.to_le_bytes());
-    h.extend_from_slice(&rate.to_le_bytes());
-    h.extend_from_slice(&(rate * 2).to_le_bytes());
-    h.extend_from_slice(&2u16.to_le_bytes());
-    h.extend_from_slice(&16u16.to_le_bytes());
-    h.extend_from_slice(b"data");
-    h.extend_from_slice(&u32::MAX.to_le_bytes());
-    h
+/// One chunk of a stream to synthesize and mix.
+struct Item {
+    index: usize,
+    kind: crate::text::SegmentKind,
+    paragraph: usize,
+    voice: String,
+    pause_ms: u32,
+    backend: String,
+    request: crate::synth::SynthRequest,
 }
 
-/// The chapter's 16-bit LE mono PCM at `renderer.config.mix.sample_rate`.
-pub fn stream_pcm(
-    renderer: &Renderer,
-    chapter: ScriptChapter,
-) -> impl futures::Stream<Item = std::io::Result<Vec<u8>>> + Send + 'static {
-    let pauses = renderer.config.mix.pauses.clone();
-    let planned = renderer.plan_chapter(&chapter);
-    let mut items = Vec::with_capacity(planned.len());
-    for (i, c) in planned.iter().enumerate() {
+/// The chunks of `chapter` with the pause that follows each.
+fn items(renderer: &Renderer, chapter: &ScriptChapter) -> Vec<Item> {
+    let pauses = &renderer.config.mix.pauses;
+    let planned: Vec<PlannedChunk> = renderer.plan_stream(chapter);
+    let mut out = Vec::with_capacity(planned.len());
+    for (index, c) in planned.iter().enumerate() {
         let segment = &chapter.segments[c.segment];
-        let pause_ms = match planned.get(i + 1) {
+        let pause_ms = match planned.get(index + 1) {
             Some(next) if next.segment == c.segment => pauses.after_chunk(c.boundary),
             Some(next) => {
                 let n = &chapter.segments[next.segment];
-                if n.paragraph != segment.paragraph {
-                    pauses.paragraph_ms
-                } else if n.kind != segment.kind {
-                    pauses.turn_ms
-                } else {
-                    pauses.segment_ms
-                }
+                pauses.between_parts((segment.paragraph, segment.kind), (n.paragraph, n.kind))
             }
             None => 0,
         };
-        let voice = renderer
-            .config
-            .voice_for(segment.kind, segment.speaker.as_deref())
-            .to_owned();
-        items.push((
-            segment.kind,
-            segment.paragraph,
-            voice,
+        out.push(Item {
+            index,
+            kind: segment.kind,
+            paragraph: segment.paragraph,
+            voice: c.request.voice.name.clone(),
             pause_ms,
-            c.backend.name().to_owned(),
-            c.request.clone(),
-        ));
+            backend: c.backend.name().to_owned(),
+            request: c.request.clone(),
+        });
     }
+    out
+}
+
+/// The passage as 16-bit little-endian mono PCM at the mix's sample rate
+/// (`renderer.config.mix.sample_rate`): one item per chunk, in order. The
+/// first chunk is requested first; as many chunks are in flight as the
+/// backends take at once. An error ends the stream.
+pub fn stream_pcm(
+    renderer: &Renderer,
+    chapter: &ScriptChapter,
+) -> impl futures::Stream<Item = std::io::Result<Vec<u8>>> + Send + use<> {
+    let items = items(renderer, chapter);
     let client = Arc::clone(&renderer.client);
     let mix = renderer.config.mix.clone();
     let in_flight = renderer
@@ -76,48 +77,55 @@ pub fn stream_pcm(
         .sum::<usize>()
         .max(1);
     futures::stream::iter(items)
-        .map(
-            move |(kind, paragraph, voice, pause_ms, backend, request)| {
-                let client = Arc::clone(&client);
-                let mix = mix.clone();
-                async move {
-                    let clip = if crate::pipeline::is_silent(&request) {
-                        crate::audio::AudioClip::new(Vec::new(), 0)
-                    } else {
-                        client
-                            .synthesize(&backend, &request)
-                            .await
-                            .map_err(|e| std::io::Error::other(e.to_string()))?
-                            .clip
-                    };
-                    tokio::task::spawn_blocking(move || {
-                        chunk_pcm(&mix, kind, paragraph, voice, clip, pause_ms)
-                    })
-                    .await
-                    .map_err(std::io::Error::other)?
-                }
-            },
-        )
+        .map(move |item| {
+            let client = Arc::clone(&client);
+            let mix = mix.clone();
+            async move {
+                let clip = if is_silent(&item.request) {
+                    AudioClip::new(Vec::new(), 0)
+                } else {
+                    client
+                        .synthesize(&item.backend, &item.request)
+                        .await
+                        .map_err(|e| std::io::Error::other(crate::error::error_chain(&e)))?
+                        .clip
+                };
+                tracing::debug!(chunk = item.index, "stream chunk synthesized");
+                tokio::task::spawn_blocking(move || {
+                    chunk_pcm(
+                        &mix,
+                        item.kind,
+                        item.paragraph,
+                        item.voice,
+                        clip,
+                        item.pause_ms,
+                    )
+                })
+                .await
+                .map_err(std::io::Error::other)?
+            }
+        })
         .buffered(in_flight)
 }
 
-/// One chunk mixed on its own, followed by `pause_ms` of silence.
-fn chunk_pcm(
-    mix: &crate::audio::MixConfig,
+/// One chunk mixed on its own (the mixer's trimming, fades, levelling and
+/// limiter), followed by `pause_ms` of silence, as 16-bit PCM bytes.
+pub fn chunk_pcm(
+    mix: &MixConfig,
     kind: crate::text::SegmentKind,
     paragraph: usize,
     voice: String,
-    clip: crate::audio::AudioClip,
+    clip: AudioClip,
     pause_ms: u32,
 ) -> std::io::Result<Vec<u8>> {
     let mut config = mix.clone();
     config.pauses.chapter_start_ms = 0;
     config.pauses.chapter_end_ms = pause_ms;
-    let segment = crate::audio::SegmentAudio {
+    let segment = SegmentAudio {
         kind,
         paragraph,
         voice,
-        chunks: vec![(crate::text::chunk::Boundary::None, clip)],
+        chunks: vec![(Boundary::None, clip)],
     };
     let mut wav = std::io::Cursor::new(Vec::new());
     crate::audio::mix_chapter(&config, vec![segment], &mut wav).map_err(std::io::Error::other)?;
@@ -128,4 +136,71 @@ fn chunk_pcm(
         pcm.extend_from_slice(&sample.map_err(std::io::Error::other)?.to_le_bytes());
     }
     Ok(pcm)
+}
+
+/// Length of the WAV headers written here.
+pub const WAV_HEADER_LEN: usize = 44;
+
+/// A WAV header for 16-bit mono PCM at `rate`; `data_bytes` of samples
+/// follow, or an unknown number (the sizes are then the largest there are,
+/// as streamed WAVs have) when `None`.
+pub fn wav_header(rate: u32, data_bytes: Option<u32>) -> Vec<u8> {
+    let (riff, data) = match data_bytes {
+        Some(n) => (n.saturating_add(36), n),
+        None => (u32::MAX, u32::MAX),
+    };
+    let mut h = Vec::with_capacity(WAV_HEADER_LEN);
+    h.extend_from_slice(b"RIFF");
+    h.extend_from_slice(&riff.to_le_bytes());
+    h.extend_from_slice(b"WAVEfmt ");
+    h.extend_from_slice(&16u32.to_le_bytes());
+    h.extend_from_slice(&1u16.to_le_bytes()); // PCM
+    h.extend_from_slice(&1u16.to_le_bytes()); // mono
+    h.extend_from_slice(&rate.to_le_bytes());
+    h.extend_from_slice(&(rate * 2).to_le_bytes());
+    h.extend_from_slice(&2u16.to_le_bytes());
+    h.extend_from_slice(&16u16.to_le_bytes());
+    h.extend_from_slice(b"data");
+    h.extend_from_slice(&data.to_le_bytes());
+    h
+}
+
+/// The header of a streamed WAV: sizes unknown.
+pub fn wav_stream_header(rate: u32) -> Vec<u8> {
+    wav_header(rate, None)
+}
+
+/// The whole stream of `chapter` as one WAV file's bytes (sizes filled in):
+/// the same samples a listener of [`stream_pcm`] hears.
+pub async fn collect_wav(renderer: &Renderer, chapter: &ScriptChapter) -> std::io::Result<Vec<u8>> {
+    let rate = renderer.config.mix.sample_rate;
+    let mut pcm = Vec::new();
+    let mut stream = std::pin::pin!(stream_pcm(renderer, chapter));
+    while let Some(part) = stream.next().await {
+        pcm.extend_from_slice(&part?);
+    }
+    let size = u32::try_from(pcm.len())
+        .map_err(|_| std::io::Error::other("the passage is longer than a WAV file holds"))?;
+    let mut wav = wav_header(rate, Some(size));
+    wav.extend_from_slice(&pcm);
+    Ok(wav)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headers_read_back_with_an_independent_reader() {
+        let mut wav = wav_header(24_000, Some(4));
+        wav.extend_from_slice(&[1, 0, 255, 255]);
+        let reader = hound::WavReader::new(std::io::Cursor::new(wav)).unwrap();
+        assert_eq!(reader.spec().sample_rate, 24_000);
+        assert_eq!(reader.spec().channels, 1);
+        let samples: Vec<i16> = reader.into_samples().map(Result::unwrap).collect();
+        assert_eq!(samples, vec![1, -1]);
+        let streamed = wav_stream_header(24_000);
+        assert_eq!(streamed.len(), WAV_HEADER_LEN);
+        assert_eq!(&streamed[40..44], &u32::MAX.to_le_bytes());
+    }
 }

@@ -125,55 +125,6 @@ pub fn write_atomically(path: &Path, text: &str) -> Result<(), StudioError> {
     })
 }
 
-/// The header of a streamed 16-bit mono WAV: the sizes are placeholders
-/// (the length is not known when it is sent).
-pub fn stream_header(rate: u32) -> Vec<u8> {
-    let mut h = Vec::with_capacity(44);
-    h.extend_from_slice(b"RIFF");
-    h.extend_from_slice(&u32::MAX.to_le_bytes());
-    h.extend_from_slice(b"WAVEfmt ");
-    h.extend_from_slice(&16u32.to_le_bytes());
-    h.extend_from_slice(&1u16.to_le_bytes()); // PCM
-    h.extend_from_slice(&1u16.to_le_bytes()); // mono
-    h.extend_from_slice(&rate.to_le_bytes());
-    h.extend_from_slice(&(rate * 2).to_le_bytes());
-    h.extend_from_slice(&2u16.to_le_bytes());
-    h.extend_from_slice(&16u16.to_le_bytes());
-    h.extend_from_slice(b"data");
-    h.extend_from_slice(&u32::MAX.to_le_bytes());
-    h
-}
-
-/// One chunk mixed on its own (the mixer's trimming, fades, levelling and
-/// limiter), followed by `pause_ms` of silence, as 16-bit PCM bytes.
-pub fn chunk_pcm(
-    mix: &crate::audio::MixConfig,
-    kind: crate::text::SegmentKind,
-    paragraph: usize,
-    voice: String,
-    clip: crate::audio::AudioClip,
-    pause_ms: u32,
-) -> std::io::Result<Vec<u8>> {
-    let mut config = mix.clone();
-    config.pauses.chapter_start_ms = 0;
-    config.pauses.chapter_end_ms = pause_ms;
-    let segment = crate::audio::SegmentAudio {
-        kind,
-        paragraph,
-        voice,
-        chunks: vec![(crate::text::chunk::Boundary::None, clip)],
-    };
-    let mut wav = std::io::Cursor::new(Vec::new());
-    crate::audio::mix_chapter(&config, vec![segment], &mut wav).map_err(std::io::Error::other)?;
-    let reader = hound::WavReader::new(std::io::Cursor::new(wav.into_inner()))
-        .map_err(std::io::Error::other)?;
-    let mut pcm = Vec::with_capacity(reader.len() as usize * 2);
-    for sample in reader.into_samples::<i16>() {
-        pcm.extend_from_slice(&sample.map_err(std::io::Error::other)?.to_le_bytes());
-    }
-    Ok(pcm)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

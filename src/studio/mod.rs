@@ -261,79 +261,18 @@ impl Studio {
     ) -> impl futures::Stream<Item = std::io::Result<axum::body::Bytes>> + Send + 'static {
         use futures::StreamExt;
         let renderer = self.preview_renderer(voice);
-        let pauses = renderer.config.mix.pauses.clone();
-        let planned = renderer.plan_chapter(&chapter);
-        let mut items = Vec::with_capacity(planned.len());
-        for (i, c) in planned.iter().enumerate() {
-            let segment = &chapter.segments[c.segment];
-            let pause_ms = match planned.get(i + 1) {
-                Some(next) if next.segment == c.segment => pauses.after_chunk(c.boundary),
-                Some(next) => {
-                    let n = &chapter.segments[next.segment];
-                    if n.paragraph != segment.paragraph {
-                        pauses.paragraph_ms
-                    } else if n.kind != segment.kind {
-                        pauses.turn_ms
-                    } else {
-                        pauses.segment_ms
-                    }
+        let header = crate::session::stream::wav_stream_header(renderer.config.mix.sample_rate);
+        let mut header = Some(header);
+        crate::session::stream::stream_pcm(&renderer, &chapter).map(move |part| {
+            let pcm = part?;
+            Ok(match header.take() {
+                Some(mut first) => {
+                    first.extend_from_slice(&pcm);
+                    axum::body::Bytes::from(first)
                 }
-                None => 0,
-            };
-            let voice = renderer
-                .config
-                .voice_for(segment.kind, segment.speaker.as_deref())
-                .to_owned();
-            items.push((
-                i,
-                segment.kind,
-                segment.paragraph,
-                voice,
-                pause_ms,
-                c.backend.name().to_owned(),
-                c.request.clone(),
-            ));
-        }
-        let client = Arc::clone(&renderer.client);
-        let mix = renderer.config.mix.clone();
-        let in_flight = renderer
-            .backends
-            .values()
-            .map(|b| b.limits().max_in_flight)
-            .sum::<usize>()
-            .max(1);
-        futures::stream::iter(items)
-            .map(
-                move |(i, kind, paragraph, voice, pause_ms, backend, request)| {
-                    let client = Arc::clone(&client);
-                    let mix = mix.clone();
-                    async move {
-                        let rate = mix.sample_rate;
-                        let clip = if crate::pipeline::is_silent(&request) {
-                            crate::audio::AudioClip::new(Vec::new(), 0)
-                        } else {
-                            client
-                                .synthesize(&backend, &request)
-                                .await
-                                .map_err(|e| std::io::Error::other(e.to_string()))?
-                                .clip
-                        };
-                        let pcm = tokio::task::spawn_blocking(move || {
-                            edit::chunk_pcm(&mix, kind, paragraph, voice, clip, pause_ms)
-                        })
-                        .await
-                        .map_err(std::io::Error::other)??;
-                        Ok(if i == 0 {
-                            let mut first = edit::stream_header(rate);
-                            first.extend_from_slice(&pcm);
-                            axum::body::Bytes::from(first)
-                        } else {
-                            axum::body::Bytes::from(pcm)
-                        })
-                    }
-                },
-            )
-            .buffered(in_flight)
+                None => axum::body::Bytes::from(pcm),
+            })
+        })
     }
 
     /// The renderer a preview uses: the cast and lexicon as they are now,

@@ -64,7 +64,8 @@ impl Pauses {
         self.between_parts((prev.paragraph, prev.kind), (next.paragraph, next.kind))
     }
 
-    fn between_parts(&self, prev: (usize, SegmentKind), next: (usize, SegmentKind)) -> u32 {
+    /// The pause between two consecutive segments given as (paragraph, kind).
+    pub fn between_parts(&self, prev: (usize, SegmentKind), next: (usize, SegmentKind)) -> u32 {
         if prev.0 != next.0 {
             self.paragraph_ms
         } else if prev.1 != next.1 {
