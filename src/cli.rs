@@ -45,6 +45,9 @@ pub enum Command {
     /// A local web page to read the script, cast voices, preview passages
     /// and fix pronunciations; prints the URL to open.
     Studio(StudioArgs),
+    /// Serve a library (feeds, chapter files with ranges) and speech for
+    /// Legado and OpenAI clients; prints the base URL.
+    Serve(ServeArgs),
 }
 
 #[derive(Debug, Args)]
@@ -121,6 +124,10 @@ pub struct BuildArgs {
     /// of skipping them.
     #[arg(long, env = "TINGSHU_KEEP_NOTES")]
     pub keep_notes: bool,
+    /// Write a podcast feed OUT/<book>/feed.xml whose episodes are
+    /// BASE/<book>/<file> (needs mp3, opus or m4b), and OUT/feeds.opml.
+    #[arg(long, value_name = "BASE", env = "TINGSHU_FEED_URL")]
+    pub feed_url: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -354,4 +361,48 @@ pub struct StudioArgs {
     /// Where renders go: DIR/<stem>/, with the synthesis cache in DIR/.cache.
     #[arg(long, short, default_value = "output", env = "TINGSHU_OUT")]
     pub out: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The library: the output directory of build/batch (DIR/<book>/…).
+    #[arg(default_value = "output")]
+    pub library: PathBuf,
+    /// Address to listen on; port 0 picks a free port. Anything but a
+    /// loopback address needs --token.
+    #[arg(long, default_value = "127.0.0.1:0", env = "TINGSHU_SERVE_BIND")]
+    pub bind: std::net::SocketAddr,
+    /// The token every request must carry (Authorization: Bearer TOKEN or
+    /// ?token=TOKEN); at least 8 of A-Z a-z 0-9 - _ . ~.
+    #[arg(long, env = "TINGSHU_SERVE_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// Voices file (TOML); when absent $TINGSHU_VOICES, else the built-in voices.
+    #[arg(long, env = "TINGSHU_VOICES")]
+    pub voices: Option<PathBuf>,
+    /// Pronunciation lexicon (TOML): "毛仲" = "mao2 zhong4".
+    #[arg(long, env = "TINGSHU_LEXICON")]
+    pub lexicon: Option<PathBuf>,
+    /// Synthesis cache directory (default LIBRARY/.cache).
+    #[arg(long, env = "TINGSHU_CACHE")]
+    pub cache: Option<PathBuf>,
+    /// Longest text read in one request (characters); longer is 413.
+    #[arg(long, default_value_t = 5000)]
+    pub max_chars: usize,
+    /// Largest request body (bytes); larger is 413.
+    #[arg(long, default_value_t = 64 * 1024)]
+    pub max_body: usize,
+    /// Syntheses at once; more wait in a queue.
+    #[arg(long, default_value_t = 2)]
+    pub max_syntheses: usize,
+    /// Requests waiting for a synthesis; more get 503 with Retry-After.
+    #[arg(long, default_value_t = 8)]
+    pub max_queued: usize,
+    /// The ffmpeg program for MP3 and Opus speech.
+    #[arg(
+        long,
+        value_name = "PROGRAM",
+        default_value = "ffmpeg",
+        env = "TINGSHU_FFMPEG"
+    )]
+    pub ffmpeg: PathBuf,
 }

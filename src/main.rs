@@ -75,6 +75,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             Command::Worker(args) => commands::worker::run(args, worker_program).await,
             Command::QueueStatus(args) => commands::queue_status::run(args).await,
             Command::Studio(args) => commands::studio::run(args, worker_program).await,
+            Command::Serve(args) => commands::serve::run(args, worker_program).await,
         }
     })
 }

@@ -45,6 +45,8 @@ pub enum OutputsError {
     NoEncoder { path: PathBuf, format: &'static str },
     #[error("chapter {index} is not in {MANIFEST}; render it again")]
     NotInManifest { index: usize },
+    #[error(transparent)]
+    Feed(#[from] crate::feed::FeedError),
 }
 
 /// The book's own description, written at the top of `manifest.json`.
@@ -89,6 +91,9 @@ pub enum BookFile {
     Playlist,
     /// `<book>.m4b`: AAC with one chapter mark per chapter.
     M4b,
+    /// `feed.xml`: the podcast feed (see [`crate::feed`]), when a feed
+    /// URL is given.
+    Feed,
 }
 
 /// The ffmpeg encoder of this process: the program named by
@@ -127,6 +132,8 @@ pub struct BookOutputs {
     pub info: Option<BookInfo>,
     /// Chapters of the book not in the reading script, for the manifest.
     pub skipped_chapters: Vec<crate::text::SkippedChapter>,
+    /// Where the book is published: a `feed.xml` is written when set.
+    pub feed: Option<crate::feed::FeedLink>,
 }
 
 impl BookOutputs {
@@ -149,6 +156,7 @@ impl BookOutputs {
             cover: None,
             info: None,
             skipped_chapters: Vec::new(),
+            feed: None,
         }
     }
 
@@ -216,6 +224,10 @@ impl BookOutputs {
         if self.wants(Format::M4b) {
             files.push(BookFile::M4b);
         }
+        // After the M4B: a feed of only an M4B lists its size.
+        if self.feed.is_some() && crate::feed::enclosure_format(&self.formats).is_some() {
+            files.push(BookFile::Feed);
+        }
         files
     }
 
@@ -225,7 +237,44 @@ impl BookOutputs {
             BookFile::Manifest => MANIFEST.to_owned(),
             BookFile::Playlist => format!("{}.m3u", sanitize_file_name(&self.book)),
             BookFile::M4b => format!("{}.m4b", sanitize_file_name(&self.book)),
+            BookFile::Feed => crate::feed::FEED.to_owned(),
         }
+    }
+
+    /// What the feed's channel says about the book.
+    pub fn feed_book(&self) -> crate::feed::FeedBook {
+        crate::feed::FeedBook {
+            title: self.title.clone(),
+            author: self.author.clone(),
+            language: self.info.as_ref().and_then(|i| i.language.clone()),
+            cover: self.cover.clone(),
+            m4b_file: self
+                .wants(Format::M4b)
+                .then(|| self.book_file_name(BookFile::M4b)),
+        }
+    }
+
+    /// Whether the feed in `book_dir` reads as it would be written now for
+    /// `manifest` (true when no feed is made): an encoded file made since
+    /// (or re-made at another size) makes it out of date.
+    pub fn feed_is_current(&self, book_dir: &Path, manifest: &Manifest) -> bool {
+        let (Some(link), Some(format)) = (&self.feed, crate::feed::enclosure_format(&self.formats))
+        else {
+            return true;
+        };
+        let path = book_dir.join(crate::feed::FEED);
+        let previous = crate::feed::previous_dates(&path);
+        let text = crate::feed::render(
+            manifest,
+            book_dir,
+            format,
+            &self.feed_book(),
+            link,
+            None,
+            &previous,
+            crate::feed::now(),
+        );
+        std::fs::read(path).is_ok_and(|bytes| bytes == text.as_bytes())
     }
 
     /// The per-chapter format the playlist lists.
@@ -388,6 +437,15 @@ impl BookOutputs {
                     cover: self.cover.clone(),
                 };
                 Ok(encoder.encode_m4b(&chapters, &path, &tags)?)
+            }
+            BookFile::Feed => {
+                let (Some(link), Some(format)) =
+                    (&self.feed, crate::feed::enclosure_format(&self.formats))
+                else {
+                    return Ok(());
+                };
+                crate::feed::write(manifest, book_dir, format, &self.feed_book(), link)?;
+                Ok(())
             }
         }
     }

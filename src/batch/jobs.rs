@@ -15,7 +15,7 @@ pub const FORMATS: &[&str] = &["wav", "mp3", "opus", "m4b"];
 
 /// Keys a `[[job]]` table may have.
 const KEYS: &[&str] = &[
-    "name", "source", "voices", "cast", "out", "formats", "schedule", "timezone",
+    "name", "source", "voices", "cast", "out", "formats", "schedule", "timezone", "feed_url",
 ];
 
 /// A problem in a jobs file.
@@ -81,6 +81,9 @@ pub struct JobConfig {
     /// IANA time zone of the schedule (`Asia/Shanghai`); local time when absent.
     #[serde(default)]
     pub timezone: Option<String>,
+    /// Base URL of the book's podcast feed (`OUT/<book>/feed.xml`).
+    #[serde(default)]
+    pub feed_url: Option<String>,
 }
 
 fn default_out() -> PathBuf {
@@ -102,6 +105,8 @@ pub struct Job {
     /// Sorted, without duplicates, never empty.
     pub formats: Vec<Format>,
     pub schedule: Option<Schedule>,
+    /// Base URL of the book's podcast feed (checked, no trailing slash).
+    pub feed_url: Option<String>,
 }
 
 impl Job {
@@ -330,6 +335,25 @@ fn check_job(t: &toml::Table, position: usize, file: &str, base: &Path) -> Resul
     if let Some(path) = cast.as_ref().filter(|p| !p.is_file()) {
         return Err(err("cast", format!("{}: no such file", path.display())));
     }
+    let feed_url = match &config.feed_url {
+        None => None,
+        Some(url) => {
+            let base = crate::feed::check_base("feed_url", url).map_err(|e| {
+                err(
+                    "feed_url",
+                    e.to_string().trim_start_matches("feed_url ").to_owned(),
+                )
+            })?;
+            if crate::feed::enclosure_format(&formats).is_none() {
+                return Err(err(
+                    "feed_url",
+                    "a podcast feed needs mp3, opus or m4b in formats (WAV is not for feeds)"
+                        .to_owned(),
+                ));
+            }
+            Some(base)
+        }
+    };
     Ok(Job {
         name: config.name.clone(),
         source: resolve(&config.source),
@@ -338,6 +362,7 @@ fn check_job(t: &toml::Table, position: usize, file: &str, base: &Path) -> Resul
         out: resolve(&config.out),
         formats,
         schedule,
+        feed_url,
     })
 }
 

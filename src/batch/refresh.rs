@@ -33,6 +33,10 @@ pub fn book_files_hash(plan: &Plan, outputs: &BookOutputs) -> String {
         h.update(b"\0");
         h.update(f.extension().as_bytes());
     }
+    if let Some(link) = &outputs.feed {
+        h.update(b"\0feed\0");
+        h.update(link.url("").as_bytes());
+    }
     hex::encode(h.finalize())
 }
 
@@ -160,9 +164,12 @@ pub fn refresh_book_files(
     }
     let mut written = 0;
     for (&file, name) in files.iter().zip(&names) {
-        let stale_playlist =
-            file == BookFile::Playlist && !outputs.playlist_is_current(dir, manifest);
-        if !changed && !stale_playlist && output_is_current(&state.book_files, dir, name, &hash) {
+        let stale = match file {
+            BookFile::Playlist => !outputs.playlist_is_current(dir, manifest),
+            BookFile::Feed => !outputs.feed_is_current(dir, manifest),
+            _ => false,
+        };
+        if !changed && !stale && output_is_current(&state.book_files, dir, name, &hash) {
             continue;
         }
         if shutdown.requested() {

@@ -247,6 +247,10 @@ async fn render_job(
     let session = &inputs.session;
     remove_partial_files(dir);
     let mut outputs = session.book_outputs(&job.formats, dir)?;
+    outputs.feed = job
+        .feed_url
+        .as_deref()
+        .map(|base| crate::feed::FeedLink::new(base, &job.out, dir));
     if outputs.needs_encoder() {
         outputs.encoder = Some(
             encoder()
@@ -375,6 +379,12 @@ async fn render_job(
                 shutdown,
                 &mut failures,
             );
+        }
+        if outputs.feed.is_some()
+            && book_written > 0
+            && let Err(e) = crate::feed::write_opml(&job.out)
+        {
+            failures.push(error_chain(&e));
         }
         report.outputs_written = made.written + book_written;
         if report.outputs_written > 0 || made.removed || interrupted {

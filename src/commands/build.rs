@@ -12,6 +12,14 @@ use crate::session::{self, BookInput, CacheSpec, RenderSession, SessionSpec};
 /// Runs `build`. Bad input is an `Err` (exit 2) before anything is written.
 pub async fn run(args: &BuildArgs, worker_program: Option<PathBuf>) -> anyhow::Result<u8> {
     // Checked before anything is created: a bad `--cache` leaves no output.
+    let feed_url = match &args.feed_url {
+        Some(url) => {
+            let base = crate::feed::check_base("--feed-url", url)?;
+            crate::feed::check_formats("--feed-url", &args.format)?;
+            Some(base)
+        }
+        None => None,
+    };
     let cache_dir = args
         .cache
         .clone()
@@ -45,6 +53,7 @@ pub async fn run(args: &BuildArgs, worker_program: Option<PathBuf>) -> anyhow::R
         author: args.author.clone(),
         ffmpeg: args.ffmpeg.clone(),
         chapters,
+        feed_url,
     };
     let run = session::book::render(&session, &target).await?;
     eprintln!("{}", run.summary());

@@ -8,6 +8,7 @@ pub mod pinyin;
 pub mod preview;
 pub mod queue_status;
 pub mod select;
+pub mod serve;
 pub mod split;
 pub mod studio;
 pub mod voices;

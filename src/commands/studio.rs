@@ -130,7 +130,7 @@ fn resolve(args: &StudioArgs, token: String) -> anyhow::Result<StudioOptions> {
 }
 
 /// Resolves on Ctrl-C or SIGTERM.
-async fn stopped() {
+pub(crate) async fn stopped() {
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {}

@@ -40,6 +40,9 @@ pub struct BookTarget {
     pub ffmpeg: PathBuf,
     /// 1-based chapters to render, in order.
     pub chapters: Vec<usize>,
+    /// Base URL of a podcast feed (checked): `feed.xml` in the book's
+    /// folder and `feeds.opml` in `out` are written when given.
+    pub feed_url: Option<String>,
 }
 
 /// Why a book could not be rendered at all (nothing was written).
@@ -238,6 +241,10 @@ pub async fn render(session: &RenderSession, target: &BookTarget) -> Result<Book
     let count = book.script.chapters.len();
 
     let book_dir = outputs.book_dir(&target.out, book);
+    outputs.book.feed = target
+        .feed_url
+        .as_deref()
+        .map(|base| crate::feed::FeedLink::new(base, &target.out, &book_dir));
     let wav_dir = book_dir.join(outputs.book.wav_dir());
     let created = !book_dir.exists();
     std::fs::create_dir_all(&wav_dir).map_err(|source| BuildError::CreateDir {
@@ -312,6 +319,11 @@ pub async fn render(session: &RenderSession, target: &BookTarget) -> Result<Book
             }
         }
         if let Err(e) = finish_book(&outputs, &book_dir, book, &manifest) {
+            failures.push(error_chain(&e));
+        }
+        if outputs.book.feed.is_some()
+            && let Err(e) = crate::feed::write_opml(&target.out)
+        {
             failures.push(error_chain(&e));
         }
     }

@@ -22,5 +22,6 @@ mod pipeline;
 mod preview;
 mod queue;
 mod render_paths;
+mod serve;
 mod split;
 mod studio;
