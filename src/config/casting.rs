@@ -48,7 +48,8 @@ impl VoicesConfig {
 
     /// The voice (by name) that reads a segment: the character's voice from
     /// `[casting.characters]`, then from the cast file, then by the
-    /// character's gender, then the dialogue or narrator voice.
+    /// character's gender, then (dialogue of unknown gender or speaker) the
+    /// `unknown` voice, then the dialogue or narrator voice.
     pub fn voice_for(&self, kind: SegmentKind, speaker: Option<&str>) -> &str {
         if let Some(speaker) = speaker {
             if let Some(voice) = self.casting.characters.get(speaker) {
@@ -68,6 +69,11 @@ impl VoicesConfig {
                     return voice;
                 }
             }
+        }
+        if kind == SegmentKind::Dialogue
+            && let Some(unknown) = &self.casting.unknown
+        {
+            return unknown;
         }
         match (kind, &self.casting.dialogue) {
             (SegmentKind::Dialogue, Some(dialogue)) => dialogue,
