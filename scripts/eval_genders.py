@@ -37,7 +37,7 @@ def suggested(path):
     out, comments, cur = [], [], None
     for line in open(path, encoding="utf-8"):
         line = line.rstrip("\n")
-        if line.startswith("# ") and cur is None:
+        if line.startswith("# ") and cur is None and not line.startswith("# voice"):
             comments.append(line[2:])
         elif line == "[[character]]":
             cur = {"comments": comments}

@@ -163,7 +163,11 @@ fn gender_note(e: &crate::text::speaker::GenderEvidence) -> String {
         guess.confidence,
         e.she,
         e.he,
-        if e.book_has_she { "" } else { " (book writes no 她)" },
+        if e.book_has_she {
+            ""
+        } else {
+            " (book writes no 她)"
+        },
         e.female_titles,
         e.male_titles,
     )

@@ -160,7 +160,9 @@ fn accepts(line: &str, at: usize, h: &Inline, last_key: Option<(char, u32)>) -> 
     if !h.run_in {
         return follows || last_key.is_none_or(|(u, last)| u != unit || n > last || n == 1);
     }
-    follows || next_heading_number(line, at + h.len, unit).is_some_and(|next| next > n && next <= n + MAX_GAP)
+    follows
+        || next_heading_number(line, at + h.len, unit)
+            .is_some_and(|next| next > n && next <= n + MAX_GAP)
 }
 
 /// The number of the next `第N<unit>` after a sentence end in `line[from..]`
@@ -201,7 +203,10 @@ fn heading_number(s: &str) -> Option<(char, u32)> {
     if !matches!(unit, '章' | '回' | '节' | '節') {
         return None;
     }
-    Some((unit, super::chapter::parse_number(&s['第'.len_utf8()..num_end])?))
+    Some((
+        unit,
+        super::chapter::parse_number(&s['第'.len_utf8()..num_end])?,
+    ))
 }
 
 fn is_sentence_end(c: char) -> bool {
@@ -272,7 +277,12 @@ fn inline_heading(s: &str, half: usize) -> Option<Inline> {
     // the caller takes it only in a sequence of headings).
     if sep_len == 0 && next.is_some_and(super::is_han) && s[..after_unit].ends_with(unit) {
         // 第二回合, 第三章的: words, never a title.
-        if next.is_some_and(|c| is_prose_char(c) || matches!(c, '合' | '中' | '里' | '裡')) {
+        if next.is_some_and(|c| {
+            matches!(
+                c,
+                '的' | '了' | '着' | '著' | '是' | '在' | '合' | '中' | '里' | '裡'
+            )
+        }) {
             return None;
         }
         let (title, confirmed_half) = run_in_title_len(&s[end..], unit == '回', half);
@@ -374,8 +384,8 @@ const MARKERS: &[&str] = &[
 
 /// Weaker openers of a chapter's text: a couplet may end before one.
 const OPENERS: &[&str] = &[
-    "當時", "当时", "當下", "当下", "只見", "只见", "原來", "原来", "一日", "次日", "卻", "却", "且",
-    "這", "这", "那", "此", "眾人", "众人", "看官", "列位", "上回", "前回", "說", "说",
+    "當時", "当时", "當下", "当下", "只見", "只见", "原來", "原来", "一日", "次日", "卻", "却",
+    "且", "這", "这", "那", "此", "眾人", "众人", "看官", "列位", "上回", "前回",
 ];
 
 /// Characters of prose that a short chapter title rarely holds.
@@ -429,7 +439,10 @@ fn run_in_title_len(s: &str, couplet: bool, half: usize) -> (usize, Option<usize
     let at = |p: usize| if p == 0 { 0 } else { ends[p - 1] };
     let rest = |p: usize| &s[at(p)..];
     let marker = (2..n).find(|&p| starts_with_any(rest(p), MARKERS));
-    let stops_at_quote = s[ends[n - 1]..].chars().next().is_some_and(is_opening_quote);
+    let stops_at_quote = s[ends[n - 1]..]
+        .chars()
+        .next()
+        .is_some_and(is_opening_quote);
     if !couplet {
         let prose = (2..n).find(|&p| {
             rest(p).chars().next().is_some_and(is_prose_char) || starts_with_any(rest(p), MARKERS)
@@ -438,18 +451,26 @@ fn run_in_title_len(s: &str, couplet: bool, half: usize) -> (usize, Option<usize
     }
     let fits = |p: usize| (2 * MIN_HALF..=2 * MAX_HALF).contains(&p);
     if let Some(p) = marker.filter(|p| fits(*p)) {
-        let confirmed = (p % 2 == 0).then_some(p / 2);
+        let confirmed = p.is_multiple_of(2).then_some(p / 2);
         return (at(p), confirmed);
     }
-    if stops_at_quote && n % 2 == 0 && fits(n) {
+    if stops_at_quote && n.is_multiple_of(2) && fits(n) {
         return (at(n), None);
     }
     let mut order = vec![half];
-    order.extend([7, 8, 6, 9, 5, 10, 4, 11].into_iter().filter(|h| *h != half));
-    if let Some(h) = order
-        .iter()
-        .find(|h| 2 * **h < n && starts_with_any(rest(2 * **h), OPENERS))
-    {
+    order.extend(
+        [7, 8, 6, 9, 5, 10, 4, 11]
+            .into_iter()
+            .filter(|h| *h != half),
+    );
+    if let Some(h) = order.iter().find(|h| {
+        // 却说 misspelt (卑说) still opens the text.
+        2 * **h < n && {
+            let r = rest(2 * **h);
+            starts_with_any(r, OPENERS)
+                || r.chars().nth(1).is_some_and(|c| matches!(c, '说' | '說'))
+        }
+    }) {
         return (at(2 * h), None);
     }
     match order.iter().find(|h| 2 * **h <= n) {
@@ -539,7 +560,9 @@ mod tests {
         assert!(headings(&reflow("他笑了。第五十回甲乙丙丁戊己庚辛話說他走了。")).is_empty());
         // Separated headings are taken as before, run-in ones only in sequence.
         assert_eq!(
-            headings(&reflow("完了。第一回 甲乙丙丁 戊己庚辛 話說。好。第七回甲乙丙丁戊己庚辛話說。")),
+            headings(&reflow(
+                "完了。第一回 甲乙丙丁 戊己庚辛 話說。好。第七回甲乙丙丁戊己庚辛話說。"
+            )),
             ["第一回 甲乙丙丁 戊己庚辛"]
         );
     }

@@ -132,11 +132,20 @@ pub struct GenderEvidence {
     /// Does the book write 她 at all? Classical texts write 他 for everyone,
     /// so there 他 says little.
     pub book_has_she: bool,
+    /// Share of 她 among the book's 他 and 她, in percent (when it writes 她).
+    pub she_percent: u8,
+}
+
+impl GenderEvidence {
+    fn she_share(&self) -> Option<f32> {
+        self.book_has_she
+            .then(|| f32::from(self.she_percent.max(1)) / 100.0)
+    }
 }
 
 /// Weight of a co-referring 他 in a book that never writes 她 (where 他
 /// stands for women too): a hint that many men are men, no more.
-const HE_WITHOUT_SHE: f32 = 0.03;
+const HE_WITHOUT_SHE: f32 = 0.05;
 
 /// A character's gender with how sure it is (0–1).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -148,8 +157,13 @@ pub struct GenderGuess {
 impl GenderEvidence {
     /// Weighted (female, male) evidence.
     pub fn weights(&self) -> (f32, f32) {
-        let he = if self.book_has_she { 1.0 } else { HE_WITHOUT_SHE };
-        let mut f = self.she as f32 + 2.0 * self.female_titles as f32;
+        // Each pronoun weighs against how often the book writes it, so that
+        // a book with more men (more 他) does not make its women men.
+        let (she, he) = match self.she_share() {
+            Some(p) => (0.5 / p.clamp(0.05, 0.95), 0.5 / (1.0 - p).clamp(0.05, 0.95)),
+            None => (1.0, HE_WITHOUT_SHE),
+        };
+        let mut f = she * self.she as f32 + 2.0 * self.female_titles as f32;
         let mut m = he * self.he as f32 + 2.0 * self.male_titles as f32;
         let prior = if self.name_strong { 8.0 } else { 1.5 };
         match self.name {
@@ -193,27 +207,68 @@ const FEMALE_AFTER: &[&str] = &[
 ];
 const MALE_AFTER: &[&str] = &[
     "哥哥", "哥", "兄弟", "兄", "叔", "伯", "爷", "爺", "大爷", "大爺", "二爷", "二爺", "老爷",
-    "老爺", "公子", "先生", "相公", "少爷", "少爺", "老弟", "老汉", "老漢", "大哥", "贤弟",
-    "賢弟", "兄长", "兄長",
+    "老爺", "公子", "先生", "相公", "少爷", "少爺", "老弟", "老汉", "老漢", "大哥", "贤弟", "賢弟",
+    "兄长", "兄長",
 ];
 /// After the name, words that are not the title they start with (宝玉姐妹们).
 const NOT_TITLES: &[&str] = &["姐妹", "妹子们", "兄妹", "姐弟", "叔叔家", "哥儿们", "哥們"];
 /// Titles and roles right before a name (丫头平儿, 小厮茗烟, 他妹妹探春).
 const FEMALE_BEFORE: &[&str] = &[
-    "丫头", "丫頭", "丫鬟", "丫嬛", "姑娘", "小姐", "妹妹", "姐姐", "嫂子", "媳妇", "媳婦", "女儿",
-    "女兒", "侄女", "妻子", "老婆", "夫人", "姨娘", "女孩", "女子", "婆子", "婶子", "嬸子",
-    "母亲", "母親", "妈妈", "媽媽", "姑姑", "闺女", "閨女", "女人", "妇人", "婦人", "女孩子",
-    "女同学", "女同學", "姨妈", "姨媽",
+    "丫头",
+    "丫頭",
+    "丫鬟",
+    "丫嬛",
+    "姑娘",
+    "小姐",
+    "妹妹",
+    "姐姐",
+    "嫂子",
+    "媳妇",
+    "媳婦",
+    "女儿",
+    "女兒",
+    "侄女",
+    "妻子",
+    "老婆",
+    "夫人",
+    "姨娘",
+    "女孩",
+    "女子",
+    "婆子",
+    "婶子",
+    "嬸子",
+    "母亲",
+    "母親",
+    "妈妈",
+    "媽媽",
+    "姑姑",
+    "闺女",
+    "閨女",
+    "女人",
+    "妇人",
+    "婦人",
+    "女孩子",
+    "女同学",
+    "女同學",
+    "姨妈",
+    "姨媽",
 ];
 const MALE_BEFORE: &[&str] = &[
-    "小厮", "小廝", "儿子", "兒子", "哥哥", "弟弟", "兄弟", "侄儿", "侄兒", "丈夫", "老爷",
-    "老爺", "公子", "少爷", "少爺", "先生", "小子", "汉子", "漢子", "和尚", "道士", "父亲",
-    "父親", "爸爸", "叔叔", "伯伯", "男人", "男孩", "后生", "後生", "老汉", "老漢",
+    "小厮", "小廝", "儿子", "兒子", "哥哥", "弟弟", "兄弟", "侄儿", "侄兒", "丈夫", "老爷", "老爺",
+    "公子", "少爷", "少爺", "先生", "小子", "汉子", "漢子", "和尚", "道士", "父亲", "父親", "爸爸",
+    "叔叔", "伯伯", "男人", "男孩", "后生", "後生", "老汉", "老漢",
 ];
 /// `<name>的丈夫` makes a woman, `<name>的媳妇` a man.
 const HAS_HUSBAND: &[&str] = &["的丈夫", "的男人", "的女婿", "的老公"];
 const HAS_WIFE: &[&str] = &[
-    "的妻子", "的媳妇", "的媳婦", "的老婆", "的婆姨", "的妻", "的夫人", "的婆娘",
+    "的妻子",
+    "的媳妇",
+    "的媳婦",
+    "的老婆",
+    "的婆姨",
+    "的妻",
+    "的夫人",
+    "的婆娘",
 ];
 
 fn any_prefix(s: &str, words: &[&str]) -> bool {
@@ -298,8 +353,10 @@ pub fn guess_genders(found: &mut [Discovered], chapters: &[Vec<ParagraphView<'_>
         }
     }
     let book_has_she = she_total * 50 >= she_total + he_total && she_total > 0;
+    let she_percent = (she_total * 100 / (she_total + he_total).max(1)) as u8;
     for (d, mut e) in found.iter_mut().zip(evidence) {
         e.book_has_she = book_has_she;
+        e.she_percent = she_percent;
         (e.name, e.name_strong) = name_gender(&d.character.name);
         d.character.gender = e.guess().gender;
         d.evidence = e;
@@ -316,7 +373,10 @@ pub(super) fn name_gender(name: &str) -> (Gender, bool) {
             || STRONG_MALE.iter().any(|w| name.ends_with(w));
         return (hint, strong);
     }
-    let given: String = name.chars().skip(usize::from(name.chars().count() >= 3)).collect();
+    let given: String = name
+        .chars()
+        .skip(usize::from(name.chars().count() >= 3))
+        .collect();
     let female = given.chars().filter(|c| WEAK_FEMALE.contains(*c)).count();
     let male = given.chars().filter(|c| WEAK_MALE.contains(*c)).count();
     match female.cmp(&male) {
@@ -329,19 +389,123 @@ pub(super) fn name_gender(name: &str) -> (Gender, bool) {
 /// Title and kinship words that make a name female or male outright.
 const STRONG_FEMALE: &[&str] = &[
     "女", "娘", "婆", "妇", "婦", "公主", "夫人", "太太", "小姐", "姐", "妹", "嫂", "婶", "嬸",
-    "姨", "妈", "媽", "姑", "奶奶", "氏", "妃", "后", "菩萨", "菩薩", "观音", "觀音",
+    "姨", "妈", "媽", "姑", "奶奶", "氏", "妃", "后", "姥姥", "嬷嬷", "嬤嬤", "菩萨", "菩薩",
+    "观音", "觀音",
 ];
 const STRONG_MALE: &[&str] = &[
-    "哥", "叔", "爷", "爺", "伯", "公", "王", "帝", "兄", "弟", "爹", "侯", "将", "將", "军",
-    "軍", "僧", "父", "师", "師", "郎", "子",
+    "哥", "叔", "爷", "爺", "伯", "公", "王", "帝", "兄", "弟", "爹", "侯", "将", "將", "军", "軍",
+    "僧", "父", "师", "師", "郎", "子",
 ];
 /// Given-name characters more often a woman's / a man's (a weak prior).
-const WEAK_FEMALE: &str = "黛钗釵凤鳳莲蓮兰蘭香琴雪娇嬌娟婷娜玲萍梅燕翠霞芳丽麗秀英红紅花菱莺鶯鹃鵑鸳鴛鸯鴦麝晴纹紋绮綺碧霜素月春纨紈桂巧钏釧琥珀鹦鸚茜蕊薇媛妮姬娥莉菊莹瑩倩婉娴嫻嫣姗婵嬋姣妍淑惠慧静靜洁潔珠";
-const WEAK_MALE: &str = "刚剛强強龙龍虎彪雄杰傑武军軍勇斌健伟偉豪峰鹏鵬飞飛海山石林森涛濤波明亮光辉輝国國栋棟梁权權";
+const WEAK_FEMALE: &str = "妙黛钗釵凤鳳莲蓮兰蘭香琴雪娇嬌娟婷娜玲萍梅燕翠霞芳丽麗秀英红紅花菱莺鶯鹃鵑鸳鴛鸯鴦麝晴纹紋绮綺碧霜素月春纨紈桂巧钏釧琥珀鹦鸚茜蕊薇媛妮姬娥莉菊莹瑩倩婉娴嫻嫣姗婵嬋姣妍淑惠慧静靜洁潔珠";
+const WEAK_MALE: &str = "刚剛强強龙龍虎彪雄杰傑武军軍勇斌健伟偉豪峰鹏鵬飞飛海山石林森涛濤波明亮光辉輝国國栋棟梁权權锤錘功民贵貴富福生根柱才财財德忠义義仁成兵全发發旺顺順";
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::text::cast::Character;
+    use crate::text::quote::{SpanRange, scan_paragraph};
+
+    /// Genders guessed for `names` (name, aliases) from `lines`.
+    fn guessed(names: &[(&str, &[&str])], lines: &[&str]) -> Vec<(Gender, GenderEvidence)> {
+        let spans: Vec<Vec<SpanRange>> = lines
+            .iter()
+            .map(|l| {
+                let mut v = Vec::new();
+                scan_paragraph(l, &mut v);
+                v
+            })
+            .collect();
+        let views: Vec<ParagraphView<'_>> = lines
+            .iter()
+            .zip(&spans)
+            .map(|(l, s)| ParagraphView {
+                text: l,
+                spans: s,
+                skipped: false,
+            })
+            .collect();
+        let mut found: Vec<Discovered> = names
+            .iter()
+            .map(|(n, a)| Discovered {
+                character: Character {
+                    name: (*n).into(),
+                    aliases: a.iter().map(|s| (*s).into()).collect(),
+                    gender: Gender::Unknown,
+                    voice: None,
+                },
+                count: 1,
+                evidence: GenderEvidence::default(),
+            })
+            .collect();
+        guess_genders(&mut found, &[views]);
+        found
+            .iter()
+            .map(|d| (d.character.gender, d.evidence))
+            .collect()
+    }
+
+    #[test]
+    fn genders_from_pronouns_titles_and_address() {
+        let names: &[(&str, &[&str])] = &[
+            ("林晚秋", &["晚秋"]),
+            ("小翠", &[]),
+            ("阿福", &[]),
+            ("周大山", &[]),
+            ("陈默", &[]),
+        ];
+        let lines = [
+            "林晚秋走进屋里，她放下了包。",
+            "“晚秋姐，你回来了。”",
+            "丫头小翠端茶进来。小翠道：“请用茶。”",
+            "小厮阿福跑进来。阿福说：“老爷回来了。”",
+            "周大山说：“走。”他转身出了门。",
+            "周大山站起来，他看了看天。",
+            "陈默来了。",
+        ];
+        let got = guessed(names, &lines);
+        let genders: Vec<Gender> = got.iter().map(|(g, _)| *g).collect();
+        assert_eq!(
+            genders,
+            [
+                Gender::Female,
+                Gender::Female,
+                Gender::Male,
+                Gender::Male,
+                Gender::Unknown
+            ]
+        );
+        assert_eq!(got[0].1.she, 1);
+        assert_eq!(got[0].1.female_titles, 1);
+        assert_eq!(got[2].1.male_titles, 1);
+        assert_eq!(got[3].1.he, 2);
+        // Evidence absent: unknown with no confidence.
+        assert_eq!(got[4].1.guess().confidence, 0.0);
+        assert!(got[0].1.guess().confidence > 0.5);
+    }
+
+    #[test]
+    fn a_book_without_she_does_not_make_every_woman_a_man() {
+        // Classical style: 他 for everyone, 她 never written.
+        let mut lines = vec!["丫头平儿进来。", "平儿姐姐来了。"];
+        lines.extend(std::iter::repeat_n("平儿道：“是。”他笑了。", 40));
+        let got = guessed(&[("平儿", &[])], &lines);
+        assert!(!got[0].1.book_has_she);
+        assert_eq!(got[0].0, Gender::Female, "{:?}", got[0].1);
+    }
+
+    #[test]
+    fn a_weak_name_prior_gives_way_to_evidence() {
+        // 珍 is often a woman's name, but the book says otherwise.
+        let lines = [
+            "贾珍说：“来。”他笑了。",
+            "贾珍站起来，他走了。",
+            "他父亲贾珍来了。",
+            "她笑了。",
+        ];
+        let got = guessed(&[("贾珍", &[])], &lines);
+        assert_eq!(got[0].0, Gender::Male, "{:?}", got[0].1);
+    }
 
     #[test]
     fn gender_hints() {
