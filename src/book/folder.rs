@@ -73,6 +73,7 @@ pub fn read_source(
         book: stem.clone(),
         chapters,
         skipped: Vec::new(),
+        discovered: None,
     };
     Ok(Book {
         readings,

@@ -48,7 +48,8 @@ impl VoicesConfig {
 
     /// The voice (by name) that reads a segment: the character's voice from
     /// `[casting.characters]`, then from the cast file, then by the
-    /// character's gender, then the dialogue or narrator voice.
+    /// character's gender, then (dialogue of unknown gender or speaker) the
+    /// `unknown` voice, then the dialogue or narrator voice.
     pub fn voice_for(&self, kind: SegmentKind, speaker: Option<&str>) -> &str {
         if let Some(speaker) = speaker {
             if let Some(voice) = self.casting.characters.get(speaker) {
@@ -68,6 +69,11 @@ impl VoicesConfig {
                     return voice;
                 }
             }
+        }
+        if kind == SegmentKind::Dialogue
+            && let Some(unknown) = &self.casting.unknown
+        {
+            return unknown;
         }
         match (kind, &self.casting.dialogue) {
             (SegmentKind::Dialogue, Some(dialogue)) => dialogue,
@@ -150,6 +156,48 @@ mod tests {
             .to_string();
         assert!(
             err.starts_with("cast.toml: character.甲.voice: unknown voice 'ghost'"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn unknown_gender_and_unknown_speaker_get_the_unknown_voice() {
+        let text = MIXED.replace(
+            "female = \"heroine\"\n",
+            "female = \"heroine\"\nunknown = \"narrator\"\n",
+        );
+        let mut config = VoicesConfig::parse_with_env(&text, "m.toml", &env_with_key).unwrap();
+        let member = |g: &str| CastMember {
+            gender: Some(g.into()),
+            voice: None,
+        };
+        config
+            .set_cast(
+                "cast.toml",
+                [
+                    ("甲".to_owned(), member("unknown")),
+                    ("乙".to_owned(), member("female")),
+                    ("丙".to_owned(), member("male")),
+                ],
+            )
+            .unwrap();
+        let d = SegmentKind::Dialogue;
+        // Never the male dialogue voice for a speaker nobody knows the gender of.
+        assert_eq!(config.voice_for(d, Some("甲")), "narrator");
+        assert_eq!(config.voice_for(d, None), "narrator");
+        assert_eq!(config.voice_for(d, Some("无名")), "narrator");
+        assert_eq!(config.voice_for(d, Some("乙")), "heroine");
+        assert_eq!(config.voice_for(d, Some("丙")), "hero");
+        // A voice the file does not have is an error naming the key.
+        let bad = MIXED.replace(
+            "female = \"heroine\"\n",
+            "female = \"heroine\"\nunknown = \"ghost\"\n",
+        );
+        let err = VoicesConfig::parse_with_env(&bad, "m.toml", &env_with_key)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("casting.unknown") && err.contains("ghost"),
             "{err}"
         );
     }

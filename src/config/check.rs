@@ -118,6 +118,7 @@ impl VoicesConfig {
             ("casting.dialogue", &self.casting.dialogue),
             ("casting.male", &self.casting.male),
             ("casting.female", &self.casting.female),
+            ("casting.unknown", &self.casting.unknown),
         ] {
             refs.extend(value.iter().map(|v| (key.to_owned(), v)));
         }

@@ -207,6 +207,10 @@ pub struct CastingConfig {
     /// Default voice for dialogue of female characters.
     #[serde(default)]
     pub female: Option<String>,
+    /// Voice for dialogue whose speaker's gender is unknown (or who is not
+    /// found): neither the narrator nor a gendered voice. `dialogue` when unset.
+    #[serde(default)]
+    pub unknown: Option<String>,
     #[serde(default)]
     pub characters: BTreeMap<String, String>,
 }

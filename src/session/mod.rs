@@ -155,6 +155,17 @@ impl RenderSession {
                 Book::from_script(name.clone(), "UTF-8", script)
             }
         };
+        // Without a cast file, the characters found in the book (and their
+        // genders) cast the voices.
+        if voices.cast.is_none()
+            && let Some(found) = &book.script.discovered
+        {
+            let file = format!("{} (characters found in the book)", book.stem);
+            let toml = found.to_toml_with_counts(&[]);
+            if crate::text::Cast::parse(&toml, Path::new(&file)).is_ok() {
+                voices.cast = Some(voices::CastSource { file, toml });
+            }
+        }
         let lexicon = book.lexicon(spec.lexicon.as_deref())?;
         voices.lexicon = lexicon.entries().to_vec();
         let cache = spec.cache.as_ref().map(open_cache).transpose()?;

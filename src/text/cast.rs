@@ -144,14 +144,21 @@ impl Cast {
     /// A cast file for people to edit: one `[[character]]` per entry, with a
     /// comment giving the number of lines attributed to it.
     pub fn to_toml_with_counts(&self, lines: &[usize]) -> String {
+        let notes: Vec<Vec<String>> = lines.iter().map(|n| vec![format!("{n} lines")]).collect();
+        self.to_toml_with_notes(&notes)
+    }
+
+    /// A cast file for people to edit, with comment lines above each
+    /// `[[character]]` (`notes[i]`, one comment per string).
+    pub fn to_toml_with_notes(&self, notes: &[Vec<String>]) -> String {
         let mut out = String::from(
             "# Characters found in the book; edit names, aliases and genders, then\n\
              # pass this file with --cast. gender: male | female | unknown\n",
         );
         for (i, c) in self.characters.iter().enumerate() {
             out.push('\n');
-            if let Some(n) = lines.get(i) {
-                let _ = writeln!(out, "# {n} lines");
+            for note in notes.get(i).into_iter().flatten() {
+                let _ = writeln!(out, "# {}", note.replace('\n', " "));
             }
             out.push_str("[[character]]\n");
             let _ = writeln!(out, "name = {}", toml_string(&c.name));

@@ -61,6 +61,10 @@ pub struct Script {
     pub chapters: Vec<ScriptChapter>,
     /// Chapters left out (empty ones, author's notes, a title page), in book order.
     pub skipped: Vec<SkippedChapter>,
+    /// The characters found in the book (with their genders) when it was
+    /// split without a cast file: what casts its voices then.
+    #[serde(skip)]
+    pub discovered: Option<Cast>,
 }
 
 /// A chapter of the book that is not in the reading script.
@@ -165,18 +169,16 @@ impl Script {
     }
 
     fn from_scanned(scanned: Vec<Scanned>, book: &str, cast: Option<&Cast>) -> Script {
-        let discovered;
-        let cast = match cast {
-            Some(cast) => cast,
-            None => {
-                discovered = Cast {
-                    characters: discover_in(&scanned)
-                        .into_iter()
-                        .map(|d| d.character)
-                        .collect(),
-                };
-                &discovered
-            }
+        let discovered = cast.is_none().then(|| Cast {
+            characters: discover_in(&scanned)
+                .into_iter()
+                .map(|d| d.character)
+                .collect(),
+        });
+        let cast = match (cast, &discovered) {
+            (Some(cast), _) => cast,
+            (None, Some(found)) => found,
+            (None, None) => unreachable!("a cast is discovered when none is given"),
         };
         let attributor = Attributor::new(cast);
         let mut chapters = Vec::new();
@@ -215,6 +217,7 @@ impl Script {
             book: book.to_owned(),
             chapters,
             skipped,
+            discovered,
         }
     }
 

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use super::ParagraphView;
 use super::clause::is_punct;
-use super::gender::gender_hint;
+use super::gender::{GenderEvidence, gender_hint};
 use super::names::{
     COMPOUND_SURNAMES, ROLE_NOUNS, has_surname, is_non_name_char, is_non_name_inner,
     is_non_name_tail, is_not_name, is_surname,
@@ -15,11 +15,13 @@ use crate::text::cast::Character;
 use crate::text::decode::is_han;
 use crate::text::quote::SegmentKind;
 
-/// A discovered character with the number of speaker positions it holds.
+/// A discovered character with the number of speaker positions it holds
+/// and what the book says about its gender.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Discovered {
     pub character: Character,
     pub count: usize,
+    pub evidence: GenderEvidence,
 }
 
 /// Finds the recurring 2–4 character strings that open clauses in speaker
@@ -278,6 +280,7 @@ fn select_names(
         }
         let aliases = aliases_of.remove(&name).unwrap_or_default();
         out.push(Discovered {
+            evidence: GenderEvidence::default(),
             count: n + alias_count.get(&name).copied().unwrap_or(0),
             character: Character {
                 gender: gender_hint(&name),

@@ -5,6 +5,7 @@ use aho_corasick::{AhoCorasickBuilder, MatchKind};
 
 use super::clause::is_punct;
 use super::{Discovered, ParagraphView};
+
 use crate::text::cast::Gender;
 
 /// Gender suggested by the last character of a name (婶, 姐, 霞 … / 叔, 哥 …).
@@ -114,8 +115,172 @@ pub(super) fn gender_hint(name: &str) -> Gender {
     }
 }
 
-/// Refines unknown genders in a discovered cast from the pronoun that most
-/// often follows each name in the same paragraph (他 → male, 她 → female).
+/// What the book says about one character's gender.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct GenderEvidence {
+    /// 她 / 他 opening a clause after the name (co-referring pronouns).
+    pub she: usize,
+    pub he: usize,
+    /// Titles and kinship terms around the name (丫头平儿, 宝姐姐, 润叶姐,
+    /// 少平哥, 小厮茗烟, …的丈夫 / …的媳妇), including how others address it.
+    pub female_titles: usize,
+    pub male_titles: usize,
+    /// The name itself: a title or kinship word in it (strong), or a given
+    /// name character that is usually a woman's or a man's (weak).
+    pub name: Gender,
+    pub name_strong: bool,
+    /// Does the book write 她 at all? Classical texts write 他 for everyone,
+    /// so there 他 says little.
+    pub book_has_she: bool,
+    /// Share of 她 among the book's 他 and 她, in percent (when it writes 她).
+    pub she_percent: u8,
+}
+
+impl GenderEvidence {
+    fn she_share(&self) -> Option<f32> {
+        self.book_has_she
+            .then(|| f32::from(self.she_percent.max(1)) / 100.0)
+    }
+}
+
+/// Weight of a co-referring 他 in a book that never writes 她 (where 他
+/// stands for women too): a hint that many men are men, no more.
+const HE_WITHOUT_SHE: f32 = 0.05;
+
+/// A character's gender with how sure it is (0–1).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GenderGuess {
+    pub gender: Gender,
+    pub confidence: f32,
+}
+
+impl GenderEvidence {
+    /// Weighted (female, male) evidence.
+    pub fn weights(&self) -> (f32, f32) {
+        // Each pronoun weighs against how often the book writes it, so that
+        // a book with more men (more 他) does not make its women men.
+        let (she, he) = match self.she_share() {
+            Some(p) => (0.5 / p.clamp(0.05, 0.95), 0.5 / (1.0 - p).clamp(0.05, 0.95)),
+            None => (1.0, HE_WITHOUT_SHE),
+        };
+        let mut f = she * self.she as f32 + 2.0 * self.female_titles as f32;
+        let mut m = he * self.he as f32 + 2.0 * self.male_titles as f32;
+        let prior = if self.name_strong { 8.0 } else { 1.5 };
+        match self.name {
+            Gender::Female => f += prior,
+            Gender::Male => m += prior,
+            Gender::Unknown => {}
+        }
+        (f, m)
+    }
+
+    /// The gender the evidence points to: unknown only when it is balanced
+    /// or absent.
+    pub fn guess(&self) -> GenderGuess {
+        let (f, m) = self.weights();
+        let total = f + m;
+        let gender = if total < 0.5 {
+            Gender::Unknown
+        } else if f > 1.25 * m {
+            Gender::Female
+        } else if m > 1.25 * f {
+            Gender::Male
+        } else {
+            Gender::Unknown
+        };
+        // Share of the evidence on the winning side, damped when there is little.
+        let share = f.max(m) / total.max(f32::EPSILON);
+        let amount = 1.0 - (-total / 3.0).exp();
+        let confidence = match gender {
+            Gender::Unknown => 0.0,
+            _ => (share * amount * 100.0).round() / 100.0,
+        };
+        GenderGuess { gender, confidence }
+    }
+}
+
+/// Titles and kinship terms right after a name that make it a woman's or a
+/// man's (宝姐姐 is not matched: the name is 宝钗; 润叶姐, 林姑娘 …).
+const FEMALE_AFTER: &[&str] = &[
+    "姑娘", "小姐", "丫头", "丫頭", "姐姐", "妹妹", "姐", "妹", "嫂子", "嫂", "婶", "嬸", "姨娘",
+    "大娘", "大嫂", "二嫂", "奶奶", "阿姨", "女士", "夫人", "太太", "娘娘", "姑姑", "婆婆",
+];
+const MALE_AFTER: &[&str] = &[
+    "哥哥", "哥", "兄弟", "兄", "叔", "伯", "爷", "爺", "大爷", "大爺", "二爷", "二爺", "老爷",
+    "老爺", "公子", "先生", "相公", "少爷", "少爺", "老弟", "老汉", "老漢", "大哥", "贤弟", "賢弟",
+    "兄长", "兄長",
+];
+/// After the name, words that are not the title they start with (宝玉姐妹们).
+const NOT_TITLES: &[&str] = &["姐妹", "妹子们", "兄妹", "姐弟", "叔叔家", "哥儿们", "哥們"];
+/// Titles and roles right before a name (丫头平儿, 小厮茗烟, 他妹妹探春).
+const FEMALE_BEFORE: &[&str] = &[
+    "丫头",
+    "丫頭",
+    "丫鬟",
+    "丫嬛",
+    "姑娘",
+    "小姐",
+    "妹妹",
+    "姐姐",
+    "嫂子",
+    "媳妇",
+    "媳婦",
+    "女儿",
+    "女兒",
+    "侄女",
+    "妻子",
+    "老婆",
+    "夫人",
+    "姨娘",
+    "女孩",
+    "女子",
+    "婆子",
+    "婶子",
+    "嬸子",
+    "母亲",
+    "母親",
+    "妈妈",
+    "媽媽",
+    "姑姑",
+    "闺女",
+    "閨女",
+    "女人",
+    "妇人",
+    "婦人",
+    "女孩子",
+    "女同学",
+    "女同學",
+    "姨妈",
+    "姨媽",
+];
+const MALE_BEFORE: &[&str] = &[
+    "小厮", "小廝", "儿子", "兒子", "哥哥", "弟弟", "兄弟", "侄儿", "侄兒", "丈夫", "老爷", "老爺",
+    "公子", "少爷", "少爺", "先生", "小子", "汉子", "漢子", "和尚", "道士", "父亲", "父親", "爸爸",
+    "叔叔", "伯伯", "男人", "男孩", "后生", "後生", "老汉", "老漢",
+];
+/// `<name>的丈夫` makes a woman, `<name>的媳妇` a man.
+const HAS_HUSBAND: &[&str] = &["的丈夫", "的男人", "的女婿", "的老公"];
+const HAS_WIFE: &[&str] = &[
+    "的妻子",
+    "的媳妇",
+    "的媳婦",
+    "的老婆",
+    "的婆姨",
+    "的妻",
+    "的夫人",
+    "的婆娘",
+];
+
+fn any_prefix(s: &str, words: &[&str]) -> bool {
+    words.iter().any(|w| s.starts_with(w))
+}
+
+fn any_suffix(s: &str, words: &[&str]) -> bool {
+    words.iter().any(|w| s.ends_with(w))
+}
+
+/// Collects each discovered character's gender evidence from the whole book
+/// and sets its gender from it (see [`GenderEvidence::guess`]).
 pub fn guess_genders(found: &mut [Discovered], chapters: &[Vec<ParagraphView<'_>>]) {
     if found.is_empty() {
         return;
@@ -136,30 +301,38 @@ pub fn guess_genders(found: &mut [Discovered], chapters: &[Vec<ParagraphView<'_>
     else {
         return;
     };
-    // How others address a character right after the name (润叶姐, 金波哥).
-    const FEMALE_ADDRESS: &[&str] = &[
-        "姐", "妹", "娘", "嫂", "婆", "氏", "夫人", "姑娘", "女", "婶", "嬸", "奶奶", "阿姨", "妈",
-        "媽",
-    ];
-    const MALE_ADDRESS: &[&str] = &[
-        "哥", "叔", "伯", "爷", "爺", "兄", "先生", "公子", "老弟", "大爷", "大爺", "老汉",
-    ];
-    let mut votes = vec![[0usize; 2]; found.len()];
+    let mut evidence = vec![GenderEvidence::default(); found.len()];
+    let (mut she_total, mut he_total) = (0usize, 0usize);
     for p in chapters.iter().flatten() {
         let mut last: Option<usize> = None;
         for m in matcher.find_iter(p.text) {
             let pat = m.pattern().as_usize();
             match owner[pat] {
                 Some(i) => {
+                    let e = &mut evidence[i];
                     let after = &p.text[m.end()..];
-                    if FEMALE_ADDRESS.iter().any(|w| after.starts_with(w)) {
-                        votes[i][1] += 3;
-                    } else if MALE_ADDRESS.iter().any(|w| after.starts_with(w)) {
-                        votes[i][0] += 3;
+                    let before = &p.text[..m.start()];
+                    if any_prefix(after, NOT_TITLES) {
+                    } else if any_prefix(after, FEMALE_AFTER) || any_prefix(after, HAS_HUSBAND) {
+                        e.female_titles += 1;
+                    } else if any_prefix(after, MALE_AFTER) || any_prefix(after, HAS_WIFE) {
+                        e.male_titles += 1;
+                    }
+                    // 他妹妹探春: a title right before the name, not the
+                    // tail of another word (不是她的姐姐宝钗 still counts).
+                    if any_suffix(before, FEMALE_BEFORE) {
+                        e.female_titles += 1;
+                    } else if any_suffix(before, MALE_BEFORE) {
+                        e.male_titles += 1;
                     }
                     last = Some(i);
                 }
                 None => {
+                    match words[pat] {
+                        "他" => he_total += 1,
+                        "她" => she_total += 1,
+                        _ => {}
+                    }
                     // Only a pronoun that opens a clause refers back to the
                     // name (高朗问她: 她 is someone else).
                     let opens_clause = p.text[..m.start()]
@@ -170,8 +343,8 @@ pub fn guess_genders(found: &mut [Discovered], chapters: &[Vec<ParagraphView<'_>
                         && opens_clause
                     {
                         match words[pat] {
-                            "他" => votes[i][0] += 1,
-                            "她" => votes[i][1] += 1,
+                            "他" => evidence[i].he += 1,
+                            "她" => evidence[i].she += 1,
                             _ => {}
                         }
                     }
@@ -179,24 +352,160 @@ pub fn guess_genders(found: &mut [Discovered], chapters: &[Vec<ParagraphView<'_>
             }
         }
     }
-    for (d, [male, female]) in found.iter_mut().zip(votes) {
-        // A gendered name beats the votes (classical texts use 他 for women too).
-        let g = if d.character.gender != Gender::Unknown {
-            d.character.gender
-        } else if male >= 2 && male >= 2 * female {
-            Gender::Male
-        } else if female >= 2 && female >= 2 * male {
-            Gender::Female
-        } else {
-            Gender::Unknown
-        };
-        d.character.gender = g;
+    let book_has_she = she_total * 50 >= she_total + he_total && she_total > 0;
+    let she_percent = (she_total * 100 / (she_total + he_total).max(1)) as u8;
+    for (d, mut e) in found.iter_mut().zip(evidence) {
+        e.book_has_she = book_has_she;
+        e.she_percent = she_percent;
+        (e.name, e.name_strong) = name_gender(&d.character.name);
+        d.character.gender = e.guess().gender;
+        d.evidence = e;
     }
 }
+
+/// The gender a name suggests by itself: strongly when it holds a title or
+/// kinship word (润叶姐, 福堂叔, 王夫人), weakly from a given-name
+/// character usually a woman's or a man's (黛, 钗, 霞 … / 刚, 强, 龙 …).
+pub(super) fn name_gender(name: &str) -> (Gender, bool) {
+    let hint = gender_hint(name);
+    if hint != Gender::Unknown {
+        let strong = STRONG_FEMALE.iter().any(|w| name.contains(w))
+            || STRONG_MALE.iter().any(|w| name.ends_with(w));
+        return (hint, strong);
+    }
+    let given: String = name
+        .chars()
+        .skip(usize::from(name.chars().count() >= 3))
+        .collect();
+    let female = given.chars().filter(|c| WEAK_FEMALE.contains(*c)).count();
+    let male = given.chars().filter(|c| WEAK_MALE.contains(*c)).count();
+    match female.cmp(&male) {
+        std::cmp::Ordering::Greater => (Gender::Female, false),
+        std::cmp::Ordering::Less => (Gender::Male, false),
+        std::cmp::Ordering::Equal => (Gender::Unknown, false),
+    }
+}
+
+/// Title and kinship words that make a name female or male outright.
+const STRONG_FEMALE: &[&str] = &[
+    "女", "娘", "婆", "妇", "婦", "公主", "夫人", "太太", "小姐", "姐", "妹", "嫂", "婶", "嬸",
+    "姨", "妈", "媽", "姑", "奶奶", "氏", "妃", "后", "姥姥", "嬷嬷", "嬤嬤", "菩萨", "菩薩",
+    "观音", "觀音",
+];
+const STRONG_MALE: &[&str] = &[
+    "哥", "叔", "爷", "爺", "伯", "公", "王", "帝", "兄", "弟", "爹", "侯", "将", "將", "军", "軍",
+    "僧", "父", "师", "師", "郎", "子",
+];
+/// Given-name characters more often a woman's / a man's (a weak prior).
+const WEAK_FEMALE: &str = "妙黛钗釵凤鳳莲蓮兰蘭香琴雪娇嬌娟婷娜玲萍梅燕翠霞芳丽麗秀英红紅花菱莺鶯鹃鵑鸳鴛鸯鴦麝晴纹紋绮綺碧霜素月春纨紈桂巧钏釧琥珀鹦鸚茜蕊薇媛妮姬娥莉菊莹瑩倩婉娴嫻嫣姗婵嬋姣妍淑惠慧静靜洁潔珠";
+const WEAK_MALE: &str = "刚剛强強龙龍虎彪雄杰傑武军軍勇斌健伟偉豪峰鹏鵬飞飛海山石林森涛濤波明亮光辉輝国國栋棟梁权權锤錘功民贵貴富福生根柱才财財德忠义義仁成兵全发發旺顺順";
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::text::cast::Character;
+    use crate::text::quote::{SpanRange, scan_paragraph};
+
+    /// Genders guessed for `names` (name, aliases) from `lines`.
+    fn guessed(names: &[(&str, &[&str])], lines: &[&str]) -> Vec<(Gender, GenderEvidence)> {
+        let spans: Vec<Vec<SpanRange>> = lines
+            .iter()
+            .map(|l| {
+                let mut v = Vec::new();
+                scan_paragraph(l, &mut v);
+                v
+            })
+            .collect();
+        let views: Vec<ParagraphView<'_>> = lines
+            .iter()
+            .zip(&spans)
+            .map(|(l, s)| ParagraphView {
+                text: l,
+                spans: s,
+                skipped: false,
+            })
+            .collect();
+        let mut found: Vec<Discovered> = names
+            .iter()
+            .map(|(n, a)| Discovered {
+                character: Character {
+                    name: (*n).into(),
+                    aliases: a.iter().map(|s| (*s).into()).collect(),
+                    gender: Gender::Unknown,
+                    voice: None,
+                },
+                count: 1,
+                evidence: GenderEvidence::default(),
+            })
+            .collect();
+        guess_genders(&mut found, &[views]);
+        found
+            .iter()
+            .map(|d| (d.character.gender, d.evidence))
+            .collect()
+    }
+
+    #[test]
+    fn genders_from_pronouns_titles_and_address() {
+        let names: &[(&str, &[&str])] = &[
+            ("林晚秋", &["晚秋"]),
+            ("小翠", &[]),
+            ("阿福", &[]),
+            ("周大山", &[]),
+            ("陈默", &[]),
+        ];
+        let lines = [
+            "林晚秋走进屋里，她放下了包。",
+            "“晚秋姐，你回来了。”",
+            "丫头小翠端茶进来。小翠道：“请用茶。”",
+            "小厮阿福跑进来。阿福说：“老爷回来了。”",
+            "周大山说：“走。”他转身出了门。",
+            "周大山站起来，他看了看天。",
+            "陈默来了。",
+        ];
+        let got = guessed(names, &lines);
+        let genders: Vec<Gender> = got.iter().map(|(g, _)| *g).collect();
+        assert_eq!(
+            genders,
+            [
+                Gender::Female,
+                Gender::Female,
+                Gender::Male,
+                Gender::Male,
+                Gender::Unknown
+            ]
+        );
+        assert_eq!(got[0].1.she, 1);
+        assert_eq!(got[0].1.female_titles, 1);
+        assert_eq!(got[2].1.male_titles, 1);
+        assert_eq!(got[3].1.he, 2);
+        // Evidence absent: unknown with no confidence.
+        assert_eq!(got[4].1.guess().confidence, 0.0);
+        assert!(got[0].1.guess().confidence > 0.5);
+    }
+
+    #[test]
+    fn a_book_without_she_does_not_make_every_woman_a_man() {
+        // Classical style: 他 for everyone, 她 never written.
+        let mut lines = vec!["丫头平儿进来。", "平儿姐姐来了。"];
+        lines.extend(std::iter::repeat_n("平儿道：“是。”他笑了。", 40));
+        let got = guessed(&[("平儿", &[])], &lines);
+        assert!(!got[0].1.book_has_she);
+        assert_eq!(got[0].0, Gender::Female, "{:?}", got[0].1);
+    }
+
+    #[test]
+    fn a_weak_name_prior_gives_way_to_evidence() {
+        // 珍 is often a woman's name, but the book says otherwise.
+        let lines = [
+            "贾珍说：“来。”他笑了。",
+            "贾珍站起来，他走了。",
+            "他父亲贾珍来了。",
+            "她笑了。",
+        ];
+        let got = guessed(&[("贾珍", &[])], &lines);
+        assert_eq!(got[0].0, Gender::Male, "{:?}", got[0].1);
+    }
 
     #[test]
     fn gender_hints() {

@@ -47,7 +47,7 @@ use super::cast::{Cast, Gender};
 use super::quote::{SegmentKind, SpanRange};
 
 pub use discovery::{Discovered, discover};
-pub use gender::guess_genders;
+pub use gender::{GenderEvidence, GenderGuess, guess_genders};
 
 use mentions::Pattern;
 use rules::{Context, Turn, continues_speech};

