@@ -98,6 +98,7 @@ impl Server {
             config: Arc::clone(&session.renderer.config),
             backends: session.renderer.backends.clone(),
             client: Arc::clone(&session.renderer.client),
+            ahead_bytes: session.renderer.ahead_bytes,
             lexicon: session.renderer.lexicon.clone(),
         };
         Ok(Server {

@@ -241,6 +241,7 @@ fn renderer_for(server: &Server, voice: Option<&str>, speed: f32) -> Result<Rend
         backends: base.backends.clone(),
         client: Arc::clone(&base.client),
         lexicon: base.lexicon.clone(),
+        ahead_bytes: base.ahead_bytes,
     })
 }
 

@@ -223,8 +223,9 @@ impl KokoroFiles {
         for &(symbol, id) in super::phonemes::VOCAB {
             let theirs = map.get(&symbol.to_string()).and_then(|v| v.as_i64());
             if theirs != Some(id) {
+                let found = theirs.map_or_else(|| "no id".to_owned(), |t| format!("id {t}"));
                 return Err(corrupt(format!(
-                    "symbol '{symbol}' has id {theirs:?}, the phoneme mapping uses {id}"
+                    "symbol '{symbol}' has {found}, the phoneme mapping uses {id}"
                 )));
             }
         }
