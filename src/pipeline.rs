@@ -802,7 +802,7 @@ fn round_ms(s: f64) -> f64 {
     (s * 1000.0).round() / 1000.0
 }
 
-fn excerpt(text: &str) -> String {
+pub(crate) fn excerpt(text: &str) -> String {
     let mut s: String = text.chars().take(16).collect();
     if text.chars().count() > 16 {
         s.push('…');

@@ -161,7 +161,8 @@ async fn stream(
     let mut pcm = Vec::new();
     let mut parts = std::pin::pin!(crate::session::stream::stream_pcm(
         &session.renderer,
-        chapter
+        chapter,
+        to_stdout || args.play
     ));
     let mut failed = None;
     while let Some(part) = parts.next().await {

@@ -50,7 +50,7 @@ impl SpeechFormat {
 /// The passage's PCM (16-bit little-endian mono at the renderer's sample
 /// rate), each chunk as soon as it and every chunk before it exist.
 pub fn pcm_stream(renderer: &Renderer, chapter: ScriptChapter) -> ByteStream {
-    Box::pin(crate::session::stream::stream_pcm(renderer, &chapter))
+    Box::pin(crate::session::stream::stream_pcm(renderer, &chapter, true))
 }
 
 /// `pcm` in `format`: a WAV header before it, as it is, or through

@@ -3,8 +3,9 @@
 //! are synthesized.
 //!
 //! Used by `preview` (a text passage, or `-o -`), the studio's preview and
-//! the server. The first request is kept short ([`Renderer::plan_stream`]),
-//! so the time to the first audio is the time to the first clause. Each
+//! the server. Where a listener waits, the first request is kept short
+//! ([`Renderer::plan_stream`]), so the time to the first audio is the time
+//! to the first clause. Each
 //! chunk is mixed on its own — trimmed, faded, levelled and limited as the
 //! mixer does, then followed by its pause — so the stream needs no look
 //! ahead: the bytes streamed equal the bytes of the same passage collected
@@ -23,6 +24,9 @@ use crate::text::chunk::Boundary;
 /// One chunk of a stream to synthesize and mix.
 struct Item {
     index: usize,
+    /// The segment's number (1-based) and the start of its text, for errors.
+    segment: usize,
+    excerpt: String,
     kind: crate::text::SegmentKind,
     paragraph: usize,
     voice: String,
@@ -32,9 +36,13 @@ struct Item {
 }
 
 /// The chunks of `chapter` with the pause that follows each.
-fn items(renderer: &Renderer, chapter: &ScriptChapter) -> Vec<Item> {
+fn items(renderer: &Renderer, chapter: &ScriptChapter, short_first: bool) -> Vec<Item> {
     let pauses = &renderer.config.mix.pauses;
-    let planned: Vec<PlannedChunk> = renderer.plan_stream(chapter);
+    let planned: Vec<PlannedChunk> = if short_first {
+        renderer.plan_stream(chapter)
+    } else {
+        renderer.plan_chapter(chapter)
+    };
     let mut out = Vec::with_capacity(planned.len());
     for (index, c) in planned.iter().enumerate() {
         let segment = &chapter.segments[c.segment];
@@ -48,6 +56,8 @@ fn items(renderer: &Renderer, chapter: &ScriptChapter) -> Vec<Item> {
         };
         out.push(Item {
             index,
+            segment: c.segment + 1,
+            excerpt: crate::pipeline::excerpt(&segment.text),
             kind: segment.kind,
             paragraph: segment.paragraph,
             voice: c.request.voice.name.clone(),
@@ -62,12 +72,15 @@ fn items(renderer: &Renderer, chapter: &ScriptChapter) -> Vec<Item> {
 /// The passage as 16-bit little-endian mono PCM at the mix's sample rate
 /// (`renderer.config.mix.sample_rate`): one item per chunk, in order. The
 /// first chunk is requested first; as many chunks are in flight as the
-/// backends take at once. An error ends the stream.
+/// backends take at once. An error ends the stream. With `short_first`, a
+/// long first sentence is split after its first clause
+/// ([`Renderer::plan_stream`]): what a listener who waits gets.
 pub fn stream_pcm(
     renderer: &Renderer,
     chapter: &ScriptChapter,
+    short_first: bool,
 ) -> impl futures::Stream<Item = std::io::Result<Vec<u8>>> + Send + use<> {
-    let items = items(renderer, chapter);
+    let items = items(renderer, chapter, short_first);
     let client = Arc::clone(&renderer.client);
     let mix = renderer.config.mix.clone();
     let in_flight = renderer
@@ -87,7 +100,14 @@ pub fn stream_pcm(
                     client
                         .synthesize(&item.backend, &item.request)
                         .await
-                        .map_err(|e| std::io::Error::other(crate::error::error_chain(&e)))?
+                        .map_err(|e| {
+                            std::io::Error::other(format!(
+                                "segment {} (\"{}\"): {}",
+                                item.segment,
+                                item.excerpt,
+                                crate::error::error_chain(&e)
+                            ))
+                        })?
                         .clip
                 };
                 tracing::debug!(chunk = item.index, "stream chunk synthesized");
@@ -175,7 +195,7 @@ pub fn wav_stream_header(rate: u32) -> Vec<u8> {
 pub async fn collect_wav(renderer: &Renderer, chapter: &ScriptChapter) -> std::io::Result<Vec<u8>> {
     let rate = renderer.config.mix.sample_rate;
     let mut pcm = Vec::new();
-    let mut stream = std::pin::pin!(stream_pcm(renderer, chapter));
+    let mut stream = std::pin::pin!(stream_pcm(renderer, chapter, false));
     while let Some(part) = stream.next().await {
         pcm.extend_from_slice(&part?);
     }

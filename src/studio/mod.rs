@@ -264,7 +264,7 @@ impl Studio {
         let renderer = self.preview_renderer(voice);
         let header = crate::session::stream::wav_stream_header(renderer.config.mix.sample_rate);
         let mut header = Some(header);
-        crate::session::stream::stream_pcm(&renderer, &chapter).map(move |part| {
+        crate::session::stream::stream_pcm(&renderer, &chapter, true).map(move |part| {
             let pcm = part?;
             Ok(match header.take() {
                 Some(mut first) => {

@@ -136,3 +136,35 @@ fn voices_lists_and_checks() {
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("no voice 'nobody' (known: dialogue, female, narrator)"));
 }
+
+#[test]
+fn a_streamed_preview_holds_the_samples_of_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    // A first sentence of at most 12 characters is not split for a listener.
+    let passage = "风从海上吹来。他把灯塔的门关紧了，她问：“还亮着吗？”";
+    let file = tingshu(dir.path(), &["preview", passage, "-o", "f.wav"], None);
+    assert_eq!(file.status.code(), Some(0), "{}", text(&file.stderr));
+    let written = std::fs::read(dir.path().join("f.wav")).unwrap();
+    // To a pipe: the header's sizes are placeholders, the samples the same.
+    let piped = tingshu(dir.path(), &["preview", passage, "-o", "-"], None);
+    assert_eq!(piped.status.code(), Some(0), "{}", text(&piped.stderr));
+    assert_eq!(&piped.stdout[40..44], &u32::MAX.to_le_bytes());
+    assert!(written.len() > 44 + 24_000, "{} bytes", written.len());
+    assert_eq!(piped.stdout[44..], written[44..]);
+    // The script goes to stderr when the audio is on stdout.
+    assert!(text(&piped.stderr).contains("[narration → narrator] 风从海上吹来"));
+    // To a file: the sizes are filled in, the bytes those of `-o f.wav`.
+    let target = dir.path().join("s.wav");
+    let status = Tingshu::new(["preview", passage, "-o", "-"])
+        .dir(dir.path())
+        .env("TINGSHU_VOICES", paths::repo().join("voices/espeak.toml"))
+        .env_remove("TINGSHU_CACHE")
+        .command()
+        .stdout(std::fs::File::create(&target).unwrap())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert_eq!(std::fs::read(&target).unwrap(), written);
+    let reader = hound::WavReader::open(&target).unwrap();
+    assert_eq!(reader.len() as usize, (written.len() - 44) / 2);
+}
