@@ -153,10 +153,10 @@ async fn stream(
     } else {
         None
     };
-    if let Some((_, input)) = player.as_mut() {
-        if input.write_all(&header).await.is_err() {
-            player = None;
-        }
+    if let Some((_, input)) = player.as_mut()
+        && input.write_all(&header).await.is_err()
+    {
+        player = None;
     }
     let mut pcm = Vec::new();
     let mut parts = std::pin::pin!(crate::session::stream::stream_pcm(
@@ -179,10 +179,10 @@ async fn stream(
                 .context("cannot write to stdout")?;
             out.flush().await.context("cannot write to stdout")?;
         }
-        if let Some((_, input)) = player.as_mut() {
-            if input.write_all(&part).await.is_err() {
-                player = None;
-            }
+        if let Some((_, input)) = player.as_mut()
+            && input.write_all(&part).await.is_err()
+        {
+            player = None;
         }
         if !to_stdout {
             pcm.extend_from_slice(&part);
