@@ -204,8 +204,8 @@ async fn stream(
         fill_in_sizes_of_stdout();
         return Ok(EXIT_OK);
     }
-    let size = u32::try_from(pcm.len()).context("the passage is longer than a WAV file holds")?;
-    let mut wav = crate::session::stream::wav_header(rate, Some(size));
+    let samples = pcm.len() as u64 / 2;
+    let mut wav = crate::audio::wav::header(rate, samples);
     wav.extend_from_slice(&pcm);
     if let Some(dir) = args.output.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)
@@ -216,7 +216,7 @@ async fn stream(
     eprintln!(
         "wrote {} ({:.1} s)",
         args.output.display(),
-        f64::from(size) / 2.0 / f64::from(rate)
+        samples as f64 / f64::from(rate)
     );
     Ok(EXIT_OK)
 }

@@ -158,36 +158,13 @@ pub fn chunk_pcm(
     Ok(pcm)
 }
 
-/// Length of the WAV headers written here.
-pub const WAV_HEADER_LEN: usize = 44;
-
-/// A WAV header for 16-bit mono PCM at `rate`; `data_bytes` of samples
-/// follow, or an unknown number (the sizes are then the largest there are,
-/// as streamed WAVs have) when `None`.
-pub fn wav_header(rate: u32, data_bytes: Option<u32>) -> Vec<u8> {
-    let (riff, data) = match data_bytes {
-        Some(n) => (n.saturating_add(36), n),
-        None => (u32::MAX, u32::MAX),
-    };
-    let mut h = Vec::with_capacity(WAV_HEADER_LEN);
-    h.extend_from_slice(b"RIFF");
-    h.extend_from_slice(&riff.to_le_bytes());
-    h.extend_from_slice(b"WAVEfmt ");
-    h.extend_from_slice(&16u32.to_le_bytes());
-    h.extend_from_slice(&1u16.to_le_bytes()); // PCM
-    h.extend_from_slice(&1u16.to_le_bytes()); // mono
-    h.extend_from_slice(&rate.to_le_bytes());
-    h.extend_from_slice(&(rate * 2).to_le_bytes());
-    h.extend_from_slice(&2u16.to_le_bytes());
-    h.extend_from_slice(&16u16.to_le_bytes());
-    h.extend_from_slice(b"data");
-    h.extend_from_slice(&data.to_le_bytes());
-    h
-}
-
-/// The header of a streamed WAV: sizes unknown.
+/// The header of a streamed 16-bit mono WAV at `rate`: the sizes are
+/// unknown, so they are the largest there are (as streamed WAVs have).
 pub fn wav_stream_header(rate: u32) -> Vec<u8> {
-    wav_header(rate, None)
+    let mut h = crate::audio::wav::header(rate, 0);
+    h[4..8].copy_from_slice(&u32::MAX.to_le_bytes());
+    h[40..44].copy_from_slice(&u32::MAX.to_le_bytes());
+    h
 }
 
 /// The whole stream of `chapter` as one WAV file's bytes (sizes filled in):
@@ -199,9 +176,7 @@ pub async fn collect_wav(renderer: &Renderer, chapter: &ScriptChapter) -> std::i
     while let Some(part) = stream.next().await {
         pcm.extend_from_slice(&part?);
     }
-    let size = u32::try_from(pcm.len())
-        .map_err(|_| std::io::Error::other("the passage is longer than a WAV file holds"))?;
-    let mut wav = wav_header(rate, Some(size));
+    let mut wav = crate::audio::wav::header(rate, pcm.len() as u64 / 2);
     wav.extend_from_slice(&pcm);
     Ok(wav)
 }
@@ -212,7 +187,7 @@ mod tests {
 
     #[test]
     fn headers_read_back_with_an_independent_reader() {
-        let mut wav = wav_header(24_000, Some(4));
+        let mut wav = crate::audio::wav::header(24_000, 2);
         wav.extend_from_slice(&[1, 0, 255, 255]);
         let reader = hound::WavReader::new(std::io::Cursor::new(wav)).unwrap();
         assert_eq!(reader.spec().sample_rate, 24_000);
@@ -220,7 +195,7 @@ mod tests {
         let samples: Vec<i16> = reader.into_samples().map(Result::unwrap).collect();
         assert_eq!(samples, vec![1, -1]);
         let streamed = wav_stream_header(24_000);
-        assert_eq!(streamed.len(), WAV_HEADER_LEN);
+        assert_eq!(streamed.len(), 44);
         assert_eq!(&streamed[40..44], &u32::MAX.to_le_bytes());
     }
 }
