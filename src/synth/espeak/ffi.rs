@@ -18,6 +18,11 @@ use crate::audio::AudioClip;
 pub(super) struct Engine {
     /// Sample rate of everything the engine speaks.
     pub(super) sample_rate: u32,
+    /// The voice last selected, by whichever caller: the fork server skips
+    /// loading a voice that is already selected, and must notice when
+    /// another caller in the process (the English phonemes of the neural
+    /// voice) selected a different one.
+    pub(super) voice: Option<String>,
 }
 
 static ENGINE: OnceLock<Result<Mutex<Engine>, String>> = OnceLock::new();
@@ -129,6 +134,7 @@ pub(super) fn engine() -> Result<&'static Mutex<Engine>, String> {
             unsafe { sys::espeak_SetSynthCallback(Some(capture)) };
             Ok(Mutex::new(Engine {
                 sample_rate: rate as u32,
+                voice: None,
             }))
         })
         .as_ref()
@@ -138,8 +144,8 @@ pub(super) fn engine() -> Result<&'static Mutex<Engine>, String> {
 /// Synthesizes one request in this process (blocking; serialized).
 pub fn synthesize_blocking(req: &EngineRequest) -> Result<AudioClip, String> {
     let engine = engine()?;
-    let guard = engine.lock().unwrap_or_else(|e| e.into_inner());
-    select_voice(&guard, &req.voice)?;
+    let mut guard = engine.lock().unwrap_or_else(|e| e.into_inner());
+    select_voice(&mut guard, &req.voice)?;
     speak(&guard, req)
 }
 
@@ -148,8 +154,8 @@ pub fn synthesize_blocking(req: &EngineRequest) -> Result<AudioClip, String> {
 /// Serialized with synthesis by the engine's lock.
 pub fn phonemes_ipa(voice: &str, text: &str) -> Result<String, String> {
     let engine = engine()?;
-    let guard = engine.lock().unwrap_or_else(|e| e.into_inner());
-    select_voice(&guard, voice)?;
+    let mut guard = engine.lock().unwrap_or_else(|e| e.into_inner());
+    select_voice(&mut guard, voice)?;
     let text = CString::new(text).map_err(|_| "text contains NUL".to_owned())?;
     let mut at = text.as_ptr() as *const c_void;
     let mut out = String::new();
@@ -185,13 +191,15 @@ pub fn phonemes_ipa(voice: &str, text: &str) -> Result<String, String> {
 }
 
 /// Makes `voice` the engine's voice.
-pub(super) fn select_voice(_engine: &Engine, voice: &str) -> Result<(), String> {
+pub(super) fn select_voice(engine: &mut Engine, voice: &str) -> Result<(), String> {
+    engine.voice = None;
     let name = CString::new(voice).map_err(|_| "voice name contains NUL".to_owned())?;
     // SAFETY: the engine is initialized and the caller holds its lock; the
     // name outlives the call.
     if unsafe { sys::espeak_SetVoiceByName(name.as_ptr()) } != sys::espeak_ERROR_EE_OK {
         return Err(format!("espeak-ng has no voice '{voice}'"));
     }
+    engine.voice = Some(voice.to_owned());
     Ok(())
 }
 

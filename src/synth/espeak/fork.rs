@@ -131,22 +131,19 @@ fn serve_forked(mut input: std::fs::File, mut output: impl Write) -> std::io::Re
     use std::os::fd::AsRawFd;
 
     // Initialized before the first fork, so that no child pays for it and
-    // every child starts from this state.
-    let ready = engine();
+    // every child starts from this state. The lock is held until the last
+    // child is forked: nothing else in the process may speak (which moves
+    // the engine's hidden state on) between two forks.
+    let mut ready = engine().map(|engine| engine.lock().unwrap_or_else(|e| e.into_inner()));
     let mut slots: Vec<SharedPcm> = Vec::new();
     let mut free: Vec<usize> = Vec::new();
     let mut running: Vec<Running> = Vec::new();
     let mut queue: VecDeque<Vec<u8>> = VecDeque::new();
     let mut unread: Vec<u8> = Vec::new();
     let mut input_open = true;
-    // The voice selected in this process: loading a voice takes longer than
-    // forking, so the parent loads it once and the children only speak.
-    let mut selected: Option<String> = None;
     let mut chunk = vec![0u8; 1 << 16];
     let max_children = max_children();
-    let rate = ready.as_ref().map_or(0, |engine| {
-        engine.lock().unwrap_or_else(|e| e.into_inner()).sample_rate
-    });
+    let rate = ready.as_ref().map_or(0, |engine| engine.sample_rate);
     loop {
         while running.len() < max_children {
             let Some(line) = queue.pop_front() else {
@@ -160,20 +157,22 @@ fn serve_forked(mut input: std::fs::File, mut output: impl Write) -> std::io::Re
                 }
             };
             let id = req.id;
-            let engine = match &ready {
-                Ok(engine) => engine.lock().unwrap_or_else(|e| e.into_inner()),
+            let engine = match &mut ready {
+                Ok(engine) => engine,
                 Err(e) => {
                     write_reply(&mut output, Some(id), &Err(e.clone()), &[])?;
                     continue;
                 }
             };
-            if selected.as_deref() != Some(req.voice.as_str()) {
-                selected = None;
-                if let Err(e) = select_voice(&engine, &req.voice) {
-                    write_reply(&mut output, Some(id), &Err(e), &[])?;
-                    continue;
-                }
-                selected = Some(req.voice.clone());
+            // Loading a voice takes longer than forking, so the parent
+            // loads it once and the children only speak. The engine records
+            // the selection under its lock, so a voice selected meanwhile by
+            // another caller in this process is noticed.
+            if engine.voice.as_deref() != Some(req.voice.as_str())
+                && let Err(e) = select_voice(engine, &req.voice)
+            {
+                write_reply(&mut output, Some(id), &Err(e), &[])?;
+                continue;
             }
             let slot = match free.pop() {
                 Some(slot) => slot,
@@ -414,7 +413,22 @@ mod tests {
             requests.extend([same.clone(), other.clone()]);
         }
         requests.push(req("no-such-voice-xx", "ni3"));
-        let clips = serve_forked_replies(&requests);
+        // Other callers in the process speak and select voices meanwhile
+        // (in-process synthesis, the neural voice's English phonemes): the
+        // forks must not start from the state they leave.
+        let done = std::sync::atomic::AtomicBool::new(false);
+        let clips = std::thread::scope(|scope| {
+            scope.spawn(|| {
+                while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                    crate::synth::espeak::synthesize_blocking(&req("cmn-latn-pinyin", "hai3"))
+                        .unwrap();
+                    crate::synth::espeak::phonemes_ipa("en-us", "harbour").unwrap();
+                }
+            });
+            let clips = serve_forked_replies(&requests);
+            done.store(true, std::sync::atomic::Ordering::Relaxed);
+            clips
+        });
         let first = clips[0].clone().unwrap();
         let second = clips[1].clone().unwrap();
         assert!(first.duration_s() > 0.5);
