@@ -58,8 +58,10 @@ pub enum FeedError {
 }
 
 /// Where a book's files are published: enclosures are
-/// `<base>/<book path>/<file>`, each segment URL-encoded.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// `<base>/<book path>/<file>`, each segment URL-encoded. Carried in queue
+/// tasks, so that workers write the feed `build` and `batch run` would.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct FeedLink {
     /// `http(s)://host[:port][/path]`, without a trailing slash.
     pub base: String,
@@ -82,6 +84,17 @@ impl FeedLink {
             base: base.trim_end_matches('/').to_owned(),
             book_path,
         }
+    }
+
+    /// The library (output folder) of the book folder `book_dir`: where
+    /// its `feeds.opml` goes.
+    pub fn library(&self, book_dir: &Path) -> PathBuf {
+        let depth = self.book_path.split('/').filter(|s| !s.is_empty()).count();
+        book_dir
+            .ancestors()
+            .nth(depth)
+            .unwrap_or(book_dir)
+            .to_path_buf()
     }
 
     /// The URL of `file` (relative to the book's folder, `/`-separated).
@@ -122,7 +135,17 @@ pub fn check_base(setting: &str, value: &str) -> Result<String, FeedError> {
     if value.chars().any(|c| c.is_whitespace() || c.is_control()) {
         return Err(bad("must not contain spaces"));
     }
-    Ok(value.trim_end_matches('/').to_owned())
+    let scheme = &value[..value.len() - rest.len()];
+    let (host, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    if !host.is_ascii() {
+        return Err(bad(
+            "has a host name that is not ASCII (write it in punycode, xn--…)",
+        ));
+    }
+    // A path in Chinese is written as the UTF-8 bytes it stands for, as
+    // podcast apps expect an enclosure URL.
+    let path = utf8_percent_encode(path.trim_end_matches('/'), percent_encoding::CONTROLS);
+    Ok(format!("{scheme}{host}{path}"))
 }
 
 /// The format a feed's enclosures are in: MP3, else Opus (one item per
@@ -568,12 +591,17 @@ mod tests {
             check_base("--feed-url", "https://h.example/").unwrap(),
             "https://h.example"
         );
+        assert_eq!(
+            check_base("--feed-url", "http://h.example:8080/听书/").unwrap(),
+            "http://h.example:8080/%E5%90%AC%E4%B9%A6"
+        );
         for bad in [
             "ftp://h",
             "http://",
             "http://h/?a=1",
             "h.example",
             "http://a b",
+            "http://听书.example/",
         ] {
             let e = check_base("--feed-url", bad).unwrap_err().to_string();
             assert!(e.starts_with("--feed-url"), "{e}");

@@ -45,7 +45,8 @@ pub fn plan_for_queue(job: &Job) -> Result<QueuePlan, BatchError> {
             plan.pending().map(|c| (c.index, c.hash.clone())).collect();
         // Workers write the same files as `batch run` and record them under
         // the same hashes, so its next run leaves them alone.
-        let outputs = session.book_outputs(&job.formats, &dir)?;
+        let mut outputs = session.book_outputs(&job.formats, &dir)?;
+        outputs.feed = job.feed_link(&dir);
         let book_hash = book_files_hash(&plan, &outputs);
         Some(crate::queue::enqueue::plan_batch_chapters(
             &job.name, session, &dir, &hashed, &outputs, book_hash,

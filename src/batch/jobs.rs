@@ -110,6 +110,14 @@ pub struct Job {
 }
 
 impl Job {
+    /// Where the book in `dir` is published, when the job has a
+    /// `feed_url`.
+    pub fn feed_link(&self, dir: &Path) -> Option<crate::feed::FeedLink> {
+        self.feed_url
+            .as_deref()
+            .map(|base| crate::feed::FeedLink::new(base, &self.out, dir))
+    }
+
     /// Where the job's book goes: `OUT/<source stem>/`, as `tingshu build`
     /// would write it.
     pub fn book_dir(&self) -> PathBuf {

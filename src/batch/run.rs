@@ -247,10 +247,7 @@ async fn render_job(
     let session = &inputs.session;
     remove_partial_files(dir);
     let mut outputs = session.book_outputs(&job.formats, dir)?;
-    outputs.feed = job
-        .feed_url
-        .as_deref()
-        .map(|base| crate::feed::FeedLink::new(base, &job.out, dir));
+    outputs.feed = job.feed_link(dir);
     if outputs.needs_encoder() {
         outputs.encoder = Some(
             encoder()

@@ -39,6 +39,7 @@ impl SubtitleTags {
             cover: None,
             info: None,
             total: None,
+            feed: None,
         }
     }
 }
@@ -69,6 +70,10 @@ pub struct OutputsSpec {
     /// serial that still grows, as `batch run` writes them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total: Option<usize>,
+    /// Where the book is published (a `batch` job's `feed_url`): the book
+    /// task writes its `feed.xml` and the library's `feeds.opml`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub feed: Option<crate::feed::FeedLink>,
 }
 
 impl OutputsSpec {
@@ -87,6 +92,7 @@ impl OutputsSpec {
             cover: outputs.cover.clone(),
             info: outputs.info.clone(),
             total,
+            feed: outputs.feed.clone(),
         }
     }
 
@@ -102,6 +108,7 @@ impl OutputsSpec {
         outputs.author.clone_from(&self.author);
         outputs.cover.clone_from(&self.cover);
         outputs.info.clone_from(&self.info);
+        outputs.feed.clone_from(&self.feed);
         Ok(outputs)
     }
 }
@@ -431,6 +438,11 @@ mod tests {
             author: None,
             language: Some("zh".into()),
         });
+        outputs.feed = Some(crate::feed::FeedLink::new(
+            "https://example.org/books",
+            Path::new("/out"),
+            Path::new("/out/书"),
+        ));
         let spec = OutputsSpec::new(Path::new("/out/书"), &outputs, Some(3));
         let json = serde_json::to_string(&spec).unwrap();
         let back: OutputsSpec = serde_json::from_str(&json).unwrap();
@@ -439,6 +451,11 @@ mod tests {
         assert_eq!(again.formats, outputs.formats);
         assert_eq!(again.tags_digest(), outputs.tags_digest());
         assert_eq!(again.info, outputs.info);
+        assert_eq!(again.feed, outputs.feed);
+        assert_eq!(
+            again.feed.as_ref().unwrap().library(Path::new("/out/书")),
+            Path::new("/out")
+        );
         let bad = OutputsSpec {
             formats: vec!["flac".into()],
             ..spec

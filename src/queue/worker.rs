@@ -555,6 +555,10 @@ impl Worker {
             outputs
                 .refresh_book(&dir, chapters, only.as_ref().map(|o| &o[..]))
                 .map_err(|e| crate::error::error_chain(&e))?;
+            if let Some(link) = &outputs.feed {
+                crate::feed::write_opml(&link.library(&dir))
+                    .map_err(|e| crate::error::error_chain(&e))?;
+            }
             if let Some(record) = &record {
                 record_book_files(&dir, record, &outputs)?;
             }

@@ -1408,6 +1408,80 @@ fn redis_enqueued_formats_need_ffmpeg_only_for_encoded_files() {
     }
 }
 
+/// A `batch` job with a `feed_url`, enqueued: the workers' book task
+/// writes the podcast feed and the library's OPML, as `batch run` does
+/// (checked with an independent XML parser: every chapter an item whose
+/// enclosure is the MP3 beside it, its length the file's size).
+#[test]
+fn redis_batch_enqueued_job_with_a_feed_url_gets_its_feed_from_the_workers() {
+    if !ffmpeg::tools() {
+        return;
+    }
+    let Some(service) = Service::start(Engine::Redis) else {
+        return;
+    };
+    let url = service.url.as_str();
+    let render = Render::new(3);
+    let jobs = render.root.join("jobs.toml");
+    let library = render.root.join("library");
+    std::fs::write(
+        &jobs,
+        format!(
+            "[[job]]\nname = \"lamp\"\nsource = '{}'\nvoices = '{}'\nout = '{}'\n\
+             formats = [\"mp3\"]\nfeed_url = \"https://books.example.org/听书\"\n",
+            render.book.display(),
+            render.voices.display(),
+            library.display(),
+        ),
+    )
+    .unwrap();
+    let jobs = jobs.to_string_lossy().into_owned();
+    let out = render.tingshu(&["batch", "enqueue", &jobs, "--queue", url]);
+    assert!(
+        out.status.success(),
+        "batch enqueue: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut workers = vec![(0, render.worker(url, 0, &[]))];
+    let codes = wait_all(&render, &mut workers, Duration::from_secs(300));
+    assert_eq!(codes, [0], "{}", render.log(0));
+
+    let book = library.join("守灯");
+    let feed = std::fs::read_to_string(book.join("feed.xml")).expect("the workers wrote feed.xml");
+    let doc = roxmltree::Document::parse(&feed).expect("the feed is well-formed XML");
+    let items: Vec<roxmltree::Node> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("item"))
+        .collect();
+    assert_eq!(items.len(), 3, "{feed}");
+    let base = "https://books.example.org/%E5%90%AC%E4%B9%A6/%E5%AE%88%E7%81%AF/";
+    for item in &items {
+        let enclosure = item
+            .children()
+            .find(|n| n.has_tag_name("enclosure"))
+            .expect("an enclosure");
+        let link = enclosure.attribute("url").unwrap();
+        let file = link.strip_prefix(base).unwrap_or_else(|| panic!("{link}"));
+        let name = percent_encoding::percent_decode_str(file)
+            .decode_utf8()
+            .unwrap();
+        assert!(name.ends_with(".mp3"), "{name}");
+        let size = std::fs::metadata(book.join(name.as_ref())).unwrap().len();
+        assert_eq!(
+            enclosure.attribute("length"),
+            Some(size.to_string().as_str())
+        );
+        assert_eq!(enclosure.attribute("type"), Some("audio/mpeg"));
+    }
+    let opml = std::fs::read_to_string(library.join("feeds.opml")).expect("feeds.opml");
+    let opml = roxmltree::Document::parse(&opml).expect("the OPML is well-formed XML");
+    let outlines: Vec<&str> = opml
+        .descendants()
+        .filter_map(|n| n.attribute("xmlUrl"))
+        .collect();
+    assert_eq!(outlines, [format!("{base}feed.xml")]);
+}
+
 // ---------------------------------------------------------------------------
 // Queue semantics through the library
 
