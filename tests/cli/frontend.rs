@@ -164,7 +164,7 @@ fn webnovel_normalization_list() {
         .filter(|l| !l.trim().is_empty())
         .map(|l| l.split_once('~').expect("written~spoken"))
         .collect();
-    assert!(cases.len() >= 120, "{} lines", cases.len());
+    assert!(cases.len() >= 185, "{} lines", cases.len());
     let input: String = cases.iter().map(|(w, _)| format!("{w}\n")).collect();
     let got = stdout_lines(&tingshu(&["normalize"], input.as_bytes()));
     assert_eq!(got.len(), cases.len());

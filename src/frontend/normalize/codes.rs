@@ -1,5 +1,5 @@
 //! Numbers written in a form of their own, read before any other number
-//! rule: mobile numbers in groups, licence plates, thousands separators,
+//! rule: mobile numbers, landlines and service lines in groups, licence plates, thousands separators,
 //! decades (1990s), generations (80后), calibres (.22口径) and 7-11.
 
 use std::sync::LazyLock;
@@ -17,6 +17,12 @@ static SPACED_THOUSANDS: LazyLock<Regex> = LazyLock::new(|| re(r"\d{1,3}(?: \d{3
 /// a country code before one.
 static PHONE: LazyLock<Regex> =
     LazyLock::new(|| re(r"(?:\+(\d{1,3})[ -]?)?(1[3-9]\d)[- ](\d{4})[- ](\d{4})"));
+/// Landlines and service lines written in groups: an area code and the
+/// number (010-62345678, 0755-8866 2211, 010 6552 3399) or 400/800 lines
+/// in three groups (400-820-8820).
+static LANDLINE: LazyLock<Regex> = LazyLock::new(|| {
+    re(r"(?:0\d{2,3}[- ](?:\d{7,8}|\d{3,4}[- ]\d{4})|[48]00[- ]\d{3,4}[- ]\d{3,4})")
+});
 /// Licence plates: a province (or, with a dot, any Han character: 江A·88888),
 /// a letter, five or six more letters and digits.
 static PLATE: LazyLock<Regex> =
@@ -57,6 +63,19 @@ pub(super) fn codes(text: &str, digits: &CodeDigits) -> String {
             out.push_str(&digits.spell(&c[group]));
         }
         Some(out)
+    });
+    let text = rewrite(&text, &LANDLINE, |t, c| {
+        let m = c.get(0)?;
+        let (before, after) = around(t, m.start(), m.end());
+        if is_digit(before) || is_digit(after) || before == Some('.') {
+            return None;
+        }
+        let groups: Vec<String> = m
+            .as_str()
+            .split(['-', ' '])
+            .map(|g| digits.spell(g))
+            .collect();
+        Some(groups.join("，"))
     });
     let text = rewrite(&text, &PLATE, |t, c| {
         let m = c.get(0)?;

@@ -26,11 +26,36 @@ static RATIO: LazyLock<Regex> = LazyLock::new(|| re(r"(\d+)[:：](\d+)"));
 
 static YEAR: LazyLock<Regex> = LazyLock::new(|| re(r"(\d+)年(\d{1,2}月)?"));
 
+/// Ranges of years before a word that makes them years (1998-2001年,
+/// 2023—2024赛季, 2008～2012年间): both read digit by digit.
+static YEAR_RANGE: LazyLock<Regex> =
+    LazyLock::new(|| re(r"(\d{4})\s?[-—–~～]\s?(\d{4})(年|赛季|學年|学年|财年|財年|年度|賽季)"));
+
+/// A dash between two days or two months of one date: 10月1日—7日.
+static DAY_RANGE: LazyLock<Regex> =
+    LazyLock::new(|| re(r"([日号號月])\s?[-—–~～]\s?(\d{1,2}[日号號月])"));
+
 static MONTH_DAY: LazyLock<Regex> = LazyLock::new(|| re(r"(\d{1,2})([月日号])"));
 
-/// Rewrites eras, written dates, version numbers, clock times and ratios.
+/// Rewrites eras, ranges of years and days, written dates, version
+/// numbers, clock times and ratios.
 pub(super) fn clock_and_calendar(text: &str) -> String {
-    let text = rewrite(text, &ERA, |_, c| {
+    let text = rewrite(text, &YEAR_RANGE, |t, c| {
+        let m = c.get(0)?;
+        let (before, _) = around(t, m.start(), m.end());
+        let (from, to): (u32, u32) = (c[1].parse().ok()?, c[2].parse().ok()?);
+        if is_digit(before) || before == Some('.') || to < from || to - from > 200 {
+            return None;
+        }
+        Some(format!(
+            "{}到{}{}",
+            digit_string(&c[1]),
+            digit_string(&c[2]),
+            &c[3]
+        ))
+    });
+    let text = DAY_RANGE.replace_all(&text, "${1}到$2");
+    let text = rewrite(&text, &ERA, |_, c| {
         let prefix = if c[3].to_ascii_lowercase().starts_with('b') {
             "公元前"
         } else {

@@ -14,8 +14,9 @@ use super::{amounts, around, codes, dates, is_digit, re, rewrite};
 const LIANG_MEASURES: &str = "个個只隻位名次天年条條件本张張把匹头頭口辆輛艘架门門座间間家种種样樣部份点點分秒周岁歲斤层層倍枚支根片封颗顆双雙对對句步声聲碗杯场場顿頓趟遍回下套台臺幅首篇块塊元毛角千万萬亿億百里米克吨噸升群批届屆项項辈輩棵株朵顶頂条棟栋尊拳脚腳眼";
 
 /// Words before a number that make it a code read digit by digit.
-const CODE_WORDS: [&str; 24] = [
+const CODE_WORDS: [&str; 25] = [
     "电话",
+    "分机",
     "手机",
     "号码",
     "编号",
