@@ -166,7 +166,10 @@ static NEUTRAL_SECOND: std::sync::LazyLock<rustc_hash::FxHashSet<[char; 2]>> =
             丈夫 亲戚 和尚 泥巴 核桃 玻璃 刺猬 扫帚 簸箕 风筝 灯笼 胳膊 脊梁 琢磨 打听 溜达 \
             结实 体面 困难 心思 规矩 早上 姐夫 妹夫 大爷 打扮 打量 糊涂 模糊 含糊 迷糊 干净 \
             东家 行李 石匠 徒弟 女婿 咳嗽 喷嚏 蚂蚱 应付 告诉 东西 动静 痛快 媳妇 学问 买卖 \
-            生意 故事 外甥 木匠 哆嗦 啰嗦 高粱";
+            生意 故事 外甥 木匠 哆嗦 啰嗦 高粱 \
+            吩咐 念叨 嘱咐 哈欠 肩膀 晃荡 在乎 磨蹭 招呼 嘀咕 张罗 比划 巴结 挖苦 \
+            合同 队伍 眉毛 葫芦 师傅 相声 苍蝇 蘑菇 算盘 芝麻 棉花 庄稼 粮食 亮堂 利索 麻利 \
+            机灵 客气 勤快 记性 脾气 福气 小气 窝囊 疙瘩";
         WORDS
             .split_whitespace()
             .filter_map(|w| {
@@ -494,6 +497,11 @@ impl<'l> Analysis<'l> {
     /// 这儿, 那儿, 哪儿.
     fn neutral_second(&self, i: usize, word: Word<'_>) -> bool {
         const KINSHIP: &str = "爸妈哥姐弟妹爷奶叔婶舅姑姨伯婆公姥";
+        // Verbs said twice for a short try (歇歇, 看看, 想想): the second
+        // is neutral. Not 等等 (and so on).
+        const TRIED_VERBS: &str = "歇看想试说走听问坐找尝聊猜瞧瞅洗转逛玩谈算揉拍摸闻动";
+        // 东西 as two directions (东西两头, 东西走向, 东西南北), not a thing.
+        const DIRECTIONS_AFTER: &str = "两走向方南长宽";
         let pair = word.len == 2 && i == word.start + 1;
         // Two lone characters the phrase data lacks (告诉, 东西, 故事).
         let lone =
@@ -502,7 +510,12 @@ impl<'l> Analysis<'l> {
             return false;
         }
         let (first, second) = (self.simplified[i - 1], self.simplified[i]);
+        let next = self.simplified.get(i + 1).copied().unwrap_or(' ');
+        if [first, second] == ['东', '西'] && DIRECTIONS_AFTER.contains(next) {
+            return false;
+        }
         (pair && first == second && KINSHIP.contains(first))
+            || (first == second && TRIED_VERBS.contains(first))
             || (pair && second == '儿' && "这那哪".contains(first))
             || NEUTRAL_SECOND.contains(&[first, second])
     }

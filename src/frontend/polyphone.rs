@@ -461,6 +461,16 @@ fn context_rule(f: &Features) -> Option<&'static str> {
             "de5"
         }
         '得' if p == '不' && f.prev2 == '少' => "de5",
+        // The particle before 确定/确实 (暂时的确定, 我说的确实是真话), not
+        // 的确 (indeed) — but 的确实力 is 的确 + 实力.
+        '的' if n == '确' && (n2 == '定' || n2 == '实' && !in_set(f.next3, "力在")) => "de5",
+        // A taxi (打的回去, 打的走了).
+        '的' if p == '打' && in_set(n, "回去走过到来") => "di1",
+        // Chess: the elephant (飞相), a move (这一着棋, 走错了一着, 高着).
+        '相' if p == '飞' => "xiang4",
+        // Counted (把钱数了三遍), not a number (岁数了, 次数了).
+        '数' if n == '了' && !in_set(p, "岁次人多少无分倍整半定算报心有") => "shu3",
+        '着' if in_set(p, "一高妙绝险昏损怪") && (n == '棋' || !han(n)) => "zhao1",
         // Beaming (乐得合不拢嘴, 乐得直拍手), not the verb 乐得 (glad to).
         '得' if p == '乐' && in_set(n, "合直眉手脚嘴跳哈不什前东西") => "de5",
         // A ponytail or a horse's tail (扎马尾, 马尾辫): mǎwěi; the phrase

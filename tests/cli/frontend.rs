@@ -198,7 +198,7 @@ fn everyday_polyphone_list() {
             (marked.replace('▁', ""), index, gold)
         })
         .collect();
-    assert!(cases.len() >= 200, "{} sentences", cases.len());
+    assert!(cases.len() >= 590, "{} sentences", cases.len());
     let input: String = cases.iter().map(|(s, _, _)| format!("{s}\n")).collect();
     let rows = jsonl(&input, &[]);
     assert_eq!(rows.len(), cases.len());
