@@ -11,6 +11,7 @@ mod support;
 mod backends;
 mod batch;
 mod build;
+mod docs;
 mod dumps;
 mod epub;
 mod espeak;
