@@ -28,8 +28,9 @@ pub const FEED: &str = "feed.xml";
 /// Name of the list of feeds in an output folder.
 pub const OPML: &str = "feeds.opml";
 
-/// Bytes left as they are in a URL path segment (RFC 3986 unreserved).
-const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
+/// Bytes left as they are in a URL path segment or a query value (RFC 3986
+/// unreserved).
+pub const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
     .remove(b'-')
     .remove(b'.')
     .remove(b'_')

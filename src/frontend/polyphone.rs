@@ -469,7 +469,9 @@ fn context_rule(f: &Features) -> Option<&'static str> {
         // Chess: the elephant (飞相), a move (这一着棋, 走错了一着, 高着).
         '相' if p == '飞' => "xiang4",
         // Counted (把钱数了三遍), not a number (岁数了, 次数了).
-        '数' if n == '了' && !in_set(p, "岁次人多少无分倍整半定算报心有") => "shu3",
+        '数' if n == '了' && !in_set(p, "岁次人多少无分倍整半定算报心有") => {
+            "shu3"
+        }
         '着' if in_set(p, "一高妙绝险昏损怪") && (n == '棋' || !han(n)) => "zhao1",
         // Beaming (乐得合不拢嘴, 乐得直拍手), not the verb 乐得 (glad to).
         '得' if p == '乐' && in_set(n, "合直眉手脚嘴跳哈不什前东西") => "de5",

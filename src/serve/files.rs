@@ -296,7 +296,7 @@ fn served_feed(
     let query = server.options.token.as_ref().map(|t| {
         format!(
             "token={}",
-            percent_encoding::utf8_percent_encode(t, percent_encoding::NON_ALPHANUMERIC)
+            percent_encoding::utf8_percent_encode(t, crate::feed::SEGMENT)
         )
     });
     let text = crate::feed::render(
@@ -346,7 +346,7 @@ pub async fn opml(State(server): State<Arc<Server>>, headers: HeaderMap) -> Resp
     let token = server.options.token.as_ref().map(|t| {
         format!(
             "?token={}",
-            percent_encoding::utf8_percent_encode(t, percent_encoding::NON_ALPHANUMERIC)
+            percent_encoding::utf8_percent_encode(t, crate::feed::SEGMENT)
         )
     });
     let mut x = String::from(

@@ -315,7 +315,7 @@ pub fn legado_json(server: &Server, base: &str) -> Value {
     let token = server.options.token.as_ref().map(|t| {
         format!(
             "token={}&",
-            percent_encoding::utf8_percent_encode(t, percent_encoding::NON_ALPHANUMERIC)
+            percent_encoding::utf8_percent_encode(t, crate::feed::SEGMENT)
         )
     });
     let mut names = vec![("default".to_owned(), "tingshu 听书".to_owned())];
@@ -331,7 +331,7 @@ pub fn legado_json(server: &Server, base: &str) -> Value {
         .into_iter()
         .enumerate()
         .map(|(i, (voice, name))| {
-            let voice_q = percent_encoding::utf8_percent_encode(&voice, percent_encoding::NON_ALPHANUMERIC);
+            let voice_q = percent_encoding::utf8_percent_encode(&voice, crate::feed::SEGMENT);
             json!({
                 "id": 1_700_000_000_000_i64 + i as i64,
                 "name": name,

@@ -1,5 +1,5 @@
 //! The studio's HTTP API (JSON), used by the page and documented in the
-//! README:
+//! user guide (docs/guide.md):
 //!
 //! | request | answer |
 //! |---|---|

@@ -595,7 +595,7 @@ async fn serve_is_bounded_and_needs_its_token_off_loopback() {
         sources[0]["url"]
             .as_str()
             .unwrap()
-            .contains(&format!("token={}", token.replace('-', "%2D")))
+            .contains(&format!("token={token}"))
     );
 
     // One synthesis at a time and no queue: a second request while a long
