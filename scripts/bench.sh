@@ -6,14 +6,19 @@
 # 2. the espeak-ng voices (voices/espeak.toml): wall time beside one direct
 #    `espeak-ng -v cmn-latn-pinyin` run over the same pinyin, and their ratio
 #    (best of N runs each).
-#   scripts/bench.sh [BOOK] [RUNS]     (NEURAL=0 skips part 1)
+#   scripts/bench.sh [BOOK] [RUNS]     (NEURAL=0 skips part 1, ESPEAK=0 part 2)
+# BIN=path benchmarks another build of tingshu (an older one, for a before and
+# after in one sitting). The neural build reports the CPU time (user + system)
+# of the process tree per second of audio, and the first audio of a streamed
+# preview (`preview TEXT -o -`: seconds until the first bytes past the WAV
+# header), model load included.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 book=${1:-../shared/samples/004_a3a7bf909582209b.txt}
 runs=${2:-5}
 [ -f "$book" ] || { echo "bench: $book is absent" >&2; exit 2; }
-cargo build --release -q
-bin=target/release/tingshu
+if [ -z "${BIN:-}" ]; then cargo build --release -q; fi
+bin=$(realpath "${BIN:-target/release/tingshu}")
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -23,19 +28,28 @@ audio_of() { python3 -c "import json,glob;print(round(sum(c['duration_s'] for m 
 if [ "${NEURAL:-1}" != 0 ] && "$bin" voices --voices voices/default.toml >/dev/null 2>&1; then
   load0=$(cut -d' ' -f1 /proc/loadavg)
   t0=$(now)
-  /usr/bin/time -f '%M' -o "$tmp/rss" "$bin" build "$book" --voices voices/default.toml --out "$tmp/nout" 2>/dev/null
+  /usr/bin/time -f '%M %U %S' -o "$tmp/rss" "$bin" build "$book" --voices voices/default.toml --out "$tmp/nout" 2>/dev/null
   t1=$(now)
   "$bin" build "$book" --voices voices/default.toml --out "$tmp/nout" 2>/dev/null
   t2=$(now)
-  (cd "$tmp" && /usr/bin/time -f '%e' -o "$tmp/pv" "$OLDPWD/$bin" preview "风从海上吹来，他把灯塔的门关紧了。" --voices "$OLDPWD/voices/default.toml" -o p.wav --cache pc >/dev/null 2>&1)
+  # A 76-character paragraph, streamed: the first audio is the first clause.
+  para="雾从海上漫过来，码头的灯一盏一盏亮了。老周在船上系好绳子，回头看了一眼。阿禾问：“那条船还回来吗？”天亮以前，灯塔的光慢慢扫过黑沉沉的水面，像一只眼睛。"
+  (cd "$tmp" && /usr/bin/time -f '%e' -o "$tmp/pv" "$bin" preview "风从海上吹来，他把灯塔的门关紧了。" --voices "$OLDPWD/voices/default.toml" -o p.wav --cache pc >/dev/null 2>&1)
+  first1=$(cd "$tmp" && python3 "$OLDPWD/scripts/first-audio.py" -- "$bin" preview "$para" --voices "$OLDPWD/voices/default.toml" -o - --cache fa1)
+  first2=$(cd "$tmp" && python3 "$OLDPWD/scripts/first-audio.py" -- "$bin" preview "$para" --voices "$OLDPWD/voices/default.toml" -o - --cache fa2)
   load1=$(cut -d' ' -f1 /proc/loadavg)
   audio_n=$(audio_of "$tmp/nout")
-  printf 'neural build:     %.1f s wall, %s s of audio, RTF %.3f (aim <= 0.35)\n' "$(python3 -c "print($t1 - $t0)")" "$audio_n" "$(python3 -c "print(($t1 - $t0) / $audio_n)")"
-  printf 'neural peak RSS:  %s MB (one process; aim <= 800)\n' "$(( $(cat "$tmp/rss") / 1024 ))"
+  read -r rss user sys < "$tmp/rss"
+  printf 'neural build:     %.1f s wall, %s s of audio, RTF %.3f (aim <= 0.30)\n' "$(python3 -c "print($t1 - $t0)")" "$audio_n" "$(python3 -c "print(($t1 - $t0) / $audio_n)")"
+  printf 'neural CPU:       %.1f s user + %.1f s system = %.3f CPU-s per audio-s (aim <= 0.55)\n' "$user" "$sys" "$(python3 -c "print(($user + $sys) / $audio_n)")"
+  printf 'neural peak RSS:  %s MB (one process; aim <= 1000)\n' "$(( rss / 1024 ))"
   printf 'neural cached:    %.2f s wall (aim < 1)\n' "$(python3 -c "print($t2 - $t1)")"
-  printf 'neural preview:   %s s to the WAV, model load included (aim <= 2)\n' "$(cat "$tmp/pv")"
+  printf 'neural preview:   %s s to the WAV of one sentence, model load included (aim <= 2)\n' "$(cat "$tmp/pv")"
+  printf 'first audio:      %s s, then %s s, streamed preview of a 76-character paragraph (first audio, end, bytes; aim <= 1.0 with the graph cached)\n' "$first1" "$first2"
   printf 'load average:     %s before, %s after (2 cores; other work slows these figures)\n' "$load0" "$load1"
 fi
+
+[ "${ESPEAK:-1}" != 0 ] || exit 0
 
 # The pinyin tingshu computes, one paragraph per line.
 "$bin" pinyin < "$book" > "$tmp/pinyin.txt"
