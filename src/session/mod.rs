@@ -117,6 +117,13 @@ pub enum SessionError {
         #[source]
         source: std::io::Error,
     },
+    /// A backend the voices use cannot run (its engine's files or device).
+    #[error("{file}: {source}")]
+    Backend {
+        file: String,
+        #[source]
+        source: crate::synth::SynthError,
+    },
     #[error("cache {location}: cannot start its writer thread")]
     CacheWriter {
         location: PathBuf,
@@ -170,6 +177,10 @@ impl RenderSession {
         voices.lexicon = lexicon.entries().to_vec();
         let cache = spec.cache.as_ref().map(open_cache).transpose()?;
         let renderer = renderer_for(&voices, spec.worker_program.clone(), cache.clone())?;
+        renderer.ready().map_err(|source| SessionError::Backend {
+            file: voices.file.clone(),
+            source,
+        })?;
         Ok(RenderSession {
             book,
             voices,

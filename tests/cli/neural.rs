@@ -329,3 +329,81 @@ fn voices_lists_the_installed_packs() {
     );
     assert!(listing.contains("  neural       kokoro"), "{listing}");
 }
+
+/// The cached optimized graphs in `data`.
+fn graph_caches(data: &Path) -> Vec<PathBuf> {
+    let mut found: Vec<PathBuf> = std::fs::read_dir(data.join("cache"))
+        .map(|d| d.filter_map(Result::ok).map(|e| e.path()).collect())
+        .unwrap_or_default();
+    found.retain(|p| {
+        p.file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with("kokoro-cpu-") && n.ends_with(".onnx"))
+    });
+    found
+}
+
+/// A preview of `text` into a fresh folder (so no clip cache is shared):
+/// the WAV's bytes.
+fn preview_bytes(data: &Path, text: &str) -> Vec<u8> {
+    let dir = tempfile::tempdir().unwrap();
+    let out = tingshu(
+        dir.path(),
+        &[
+            "preview",
+            text,
+            "--voices",
+            &default_voices(),
+            "-o",
+            "p.wav",
+        ],
+        Some(data),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    std::fs::read(dir.path().join("p.wav")).unwrap()
+}
+
+#[test]
+fn the_optimized_graph_is_cached_and_a_spoiled_cache_is_rebuilt() {
+    let Some(files) = installed() else { return };
+    let data = staged(&files);
+    let text = "灯塔的光照着海面。";
+    let first = preview_bytes(data.path(), text);
+    let caches = graph_caches(data.path());
+    assert_eq!(caches.len(), 1, "{caches:?}");
+    let cache = &caches[0];
+    let sha = |p: &Path| tingshu::synth::kokoro::files::sha256_file(p).unwrap();
+    let name = cache.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(
+        name.trim_end_matches(".onnx").ends_with(&sha(cache)[..16]),
+        "{name}"
+    );
+    // From the cache: the same audio, byte for byte.
+    assert_eq!(preview_bytes(data.path(), text), first);
+
+    // One flipped byte in the middle (the size kept): still renders the
+    // same audio, and the file is made again.
+    let mut bytes = std::fs::read(cache).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x01;
+    std::fs::write(cache, &bytes).unwrap();
+    assert_eq!(preview_bytes(data.path(), text), first);
+    let rebuilt = graph_caches(data.path());
+    assert_eq!(rebuilt.len(), 1, "{rebuilt:?}");
+    assert_ne!(std::fs::read(&rebuilt[0]).unwrap(), bytes);
+    assert!(
+        rebuilt[0]
+            .to_string_lossy()
+            .trim_end_matches(".onnx")
+            .ends_with(&sha(&rebuilt[0])[..16])
+    );
+
+    // Truncated: the same.
+    let cache = &rebuilt[0];
+    let bytes = std::fs::read(cache).unwrap();
+    std::fs::write(cache, &bytes[..bytes.len() / 3]).unwrap();
+    assert_eq!(preview_bytes(data.path(), text), first);
+    let rebuilt = graph_caches(data.path());
+    assert_eq!(rebuilt.len(), 1, "{rebuilt:?}");
+    assert_eq!(std::fs::read(&rebuilt[0]).unwrap(), bytes);
+}
