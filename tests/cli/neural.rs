@@ -407,3 +407,106 @@ fn the_optimized_graph_is_cached_and_a_spoiled_cache_is_rebuilt() {
     assert_eq!(rebuilt.len(), 1, "{rebuilt:?}");
     assert_eq!(std::fs::read(&rebuilt[0]).unwrap(), bytes);
 }
+
+#[test]
+fn cuda_that_cannot_be_had_is_a_setting_error_and_voices_says_where_it_runs() {
+    let Some(files) = installed() else { return };
+    let data = staged(&files);
+    let dir = tempfile::tempdir().unwrap();
+    let v = std::fs::read_to_string(default_voices()).unwrap();
+    assert!(v.contains("type = \"kokoro\""), "{v}");
+    let v = v.replace("type = \"kokoro\"", "type = \"kokoro\"\ndevice = \"cuda\"");
+    let vfile = dir.path().join("gpu.toml");
+    std::fs::write(&vfile, v).unwrap();
+    assert_bad_install(
+        data.path(),
+        vfile.to_str().unwrap(),
+        &[
+            "gpu.toml",
+            "backends.neural.device",
+            "no CUDA provider installed",
+            "onnxruntime-gpu/libonnxruntime.so.1.31.1 missing",
+            "TINGSHU_GPU=1 scripts/install-kokoro.sh",
+        ],
+    );
+    let out = tingshu(
+        dir.path(),
+        &[
+            "preview",
+            "短句。",
+            "--voices",
+            vfile.to_str().unwrap(),
+            "-o",
+            "p/x.wav",
+        ],
+        Some(data.path()),
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(!dir.path().join("p").exists());
+
+    // A provider but no driver (this machine has no GPU): the reason says so.
+    let gpu = data.path().join("onnxruntime-gpu");
+    std::fs::create_dir_all(&gpu).unwrap();
+    for name in [
+        "libonnxruntime.so.1.31.1",
+        "libonnxruntime_providers_cuda.so",
+    ] {
+        std::fs::write(gpu.join(name), b"stand-in").unwrap();
+    }
+    if libloading_cuda_missing() {
+        let out = tingshu(
+            dir.path(),
+            &[
+                "build",
+                &format!("{REPO}/samples/灯塔守夜人.txt"),
+                "--voices",
+                vfile.to_str().unwrap(),
+                "--out",
+                "o",
+            ],
+            Some(data.path()),
+        );
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains("backends.neural.device"), "{err}");
+        assert!(err.contains("no NVIDIA driver (libcuda.so.1"), "{err}");
+        assert!(!dir.path().join("o").exists());
+    }
+
+    // device = auto (the default) runs on the CPU and says why.
+    let out = tingshu(
+        dir.path(),
+        &["voices", "--voices", &default_voices()],
+        Some(data.path()),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let listing = String::from_utf8_lossy(&out.stdout);
+    let why = if libloading_cuda_missing() {
+        "runs on cpu: device = auto and no NVIDIA driver (libcuda.so.1"
+    } else {
+        "runs on cuda: device = auto"
+    };
+    assert!(listing.contains(why), "{listing}");
+    std::fs::remove_dir_all(&gpu).unwrap();
+    let out = tingshu(
+        dir.path(),
+        &["voices", "--voices", &default_voices()],
+        Some(data.path()),
+    );
+    let listing = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        listing.contains("runs on cpu: device = auto and no CUDA provider installed"),
+        "{listing}"
+    );
+}
+
+/// Whether this machine lacks the NVIDIA driver's library.
+fn libloading_cuda_missing() -> bool {
+    ![
+        "/usr/lib/x86_64-linux-gnu/libcuda.so.1",
+        "/usr/lib64/libcuda.so.1",
+        "/usr/lib/wsl/lib/libcuda.so.1",
+    ]
+    .iter()
+    .any(|p| Path::new(p).exists())
+}

@@ -21,15 +21,19 @@ use super::files::KokoroFiles;
 /// after the ones the installer wrote.
 pub const LIBS_ENV: &str = "TINGSHU_CUDA_LIBS";
 
-/// The prefixes of the libraries loaded before the provider.
+/// The libraries loaded before the provider, by the start of their names
+/// (any version), in dependency order. cuDNN's sub-libraries are not among
+/// them: `libcudnn.so.9` opens them itself from its own folder (they carry
+/// `$ORIGIN` RUNPATHs, as the `nvidia-*` wheels' other libraries do).
 const PRELOAD: &[&str] = &[
-    "libcudart.so",
-    "libnvrtc",
-    "libcublasLt.so",
-    "libcublas.so",
-    "libcurand.so",
-    "libcufft.so",
-    "libcudnn",
+    "libcudart.so.",
+    "libnvrtc-builtins.so.",
+    "libnvrtc.so.",
+    "libcublasLt.so.",
+    "libcublas.so.",
+    "libcurand.so.",
+    "libcufft.so.",
+    "libcudnn.so.",
 ];
 
 /// Where the neural voice runs and why.
@@ -146,8 +150,7 @@ pub fn libraries(dirs: &[PathBuf]) -> Vec<PathBuf> {
             let Some(rank) = PRELOAD.iter().position(|p| file.starts_with(p)) else {
                 continue;
             };
-            // Only versioned names (`.so.13`), as the loader asks for them.
-            if !file.contains(".so.") || found.iter().any(|(_, n, _)| n == file) {
+            if found.iter().any(|(_, n, _)| n == file) {
                 continue;
             }
             found.push((rank, file.to_owned(), path));
@@ -247,6 +250,8 @@ mod tests {
         let b = tempfile::tempdir().unwrap();
         for name in [
             "libcudnn.so.9",
+            "libcudnn_ops.so.9",
+            "libnvrtc.alt.so.13",
             "libcublas.so.13",
             "libcublasLt.so.13",
             "libcudart.so.13",
