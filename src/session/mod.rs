@@ -118,12 +118,8 @@ pub enum SessionError {
         source: std::io::Error,
     },
     /// A backend the voices use cannot run (its engine's files or device).
-    #[error("{file}: {source}")]
-    Backend {
-        file: String,
-        #[source]
-        source: crate::synth::SynthError,
-    },
+    #[error("{file}: {message}")]
+    Backend { file: String, message: String },
     #[error("cache {location}: cannot start its writer thread")]
     CacheWriter {
         location: PathBuf,
@@ -177,9 +173,9 @@ impl RenderSession {
         voices.lexicon = lexicon.entries().to_vec();
         let cache = spec.cache.as_ref().map(open_cache).transpose()?;
         let renderer = renderer_for(&voices, spec.worker_program.clone(), cache.clone())?;
-        renderer.ready().map_err(|source| SessionError::Backend {
+        renderer.ready().map_err(|e| SessionError::Backend {
             file: voices.file.clone(),
-            source,
+            message: e.to_string(),
         })?;
         Ok(RenderSession {
             book,

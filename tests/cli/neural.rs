@@ -258,7 +258,10 @@ fn broken_installations_are_one_line_errors_naming_the_file() {
     assert_bad_install(
         data.path(),
         &voices,
-        &["libonnxruntime.so.1.32.0: cannot be loaded"],
+        &[
+            "libonnxruntime.so.1.32.0: 13 bytes, expected 34824680",
+            "reinstall it with scripts/install-kokoro.sh",
+        ],
     );
 
     let data = staged(&files);
@@ -509,4 +512,108 @@ fn libloading_cuda_missing() -> bool {
     ]
     .iter()
     .any(|p| Path::new(p).exists())
+}
+
+/// `staged`, with a copy of `name` (under the data directory) in place of
+/// its link, spoiled by `spoil`, its modification time kept.
+fn spoiled(files: &KokoroFiles, name: &str, spoil: impl FnOnce(&mut Vec<u8>)) -> tempfile::TempDir {
+    let data = staged(files);
+    let path = data.path().join(name);
+    let original = std::fs::canonicalize(&path).unwrap();
+    let mtime = std::fs::metadata(&original).unwrap().modified().unwrap();
+    let mut bytes = std::fs::read(&original).unwrap();
+    spoil(&mut bytes);
+    std::fs::remove_file(&path).unwrap();
+    std::fs::write(&path, &bytes).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_modified(mtime)
+        .unwrap();
+    data
+}
+
+#[test]
+fn a_truncated_or_altered_runtime_is_an_install_error_not_a_crash() {
+    let Some(files) = installed() else { return };
+    let voices = default_voices();
+    let runtime = "onnxruntime/libonnxruntime.so.1.32.0";
+    for keep in [4096, 1 << 20, 20 << 20] {
+        let data = spoiled(&files, runtime, |b| b.truncate(keep));
+        assert_bad_install(
+            data.path(),
+            &voices,
+            &[
+                &format!("libonnxruntime.so.1.32.0: {keep} bytes, expected 34824680"),
+                "reinstall it with scripts/install-kokoro.sh",
+            ],
+        );
+        // voices (which loads the runtime to read its version) says so too.
+        let dir = tempfile::tempdir().unwrap();
+        let out = tingshu(
+            dir.path(),
+            &["voices", "--voices", &voices],
+            Some(data.path()),
+        );
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        assert!(
+            stderr(&out).contains("libonnxruntime.so.1.32.0: "),
+            "{}",
+            stderr(&out)
+        );
+    }
+    // The right size, one byte changed.
+    let data = spoiled(&files, runtime, |b| {
+        let middle = b.len() / 2;
+        b[middle] ^= 0x10;
+    });
+    assert_bad_install(
+        data.path(),
+        &voices,
+        &["libonnxruntime.so.1.32.0: sha256", "expected 6c1585d1"],
+    );
+}
+
+#[test]
+fn bit_rot_in_the_model_is_an_install_error_and_nothing_is_cached() {
+    let Some(files) = installed() else { return };
+    let voices = default_voices();
+    let model = "kokoro/kokoro-v1.0.int8.onnx";
+    // 16 bytes changed in the middle, size and modification time kept.
+    let data = spoiled(&files, model, |b| {
+        let middle = b.len() / 2;
+        for x in &mut b[middle..middle + 16] {
+            *x ^= 0x5a;
+        }
+    });
+    assert_bad_install(
+        data.path(),
+        &voices,
+        &[
+            "kokoro-v1.0.int8.onnx: sha256",
+            "reinstall it with scripts/install-kokoro.sh",
+        ],
+    );
+    // A preview writes nothing and caches no clip either.
+    let dir = tempfile::tempdir().unwrap();
+    let out = tingshu(
+        dir.path(),
+        &[
+            "preview",
+            "灯塔的光。",
+            "--voices",
+            &voices,
+            "-o",
+            "p/x.wav",
+        ],
+        Some(data.path()),
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(!dir.path().join("p").exists(), "{}", stderr(&out));
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+
+    // A spoiled header: the same install error, not a failed chapter.
+    let data = spoiled(&files, model, |b| b[..64].fill(0xff));
+    assert_bad_install(data.path(), &voices, &["kokoro-v1.0.int8.onnx: sha256"]);
 }

@@ -122,8 +122,22 @@ impl Engine {
                 files.check_model_digest().map(|()| t.elapsed())
             }
         };
-        let hashed = checked?;
-        let engine = engine?;
+        let unpublished = engine.as_ref().ok().and_then(|(_, u)| u.as_ref());
+        let hashed = match checked {
+            Ok(hashed) => {
+                if let Some((cache, tmp)) = unpublished {
+                    cache.publish(tmp);
+                }
+                hashed
+            }
+            Err(e) => {
+                if let Some((_, tmp)) = unpublished {
+                    let _ = std::fs::remove_file(tmp);
+                }
+                return Err(e);
+            }
+        };
+        let (engine, _) = engine?;
         tracing::debug!(
             sha256_ms = hashed.as_millis() as u64,
             load_ms = started.elapsed().as_millis() as u64,
@@ -132,7 +146,13 @@ impl Engine {
         Ok(engine)
     }
 
-    fn load_sessions(files: &KokoroFiles, config: &KokoroConfig) -> Result<Engine, KokoroError> {
+    /// The sessions, and the optimized graph written for the cache (not
+    /// yet published: only a model that passed its check may fill it).
+    fn load_sessions(
+        files: &KokoroFiles,
+        config: &KokoroConfig,
+    ) -> Result<(Engine, Option<(GraphCache, PathBuf)>), KokoroError> {
+        let mut unpublished = None;
         let choice = super::cuda::choose(files, config.device).map_err(KokoroError::Device)?;
         let mut gpu = choice.device == "cuda";
         if gpu && let Err(why) = super::cuda::preload(files) {
@@ -141,6 +161,14 @@ impl Engine {
             }
             tracing::warn!(problem = %why, "device = auto: running the neural voice on the CPU");
             gpu = false;
+        }
+        if gpu {
+            super::files::check_runtime_size(&files.cuda_provider())?;
+            super::files::check_runtime_file(
+                &files
+                    .gpu_runtime
+                    .with_file_name("libonnxruntime_providers_shared.so"),
+            )?;
         }
         let runtime = if gpu {
             &files.gpu_runtime
@@ -177,9 +205,22 @@ impl Engine {
             let (sessions, threads) = plan(config, false);
             let cache = GraphCache::new(&files.root, &version, "cpu", "level3");
             // Checked once: later sessions of this load trust it.
-            let mut cached: Option<std::path::PathBuf> = None;
+            let mut cached: Option<PathBuf> = None;
+            let mut pending = false;
             for _ in 0..sessions {
-                pool.push(cpu_session(&env, threads, files, &cache, &mut cached).map_err(err)?);
+                let session = cpu_session(&env, threads, files, &cache, &mut cached, &mut pending);
+                match session {
+                    Ok(s) => pool.push(s),
+                    Err(e) => {
+                        if let Some(tmp) = cached.as_deref().filter(|_| pending) {
+                            let _ = std::fs::remove_file(tmp);
+                        }
+                        return Err(err(e));
+                    }
+                }
+            }
+            if let Some(tmp) = cached.filter(|_| pending) {
+                unpublished = Some((cache, tmp));
             }
         }
         let device = if gpu { "cuda" } else { "cpu" };
@@ -189,11 +230,12 @@ impl Engine {
             device,
             "Kokoro model loaded"
         );
-        Ok(Engine {
+        let engine = Engine {
             idle: Mutex::new(pool),
             returned: Condvar::new(),
             device,
-        })
+        };
+        Ok((engine, unpublished))
     }
 
     /// Speaks a phoneme string with `style` at `speed`: 24 kHz samples.
@@ -253,13 +295,15 @@ fn builder(
 
 /// A CPU session: from the cached optimized graph when there is an intact
 /// one (checked alongside loading, once per load: `cached` remembers it),
-/// else from the model, writing the optimized graph for the next start.
+/// else from the model, writing the optimized graph to a temporary file
+/// (`pending`) that the caller publishes once the model is known intact.
 fn cpu_session(
     env: &Environment,
     threads: usize,
     files: &KokoroFiles,
     cache: &GraphCache,
     cached: &mut Option<PathBuf>,
+    pending: &mut bool,
 ) -> ort::Result<Session> {
     // The arena keeps memory flat: without it, peak RSS measured 2.4 GB
     // against 0.54 GB for the same text (malloc fragmentation).
@@ -293,13 +337,19 @@ fn cpu_session(
     let tmp = cache.temporary();
     let mut b = builder(env, LEVEL, threads)?.with_execution_providers([cpu()])?;
     if let Some(tmp) = &tmp {
-        b = b.with_optimized_model_path(tmp)?;
+        // ONNX Runtime warns that a level-3 graph suits only this machine:
+        // the cache's key holds the CPU's flags for that reason.
+        b = b
+            .with_optimized_model_path(tmp)?
+            .with_log_level(ort::logging::LogLevel::Error)?;
     }
     let session = b.commit_from_file(&files.model);
     if let Some(tmp) = tmp {
-        if session.is_ok() {
-            cache.publish(&tmp);
-            *cached = cache.find();
+        if session.is_ok() && tmp.is_file() {
+            // Published by the caller once the model's sha256 is checked;
+            // this load's later sessions read it meanwhile.
+            *cached = Some(tmp);
+            *pending = true;
         } else {
             let _ = std::fs::remove_file(tmp);
         }

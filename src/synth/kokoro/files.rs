@@ -372,6 +372,30 @@ pub fn check_runtime_file(path: &Path) -> Result<(), KokoroError> {
     Ok(())
 }
 
+/// Checks only the size of a runtime library in [`RUNTIME_FILES`] (for
+/// the 284 MB CUDA provider, whose hashing would cost a second a start).
+pub fn check_runtime_size(path: &Path) -> Result<(), KokoroError> {
+    let len = std::fs::metadata(path)
+        .map_err(|_| KokoroError::Missing {
+            path: path.to_owned(),
+        })?
+        .len();
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default();
+    match RUNTIME_FILES
+        .iter()
+        .find(|(d, n, _, _)| *d == "onnxruntime-gpu" && *n == name)
+    {
+        Some(&(_, _, size, _)) if size != len => Err(KokoroError::Corrupt {
+            path: path.to_owned(),
+            problem: format!("{len} bytes, expected {size}"),
+        }),
+        _ => Ok(()),
+    }
+}
+
 /// The sha256 of the file at `path`, in hex.
 pub fn sha256_file(path: &Path) -> Result<String, KokoroError> {
     use std::io::Read;
