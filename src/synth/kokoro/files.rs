@@ -123,6 +123,9 @@ pub enum KokoroError {
     Missing { path: PathBuf },
     #[error("{}: {problem} (reinstall it with scripts/install-kokoro.sh)", path.display())]
     Corrupt { path: PathBuf, problem: String },
+    /// A file of the GPU path (`onnxruntime-gpu/`).
+    #[error("{}: {problem} (reinstall it with TINGSHU_GPU=1 scripts/install-kokoro.sh)", path.display())]
+    CorruptGpu { path: PathBuf, problem: String },
     #[error("{}: cannot be read: {source}", path.display())]
     Read {
         path: PathBuf,
@@ -356,10 +359,7 @@ pub fn check_runtime_file(path: &Path) -> Result<(), KokoroError> {
         .iter()
         .find(|(d, n, _, _)| *d == dir && *n == name)
     {
-        let corrupt = |problem: String| KokoroError::Corrupt {
-            path: path.to_owned(),
-            problem,
-        };
+        let corrupt = |problem: String| corrupt_runtime(path, dir, problem);
         if meta.len() != size {
             return Err(corrupt(format!("{} bytes, expected {size}", meta.len())));
         }
@@ -370,6 +370,15 @@ pub fn check_runtime_file(path: &Path) -> Result<(), KokoroError> {
     }
     checked.push(path.to_owned());
     Ok(())
+}
+
+fn corrupt_runtime(path: &Path, dir: &str, problem: String) -> KokoroError {
+    let path = path.to_owned();
+    if dir == "onnxruntime-gpu" {
+        KokoroError::CorruptGpu { path, problem }
+    } else {
+        KokoroError::Corrupt { path, problem }
+    }
 }
 
 /// Checks only the size of a runtime library in [`RUNTIME_FILES`] (for
@@ -388,10 +397,11 @@ pub fn check_runtime_size(path: &Path) -> Result<(), KokoroError> {
         .iter()
         .find(|(d, n, _, _)| *d == "onnxruntime-gpu" && *n == name)
     {
-        Some(&(_, _, size, _)) if size != len => Err(KokoroError::Corrupt {
-            path: path.to_owned(),
-            problem: format!("{len} bytes, expected {size}"),
-        }),
+        Some(&(_, _, size, _)) if size != len => Err(corrupt_runtime(
+            path,
+            "onnxruntime-gpu",
+            format!("{len} bytes, expected {size}"),
+        )),
         _ => Ok(()),
     }
 }
