@@ -115,7 +115,7 @@ while True:
         first = time.monotonic() - t0
 p.wait()
 total = time.monotonic() - t0
-print(f"first audio: {first:.2f} s (all {total:.2f} s, {(got - 44) / max(1, int.from_bytes(head[28:32], "little")):.1f} s of audio)" if first else "first audio: none")
+print(f"first audio: {first:.2f} s (all {total:.2f} s, {(got - 44) / max(1, int.from_bytes(head[28:32], 'little')):.1f} s of audio)" if first else "first audio: none")
 PY
 done
 
