@@ -173,15 +173,23 @@ impl RenderSession {
         voices.lexicon = lexicon.entries().to_vec();
         let cache = spec.cache.as_ref().map(open_cache).transpose()?;
         let renderer = renderer_for(&voices, spec.worker_program.clone(), cache.clone())?;
-        renderer.ready().map_err(|e| SessionError::Backend {
-            file: voices.file.clone(),
-            message: e.to_string(),
-        })?;
         Ok(RenderSession {
             book,
             voices,
             renderer,
             cache,
+        })
+    }
+
+    /// Waits until the backends the voices use can run (the neural
+    /// engine loaded, its files checked): called by the commands that are
+    /// about to synthesize, before they write anything, so an install or
+    /// device error is exit 2 with nothing written. Commands that only plan
+    /// (queue enqueue) or may find nothing to do do not pay for the load.
+    pub fn ready(&self) -> Result<(), SessionError> {
+        self.renderer.ready().map_err(|e| SessionError::Backend {
+            file: self.voices.file.clone(),
+            message: e.to_string(),
         })
     }
 
