@@ -474,3 +474,41 @@ pub fn runtime_version(path: &Path) -> Result<String, KokoroError> {
     loaded.push((path.to_owned(), version.clone()));
     Ok(version)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_installer_writes_the_runtime_files_checked_here() {
+        let script = include_str!("../../../scripts/install-kokoro.sh");
+        for (dir, name, _, sha) in RUNTIME_FILES {
+            assert!(
+                script.contains(sha),
+                "{dir}/{name}: sha256 {sha} is not the installer's"
+            );
+        }
+        let version = GPU_RUNTIME_FILE.trim_start_matches("libonnxruntime.so.");
+        assert!(script.contains(&format!("onnxruntime-gpu=={version}")));
+        assert!(script.contains(&format!("$gpu/{GPU_RUNTIME_FILE}")));
+    }
+
+    #[test]
+    fn a_runtime_file_of_the_wrong_size_is_refused_before_loading() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("onnxruntime").join(RUNTIME_FILE);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, vec![0u8; 4096]).unwrap();
+        let err = check_runtime_file(&path).unwrap_err().to_string();
+        assert!(err.contains("4096 bytes, expected 34824680"), "{err}");
+        let gpu = dir.path().join("onnxruntime-gpu").join(CUDA_PROVIDER_FILE);
+        std::fs::create_dir_all(gpu.parent().unwrap()).unwrap();
+        std::fs::write(&gpu, b"short").unwrap();
+        let err = check_runtime_size(&gpu).unwrap_err().to_string();
+        assert!(err.contains("5 bytes, expected 284014752"), "{err}");
+        assert!(
+            err.contains("TINGSHU_GPU=1 scripts/install-kokoro.sh"),
+            "{err}"
+        );
+    }
+}
