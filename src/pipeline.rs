@@ -304,6 +304,22 @@ impl Renderer {
         needed
     }
 
+    /// Waits until every backend a voice uses can run (in-process engines
+    /// loaded in parallel, their files checked): a setup error before
+    /// anything is written.
+    pub fn ready(&self) -> Result<(), SynthError> {
+        let used: std::collections::BTreeSet<&String> =
+            self.config.voices.values().map(|v| &v.backend).collect();
+        let used: Vec<&Arc<dyn Synthesizer>> = used
+            .into_iter()
+            .filter_map(|name| self.backends.get(name))
+            .collect();
+        for backend in &used {
+            backend.warm_up(&[]);
+        }
+        used.iter().try_for_each(|backend| backend.ready())
+    }
+
     fn concurrency(&self) -> usize {
         let total: usize = self
             .backends

@@ -55,6 +55,7 @@ pub async fn run(args: &BuildArgs, worker_program: Option<PathBuf>) -> anyhow::R
         chapters,
         feed_url,
     };
+    session.ready()?;
     let run = session::book::render(&session, &target).await?;
     eprintln!("{}", run.summary());
     eprintln!(

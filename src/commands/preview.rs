@@ -79,6 +79,7 @@ pub async fn run(args: &PreviewArgs, worker_program: Option<PathBuf>) -> anyhow:
     if chapter.segments.is_empty() {
         bail!("nothing to read: the passage has no speakable text");
     }
+    session.ready()?;
     let config = &session.renderer.config;
     for segment in &chapter.segments {
         let voice = config.voice_for(segment.kind, segment.speaker.as_deref());

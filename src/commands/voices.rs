@@ -11,7 +11,7 @@ use crate::cli::VoicesArgs;
 use crate::config::{BackendConfig, VoicesConfig};
 use crate::frontend;
 use crate::synth::SynthRequest;
-use crate::synth::kokoro::KokoroFiles;
+use crate::synth::kokoro::{KokoroFiles, cuda};
 
 /// The phrase `--check` reads.
 pub const TEST_PHRASE: &str = "你好，这是一段试音。今天的天气很不错。";
@@ -124,6 +124,13 @@ pub fn listing(config: &VoicesConfig) -> String {
         }
         out.push_str(line.trim_end());
         out.push('\n');
+        if let BackendConfig::Kokoro(c) = backend {
+            let files = KokoroFiles::locate(c.data_dir.as_deref());
+            out.push_str(&match cuda::choose(&files, c.device) {
+                Ok(choice) => format!("    runs on {}: {}\n", choice.device, choice.reason),
+                Err(why) => format!("    cannot run: device = cuda and {why}\n"),
+            });
+        }
     }
     out.push_str("\nvoices:\n");
     for (name, voice) in &config.voices {

@@ -117,6 +117,9 @@ pub enum SessionError {
         #[source]
         source: std::io::Error,
     },
+    /// A backend the voices use cannot run (its engine's files or device).
+    #[error("{file}: {message}")]
+    Backend { file: String, message: String },
     #[error("cache {location}: cannot start its writer thread")]
     CacheWriter {
         location: PathBuf,
@@ -175,6 +178,18 @@ impl RenderSession {
             voices,
             renderer,
             cache,
+        })
+    }
+
+    /// Waits until the backends the voices use can run (the neural
+    /// engine loaded, its files checked): called by the commands that are
+    /// about to synthesize, before they write anything, so an install or
+    /// device error is exit 2 with nothing written. Commands that only plan
+    /// (queue enqueue) or may find nothing to do do not pay for the load.
+    pub fn ready(&self) -> Result<(), SessionError> {
+        self.renderer.ready().map_err(|e| SessionError::Backend {
+            file: self.voices.file.clone(),
+            message: e.to_string(),
         })
     }
 

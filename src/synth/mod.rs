@@ -260,6 +260,13 @@ pub trait Synthesizer: Send + Sync {
     /// first.
     fn warm_up(&self, _voices: &[String]) {}
 
+    /// Blocks until the backend can run (an in-process engine loaded and
+    /// its files checked). An error here is a setup error of the whole
+    /// run (exit 2, nothing written), not a failure of one request.
+    fn ready(&self) -> Result<(), SynthError> {
+        Ok(())
+    }
+
     async fn synthesize(&self, req: &SynthRequest) -> Result<AudioClip, SynthError>;
 }
 

@@ -258,7 +258,10 @@ fn broken_installations_are_one_line_errors_naming_the_file() {
     assert_bad_install(
         data.path(),
         &voices,
-        &["libonnxruntime.so.1.32.0: cannot be loaded"],
+        &[
+            "libonnxruntime.so.1.32.0: 13 bytes, expected 34824680",
+            "reinstall it with scripts/install-kokoro.sh",
+        ],
     );
 
     let data = staged(&files);
@@ -328,4 +331,289 @@ fn voices_lists_the_installed_packs() {
         "{listing}"
     );
     assert!(listing.contains("  neural       kokoro"), "{listing}");
+}
+
+/// The cached optimized graphs in `data`.
+fn graph_caches(data: &Path) -> Vec<PathBuf> {
+    let mut found: Vec<PathBuf> = std::fs::read_dir(data.join("cache"))
+        .map(|d| d.filter_map(Result::ok).map(|e| e.path()).collect())
+        .unwrap_or_default();
+    found.retain(|p| {
+        p.file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with("kokoro-cpu-") && n.ends_with(".onnx"))
+    });
+    found
+}
+
+/// A preview of `text` into a fresh folder (so no clip cache is shared):
+/// the WAV's bytes.
+fn preview_bytes(data: &Path, text: &str) -> Vec<u8> {
+    let dir = tempfile::tempdir().unwrap();
+    let out = tingshu(
+        dir.path(),
+        &[
+            "preview",
+            text,
+            "--voices",
+            &default_voices(),
+            "-o",
+            "p.wav",
+        ],
+        Some(data),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    std::fs::read(dir.path().join("p.wav")).unwrap()
+}
+
+#[test]
+fn the_optimized_graph_is_cached_and_a_spoiled_cache_is_rebuilt() {
+    let Some(files) = installed() else { return };
+    let data = staged(&files);
+    let text = "灯塔的光照着海面。";
+    let first = preview_bytes(data.path(), text);
+    let caches = graph_caches(data.path());
+    assert_eq!(caches.len(), 1, "{caches:?}");
+    let cache = &caches[0];
+    let sha = |p: &Path| tingshu::synth::kokoro::files::sha256_file(p).unwrap();
+    let name = cache.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(
+        name.trim_end_matches(".onnx").ends_with(&sha(cache)[..16]),
+        "{name}"
+    );
+    // From the cache: the same audio, byte for byte.
+    assert_eq!(preview_bytes(data.path(), text), first);
+
+    // One flipped byte in the middle (the size kept): still renders the
+    // same audio, and the file is made again.
+    let mut bytes = std::fs::read(cache).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x01;
+    std::fs::write(cache, &bytes).unwrap();
+    assert_eq!(preview_bytes(data.path(), text), first);
+    let rebuilt = graph_caches(data.path());
+    assert_eq!(rebuilt.len(), 1, "{rebuilt:?}");
+    assert_ne!(std::fs::read(&rebuilt[0]).unwrap(), bytes);
+    assert!(
+        rebuilt[0]
+            .to_string_lossy()
+            .trim_end_matches(".onnx")
+            .ends_with(&sha(&rebuilt[0])[..16])
+    );
+
+    // Truncated: the same.
+    let cache = &rebuilt[0];
+    let bytes = std::fs::read(cache).unwrap();
+    std::fs::write(cache, &bytes[..bytes.len() / 3]).unwrap();
+    assert_eq!(preview_bytes(data.path(), text), first);
+    let rebuilt = graph_caches(data.path());
+    assert_eq!(rebuilt.len(), 1, "{rebuilt:?}");
+    assert_eq!(std::fs::read(&rebuilt[0]).unwrap(), bytes);
+}
+
+#[test]
+fn cuda_that_cannot_be_had_is_a_setting_error_and_voices_says_where_it_runs() {
+    let Some(files) = installed() else { return };
+    let data = staged(&files);
+    let dir = tempfile::tempdir().unwrap();
+    let v = std::fs::read_to_string(default_voices()).unwrap();
+    assert!(v.contains("type = \"kokoro\""), "{v}");
+    let v = v.replace("type = \"kokoro\"", "type = \"kokoro\"\ndevice = \"cuda\"");
+    let vfile = dir.path().join("gpu.toml");
+    std::fs::write(&vfile, v).unwrap();
+    assert_bad_install(
+        data.path(),
+        vfile.to_str().unwrap(),
+        &[
+            "gpu.toml",
+            "backends.neural.device",
+            "no CUDA provider installed",
+            "onnxruntime-gpu/libonnxruntime.so.1.31.1 missing",
+            "TINGSHU_GPU=1 scripts/install-kokoro.sh",
+        ],
+    );
+    let out = tingshu(
+        dir.path(),
+        &[
+            "preview",
+            "短句。",
+            "--voices",
+            vfile.to_str().unwrap(),
+            "-o",
+            "p/x.wav",
+        ],
+        Some(data.path()),
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(!dir.path().join("p").exists());
+
+    // A provider but no driver (this machine has no GPU): the reason says so.
+    let gpu = data.path().join("onnxruntime-gpu");
+    std::fs::create_dir_all(&gpu).unwrap();
+    for name in [
+        "libonnxruntime.so.1.31.1",
+        "libonnxruntime_providers_cuda.so",
+    ] {
+        std::fs::write(gpu.join(name), b"stand-in").unwrap();
+    }
+    if libloading_cuda_missing() {
+        let out = tingshu(
+            dir.path(),
+            &[
+                "build",
+                &format!("{REPO}/samples/灯塔守夜人.txt"),
+                "--voices",
+                vfile.to_str().unwrap(),
+                "--out",
+                "o",
+            ],
+            Some(data.path()),
+        );
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains("backends.neural.device"), "{err}");
+        assert!(err.contains("no NVIDIA driver (libcuda.so.1"), "{err}");
+        assert!(!dir.path().join("o").exists());
+    }
+
+    // device = auto (the default) runs on the CPU and says why.
+    let out = tingshu(
+        dir.path(),
+        &["voices", "--voices", &default_voices()],
+        Some(data.path()),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let listing = String::from_utf8_lossy(&out.stdout);
+    let why = if libloading_cuda_missing() {
+        "runs on cpu: device = auto and no NVIDIA driver (libcuda.so.1"
+    } else {
+        "runs on cuda: device = auto"
+    };
+    assert!(listing.contains(why), "{listing}");
+    std::fs::remove_dir_all(&gpu).unwrap();
+    let out = tingshu(
+        dir.path(),
+        &["voices", "--voices", &default_voices()],
+        Some(data.path()),
+    );
+    let listing = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        listing.contains("runs on cpu: device = auto and no CUDA provider installed"),
+        "{listing}"
+    );
+}
+
+/// Whether this machine lacks the NVIDIA driver's library.
+fn libloading_cuda_missing() -> bool {
+    ![
+        "/usr/lib/x86_64-linux-gnu/libcuda.so.1",
+        "/usr/lib64/libcuda.so.1",
+        "/usr/lib/wsl/lib/libcuda.so.1",
+    ]
+    .iter()
+    .any(|p| Path::new(p).exists())
+}
+
+/// `staged`, with a copy of `name` (under the data directory) in place of
+/// its link, spoiled by `spoil`, its modification time kept.
+fn spoiled(files: &KokoroFiles, name: &str, spoil: impl FnOnce(&mut Vec<u8>)) -> tempfile::TempDir {
+    let data = staged(files);
+    let path = data.path().join(name);
+    let original = std::fs::canonicalize(&path).unwrap();
+    let mtime = std::fs::metadata(&original).unwrap().modified().unwrap();
+    let mut bytes = std::fs::read(&original).unwrap();
+    spoil(&mut bytes);
+    std::fs::remove_file(&path).unwrap();
+    std::fs::write(&path, &bytes).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_modified(mtime)
+        .unwrap();
+    data
+}
+
+#[test]
+fn a_truncated_or_altered_runtime_is_an_install_error_not_a_crash() {
+    let Some(files) = installed() else { return };
+    let voices = default_voices();
+    let runtime = "onnxruntime/libonnxruntime.so.1.32.0";
+    for keep in [4096, 1 << 20, 20 << 20] {
+        let data = spoiled(&files, runtime, |b| b.truncate(keep));
+        assert_bad_install(
+            data.path(),
+            &voices,
+            &[
+                &format!("libonnxruntime.so.1.32.0: {keep} bytes, expected 34824680"),
+                "reinstall it with scripts/install-kokoro.sh",
+            ],
+        );
+        // voices (which loads the runtime to read its version) says so too.
+        let dir = tempfile::tempdir().unwrap();
+        let out = tingshu(
+            dir.path(),
+            &["voices", "--voices", &voices],
+            Some(data.path()),
+        );
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        assert!(
+            stderr(&out).contains("libonnxruntime.so.1.32.0: "),
+            "{}",
+            stderr(&out)
+        );
+    }
+    // The right size, one byte changed.
+    let data = spoiled(&files, runtime, |b| {
+        let middle = b.len() / 2;
+        b[middle] ^= 0x10;
+    });
+    assert_bad_install(
+        data.path(),
+        &voices,
+        &["libonnxruntime.so.1.32.0: sha256", "expected 6c1585d1"],
+    );
+}
+
+#[test]
+fn bit_rot_in_the_model_is_an_install_error_and_nothing_is_cached() {
+    let Some(files) = installed() else { return };
+    let voices = default_voices();
+    let model = "kokoro/kokoro-v1.0.int8.onnx";
+    // 16 bytes changed in the middle, size and modification time kept.
+    let data = spoiled(&files, model, |b| {
+        let middle = b.len() / 2;
+        for x in &mut b[middle..middle + 16] {
+            *x ^= 0x5a;
+        }
+    });
+    assert_bad_install(
+        data.path(),
+        &voices,
+        &[
+            "kokoro-v1.0.int8.onnx: sha256",
+            "reinstall it with scripts/install-kokoro.sh",
+        ],
+    );
+    // A preview writes nothing and caches no clip either.
+    let dir = tempfile::tempdir().unwrap();
+    let out = tingshu(
+        dir.path(),
+        &[
+            "preview",
+            "灯塔的光。",
+            "--voices",
+            &voices,
+            "-o",
+            "p/x.wav",
+        ],
+        Some(data.path()),
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(!dir.path().join("p").exists(), "{}", stderr(&out));
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+
+    // A spoiled header: the same install error, not a failed chapter.
+    let data = spoiled(&files, model, |b| b[..64].fill(0xff));
+    assert_bad_install(data.path(), &voices, &["kokoro-v1.0.int8.onnx: sha256"]);
 }

@@ -9,8 +9,16 @@
 //! kokoro/vocab.json              phoneme → token id, checked against ours
 //! kokoro/voices/zf_xiaobei.bin   voice packs, float32 [510, 1, 256] each
 //! onnxruntime/libonnxruntime.so.1.32.0
-//! onnxruntime-gpu/…              optional: the CUDA build and its provider
+//! onnxruntime-gpu/libonnxruntime.so.1.31.1          optional (TINGSHU_GPU=1): the
+//! onnxruntime-gpu/libonnxruntime_providers_cuda.so  CUDA build, its provider and
+//! onnxruntime-gpu/cuda/lib*.so*                      the CUDA 13 / cuDNN 9 libraries
+//! cache/kokoro-cpu-….onnx        the optimized graph ([`super::graph_cache`])
 //! ```
+//!
+//! The model and the runtime libraries are checked by size and sha256
+//! before they are used: the runtime before it is loaded (a truncated
+//! library would crash the process), the model on every load (alongside
+//! ONNX Runtime reading it).
 
 use std::path::{Path, PathBuf};
 
@@ -26,6 +34,45 @@ pub const MODEL_SIZE: u64 = 92_361_271;
 pub const MODEL_FILE: &str = "kokoro-v1.0.int8.onnx";
 /// The ONNX Runtime library the installer puts beside it.
 pub const RUNTIME_FILE: &str = "libonnxruntime.so.1.32.0";
+/// onnxruntime-gpu's core library (the newest GPU build, for CUDA 13).
+pub const GPU_RUNTIME_FILE: &str = "libonnxruntime.so.1.31.1";
+/// Its CUDA execution provider, loaded by the core from the same folder.
+pub const CUDA_PROVIDER_FILE: &str = "libonnxruntime_providers_cuda.so";
+/// The runtime libraries the installer writes, with their size and sha256
+/// (PyPI onnxruntime 1.32.0 and onnxruntime-gpu 1.31.1, manylinux x86_64):
+/// checked before a library is loaded.
+pub const RUNTIME_FILES: &[(&str, &str, u64, &str)] = &[
+    (
+        "onnxruntime",
+        RUNTIME_FILE,
+        34_824_680,
+        "6c1585d1bbf45b0712ea4a21b705c5fcb4ba04ff2e30f1fbf81a49faf658638f",
+    ),
+    (
+        "onnxruntime",
+        "libonnxruntime_providers_shared.so",
+        14_632,
+        "8ef51f6bf2c621fc129f625b22241fa6f9a5870bc08eaf2fdd279169ec40d09a",
+    ),
+    (
+        "onnxruntime-gpu",
+        GPU_RUNTIME_FILE,
+        29_421_832,
+        "5104254339ecadae808da771bd0b63b240f0dbd466514234905e54372435c303",
+    ),
+    (
+        "onnxruntime-gpu",
+        "libonnxruntime_providers_shared.so",
+        14_632,
+        "086ec1d5388f64153d9c63470d126693db9a182c8ce236d3a1119068471b8a0d",
+    ),
+    (
+        "onnxruntime-gpu",
+        CUDA_PROVIDER_FILE,
+        284_014_752,
+        "d5290158115fa5569a3fe8f1f4037ee9b0e86658a96e52f852bbb7039aa88137",
+    ),
+];
 /// The oldest ONNX Runtime minor version (1.x) accepted.
 pub const MIN_RUNTIME_MINOR: u32 = 20;
 /// How to install what is missing.
@@ -76,6 +123,9 @@ pub enum KokoroError {
     Missing { path: PathBuf },
     #[error("{}: {problem} (reinstall it with scripts/install-kokoro.sh)", path.display())]
     Corrupt { path: PathBuf, problem: String },
+    /// A file of the GPU path (`onnxruntime-gpu/`).
+    #[error("{}: {problem} (reinstall it with TINGSHU_GPU=1 scripts/install-kokoro.sh)", path.display())]
+    CorruptGpu { path: PathBuf, problem: String },
     #[error("{}: cannot be read: {source}", path.display())]
     Read {
         path: PathBuf,
@@ -88,6 +138,9 @@ pub enum KokoroError {
     UnknownVoice { name: String, known: String },
     #[error("voice '{spec}': {problem}")]
     BadBlend { spec: String, problem: String },
+    /// `device = "cuda"` cannot be honoured: why.
+    #[error("{0}")]
+    Device(String),
     #[error("{0}")]
     Engine(String),
 }
@@ -128,7 +181,7 @@ impl KokoroFiles {
             vocab: root.join("kokoro/vocab.json"),
             voices: root.join("kokoro/voices"),
             runtime: root.join("onnxruntime").join(RUNTIME_FILE),
-            gpu_runtime: root.join("onnxruntime-gpu").join(RUNTIME_FILE),
+            gpu_runtime: root.join("onnxruntime-gpu").join(GPU_RUNTIME_FILE),
             root,
         }
     }
@@ -154,17 +207,36 @@ impl KokoroFiles {
             .collect()
     }
 
-    /// Checks the model (size, sha256 — verified once, then remembered by
-    /// size and modification time), the vocabulary and the runtime library
-    /// (present, loadable, a supported version).
+    /// The CUDA provider beside the GPU runtime.
+    pub fn cuda_provider(&self) -> PathBuf {
+        self.gpu_runtime.with_file_name(CUDA_PROVIDER_FILE)
+    }
+
+    /// Checks the model (its size: the sha256 is checked on every load,
+    /// alongside loading), the vocabulary and the runtime library (size
+    /// and sha256, then loadable and a supported version).
     pub fn check(&self) -> Result<(), KokoroError> {
-        self.check_model()?;
+        self.check_model_size()?;
         self.check_vocab()?;
+        check_runtime_file(&self.runtime)?;
         runtime_version(&self.runtime)?;
         Ok(())
     }
 
-    fn check_model(&self) -> Result<(), KokoroError> {
+    /// Checks the model's sha256 (92 MB: about 0.3 s of one core, run on a
+    /// thread of its own while ONNX Runtime reads the same file).
+    pub fn check_model_digest(&self) -> Result<(), KokoroError> {
+        let digest = sha256_file(&self.model)?;
+        if digest != MODEL_SHA256 {
+            return Err(KokoroError::Corrupt {
+                path: self.model.clone(),
+                problem: format!("sha256 {digest}, expected {MODEL_SHA256}"),
+            });
+        }
+        Ok(())
+    }
+
+    fn check_model_size(&self) -> Result<(), KokoroError> {
         let meta = std::fs::metadata(&self.model).map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound => KokoroError::Missing {
                 path: self.model.clone(),
@@ -180,21 +252,6 @@ impl KokoroFiles {
                 problem: format!("{} bytes, expected {MODEL_SIZE}", meta.len()),
             });
         }
-        let stamp_path = self.model.with_extension("onnx.verified");
-        let stamp = stamp_of(&meta);
-        if std::fs::read_to_string(&stamp_path).is_ok_and(|s| s.trim() == stamp) {
-            return Ok(());
-        }
-        let digest = sha256_file(&self.model)?;
-        if digest != MODEL_SHA256 {
-            return Err(KokoroError::Corrupt {
-                path: self.model.clone(),
-                problem: format!("sha256 {digest}, expected {MODEL_SHA256}"),
-            });
-        }
-        // Remembered for the next start; a read-only directory just means
-        // checking again next time.
-        let _ = std::fs::write(&stamp_path, format!("{stamp}\n"));
         Ok(())
     }
 
@@ -270,16 +327,87 @@ impl KokoroFiles {
     }
 }
 
-fn stamp_of(meta: &std::fs::Metadata) -> String {
-    let mtime = meta
-        .modified()
-        .ok()
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map_or(0, |d| d.as_nanos());
-    format!("{} {mtime} {MODEL_SHA256}", meta.len())
+/// Checks a runtime library the installer wrote against its recorded size
+/// and sha256 ([`RUNTIME_FILES`]), before anything loads it: a truncated
+/// or altered library is an install error, not a crash. A library of
+/// another name (not one the installer writes) is only checked to exist.
+pub fn check_runtime_file(path: &Path) -> Result<(), KokoroError> {
+    static CHECKED: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+    let mut checked = CHECKED.lock().unwrap_or_else(|p| p.into_inner());
+    if checked.iter().any(|p| p == path) {
+        return Ok(());
+    }
+    let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => KokoroError::Missing {
+            path: path.to_owned(),
+        },
+        _ => KokoroError::Read {
+            path: path.to_owned(),
+            source: e,
+        },
+    })?;
+    let dir = path
+        .parent()
+        .and_then(Path::file_name)
+        .and_then(|d| d.to_str())
+        .unwrap_or_default();
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default();
+    if let Some(&(_, _, size, sha)) = RUNTIME_FILES
+        .iter()
+        .find(|(d, n, _, _)| *d == dir && *n == name)
+    {
+        let corrupt = |problem: String| corrupt_runtime(path, dir, problem);
+        if meta.len() != size {
+            return Err(corrupt(format!("{} bytes, expected {size}", meta.len())));
+        }
+        let digest = sha256_file(path)?;
+        if digest != sha {
+            return Err(corrupt(format!("sha256 {digest}, expected {sha}")));
+        }
+    }
+    checked.push(path.to_owned());
+    Ok(())
 }
 
-fn sha256_file(path: &Path) -> Result<String, KokoroError> {
+fn corrupt_runtime(path: &Path, dir: &str, problem: String) -> KokoroError {
+    let path = path.to_owned();
+    if dir == "onnxruntime-gpu" {
+        KokoroError::CorruptGpu { path, problem }
+    } else {
+        KokoroError::Corrupt { path, problem }
+    }
+}
+
+/// Checks only the size of a runtime library in [`RUNTIME_FILES`] (for
+/// the 284 MB CUDA provider, whose hashing would cost a second a start).
+pub fn check_runtime_size(path: &Path) -> Result<(), KokoroError> {
+    let len = std::fs::metadata(path)
+        .map_err(|_| KokoroError::Missing {
+            path: path.to_owned(),
+        })?
+        .len();
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default();
+    match RUNTIME_FILES
+        .iter()
+        .find(|(d, n, _, _)| *d == "onnxruntime-gpu" && *n == name)
+    {
+        Some(&(_, _, size, _)) if size != len => Err(corrupt_runtime(
+            path,
+            "onnxruntime-gpu",
+            format!("{len} bytes, expected {size}"),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// The sha256 of the file at `path`, in hex.
+pub fn sha256_file(path: &Path) -> Result<String, KokoroError> {
     use std::io::Read;
     let read_err = |source| KokoroError::Read {
         path: path.to_owned(),
@@ -345,4 +473,42 @@ pub fn runtime_version(path: &Path) -> Result<String, KokoroError> {
     std::mem::forget(lib);
     loaded.push((path.to_owned(), version.clone()));
     Ok(version)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_installer_writes_the_runtime_files_checked_here() {
+        let script = include_str!("../../../scripts/install-kokoro.sh");
+        for (dir, name, _, sha) in RUNTIME_FILES {
+            assert!(
+                script.contains(sha),
+                "{dir}/{name}: sha256 {sha} is not the installer's"
+            );
+        }
+        let version = GPU_RUNTIME_FILE.trim_start_matches("libonnxruntime.so.");
+        assert!(script.contains(&format!("onnxruntime-gpu=={version}")));
+        assert!(script.contains(&format!("$gpu/{GPU_RUNTIME_FILE}")));
+    }
+
+    #[test]
+    fn a_runtime_file_of_the_wrong_size_is_refused_before_loading() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("onnxruntime").join(RUNTIME_FILE);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, vec![0u8; 4096]).unwrap();
+        let err = check_runtime_file(&path).unwrap_err().to_string();
+        assert!(err.contains("4096 bytes, expected 34824680"), "{err}");
+        let gpu = dir.path().join("onnxruntime-gpu").join(CUDA_PROVIDER_FILE);
+        std::fs::create_dir_all(gpu.parent().unwrap()).unwrap();
+        std::fs::write(&gpu, b"short").unwrap();
+        let err = check_runtime_size(&gpu).unwrap_err().to_string();
+        assert!(err.contains("5 bytes, expected 284014752"), "{err}");
+        assert!(
+            err.contains("TINGSHU_GPU=1 scripts/install-kokoro.sh"),
+            "{err}"
+        );
+    }
 }

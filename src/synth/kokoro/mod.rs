@@ -7,8 +7,10 @@
 //! - [`pack`]: voice packs (style vectors) and blends of them;
 //! - [`engine`]: ONNX Runtime sessions, one inference at a time each.
 
+pub mod cuda;
 pub mod engine;
 pub mod files;
+pub mod graph_cache;
 pub mod pack;
 pub mod phonemes;
 
@@ -31,7 +33,7 @@ pub const SAMPLE_RATE: u32 = 24_000;
 #[serde(deny_unknown_fields)]
 pub struct KokoroConfig {
     /// Inferences run at once, each in a session of its own; 0 = one per
-    /// CPU core (one in all on a GPU).
+    /// CPU core, or [`engine::GPU_SESSIONS`] on a GPU.
     #[serde(default)]
     pub sessions: usize,
     /// Threads each session computes with; 0 = the cores divided among the
@@ -71,6 +73,8 @@ impl KokoroConfig {
         files
             .check()
             .map_err(|e| ("data_dir".into(), e.to_string()))?;
+        cuda::choose(&files, self.device)
+            .map_err(|why| ("device".into(), format!("\"cuda\" cannot be used: {why}")))?;
         for (key, spec) in voices {
             pack::Blend::parse(spec)
                 .and_then(|b| files.check_blend(&b))
@@ -88,7 +92,12 @@ fn load_into(
     cell.get_or_init(|| {
         Engine::load(files, config)
             .map(Arc::new)
-            .map_err(|e| e.to_string())
+            .map_err(|e| match e {
+                KokoroError::Device(why) => {
+                    format!("device = \"cuda\" cannot be used: {why}")
+                }
+                e => e.to_string(),
+            })
     })
     .clone()
 }
@@ -100,6 +109,8 @@ pub struct Kokoro {
     config: KokoroConfig,
     files: KokoroFiles,
     engine: Arc<OnceLock<Result<Arc<Engine>, String>>>,
+    /// The device the engine will run on (decided from what is installed).
+    choice: Result<cuda::DeviceChoice, String>,
     styles: std::sync::Mutex<std::collections::HashMap<String, Arc<Style>>>,
 }
 
@@ -107,6 +118,7 @@ impl Kokoro {
     pub fn new(name: &str, config: KokoroConfig) -> Kokoro {
         let files = KokoroFiles::locate(config.data_dir.as_deref());
         Kokoro {
+            choice: cuda::choose(&files, config.device),
             name: name.to_owned(),
             config,
             files,
@@ -144,7 +156,13 @@ impl Kokoro {
 
     /// Sessions this backend runs (the number of requests in flight).
     fn sessions(&self) -> usize {
-        engine::plan(&self.config).0
+        let gpu = self.choice.as_ref().is_ok_and(|c| c.device == "cuda");
+        engine::plan(&self.config, gpu).0
+    }
+
+    /// Where the engine will run and why (before it is loaded).
+    pub fn device(&self) -> &Result<cuda::DeviceChoice, String> {
+        &self.choice
     }
 }
 
@@ -197,6 +215,10 @@ impl Synthesizer for Kokoro {
                     let _ = load_into(&cell, &files, &config);
                 });
         }
+    }
+
+    fn ready(&self) -> Result<(), SynthError> {
+        self.engine().map(|_| ())
     }
 
     async fn synthesize(&self, req: &SynthRequest) -> Result<AudioClip, SynthError> {
