@@ -19,8 +19,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use tokio::sync::broadcast;
+use tokio::sync::{OwnedSemaphorePermit, broadcast};
 
+use crate::admission::{HostRule, Slots};
 use crate::book::Book;
 use crate::book::{SourceError, read_source};
 use crate::config::{ConfigError, VoicesConfig};
@@ -51,9 +52,15 @@ pub struct StudioOptions {
     /// Renders go to OUT/<stem>/, the synthesis cache to OUT/.cache.
     pub out: PathBuf,
     pub token: String,
-    /// Host names (without port) accepted in the `Host` header; `None`
-    /// accepts any (a non-loopback bind, which needs a token anyway).
-    pub hosts: Option<Vec<String>>,
+    /// The names accepted in the `Host` header (DNS rebinding).
+    pub hosts: HostRule,
+    /// Every request needs the token, reads too (a non-loopback bind);
+    /// else only changes do.
+    pub reads_need_token: bool,
+    /// Previews and renders at once, whatever their voice.
+    pub max_syntheses: usize,
+    /// Previews and renders waiting; more get 503 with `Retry-After`.
+    pub max_queued: usize,
 }
 
 /// Why the studio cannot start or a change cannot be made.
@@ -108,6 +115,8 @@ pub struct Studio {
     previews: tempfile::TempDir,
     preview_count: AtomicU64,
     rendering: AtomicBool,
+    /// One bounded queue for previews and renders.
+    slots: Slots,
     /// Set when the server stops: event streams end, so that a graceful
     /// shutdown does not wait for open pages.
     stopping: tokio::sync::watch::Sender<bool>,
@@ -161,7 +170,9 @@ impl Studio {
                 reason,
             })?;
         let (events, _) = broadcast::channel(256);
+        let slots = Slots::new(options.max_syntheses, options.max_queued);
         Ok(Studio {
+            slots,
             options,
             base,
             renderer,
@@ -255,16 +266,19 @@ impl Studio {
     /// so the time to the first byte is the time to the first sentence.
     /// Each chunk is levelled on its own (the whole-passage preview levels
     /// per voice over the passage).
+    /// `slot` is held until the stream ends or is dropped.
     pub fn preview_stream(
         &self,
         chapter: ScriptChapter,
         voice: Option<&str>,
+        slot: OwnedSemaphorePermit,
     ) -> impl futures::Stream<Item = std::io::Result<axum::body::Bytes>> + Send + 'static {
         use futures::StreamExt;
         let renderer = self.preview_renderer(voice);
         let header = crate::session::stream::wav_stream_header(renderer.config.mix.sample_rate);
         let mut header = Some(header);
         crate::session::stream::stream_pcm(&renderer, &chapter, true).map(move |part| {
+            let _slot = &slot;
             let pcm = part?;
             Ok(match header.take() {
                 Some(mut first) => {
@@ -323,9 +337,25 @@ impl Studio {
         let _ = self.events.send(event.to_string());
     }
 
-    /// Starts rendering chapters (1-based positions) in the background;
-    /// false when a render is already running.
-    pub fn start_render(self: &Arc<Self>, chapters: Vec<usize>) -> bool {
+    /// Whether a render is running.
+    pub fn is_rendering(&self) -> bool {
+        self.rendering.load(Ordering::SeqCst)
+    }
+
+    /// A slot of the bounded queue previews and renders share: at once,
+    /// after a wait, or `None` when the queue is full (answer 503).
+    pub async fn slot(&self) -> Option<OwnedSemaphorePermit> {
+        self.slots.take().await
+    }
+
+    /// Starts rendering chapters (1-based positions) in the background,
+    /// holding `slot` until it ends; false when a render is already
+    /// running.
+    pub fn start_render(
+        self: &Arc<Self>,
+        chapters: Vec<usize>,
+        slot: OwnedSemaphorePermit,
+    ) -> bool {
         if self.rendering.swap(true, Ordering::SeqCst) {
             return false;
         }
@@ -333,6 +363,7 @@ impl Studio {
         tokio::spawn(async move {
             studio.render(chapters).await;
             studio.rendering.store(false, Ordering::SeqCst);
+            drop(slot);
         });
         true
     }

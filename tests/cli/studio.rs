@@ -94,11 +94,18 @@ fn tingshu(dir: &Path, args: &[&str]) -> Tingshu {
 
 impl Studio {
     fn start(fixture: &Fixture) -> Studio {
+        Studio::start_with(fixture, &[])
+    }
+
+    /// The studio with `extra` arguments. A studio bound to 0.0.0.0 (a
+    /// non-loopback bind) is reached at 127.0.0.1.
+    fn start_with(fixture: &Fixture, extra: &[&str]) -> Studio {
         let mut child = tingshu(
             fixture.dir.path(),
             &["studio", "山路.txt", "--voices", &voices_file()],
         )
         .args(["--cast", "cast.toml", "--lexicon", "lexicon.toml"])
+        .args(extra)
         .command()
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -114,7 +121,7 @@ impl Studio {
         let line = rx
             .recv_timeout(Duration::from_secs(60))
             .expect("the studio printed its URL");
-        let url = line.trim().to_owned();
+        let url = line.trim().replace("http://0.0.0.0:", "http://127.0.0.1:");
         let (base, token) = url
             .split_once("/?token=")
             .unwrap_or_else(|| panic!("first line is the URL: {url:?}"));
@@ -424,6 +431,237 @@ async fn changes_need_the_token_and_stay_inside_the_studio() {
         .unwrap();
     assert!(csp.contains("default-src 'none'"), "{csp}");
     assert_eq!(headers.headers()["referrer-policy"], "no-referrer");
+}
+
+/// A request to `studio` with `headers`: (status, headers, body).
+async fn request(
+    studio: &Studio,
+    method: reqwest::Method,
+    path: &str,
+    headers: &[(&str, &str)],
+) -> (u16, reqwest::header::HeaderMap, String) {
+    let mut request = client().request(method.clone(), studio.at(path));
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    if method != reqwest::Method::GET {
+        request = request
+            .header("Content-Type", "application/json")
+            .body(json!({"text": "你好"}).to_string());
+    }
+    let response = tokio::time::timeout(Duration::from_secs(60), request.send())
+        .await
+        .unwrap()
+        .unwrap();
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    // The event stream stays open: only its status and headers are read.
+    let body = if path == "/api/events" && status == 200 {
+        String::new()
+    } else {
+        response.text().await.unwrap()
+    };
+    (status, headers, body)
+}
+
+#[tokio::test]
+async fn off_loopback_every_request_needs_the_token() {
+    let fixture = Fixture::new();
+    let token = "studio-token-0123456789";
+    let studio = Studio::start_with(
+        &fixture,
+        &[
+            "--bind",
+            "0.0.0.0:0",
+            "--token",
+            token,
+            "--allow-host",
+            "studio.test",
+        ],
+    );
+    assert_eq!(studio.token, token);
+    let get = reqwest::Method::GET;
+    let routes = [
+        (get.clone(), "/"),
+        (get.clone(), "/studio.js"),
+        (get.clone(), "/studio.css"),
+        (get.clone(), "/api/book"),
+        (get.clone(), "/api/chapters/1"),
+        (get.clone(), "/api/cast"),
+        (get.clone(), "/api/lexicon"),
+        (get.clone(), "/api/pinyin?text=%E4%BD%A0"),
+        (get.clone(), "/api/events"),
+        (get.clone(), "/api/renders/1"),
+        (get.clone(), "/no/such/page"),
+        (reqwest::Method::POST, "/api/preview"),
+        (reqwest::Method::PUT, "/api/cast"),
+        (reqwest::Method::PUT, "/api/lexicon"),
+        (reqwest::Method::POST, "/api/render"),
+    ];
+    let wrong_cookie = "tingshu-studio-0=studio-token-0123456789".to_owned();
+    let port = studio.base.rsplit(':').next().unwrap().to_owned();
+    let other_cookie = format!("tingshu-studio-{port}=studio-token-012345678");
+    for (method, path) in &routes {
+        for headers in [
+            vec![],
+            vec![("X-Tingshu-Token", "studio-token-012345678")],
+            vec![("Authorization", "Bearer nope")],
+            vec![("Cookie", other_cookie.as_str())],
+            vec![("Cookie", wrong_cookie.as_str())],
+        ] {
+            let (status, _, body) = request(&studio, method.clone(), path, &headers).await;
+            assert_eq!(status, 401, "{method} {path} with {headers:?}: {body}");
+            assert!(body.contains("needs its token"), "{body}");
+            assert!(!body.contains(token), "{body}");
+        }
+    }
+    // The token in the address of anything but the page is not enough.
+    let (status, _, _) = request(
+        &studio,
+        get.clone(),
+        &format!("/api/book?token={token}"),
+        &[],
+    )
+    .await;
+    assert_eq!(status, 401);
+    let (status, _, _) = request(&studio, get.clone(), "/?token=studio-token", &[]).await;
+    assert_eq!(status, 401);
+
+    // The page opened with its token sets a cookie that carries it.
+    let (status, headers, page) =
+        request(&studio, get.clone(), &format!("/?token={token}"), &[]).await;
+    assert_eq!(status, 200, "{page}");
+    let set_cookie = headers["set-cookie"].to_str().unwrap();
+    let cookie = set_cookie.split(';').next().unwrap().to_owned();
+    assert_eq!(cookie, format!("tingshu-studio-{port}={token}"));
+    let attributes: Vec<&str> = set_cookie.split(';').map(str::trim).collect();
+    assert!(attributes.contains(&"HttpOnly"), "{set_cookie}");
+    assert!(attributes.contains(&"SameSite=Strict"), "{set_cookie}");
+    assert!(attributes.contains(&"Path=/"), "{set_cookie}");
+    for path in [
+        "/studio.js",
+        "/api/book",
+        "/api/chapters/1",
+        "/api/cast",
+        "/api/events",
+    ] {
+        let (status, _, body) = request(&studio, get.clone(), path, &[("Cookie", &cookie)]).await;
+        assert_eq!(status, 200, "{path}: {body}");
+    }
+    // Past the token: no render yet.
+    let (status, _, body) = request(
+        &studio,
+        get.clone(),
+        "/api/renders/1",
+        &[("Cookie", &cookie)],
+    )
+    .await;
+    assert_eq!(status, 404, "{body}");
+    let book: Value = serde_json::from_str(
+        &request(
+            &studio,
+            get.clone(),
+            "/api/book",
+            &[("X-Tingshu-Token", token)],
+        )
+        .await
+        .2,
+    )
+    .unwrap();
+    assert_eq!(book["chapters"].as_array().unwrap().len(), 2);
+    let (status, _, _) = request(
+        &studio,
+        get.clone(),
+        "/api/cast",
+        &[("Authorization", &format!("Bearer {token}"))],
+    )
+    .await;
+    assert_eq!(status, 200);
+    // A change still needs the header: the cookie alone (which a form of
+    // another site could make a browser send) is refused.
+    let (status, _, body) = request(
+        &studio,
+        reqwest::Method::PUT,
+        "/api/lexicon",
+        &[("Cookie", &cookie)],
+    )
+    .await;
+    assert_eq!(status, 403, "{body}");
+    assert!(!fixture.path("lexicon.toml").exists());
+
+    // The Host check stays on: an address or an allowed name, not another
+    // site's name for this machine.
+    for (host, status) in [
+        ("evil.example", 403),
+        ("127.0.0.1.evil.example:80", 403),
+        ("studio.test:8080", 200),
+        ("192.0.2.7:8080", 200),
+        ("[2001:db8::7]:8080", 200),
+        ("localhost", 200),
+    ] {
+        let (got, _, body) = request(
+            &studio,
+            get.clone(),
+            "/api/book",
+            &[("Host", host), ("X-Tingshu-Token", token)],
+        )
+        .await;
+        assert_eq!(got, status, "Host {host}: {body}");
+    }
+}
+
+#[tokio::test]
+async fn previews_beyond_the_queue_get_503() {
+    let fixture = Fixture::new();
+    let studio = Studio::start_with(&fixture, &["--max-syntheses", "1", "--max-queued", "1"]);
+    // Long enough that the first is still being read when the last arrive.
+    let text = "两人沿着小河又走了很久，直到看见一盏灯。".repeat(30);
+    let answers = futures::future::join_all((0..6).map(|i| {
+        let body = if i % 2 == 0 {
+            json!({"text": text})
+        } else {
+            json!({"text": text, "stream": true})
+        };
+        let request = client()
+            .post(studio.at("/api/preview"))
+            .header("X-Tingshu-Token", &studio.token)
+            .header("Content-Type", "application/json")
+            .body(body.to_string())
+            .send();
+        async move {
+            let response = request.await.unwrap();
+            let status = response.status().as_u16();
+            let retry = response
+                .headers()
+                .get("retry-after")
+                .map(|v| v.to_str().unwrap().to_owned());
+            (status, retry, response.bytes().await.unwrap().to_vec())
+        }
+    }))
+    .await;
+    let mut played = 0;
+    let mut refused = 0;
+    for (status, retry, body) in &answers {
+        match status {
+            200 => {
+                played += 1;
+                // Streamed or not, the audio is whole: hound reads the
+                // samples the header promises, or all there are.
+                assert!(body.len() > 100_000, "{} bytes", body.len());
+            }
+            503 => {
+                refused += 1;
+                assert_eq!(retry.as_deref(), Some("2"));
+                assert!(String::from_utf8_lossy(body).contains("busy"));
+            }
+            other => panic!("status {other}: {}", String::from_utf8_lossy(body)),
+        }
+    }
+    // One reads, one waits, the other four are refused at once.
+    assert!((1..=2).contains(&played), "{played} played");
+    assert_eq!(played + refused, 6);
+    // The queue is free again afterwards.
+    assert!(preview(&studio, json!({"text": "你好。"})).await > 0.2);
 }
 
 #[tokio::test]
