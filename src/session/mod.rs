@@ -22,6 +22,7 @@ pub mod stream;
 pub mod voices;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::audio::encode::Format;
 use crate::book::{Book, SourceError, read_book_with_options, read_source};
@@ -141,6 +142,21 @@ impl RenderSession {
     /// Nothing is written, except that a cache directory's stale temporary
     /// files are removed.
     pub fn open(spec: &SessionSpec) -> Result<RenderSession, SessionError> {
+        RenderSession::open_over(spec, None)
+    }
+
+    /// Like [`RenderSession::open`], but over this session's backends,
+    /// client and cache (`spec.cache` is not opened again): engines stay
+    /// warm and loaded models stay loaded. For a cast or lexicon edit,
+    /// whose voices file (hence backends) is the same.
+    pub fn reopen(&self, spec: &SessionSpec) -> Result<RenderSession, SessionError> {
+        RenderSession::open_over(spec, Some(self))
+    }
+
+    fn open_over(
+        spec: &SessionSpec,
+        current: Option<&RenderSession>,
+    ) -> Result<RenderSession, SessionError> {
         // The front end's tables load while the book is read.
         crate::frontend::warm_up();
         let mut voices =
@@ -168,8 +184,23 @@ impl RenderSession {
         }
         let lexicon = book.lexicon(spec.lexicon.as_deref())?;
         voices.lexicon = lexicon.entries().to_vec();
-        let cache = spec.cache.as_ref().map(open_cache).transpose()?;
-        let renderer = renderer_for(&voices, spec.worker_program.clone(), cache.clone())?;
+        let (cache, renderer) = match current {
+            Some(current) => (
+                current.cache.clone(),
+                Renderer {
+                    config: Arc::new(voices.parse()?),
+                    backends: current.renderer.backends.clone(),
+                    client: Arc::clone(&current.renderer.client),
+                    lexicon: voices.lexicon(),
+                    ahead_bytes: current.renderer.ahead_bytes,
+                },
+            ),
+            None => {
+                let cache = spec.cache.as_ref().map(open_cache).transpose()?;
+                let renderer = renderer_for(&voices, spec.worker_program.clone(), cache.clone())?;
+                (cache, renderer)
+            }
+        };
         Ok(RenderSession {
             book,
             voices,

@@ -38,7 +38,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::edit::{self, CharacterEdit, LexiconEdit};
-use super::{MAX_BODY, MAX_PREVIEW_CHARS, Studio, StudioError, TOKEN_HEADER, page};
+use super::{MAX_BODY, MAX_PREVIEW_CHARS, RenderRefused, Studio, StudioError, TOKEN_HEADER, page};
 use crate::config::VoicesConfig;
 use crate::text::{Script, ScriptChapter, SegmentKind};
 
@@ -216,12 +216,19 @@ fn kind_name(kind: SegmentKind) -> &'static str {
 fn speakers(studio: &Studio) -> Vec<Value> {
     let loaded = studio.loaded();
     let mut lines: BTreeMap<&str, usize> = BTreeMap::new();
-    for s in loaded.book.script.chapters.iter().flat_map(|c| &c.segments) {
+    for s in loaded
+        .session
+        .book
+        .script
+        .chapters
+        .iter()
+        .flat_map(|c| &c.segments)
+    {
         if let Some(name) = s.speaker.as_deref() {
             *lines.entry(name).or_default() += 1;
         }
     }
-    let config = &loaded.config;
+    let config = &loaded.session.renderer.config;
     let entry = |name: &str, gender: &str, voice: Option<&str>, in_cast: bool| {
         json!({
             "name": name,
@@ -274,7 +281,7 @@ async fn book(State(studio): Shared) -> axum::Json<Value> {
     let speakers = speakers(&studio);
     let options = studio.options();
     let loaded = studio.loaded();
-    let book = &loaded.book;
+    let book = &loaded.session.book;
     let chapters: Vec<Value> = book
         .script
         .chapters
@@ -291,7 +298,7 @@ async fn book(State(studio): Shared) -> axum::Json<Value> {
             })
         })
         .collect();
-    let c = &loaded.config.casting;
+    let c = &loaded.session.renderer.config.casting;
     let renders: Vec<Value> = loaded
         .renders
         .keys()
@@ -303,8 +310,8 @@ async fn book(State(studio): Shared) -> axum::Json<Value> {
         "encoding": book.encoding,
         "chapters": chapters,
         "speakers": speakers,
-        "voices": voices(&loaded.config),
-        "voices_file": loaded.config.source,
+        "voices": voices(&loaded.session.renderer.config),
+        "voices_file": loaded.session.renderer.config.source,
         "casting": {"narrator": c.narrator, "dialogue": c.dialogue, "male": c.male, "female": c.female},
         "cast_file": options.cast.display().to_string(),
         "lexicon_file": options.lexicon.display().to_string(),
@@ -315,11 +322,11 @@ async fn book(State(studio): Shared) -> axum::Json<Value> {
 /// Chapter `n` (1-based position), or 404.
 fn script_chapter(studio: &Studio, n: &str) -> ApiResult<ScriptChapter> {
     let loaded = studio.loaded();
-    let count = loaded.book.script.chapters.len();
+    let count = loaded.session.book.script.chapters.len();
     n.parse::<usize>()
         .ok()
         .filter(|n| (1..=count).contains(n))
-        .map(|n| loaded.book.script.chapters[n - 1].clone())
+        .map(|n| loaded.session.book.script.chapters[n - 1].clone())
         .ok_or_else(|| {
             ApiError::new(
                 StatusCode::NOT_FOUND,
@@ -330,7 +337,7 @@ fn script_chapter(studio: &Studio, n: &str) -> ApiResult<ScriptChapter> {
 
 async fn chapter(State(studio): Shared, Path(n): Path<String>) -> ApiResult<axum::Json<Value>> {
     let chapter = script_chapter(&studio, &n)?;
-    let config = Arc::clone(&studio.loaded().config);
+    let config = Arc::clone(&studio.loaded().session.renderer.config);
     let mut paragraphs: Vec<Value> = Vec::new();
     let mut current: Option<(usize, Vec<Value>)> = None;
     for s in &chapter.segments {
@@ -393,7 +400,7 @@ fn passage(studio: &Studio, req: &PreviewRequest) -> ApiResult<ScriptChapter> {
             }
             let loaded = studio.loaded();
             let cast = super::cast_arg(&loaded.cast);
-            let script = Script::from_text_with_cast(text, &loaded.book.stem, cast);
+            let script = Script::from_text_with_cast(text, &loaded.session.book.stem, cast);
             // A pasted text with headings still previews as one passage.
             let mut out = ScriptChapter::new(1, "preview", Vec::new());
             let mut offset = 0;
@@ -498,7 +505,14 @@ async fn put_cast(
         (Some(characters), None) => {
             let loaded = studio.loaded();
             let mut lines: BTreeMap<&str, usize> = BTreeMap::new();
-            for s in loaded.book.script.chapters.iter().flat_map(|c| &c.segments) {
+            for s in loaded
+                .session
+                .book
+                .script
+                .chapters
+                .iter()
+                .flat_map(|c| &c.segments)
+            {
                 if let Some(name) = s.speaker.as_deref() {
                     *lines.entry(name).or_default() += 1;
                 }
@@ -589,7 +603,7 @@ async fn pinyin(
             format!("text: longer than {MAX_PREVIEW_CHARS} characters"),
         ));
     }
-    let lexicon = studio.loaded().lexicon.clone();
+    let lexicon = studio.loaded().session.renderer.lexicon.clone();
     let readings = crate::frontend::pinyin::lexical(&q.text, &lexicon);
     Ok(axum::Json(json!({"text": q.text, "pinyin": readings})))
 }
@@ -605,7 +619,7 @@ async fn render(
     bytes: Result<Bytes, BytesRejection>,
 ) -> ApiResult<Response> {
     let req: RenderRequest = parse(&body(bytes)?)?;
-    let count = studio.loaded().book.script.chapters.len();
+    let count = studio.loaded().session.book.script.chapters.len();
     if req.chapters.is_empty() {
         return Err(ApiError::bad("chapters: give at least one"));
     }
@@ -628,8 +642,21 @@ async fn render(
         return Err(running());
     }
     let slot = studio.slot().await.ok_or_else(busy)?;
-    if !studio.start_render(chapters.clone(), slot) {
-        return Err(running());
+    match studio.start_render(chapters.clone(), slot) {
+        Ok(()) => {}
+        Err(RenderRefused::Running) => return Err(running()),
+        Err(e @ RenderRefused::Busy(_)) => {
+            return Err(ApiError::new(
+                StatusCode::CONFLICT,
+                crate::error::error_chain(&e),
+            ));
+        }
+        Err(e @ RenderRefused::Write(_)) => {
+            return Err(ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                crate::error::error_chain(&e),
+            ));
+        }
     }
     Ok((
         StatusCode::ACCEPTED,

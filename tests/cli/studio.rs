@@ -906,6 +906,272 @@ async fn renders_chapters_with_progress_events() {
     drop(events);
 }
 
+/// Every file under `dir` (relative path → bytes), the cache aside.
+fn files_under(dir: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                if !path.ends_with(".cache") {
+                    stack.push(path);
+                }
+            } else {
+                let name = path.strip_prefix(dir).unwrap().display().to_string();
+                out.insert(name, std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    out
+}
+
+/// POSTs a render of `chapters` and reads the events until it finishes:
+/// the finished event.
+async fn render_in_studio(studio: &Studio, chapters: &[usize]) -> Value {
+    let mut events = client().get(studio.at("/api/events")).send().await.unwrap();
+    let (status, answer) = change(
+        studio,
+        reqwest::Method::POST,
+        "/api/render",
+        json!({ "chapters": chapters }),
+    )
+    .await;
+    assert_eq!(status, 202, "{answer}");
+    finished_event(&mut events).await
+}
+
+/// Reads render events until the finished one.
+async fn finished_event(events: &mut reqwest::Response) -> Value {
+    let mut seen = String::new();
+    let deadline = Instant::now() + Duration::from_secs(300);
+    loop {
+        if let Some(finished) = seen
+            .lines()
+            .filter_map(|l| l.strip_prefix("data: "))
+            .map(|d| serde_json::from_str::<Value>(d).unwrap())
+            .find(|e| e["state"] == "finished")
+        {
+            return finished;
+        }
+        assert!(Instant::now() < deadline, "no finished event: {seen}");
+        let chunk = tokio::time::timeout(Duration::from_secs(120), events.chunk())
+            .await
+            .unwrap()
+            .unwrap()
+            .expect("the event stream stays open");
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+    }
+}
+
+#[tokio::test]
+async fn studio_renders_are_builds() {
+    let fixture = Fixture::new();
+    let studio = Studio::start_with(&fixture, &["--out", "out"]);
+    let finished = render_in_studio(&studio, &[1, 2]).await;
+    assert_eq!(finished["failed"], 0, "{finished}");
+    assert!(finished.get("error").is_none(), "{finished}");
+    drop(studio);
+    let book = fixture.path("out/山路");
+    let from_studio = files_under(&book);
+    let names: Vec<&str> = from_studio.keys().map(String::as_str).collect();
+    for name in [
+        "0001-第一章_山路.wav",
+        "0002-第二章_客栈.wav",
+        "0001-第一章_山路.srt",
+        "0001-第一章_山路.lrc",
+        "manifest.json",
+        "report.txt",
+    ] {
+        assert!(names.contains(&name), "{name} not in {names:?}");
+    }
+    assert!(
+        !names
+            .iter()
+            .any(|n| n.contains(".part") || n.contains("lock")),
+        "{names:?}"
+    );
+    let manifest: Value = serde_json::from_slice(&from_studio["manifest.json"]).unwrap();
+    assert_eq!(manifest["chapters"].as_array().unwrap().len(), 2);
+
+    // build into the same folder: nothing synthesized, the same bytes.
+    let out = tingshu(
+        fixture.dir.path(),
+        &[
+            "build",
+            "山路.txt",
+            "--voices",
+            &voices_file(),
+            "--cast",
+            "cast.toml",
+            "--out",
+            "out",
+        ],
+    )
+    .output();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("0 requests sent"), "{stderr}");
+    let from_build = files_under(&book);
+    assert_eq!(
+        from_build.keys().collect::<Vec<_>>(),
+        from_studio.keys().collect::<Vec<_>>()
+    );
+    for (name, bytes) in &from_studio {
+        assert!(&from_build[name] == bytes, "{name} differs after build");
+    }
+}
+
+/// A book long enough that a render is still running when the other
+/// command starts: `chapters` chapters of a few paragraphs, none the
+/// same (espeak-ng reads 40 chapters in about 2 s).
+fn long_book(chapters: usize) -> String {
+    let mut text = String::new();
+    for n in 1..=chapters {
+        text.push_str(&format!("第{n}章 渡口\n"));
+        for line in [
+            format!("船夫把第{n}只木桶搬上岸，擦了擦手，抬头看了看天色。"),
+            format!("“今天还过河吗？第{n}趟了。”韩小雨站在石阶上问。"),
+            format!("陆大川把缆绳在木桩上绕了{n}圈：“等雾散了再说，水太急。”"),
+            format!("岸边的柳树下拴着{n}头老牛，慢慢地嚼着草，尾巴甩来甩去。"),
+            format!("远处传来{n}声狗叫，渡口的灯笼一盏接一盏亮了起来。"),
+        ] {
+            text.push_str("\u{3000}\u{3000}");
+            text.push_str(&line);
+            text.push('\n');
+        }
+    }
+    text
+}
+
+#[tokio::test]
+async fn studio_and_build_share_the_lock() {
+    let fixture = Fixture::new();
+    std::fs::write(fixture.path("渡口.txt"), long_book(40)).unwrap();
+    let studio = {
+        let mut child = tingshu(
+            fixture.dir.path(),
+            &["studio", "渡口.txt", "--voices", &voices_file()],
+        )
+        .args([
+            "--cast",
+            "cast.toml",
+            "--lexicon",
+            "lexicon.toml",
+            "--out",
+            "out",
+        ])
+        .command()
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let (base, token) = line.trim().split_once("/?token=").unwrap();
+        Studio {
+            base: base.to_owned(),
+            token: token.to_owned(),
+            url: line.trim().to_owned(),
+            child,
+        }
+    };
+    let book = fixture.path("out/渡口");
+    let build = |dir: &Path| {
+        tingshu(
+            dir,
+            &[
+                "build",
+                "渡口.txt",
+                "--voices",
+                &voices_file(),
+                "--cast",
+                "cast.toml",
+                "--out",
+                "out",
+            ],
+        )
+    };
+
+    // The studio renders: a build meanwhile stops at once with exit 2,
+    // naming the lock, and removes nothing.
+    let mut events = client().get(studio.at("/api/events")).send().await.unwrap();
+    let chapters: Vec<usize> = (1..=40).collect();
+    let (status, answer) = change(
+        &studio,
+        reqwest::Method::POST,
+        "/api/render",
+        json!({ "chapters": chapters }),
+    )
+    .await;
+    assert_eq!(status, 202, "{answer}");
+    let out = build(fixture.dir.path()).output();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains(".tingshu-build.lock"), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    let finished = finished_event(&mut events).await;
+    assert_eq!(finished["failed"], 0, "{finished}");
+    assert_eq!(finished["done"], 40, "{finished}");
+    let wavs = |dir: &Path| {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".wav"))
+            .count()
+    };
+    assert_eq!(wavs(&book), 40);
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(book.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["chapters"].as_array().unwrap().len(), 40);
+
+    // A build renders (from a fresh cache, so that it takes a while): the
+    // studio's render meanwhile is refused with 409, naming the lock.
+    std::fs::remove_dir_all(fixture.path("out")).unwrap();
+    let mut running = build(fixture.dir.path())
+        .command()
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let lock = book.join(".tingshu-build.lock");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !lock.exists() {
+        assert!(Instant::now() < deadline, "the build took no lock");
+        assert!(
+            running.try_wait().unwrap().is_none(),
+            "the build ended early"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let (status, answer) = change(
+        &studio,
+        reqwest::Method::POST,
+        "/api/render",
+        json!({"chapters": [1]}),
+    )
+    .await;
+    assert_eq!(status, 409, "{answer}");
+    assert!(
+        answer["error"]
+            .as_str()
+            .unwrap()
+            .contains(".tingshu-build.lock"),
+        "{answer}"
+    );
+    let status = running.wait().unwrap();
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut running.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert_eq!(wavs(&book), 40);
+    assert!(!lock.exists());
+    // Afterwards the studio renders again.
+    let finished = render_in_studio(&studio, &[3]).await;
+    assert_eq!(finished["failed"], 0, "{finished}");
+}
+
 #[test]
 fn bad_starts_fail_with_one_line_and_exit_2() {
     let fixture = Fixture::new();
