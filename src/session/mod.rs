@@ -129,6 +129,9 @@ pub enum SessionError {
 /// A book ready to render: everything read, checked and built.
 pub struct RenderSession {
     pub book: Book,
+    /// The cast the book was split with and the voices were cast from
+    /// (the cast file, else the characters found in the book), parsed once.
+    pub cast: Option<crate::text::Cast>,
     /// The voices, cast and lexicon as text.
     pub voices: VoicesSource,
     /// Backends, client (limits, retries, fallbacks, cache) and lexicon.
@@ -159,9 +162,9 @@ impl RenderSession {
     ) -> Result<RenderSession, SessionError> {
         // The front end's tables load while the book is read.
         crate::frontend::warm_up();
-        let mut voices =
+        // The cast is parsed here, once, and handed to what needs it.
+        let (mut voices, mut cast) =
             VoicesSource::load(spec.voices.as_deref())?.with_cast(spec.cast.as_deref())?;
-        let cast = voices.cast()?;
         let book = match &spec.book {
             BookInput::File(path) => read_book_with_options(path, cast.as_ref(), spec.split)
                 .map_err(SourceError::from)?,
@@ -178,8 +181,9 @@ impl RenderSession {
         {
             let file = format!("{} (characters found in the book)", book.stem);
             let toml = found.to_toml_with_counts(&[]);
-            if crate::text::Cast::parse(&toml, Path::new(&file)).is_ok() {
+            if let Ok(found) = crate::text::Cast::parse(&toml, Path::new(&file)) {
                 voices.cast = Some(voices::CastSource { file, toml });
+                cast = Some(found);
             }
         }
         let lexicon = book.lexicon(spec.lexicon.as_deref())?;
@@ -188,7 +192,7 @@ impl RenderSession {
             Some(current) => (
                 current.cache.clone(),
                 Renderer {
-                    config: Arc::new(voices.parse()?),
+                    config: Arc::new(voices.parse_with(cast.as_ref())?),
                     backends: current.renderer.backends.clone(),
                     client: Arc::clone(&current.renderer.client),
                     lexicon: voices.lexicon(),
@@ -197,12 +201,18 @@ impl RenderSession {
             ),
             None => {
                 let cache = spec.cache.as_ref().map(open_cache).transpose()?;
-                let renderer = renderer_for(&voices, spec.worker_program.clone(), cache.clone())?;
+                let renderer = Renderer::with_cache(
+                    voices.parse_with(cast.as_ref())?,
+                    spec.worker_program.clone(),
+                    cache.clone(),
+                )
+                .with_lexicon(voices.lexicon());
                 (cache, renderer)
             }
         };
         Ok(RenderSession {
             book,
+            cast,
             voices,
             renderer,
             cache,

@@ -145,12 +145,11 @@ impl Studio {
         options: StudioOptions,
         worker_program: Option<PathBuf>,
     ) -> Result<Studio, StudioError> {
-        let cast_text = read_optional(&options.cast)?;
-        let cast = Cast::parse(&cast_text, &options.cast).map_err(SessionError::from)?;
         let lexicon_text = read_optional(&options.lexicon)?;
         let mut spec = session_spec(&options);
         spec.worker_program = worker_program;
         let session = RenderSession::open(&spec)?;
+        let cast = file_cast(&spec, &session);
         let base = VoicesConfig::parse(&session.voices.toml, &session.voices.file)
             .map_err(SessionError::from)?;
         let previews = tempfile::Builder::new()
@@ -453,8 +452,8 @@ impl Studio {
             file: path.display().to_string(),
             toml: text.to_owned(),
         });
-        voices.parse().map_err(SessionError::from)?;
-        self.replace_file(path, text, |loaded| loaded.cast = cast)
+        voices.parse_with(Some(&cast)).map_err(SessionError::from)?;
+        self.replace_file(path, text, |_| {})
     }
 
     /// Replaces the lexicon with `text` (checked as the lexicon file),
@@ -477,9 +476,11 @@ impl Studio {
         let before = path.exists().then(|| read_optional(path)).transpose()?;
         edit::write_atomically(path, text)?;
         let current = self.session();
-        match current.reopen(&session_spec(&self.options)) {
+        let spec = session_spec(&self.options);
+        match current.reopen(&spec) {
             Ok(session) => {
                 let mut loaded = self.loaded();
+                loaded.cast = file_cast(&spec, &session);
                 loaded.session = Arc::new(session);
                 update(&mut loaded);
                 Ok(())
@@ -495,6 +496,16 @@ impl Studio {
                 Err(e.into())
             }
         }
+    }
+}
+
+/// The cast file's characters as the session parsed them; none while
+/// there is no cast file (the session then casts from the characters found
+/// in the book, which are no file's).
+fn file_cast(spec: &SessionSpec, session: &RenderSession) -> Cast {
+    match (&spec.cast, &session.cast) {
+        (Some(_), Some(cast)) => cast.clone(),
+        _ => Cast::default(),
     }
 }
 
