@@ -317,6 +317,8 @@ pub async fn render_observed(
         .await;
     drop(encode_tx);
     progress.finish();
+    // Chapters finish in any order; the report lists them in the book's.
+    written.sort_by_key(|c| c.index);
     if let Some(thread) = encoder_thread {
         match thread.join() {
             Ok(errors) => failures.extend(errors),
