@@ -14,7 +14,15 @@
 # first byte of the streamed preview ("stream": true), which is the first
 # sentence's audio. Target: first sentence within 2 s.
 #
+# Then memory under load: 64 previews of whole chapters sent at once to a
+# studio with the espeak voices, first with the default queue (2 at once,
+# 8 waiting, the rest 503), then with --max-queued 64 (all 64 wait their
+# turn). Peak RSS of the studio (VmHWM) and the peak of the summed RSS of
+# the studio and its engine worker processes (sampled every 50 ms), and
+# the answers' status counts. Target: ≤ 300 MB.
+#
 #   scripts/bench-studio.sh [BOOK] [VOICES] [CHAPTERS]   (SLOW_MS=1500)
+#   ONLY=memory scripts/bench-studio.sh [BOOK]             (the last part only)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BOOK=${1:-samples/灯塔守夜人.txt}
@@ -31,13 +39,53 @@ trap cleanup EXIT
 start() {
     rm -f "$TMP/url"
     target/release/tingshu studio "$BOOK" --voices "$1" --out "$TMP/out.$2" \
-        --cast "$TMP/cast.toml" --lexicon "$TMP/lexicon.toml" > "$TMP/url" 2> "$TMP/log" &
+        --cast "$TMP/cast.toml" --lexicon "$TMP/lexicon.toml" "${@:3}" > "$TMP/url" 2> "$TMP/log" &
     PID=$!
     for _ in $(seq 100); do [[ -s $TMP/url ]] && break; sleep 0.1; done
     URL=$(head -n1 "$TMP/url")
     BASE=${URL%/?token=*}
     TOKEN=${URL#*token=}
 }
+memory() {
+    local label=$1
+    shift
+    start voices/espeak.toml "memory-$label" "$@"
+    sleep 1
+    local chapters
+    chapters=$(curl -s "$BASE/api/book" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["chapters"]))')
+    # the summed RSS (kB) of the studio and its descendants, every 50 ms
+    ( peak=0
+      while kill -0 "$PID" 2>/dev/null; do
+          total=0
+          for p in $PID $(pgrep -P "$PID"; for c in $(pgrep -P "$PID"); do pgrep -P "$c"; done); do
+              kb=$(awk '/^VmRSS/ {print $2}' "/proc/$p/status" 2>/dev/null || echo 0)
+              total=$((total + ${kb:-0}))
+          done
+          (( total > peak )) && peak=$total && echo "$peak" > "$TMP/tree-peak"
+          sleep 0.05
+      done ) &
+    local sampler=$!
+    : > "$TMP/codes"
+    for i in $(seq 64); do
+        curl -s -o /dev/null -w "%{http_code}\n" -H "X-Tingshu-Token: $TOKEN" \
+            -H 'Content-Type: application/json' \
+            -d "{\"chapter\": $(( (i - 1) % chapters + 1 ))}" "$BASE/api/preview" >> "$TMP/codes" &
+    done
+    wait $(jobs -p | grep -v "^$sampler$" | grep -v "^$PID$") 2>/dev/null || true
+    local hwm
+    hwm=$(awk '/^VmHWM/ {print $2}' "/proc/$PID/status")
+    kill "$PID"; wait "$PID" 2>/dev/null || true; PID=
+    wait "$sampler" 2>/dev/null || true
+    echo "64 concurrent previews, $label: studio peak RSS $((hwm / 1024)) MB," \
+        "studio + workers peak $(( $(cat "$TMP/tree-peak" 2>/dev/null || echo 0) / 1024 )) MB;" \
+        "answers: $(sort "$TMP/codes" | uniq -c | awk '{printf "%s×%s ", $1, $2}')(target ≤ 300 MB)"
+}
+if [[ ${ONLY:-} == memory ]]; then
+    memory "default queue"
+    memory "64 waiting" --max-queued 64
+    exit 0
+fi
+
 start "$VOICES" espeak
 curl -s "$BASE/api/book" > "$TMP/book.json"
 # chapter index and paragraph count of the first CHAPTERS chapters
@@ -124,3 +172,6 @@ print(f"{'first audio, stream':>20}: {len(first)} paragraphs, median {statistics
       f"p90 {first[int(len(first)*0.9)]*1e3:.0f} ms, worst {first[-1]*1e3:.0f} ms, "
       f"under 2 s: {sum(x < 2 for x in first)}/{len(first)}; whole stream median {statistics.median(whole)*1e3:.0f} ms")
 PY
+
+memory "default queue"
+memory "64 waiting" --max-queued 64

@@ -344,9 +344,20 @@ pub struct StudioArgs {
     /// loopback address needs --token.
     #[arg(long, default_value = "127.0.0.1:0", env = "TINGSHU_STUDIO_BIND")]
     pub bind: std::net::SocketAddr,
-    /// The token every change (POST/PUT) must carry; random when absent.
+    /// The token every change (POST/PUT) must carry, and off loopback
+    /// every request; random when absent.
     #[arg(long, env = "TINGSHU_STUDIO_TOKEN")]
     pub token: Option<String>,
+    /// Off loopback, a host name the page may be opened by besides an IP
+    /// address and localhost (repeatable); other names get 403.
+    #[arg(long, value_name = "NAME")]
+    pub allow_host: Vec<String>,
+    /// Previews and renders at once, whatever the voice; more wait.
+    #[arg(long, default_value_t = 2)]
+    pub max_syntheses: usize,
+    /// Previews and renders waiting; more get 503 with Retry-After.
+    #[arg(long, default_value_t = 8)]
+    pub max_queued: usize,
     /// Voices file (TOML); the built-in voices when absent.
     #[arg(long, env = "TINGSHU_VOICES")]
     pub voices: Option<PathBuf>,

@@ -10,6 +10,7 @@
 //! book (subtitles, MP3/Opus, M4B, playlist, manifest); [`commands`] holds
 //! the CLI commands.
 
+pub mod admission;
 pub mod audio;
 pub mod batch;
 pub mod book;

@@ -8,20 +8,18 @@ use std::sync::Arc;
 use anyhow::{Context, bail};
 
 use super::EXIT_OK;
+use crate::admission::HostRule;
 use crate::batch::jobs::JobsFile;
 use crate::book::source_stem;
 use crate::cli::StudioArgs;
 use crate::studio::{Studio, StudioOptions, random_token, router};
-
-/// Host names a loopback studio answers to.
-const LOOPBACK_HOSTS: [&str; 3] = ["127.0.0.1", "localhost", "[::1]"];
 
 pub async fn run(args: &StudioArgs, worker_program: Option<PathBuf>) -> anyhow::Result<u8> {
     let loopback = args.bind.ip().is_loopback();
     if !loopback && args.token.is_none() {
         bail!(
             "--bind {}: not a loopback address; give --token too, so that only \
-             people with it can change files",
+             people with it can use the studio",
             args.bind
         );
     }
@@ -113,11 +111,12 @@ fn resolve(args: &StudioArgs, token: String) -> anyhow::Result<StudioOptions> {
         let dir = book.parent().unwrap_or(Path::new(""));
         dir.join(format!("{}.{suffix}.toml", source_stem(&book)))
     };
-    let hosts = args
-        .bind
-        .ip()
-        .is_loopback()
-        .then(|| LOOPBACK_HOSTS.iter().map(|h| (*h).to_owned()).collect());
+    let loopback = args.bind.ip().is_loopback();
+    let hosts = if loopback {
+        HostRule::loopback()
+    } else {
+        HostRule::network(&args.allow_host)
+    };
     Ok(StudioOptions {
         cast: cast.unwrap_or_else(|| beside("cast")),
         lexicon: args.lexicon.clone().unwrap_or_else(|| beside("lexicon")),
@@ -126,6 +125,9 @@ fn resolve(args: &StudioArgs, token: String) -> anyhow::Result<StudioOptions> {
         out,
         token,
         hosts,
+        reads_need_token: !loopback,
+        max_syntheses: args.max_syntheses,
+        max_queued: args.max_queued,
     })
 }
 

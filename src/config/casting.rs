@@ -5,14 +5,14 @@ use std::path::Path;
 
 use super::{CastMember, ConfigError, VoicesConfig, keys};
 use crate::synth::VoiceSettings;
-use crate::text::SegmentKind;
+use crate::text::{Gender, SegmentKind};
 
 impl VoicesConfig {
     /// Adds the characters of a cast file (genders and `voice` entries).
     pub fn apply_cast(&mut self, file: &Path, cast: &crate::text::Cast) -> Result<(), ConfigError> {
         let members = cast.characters.iter().map(|c| {
             let member = CastMember {
-                gender: Some(c.gender.as_str().to_owned()),
+                gender: c.gender,
                 voice: c.voice.clone(),
             };
             (c.name.clone(), member)
@@ -60,10 +60,10 @@ impl VoicesConfig {
                 return voice;
             }
             if kind == SegmentKind::Dialogue {
-                let by_gender = match member.and_then(|m| m.gender.as_deref()) {
-                    Some("male") => self.casting.male.as_deref(),
-                    Some("female") => self.casting.female.as_deref(),
-                    _ => None,
+                let by_gender = match member.map(|m| m.gender) {
+                    Some(Gender::Male) => self.casting.male.as_deref(),
+                    Some(Gender::Female) => self.casting.female.as_deref(),
+                    Some(Gender::Unknown) | None => None,
                 };
                 if let Some(voice) = by_gender {
                     return voice;
@@ -111,21 +111,21 @@ mod tests {
                     (
                         "少安".to_owned(),
                         CastMember {
-                            gender: Some("male".into()),
+                            gender: Gender::Male,
                             voice: None,
                         },
                     ),
                     (
                         "润叶".to_owned(),
                         CastMember {
-                            gender: Some("female".into()),
+                            gender: Gender::Female,
                             voice: None,
                         },
                     ),
                     (
                         "老王".to_owned(),
                         CastMember {
-                            gender: Some("male".into()),
+                            gender: Gender::Male,
                             voice: Some("narrator".into()),
                         },
                     ),
@@ -147,7 +147,7 @@ mod tests {
                 [(
                     "甲".to_owned(),
                     CastMember {
-                        gender: None,
+                        gender: Gender::Unknown,
                         voice: Some("ghost".into()),
                     },
                 )],
@@ -167,17 +167,17 @@ mod tests {
             "female = \"heroine\"\nunknown = \"narrator\"\n",
         );
         let mut config = VoicesConfig::parse_with_env(&text, "m.toml", &env_with_key).unwrap();
-        let member = |g: &str| CastMember {
-            gender: Some(g.into()),
+        let member = |gender: Gender| CastMember {
+            gender,
             voice: None,
         };
         config
             .set_cast(
                 "cast.toml",
                 [
-                    ("甲".to_owned(), member("unknown")),
-                    ("乙".to_owned(), member("female")),
-                    ("丙".to_owned(), member("male")),
+                    ("甲".to_owned(), member(Gender::Unknown)),
+                    ("乙".to_owned(), member(Gender::Female)),
+                    ("丙".to_owned(), member(Gender::Male)),
                 ],
             )
             .unwrap();

@@ -218,8 +218,8 @@ pub struct CastingConfig {
 /// What a cast file says about one character, as far as voices go.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct CastMember {
-    /// "male", "female" or anything else for unknown.
-    pub gender: Option<String>,
+    /// Male and female characters' dialogue gets the gendered voices.
+    pub gender: crate::text::Gender,
     /// A voice name from the voices file.
     pub voice: Option<String>,
 }

@@ -21,20 +21,18 @@ pub mod speech;
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::OwnedSemaphorePermit;
 
+pub use crate::admission::{LOOPBACK_HOSTS, host_name};
+use crate::admission::{Slots, bearer_is, host_only, query_token_is};
 use crate::pipeline::Renderer;
 use crate::session::{BookInput, CacheSpec, RenderSession, SessionError, SessionSpec};
-
-/// Host names a loopback server answers to.
-pub const LOOPBACK_HOSTS: [&str; 3] = ["127.0.0.1", "localhost", "[::1]"];
 
 /// What the server serves and how much it takes on, resolved once.
 #[derive(Debug, Clone)]
@@ -68,8 +66,7 @@ pub struct Server {
     /// workers stay warm and a repeated passage comes from the cache.
     pub renderer: Renderer,
     session: RenderSession,
-    permits: Arc<Semaphore>,
-    queued: AtomicUsize,
+    slots: Slots,
 }
 
 impl Server {
@@ -102,8 +99,7 @@ impl Server {
             lexicon: session.renderer.lexicon.clone(),
         };
         Ok(Server {
-            permits: Arc::new(Semaphore::new(options.max_syntheses.max(1))),
-            queued: AtomicUsize::new(0),
+            slots: Slots::new(options.max_syntheses, options.max_queued),
             options,
             renderer,
             session,
@@ -136,17 +132,7 @@ impl Server {
     /// A synthesis slot: at once when one is free, after a wait when the
     /// queue has room, else `None` (answer 503).
     async fn slot(&self) -> Option<OwnedSemaphorePermit> {
-        if let Ok(permit) = Arc::clone(&self.permits).try_acquire_owned() {
-            return Some(permit);
-        }
-        let waiting = self.queued.fetch_add(1, Ordering::SeqCst);
-        let permit = if waiting < self.options.max_queued {
-            Arc::clone(&self.permits).acquire_owned().await.ok()
-        } else {
-            None
-        };
-        self.queued.fetch_sub(1, Ordering::SeqCst);
-        permit
+        self.slots.take().await
     }
 }
 
@@ -243,42 +229,10 @@ async fn guard(State(server): Shared, request: Request, next: Next) -> Response 
     next.run(request).await
 }
 
-/// The `Host` header ("" when absent or not text).
-pub fn host_name(headers: &HeaderMap) -> String {
-    headers
-        .get(header::HOST)
-        .and_then(|h| h.to_str().ok())
-        .unwrap_or("")
-        .to_owned()
-}
-
-/// `host:port` → `host` (IPv6 in brackets kept whole).
-fn host_only(host: &str) -> &str {
-    match host.rfind(':') {
-        Some(i) if !host[i..].contains(']') => &host[..i],
-        _ => host,
-    }
-}
-
 /// Whether the request has `Authorization: Bearer TOKEN` or `token=TOKEN`
 /// in its query.
 fn carries_token(request: &Request, token: &str) -> bool {
-    let bearer = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|h| h.to_str().ok())
-        .and_then(|h| h.strip_prefix("Bearer "))
-        .is_some_and(|given| same_bytes(given.trim().as_bytes(), token.as_bytes()));
-    bearer
-        || request.uri().query().is_some_and(|q| {
-            form_urlencoded::parse(q.as_bytes())
-                .any(|(k, v)| k == "token" && same_bytes(v.as_bytes(), token.as_bytes()))
-        })
-}
-
-/// Compares in time that depends only on the lengths.
-fn same_bytes(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+    bearer_is(request.headers(), token) || query_token_is(request.uri(), token)
 }
 
 /// The base URL a client reached this server at: `http://` + its `Host`.
@@ -299,14 +253,6 @@ pub fn base_url(headers: &HeaderMap) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn host_names_lose_their_port() {
-        assert_eq!(host_only("127.0.0.1:8080"), "127.0.0.1");
-        assert_eq!(host_only("[::1]:80"), "[::1]");
-        assert_eq!(host_only("[::1]"), "[::1]");
-        assert_eq!(host_only("localhost"), "localhost");
-    }
 
     #[test]
     fn base_urls_come_from_a_plain_host() {

@@ -20,6 +20,7 @@ use crate::fsutil::{PidLock, TryPidLock, holder_note};
 use crate::manifest::{Manifest, ManifestChapter};
 use crate::names::{book_dir, sanitize_file_name};
 use crate::outputs::{BookFile, BookOutputs, ChapterFile, OutputsError};
+use crate::pipeline::ChapterOutcome;
 use crate::progress::Progress;
 
 /// Folder name used with `--layout audiobookshelf` when no author is given.
@@ -97,7 +98,9 @@ pub fn try_lock_book_dir(book_dir: &Path) -> std::io::Result<TryPidLock> {
     PidLock::try_acquire(&book_dir.join(BUILD_LOCK), true)
 }
 
-fn lock_book_dir(book_dir: &Path) -> Result<PidLock, BuildError> {
+/// Takes the book directory's [`BUILD_LOCK`] without waiting, or says who
+/// holds it ([`BuildError::Busy`]).
+pub fn lock_book_dir(book_dir: &Path) -> Result<PidLock, BuildError> {
     let path = book_dir.join(BUILD_LOCK);
     match try_lock_book_dir(book_dir) {
         Ok(TryPidLock::Taken(lock)) => Ok(lock),
@@ -231,6 +234,19 @@ impl Outputs {
 /// before anything is written; chapters and files that fail are listed in
 /// [`BookRun::failures`] while the rest is written.
 pub async fn render(session: &RenderSession, target: &BookTarget) -> Result<BookRun, BuildError> {
+    render_observed(session, target, None, &mut |_| {}).await
+}
+
+/// Like [`render`], with `observe` told of each chapter as it is written
+/// (before its subtitles and encoded files) and, when given, the book
+/// directory's lock already taken ([`lock_book_dir`]) by the caller, so
+/// that it can refuse at once when another process renders the book.
+pub async fn render_observed(
+    session: &RenderSession,
+    target: &BookTarget,
+    lock: Option<PidLock>,
+    observe: &mut (dyn FnMut(&ChapterOutcome) + Send),
+) -> Result<BookRun, BuildError> {
     let book = &session.book;
     let renderer = &session.renderer;
     let mut outputs = Outputs::resolve(target, book, renderer.config.mix.sample_rate)?;
@@ -253,7 +269,10 @@ pub async fn render(session: &RenderSession, target: &BookTarget) -> Result<Book
     })?;
     // Held to the end of the render (released when the file is dropped or
     // the process ends, however it ends).
-    let _lock = lock_book_dir(&book_dir)?;
+    let _lock = match lock {
+        Some(lock) => lock,
+        None => lock_book_dir(&book_dir)?,
+    };
     // What a killed run left half-written (its ffmpeg died with it).
     crate::fsutil::remove_stale_parts(&book_dir);
     crate::fsutil::remove_stale_parts(&wav_dir);
@@ -272,29 +291,34 @@ pub async fn render(session: &RenderSession, target: &BookTarget) -> Result<Book
     let mut written = Vec::new();
     let mut failures = Vec::new();
     renderer
-        .render(jobs, |outcome| match outcome.result {
-            Ok(chapter) => {
-                progress.chapter_done(&outcome.title, Some(chapter.duration_s));
-                for file in [ChapterFile::Srt, ChapterFile::Lrc] {
-                    if let Err(e) =
-                        outputs
-                            .book
-                            .write_chapter_file(&book_dir, &chapter, file, Some(count))
-                    {
-                        failures.push(chapter_failure(chapter.index, &chapter.title, &e));
+        .render(jobs, |outcome| {
+            observe(&outcome);
+            match outcome.result {
+                Ok(chapter) => {
+                    progress.chapter_done(&outcome.title, Some(chapter.duration_s));
+                    for file in [ChapterFile::Srt, ChapterFile::Lrc] {
+                        if let Err(e) =
+                            outputs
+                                .book
+                                .write_chapter_file(&book_dir, &chapter, file, Some(count))
+                        {
+                            failures.push(chapter_failure(chapter.index, &chapter.title, &e));
+                        }
                     }
+                    let _ = encode_tx.send(chapter.clone());
+                    written.push(chapter);
                 }
-                let _ = encode_tx.send(chapter.clone());
-                written.push(chapter);
-            }
-            Err(e) => {
-                progress.chapter_done(&outcome.title, None);
-                failures.push(chapter_failure(outcome.index, &outcome.title, &e));
+                Err(e) => {
+                    progress.chapter_done(&outcome.title, None);
+                    failures.push(chapter_failure(outcome.index, &outcome.title, &e));
+                }
             }
         })
         .await;
     drop(encode_tx);
     progress.finish();
+    // Chapters finish in any order; the report lists them in the book's.
+    written.sort_by_key(|c| c.index);
     if let Some(thread) = encoder_thread {
         match thread.join() {
             Ok(errors) => failures.extend(errors),

@@ -22,6 +22,7 @@ pub mod stream;
 pub mod voices;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::audio::encode::Format;
 use crate::book::{Book, SourceError, read_book_with_options, read_source};
@@ -131,6 +132,9 @@ pub enum SessionError {
 /// A book ready to render: everything read, checked and built.
 pub struct RenderSession {
     pub book: Book,
+    /// The cast the book was split with and the voices were cast from
+    /// (the cast file, else the characters found in the book), parsed once.
+    pub cast: Option<crate::text::Cast>,
     /// The voices, cast and lexicon as text.
     pub voices: VoicesSource,
     /// Backends, client (limits, retries, fallbacks, cache) and lexicon.
@@ -144,11 +148,26 @@ impl RenderSession {
     /// Nothing is written, except that a cache directory's stale temporary
     /// files are removed.
     pub fn open(spec: &SessionSpec) -> Result<RenderSession, SessionError> {
+        RenderSession::open_over(spec, None)
+    }
+
+    /// Like [`RenderSession::open`], but over this session's backends,
+    /// client and cache (`spec.cache` is not opened again): engines stay
+    /// warm and loaded models stay loaded. For a cast or lexicon edit,
+    /// whose voices file (hence backends) is the same.
+    pub fn reopen(&self, spec: &SessionSpec) -> Result<RenderSession, SessionError> {
+        RenderSession::open_over(spec, Some(self))
+    }
+
+    fn open_over(
+        spec: &SessionSpec,
+        current: Option<&RenderSession>,
+    ) -> Result<RenderSession, SessionError> {
         // The front end's tables load while the book is read.
         crate::frontend::warm_up();
-        let mut voices =
+        // The cast is parsed here, once, and handed to what needs it.
+        let (mut voices, mut cast) =
             VoicesSource::load(spec.voices.as_deref())?.with_cast(spec.cast.as_deref())?;
-        let cast = voices.cast()?;
         let book = match &spec.book {
             BookInput::File(path) => read_book_with_options(path, cast.as_ref(), spec.split)
                 .map_err(SourceError::from)?,
@@ -165,16 +184,38 @@ impl RenderSession {
         {
             let file = format!("{} (characters found in the book)", book.stem);
             let toml = found.to_toml_with_counts(&[]);
-            if crate::text::Cast::parse(&toml, Path::new(&file)).is_ok() {
+            if let Ok(found) = crate::text::Cast::parse(&toml, Path::new(&file)) {
                 voices.cast = Some(voices::CastSource { file, toml });
+                cast = Some(found);
             }
         }
         let lexicon = book.lexicon(spec.lexicon.as_deref())?;
         voices.lexicon = lexicon.entries().to_vec();
-        let cache = spec.cache.as_ref().map(open_cache).transpose()?;
-        let renderer = renderer_for(&voices, spec.worker_program.clone(), cache.clone())?;
+        let (cache, renderer) = match current {
+            Some(current) => (
+                current.cache.clone(),
+                Renderer {
+                    config: Arc::new(voices.parse_with(cast.as_ref())?),
+                    backends: current.renderer.backends.clone(),
+                    client: Arc::clone(&current.renderer.client),
+                    lexicon: voices.lexicon(),
+                    ahead_bytes: current.renderer.ahead_bytes,
+                },
+            ),
+            None => {
+                let cache = spec.cache.as_ref().map(open_cache).transpose()?;
+                let renderer = Renderer::with_cache(
+                    voices.parse_with(cast.as_ref())?,
+                    spec.worker_program.clone(),
+                    cache.clone(),
+                )
+                .with_lexicon(voices.lexicon());
+                (cache, renderer)
+            }
+        };
         Ok(RenderSession {
             book,
+            cast,
             voices,
             renderer,
             cache,

@@ -68,23 +68,27 @@ impl VoicesSource {
         }
     }
 
-    /// Adds the cast file at `path` (checked here, applied by [`parse`](Self::parse)).
-    pub fn with_cast(mut self, path: Option<&std::path::Path>) -> Result<VoicesSource, CastError> {
-        self.cast = match path {
-            None => None,
-            Some(path) => {
-                let toml = std::fs::read_to_string(path).map_err(|reason| CastError::Io {
-                    path: path.to_owned(),
-                    reason,
-                })?;
-                Cast::parse(&toml, path)?;
-                Some(CastSource {
-                    file: path.display().to_string(),
-                    toml,
-                })
-            }
+    /// Adds the cast file at `path`, and returns it parsed (checked here,
+    /// applied by [`parse_with`](Self::parse_with)), so that a render
+    /// parses it once.
+    pub fn with_cast(
+        mut self,
+        path: Option<&std::path::Path>,
+    ) -> Result<(VoicesSource, Option<Cast>), CastError> {
+        let Some(path) = path else {
+            self.cast = None;
+            return Ok((self, None));
         };
-        Ok(self)
+        let toml = std::fs::read_to_string(path).map_err(|reason| CastError::Io {
+            path: path.to_owned(),
+            reason,
+        })?;
+        let cast = Cast::parse(&toml, path)?;
+        self.cast = Some(CastSource {
+            file: path.display().to_string(),
+            toml,
+        });
+        Ok((self, Some(cast)))
     }
 
     /// The lexicon of [`VoicesSource::lexicon`].
@@ -106,10 +110,15 @@ impl VoicesSource {
 
     /// The voices, with the cast's voices and casting applied.
     pub fn parse(&self) -> Result<VoicesConfig, VoicesError> {
+        self.parse_with(self.cast()?.as_ref())
+    }
+
+    /// Like [`parse`](Self::parse), with the cast already parsed: `cast`
+    /// is [`VoicesSource::cast`] parsed.
+    pub fn parse_with(&self, cast: Option<&Cast>) -> Result<VoicesConfig, VoicesError> {
         let mut config = VoicesConfig::parse(&self.toml, &self.file)?;
-        if let Some(cast) = &self.cast {
-            let path = std::path::Path::new(&cast.file);
-            config.apply_cast(path, &Cast::parse(&cast.toml, path)?)?;
+        if let (Some(source), Some(cast)) = (&self.cast, cast) {
+            config.apply_cast(Path::new(&source.file), cast)?;
         }
         Ok(config)
     }

@@ -13,13 +13,18 @@
 //! | `GET /api/events` | server-sent events (`render` progress) |
 //! | `GET /api/renders/{n}` | the WAV rendered for chapter `n` |
 //!
-//! Every POST and PUT needs the `X-Tingshu-Token` header; errors are
-//! `{"error": "…"}` with a 4xx status.
+//! Every POST and PUT needs the `X-Tingshu-Token` header. On a
+//! non-loopback bind every request needs the token: that header,
+//! `Authorization: Bearer`, or the cookie the page gets when it is opened
+//! with `?token=` (HttpOnly, SameSite=Strict). Previews and renders share
+//! one bounded queue (503 with `Retry-After` when full). Errors are
+//! `{"error": "…"}` with a 4xx or 5xx status.
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
 use std::sync::Arc;
 
+use crate::admission::{bearer_is, cookie_is, header_is, host_name, host_port, query_token_is};
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
@@ -33,7 +38,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::edit::{self, CharacterEdit, LexiconEdit};
-use super::{MAX_BODY, MAX_PREVIEW_CHARS, Studio, StudioError, TOKEN_HEADER, page};
+use super::{MAX_BODY, MAX_PREVIEW_CHARS, RenderRefused, Studio, StudioError, TOKEN_HEADER, page};
 use crate::config::VoicesConfig;
 use crate::text::{Script, ScriptChapter, SegmentKind};
 
@@ -71,8 +76,32 @@ impl From<StudioError> for ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (self.status, axum::Json(json!({"error": self.message}))).into_response()
+        let mut response =
+            (self.status, axum::Json(json!({"error": self.message}))).into_response();
+        if self.status == StatusCode::SERVICE_UNAVAILABLE {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("2"));
+        }
+        response
     }
+}
+
+/// The answer when the queue of previews and renders is full.
+fn busy() -> ApiError {
+    ApiError::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "the studio is busy with other previews and renders; try again shortly",
+    )
+}
+
+/// The cookie that carries the token, per port (cookies are not).
+fn cookie_name(host: &str) -> String {
+    let port: String = host_port(host)
+        .chars()
+        .filter(char::is_ascii_digit)
+        .collect();
+    format!("tingshu-studio-{port}")
 }
 
 type ApiResult<T> = Result<T, ApiError>;
@@ -99,41 +128,44 @@ pub fn router(studio: Arc<Studio>) -> Router {
         .with_state(studio)
 }
 
-/// Refuses requests for another host name (DNS rebinding) and changes
-/// without the token; adds headers that keep the page to itself.
+/// Refuses requests for another host name (DNS rebinding), changes
+/// without the token header and, on a non-loopback bind, any request
+/// without the token; hands the page opened with `?token=` a cookie that
+/// carries it; adds headers that keep the page to itself.
 async fn guard(State(studio): Shared, request: Request, next: Next) -> Response {
     let options = studio.options();
-    if let Some(hosts) = &options.hosts {
-        let host = request
-            .headers()
-            .get(header::HOST)
-            .and_then(|h| h.to_str().ok())
-            .unwrap_or("");
-        let name = match host.rfind(':') {
-            Some(i) if !host[i..].contains(']') => &host[..i],
-            _ => host,
-        };
-        if !hosts.iter().any(|h| h.eq_ignore_ascii_case(name)) {
-            return ApiError::new(
-                StatusCode::FORBIDDEN,
-                format!("Host {host:?} is not this studio's address"),
-            )
-            .into_response();
-        }
+    let host = host_name(request.headers());
+    if !options.hosts.accepts(&host) {
+        return ApiError::new(
+            StatusCode::FORBIDDEN,
+            format!("Host {host:?} is not this studio's address"),
+        )
+        .into_response();
     }
-    if !matches!(*request.method(), Method::GET | Method::HEAD) {
-        let given = request
-            .headers()
-            .get(TOKEN_HEADER)
-            .map(HeaderValue::as_bytes)
-            .unwrap_or(b"");
-        if !same_bytes(given, options.token.as_bytes()) {
-            return ApiError::new(
-                StatusCode::FORBIDDEN,
-                "a change needs the X-Tingshu-Token header of this studio",
-            )
-            .into_response();
-        }
+    let token = options.token.as_str();
+    let headers = request.headers();
+    let cookie = cookie_name(&host);
+    let in_header = header_is(headers, TOKEN_HEADER, token);
+    let page_with_token = request.method() == Method::GET
+        && request.uri().path() == "/"
+        && query_token_is(request.uri(), token);
+    let carried = in_header
+        || bearer_is(headers, token)
+        || cookie_is(headers, &cookie, token)
+        || page_with_token;
+    if options.reads_need_token && !carried {
+        return ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "this studio needs its token: open the address it printed (/?token=…) or send the X-Tingshu-Token header",
+        )
+        .into_response();
+    }
+    if !matches!(*request.method(), Method::GET | Method::HEAD) && !in_header {
+        return ApiError::new(
+            StatusCode::FORBIDDEN,
+            "a change needs the X-Tingshu-Token header of this studio",
+        )
+        .into_response();
     }
     let mut response = next.run(request).await;
     let headers = response.headers_mut();
@@ -145,12 +177,14 @@ async fn guard(State(studio): Shared, request: Request, next: Next) -> Response 
     ] {
         headers.insert(name, HeaderValue::from_static(value));
     }
+    if page_with_token
+        && let Ok(value) = HeaderValue::from_str(&format!(
+            "{cookie}={token}; Path=/; HttpOnly; SameSite=Strict"
+        ))
+    {
+        headers.insert(header::SET_COOKIE, value);
+    }
     response
-}
-
-/// Compares in time that depends only on the lengths.
-fn same_bytes(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 /// The body, or 413 for one over [`MAX_BODY`] and 400 for one unreadable.
@@ -182,12 +216,19 @@ fn kind_name(kind: SegmentKind) -> &'static str {
 fn speakers(studio: &Studio) -> Vec<Value> {
     let loaded = studio.loaded();
     let mut lines: BTreeMap<&str, usize> = BTreeMap::new();
-    for s in loaded.book.script.chapters.iter().flat_map(|c| &c.segments) {
+    for s in loaded
+        .session
+        .book
+        .script
+        .chapters
+        .iter()
+        .flat_map(|c| &c.segments)
+    {
         if let Some(name) = s.speaker.as_deref() {
             *lines.entry(name).or_default() += 1;
         }
     }
-    let config = &loaded.config;
+    let config = &loaded.session.renderer.config;
     let entry = |name: &str, gender: &str, voice: Option<&str>, in_cast: bool| {
         json!({
             "name": name,
@@ -240,7 +281,7 @@ async fn book(State(studio): Shared) -> axum::Json<Value> {
     let speakers = speakers(&studio);
     let options = studio.options();
     let loaded = studio.loaded();
-    let book = &loaded.book;
+    let book = &loaded.session.book;
     let chapters: Vec<Value> = book
         .script
         .chapters
@@ -257,7 +298,7 @@ async fn book(State(studio): Shared) -> axum::Json<Value> {
             })
         })
         .collect();
-    let c = &loaded.config.casting;
+    let c = &loaded.session.renderer.config.casting;
     let renders: Vec<Value> = loaded
         .renders
         .keys()
@@ -269,8 +310,8 @@ async fn book(State(studio): Shared) -> axum::Json<Value> {
         "encoding": book.encoding,
         "chapters": chapters,
         "speakers": speakers,
-        "voices": voices(&loaded.config),
-        "voices_file": loaded.config.source,
+        "voices": voices(&loaded.session.renderer.config),
+        "voices_file": loaded.session.renderer.config.source,
         "casting": {"narrator": c.narrator, "dialogue": c.dialogue, "male": c.male, "female": c.female},
         "cast_file": options.cast.display().to_string(),
         "lexicon_file": options.lexicon.display().to_string(),
@@ -281,11 +322,11 @@ async fn book(State(studio): Shared) -> axum::Json<Value> {
 /// Chapter `n` (1-based position), or 404.
 fn script_chapter(studio: &Studio, n: &str) -> ApiResult<ScriptChapter> {
     let loaded = studio.loaded();
-    let count = loaded.book.script.chapters.len();
+    let count = loaded.session.book.script.chapters.len();
     n.parse::<usize>()
         .ok()
         .filter(|n| (1..=count).contains(n))
-        .map(|n| loaded.book.script.chapters[n - 1].clone())
+        .map(|n| loaded.session.book.script.chapters[n - 1].clone())
         .ok_or_else(|| {
             ApiError::new(
                 StatusCode::NOT_FOUND,
@@ -296,7 +337,7 @@ fn script_chapter(studio: &Studio, n: &str) -> ApiResult<ScriptChapter> {
 
 async fn chapter(State(studio): Shared, Path(n): Path<String>) -> ApiResult<axum::Json<Value>> {
     let chapter = script_chapter(&studio, &n)?;
-    let config = Arc::clone(&studio.loaded().config);
+    let config = Arc::clone(&studio.loaded().session.renderer.config);
     let mut paragraphs: Vec<Value> = Vec::new();
     let mut current: Option<(usize, Vec<Value>)> = None;
     for s in &chapter.segments {
@@ -359,7 +400,7 @@ fn passage(studio: &Studio, req: &PreviewRequest) -> ApiResult<ScriptChapter> {
             }
             let loaded = studio.loaded();
             let cast = super::cast_arg(&loaded.cast);
-            let script = Script::from_text_with_cast(text, &loaded.book.stem, cast);
+            let script = Script::from_text_with_cast(text, &loaded.session.book.stem, cast);
             // A pasted text with headings still previews as one passage.
             let mut out = ScriptChapter::new(1, "preview", Vec::new());
             let mut offset = 0;
@@ -417,9 +458,13 @@ async fn preview(
             "nothing to read: the text has no speakable part",
         ));
     }
+    let slot = studio.slot().await.ok_or_else(busy)?;
     if req.stream {
-        let body =
-            axum::body::Body::from_stream(studio.preview_stream(chapter, req.voice.as_deref()));
+        let body = axum::body::Body::from_stream(studio.preview_stream(
+            chapter,
+            req.voice.as_deref(),
+            slot,
+        ));
         return Ok(([(header::CONTENT_TYPE, "audio/wav")], body).into_response());
     }
     let started = std::time::Instant::now();
@@ -427,6 +472,7 @@ async fn preview(
         .preview(chapter, req.voice.as_deref())
         .await
         .map_err(|e| ApiError::new(StatusCode::BAD_GATEWAY, e))?;
+    drop(slot);
     tracing::info!(
         ms = started.elapsed().as_millis() as u64,
         bytes = wav.len(),
@@ -459,7 +505,14 @@ async fn put_cast(
         (Some(characters), None) => {
             let loaded = studio.loaded();
             let mut lines: BTreeMap<&str, usize> = BTreeMap::new();
-            for s in loaded.book.script.chapters.iter().flat_map(|c| &c.segments) {
+            for s in loaded
+                .session
+                .book
+                .script
+                .chapters
+                .iter()
+                .flat_map(|c| &c.segments)
+            {
                 if let Some(name) = s.speaker.as_deref() {
                     *lines.entry(name).or_default() += 1;
                 }
@@ -550,7 +603,7 @@ async fn pinyin(
             format!("text: longer than {MAX_PREVIEW_CHARS} characters"),
         ));
     }
-    let lexicon = studio.loaded().lexicon.clone();
+    let lexicon = studio.loaded().session.renderer.lexicon.clone();
     let readings = crate::frontend::pinyin::lexical(&q.text, &lexicon);
     Ok(axum::Json(json!({"text": q.text, "pinyin": readings})))
 }
@@ -566,7 +619,7 @@ async fn render(
     bytes: Result<Bytes, BytesRejection>,
 ) -> ApiResult<Response> {
     let req: RenderRequest = parse(&body(bytes)?)?;
-    let count = studio.loaded().book.script.chapters.len();
+    let count = studio.loaded().session.book.script.chapters.len();
     if req.chapters.is_empty() {
         return Err(ApiError::bad("chapters: give at least one"));
     }
@@ -579,11 +632,31 @@ async fn render(
     let mut chapters = req.chapters;
     chapters.sort_unstable();
     chapters.dedup();
-    if !studio.start_render(chapters.clone()) {
-        return Err(ApiError::new(
+    let running = || {
+        ApiError::new(
             StatusCode::CONFLICT,
             "a render is running; wait for it to finish",
-        ));
+        )
+    };
+    if studio.is_rendering() {
+        return Err(running());
+    }
+    let slot = studio.slot().await.ok_or_else(busy)?;
+    match studio.start_render(chapters.clone(), slot) {
+        Ok(()) => {}
+        Err(RenderRefused::Running) => return Err(running()),
+        Err(e @ RenderRefused::Busy(_)) => {
+            return Err(ApiError::new(
+                StatusCode::CONFLICT,
+                crate::error::error_chain(&e),
+            ));
+        }
+        Err(e @ RenderRefused::Write(_)) => {
+            return Err(ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                crate::error::error_chain(&e),
+            ));
+        }
     }
     Ok((
         StatusCode::ACCEPTED,
@@ -646,10 +719,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn token_comparison() {
-        assert!(same_bytes(b"abc", b"abc"));
-        assert!(!same_bytes(b"abc", b"abd"));
-        assert!(!same_bytes(b"ab", b"abc"));
-        assert!(!same_bytes(b"", b"abc"));
+    fn cookies_are_named_after_the_port() {
+        assert_eq!(cookie_name("127.0.0.1:8080"), "tingshu-studio-8080");
+        assert_eq!(cookie_name("studio.lan"), "tingshu-studio-80");
+        assert_eq!(cookie_name("h:8\"; x"), "tingshu-studio-8");
     }
 }

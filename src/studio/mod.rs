@@ -19,15 +19,19 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use tokio::sync::broadcast;
+use tokio::sync::{OwnedSemaphorePermit, broadcast};
 
-use crate::book::Book;
-use crate::book::{SourceError, read_source};
-use crate::config::{ConfigError, VoicesConfig};
-use crate::frontend::{Lexicon, LexiconError};
+use crate::admission::{HostRule, Slots};
+use crate::audio::encode::Format;
+use crate::cli::Layout;
+use crate::config::VoicesConfig;
+use crate::frontend::Lexicon;
+use crate::fsutil::PidLock;
 use crate::pipeline::{ChapterJob, Renderer};
-use crate::synth::cache::{Cache, CacheError};
-use crate::text::{Cast, CastError, ScriptChapter, SplitOptions};
+use crate::session::book::{BookTarget, BuildError, lock_book_dir};
+use crate::session::voices::CastSource;
+use crate::session::{BookInput, CacheSpec, RenderSession, SessionError, SessionSpec};
+use crate::text::{Cast, ScriptChapter, SplitOptions};
 
 pub use api::router;
 
@@ -51,24 +55,23 @@ pub struct StudioOptions {
     /// Renders go to OUT/<stem>/, the synthesis cache to OUT/.cache.
     pub out: PathBuf,
     pub token: String,
-    /// Host names (without port) accepted in the `Host` header; `None`
-    /// accepts any (a non-loopback bind, which needs a token anyway).
-    pub hosts: Option<Vec<String>>,
+    /// The names accepted in the `Host` header (DNS rebinding).
+    pub hosts: HostRule,
+    /// Every request needs the token, reads too (a non-loopback bind);
+    /// else only changes do.
+    pub reads_need_token: bool,
+    /// Previews and renders at once, whatever their voice.
+    pub max_syntheses: usize,
+    /// Previews and renders waiting; more get 503 with `Retry-After`.
+    pub max_queued: usize,
 }
 
 /// Why the studio cannot start or a change cannot be made.
 #[derive(Debug, thiserror::Error)]
 pub enum StudioError {
+    /// The book, voices, cast, lexicon or cache (each names its file).
     #[error(transparent)]
-    Source(#[from] SourceError),
-    #[error(transparent)]
-    Config(#[from] ConfigError),
-    #[error(transparent)]
-    Cast(#[from] CastError),
-    #[error(transparent)]
-    Lexicon(#[from] LexiconError),
-    #[error(transparent)]
-    Cache(#[from] CacheError),
+    Session(#[from] SessionError),
     #[error("{path}: cannot read: {reason}")]
     Read {
         path: PathBuf,
@@ -81,14 +84,25 @@ pub enum StudioError {
     },
 }
 
+/// Why a render did not start.
+#[derive(Debug, thiserror::Error)]
+pub enum RenderRefused {
+    #[error("a render is running; wait for it to finish")]
+    Running,
+    /// Another process (a `build`, a `batch run`) renders into the folder.
+    #[error(transparent)]
+    Busy(BuildError),
+    #[error(transparent)]
+    Write(BuildError),
+}
+
 /// The book with its cast, voices and lexicon as they are now.
 struct Loaded {
-    book: Arc<Book>,
+    /// The book, voices (with the cast), lexicon and renderer, as `build`
+    /// puts them together from the same files.
+    session: Arc<RenderSession>,
+    /// The cast file as it is (empty while it does not exist).
     cast: Cast,
-    /// The voices file with the cast applied.
-    config: Arc<VoicesConfig>,
-    /// The user's lexicon with the book's ruby words below it.
-    lexicon: Lexicon,
     /// The lexicon file's text ("" while it does not exist).
     lexicon_text: String,
     /// Chapter (1-based position) → the WAV this process rendered.
@@ -100,14 +114,13 @@ pub struct Studio {
     options: StudioOptions,
     /// The voices file as read (no cast).
     base: VoicesConfig,
-    /// Backends and client, shared by every preview and render, so that
-    /// engine workers stay warm.
-    renderer: Renderer,
     loaded: Mutex<Loaded>,
     events: broadcast::Sender<String>,
     previews: tempfile::TempDir,
     preview_count: AtomicU64,
     rendering: AtomicBool,
+    /// One bounded queue for previews and renders.
+    slots: Slots,
     /// Set when the server stops: event streams end, so that a graceful
     /// shutdown does not wait for open pages.
     stopping: tokio::sync::watch::Sender<bool>,
@@ -126,33 +139,19 @@ fn read_optional(path: &Path) -> Result<String, StudioError> {
 }
 
 impl Studio {
-    /// Reads the book, voices, cast and lexicon; fails on any bad one.
+    /// Reads the book, voices, cast and lexicon as `build` does (a
+    /// [`RenderSession`]); fails on any bad one.
     pub fn open(
         options: StudioOptions,
         worker_program: Option<PathBuf>,
     ) -> Result<Studio, StudioError> {
-        let base = VoicesConfig::load(options.voices.as_deref())?;
-        let cast_text = read_optional(&options.cast)?;
-        let cast = Cast::parse(&cast_text, &options.cast)?;
         let lexicon_text = read_optional(&options.lexicon)?;
-        let user_lexicon = Lexicon::parse(&lexicon_text, &options.lexicon)?;
-        let book = Arc::new(read_source(
-            &options.book,
-            cast_arg(&cast),
-            SplitOptions::default(),
-        )?);
-        let config = Arc::new(with_cast(&base, &options.cast, &cast)?);
-        let mut lexicon = user_lexicon;
-        book.add_ruby_words(&mut lexicon);
-        let cache_dir = options.out.join(".cache");
-        let cache =
-            Cache::open(&cache_dir)?
-                .write_behind()
-                .map_err(|reason| StudioError::Write {
-                    path: cache_dir.clone(),
-                    reason,
-                })?;
-        let renderer = Renderer::with_cache(base.clone(), worker_program, Some(cache));
+        let mut spec = session_spec(&options);
+        spec.worker_program = worker_program;
+        let session = RenderSession::open(&spec)?;
+        let cast = file_cast(&spec, &session);
+        let base = VoicesConfig::parse(&session.voices.toml, &session.voices.file)
+            .map_err(SessionError::from)?;
         let previews = tempfile::Builder::new()
             .prefix("tingshu-studio-")
             .tempdir()
@@ -161,15 +160,14 @@ impl Studio {
                 reason,
             })?;
         let (events, _) = broadcast::channel(256);
+        let slots = Slots::new(options.max_syntheses, options.max_queued);
         Ok(Studio {
+            slots,
             options,
             base,
-            renderer,
             loaded: Mutex::new(Loaded {
-                book,
+                session: Arc::new(session),
                 cast,
-                config,
-                lexicon,
                 lexicon_text,
                 renders: BTreeMap::new(),
             }),
@@ -191,10 +189,16 @@ impl Studio {
         self.loaded.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// The session as it is now (a cast or lexicon edit makes a new one).
+    fn session(&self) -> Arc<RenderSession> {
+        Arc::clone(&self.loaded().session)
+    }
+
     /// Starts the espeak-ng workers (or other engines) of every voice, so
     /// that the first preview does not wait for them.
     pub fn warm_up(&self) {
         crate::frontend::warm_up();
+        let session = self.session();
         let mut needed: BTreeMap<&str, Vec<String>> = BTreeMap::new();
         for voice in self.base.voices.values() {
             needed
@@ -203,20 +207,9 @@ impl Studio {
                 .push(voice.voice.clone());
         }
         for (backend, voices) in needed {
-            if let Some(b) = self.renderer.backends.get(backend) {
+            if let Some(b) = session.renderer.backends.get(backend) {
                 b.warm_up(&voices);
             }
-        }
-    }
-
-    /// A renderer over the shared backends with `config` and `lexicon`.
-    fn renderer_with(&self, config: VoicesConfig, lexicon: Lexicon) -> Renderer {
-        Renderer {
-            config: Arc::new(config),
-            backends: self.renderer.backends.clone(),
-            client: Arc::clone(&self.renderer.client),
-            lexicon,
-            ahead_bytes: self.renderer.ahead_bytes,
         }
     }
 
@@ -255,16 +248,19 @@ impl Studio {
     /// so the time to the first byte is the time to the first sentence.
     /// Each chunk is levelled on its own (the whole-passage preview levels
     /// per voice over the passage).
+    /// `slot` is held until the stream ends or is dropped.
     pub fn preview_stream(
         &self,
         chapter: ScriptChapter,
         voice: Option<&str>,
+        slot: OwnedSemaphorePermit,
     ) -> impl futures::Stream<Item = std::io::Result<axum::body::Bytes>> + Send + 'static {
         use futures::StreamExt;
         let renderer = self.preview_renderer(voice);
         let header = crate::session::stream::wav_stream_header(renderer.config.mix.sample_rate);
         let mut header = Some(header);
         crate::session::stream::stream_pcm(&renderer, &chapter, true).map(move |part| {
+            let _slot = &slot;
             let pcm = part?;
             Ok(match header.take() {
                 Some(mut first) => {
@@ -276,13 +272,12 @@ impl Studio {
         })
     }
 
-    /// The renderer a preview uses: the cast and lexicon as they are now,
-    /// no spoken title, everything in `voice` when given.
+    /// The renderer a preview uses: the session's, with no spoken title,
+    /// everything in `voice` when given.
     fn preview_renderer(&self, voice: Option<&str>) -> Renderer {
-        let (mut config, lexicon) = {
-            let loaded = self.loaded();
-            ((*loaded.config).clone(), loaded.lexicon.clone())
-        };
+        let session = self.session();
+        let renderer = &session.renderer;
+        let mut config = (*renderer.config).clone();
         config.mix.speak_title = false;
         if let Some(voice) = voice {
             config.casting.narrator = voice.to_owned();
@@ -292,7 +287,13 @@ impl Studio {
             config.casting.characters.clear();
             config.cast.clear();
         }
-        self.renderer_with(config, lexicon)
+        Renderer {
+            config: Arc::new(config),
+            backends: renderer.backends.clone(),
+            client: Arc::clone(&renderer.client),
+            lexicon: renderer.lexicon.clone(),
+            ahead_bytes: renderer.ahead_bytes,
+        }
     }
 
     /// Subscribes to the render events (JSON texts), and to the stop.
@@ -313,9 +314,7 @@ impl Studio {
 
     /// Writes the cache entries still queued.
     pub fn flush(&self) {
-        if let Some(cache) = self.renderer.client.cache() {
-            cache.flush();
-        }
+        self.session().flush();
     }
 
     fn emit(&self, event: &serde_json::Value) {
@@ -323,66 +322,95 @@ impl Studio {
         let _ = self.events.send(event.to_string());
     }
 
-    /// Starts rendering chapters (1-based positions) in the background;
-    /// false when a render is already running.
-    pub fn start_render(self: &Arc<Self>, chapters: Vec<usize>) -> bool {
-        if self.rendering.swap(true, Ordering::SeqCst) {
-            return false;
-        }
-        let studio = Arc::clone(self);
-        tokio::spawn(async move {
-            studio.render(chapters).await;
-            studio.rendering.store(false, Ordering::SeqCst);
-        });
-        true
+    /// Whether a render is running.
+    pub fn is_rendering(&self) -> bool {
+        self.rendering.load(Ordering::SeqCst)
     }
 
-    async fn render(&self, chapters: Vec<usize>) {
-        let (book, config, lexicon) = {
-            let loaded = self.loaded();
-            (
-                Arc::clone(&loaded.book),
-                (*loaded.config).clone(),
-                loaded.lexicon.clone(),
-            )
-        };
-        let total = chapters.len();
-        let dir = crate::names::book_dir(&self.options.out, &book.stem);
-        self.emit(&serde_json::json!({"type": "render", "state": "started", "done": 0, "total": total, "chapters": chapters}));
-        if let Err(e) = std::fs::create_dir_all(&dir) {
-            self.emit(&serde_json::json!({"type": "render", "state": "finished", "done": 0, "total": total,
-                "error": format!("cannot create {}: {e}", dir.display())}));
-            return;
+    /// A slot of the bounded queue previews and renders share: at once,
+    /// after a wait, or `None` when the queue is full (answer 503).
+    pub async fn slot(&self) -> Option<OwnedSemaphorePermit> {
+        self.slots.take().await
+    }
+
+    /// Starts rendering chapters (1-based positions) into the book's
+    /// folder in the background, holding `slot` until it ends: as `build`
+    /// renders them (the same files, manifest, subtitles and report), under
+    /// the same lock, so that a `build` into the same folder meanwhile
+    /// stops at once instead of removing this render's files. Refused
+    /// while another render (here or in another process) holds the folder.
+    pub fn start_render(
+        self: &Arc<Self>,
+        chapters: Vec<usize>,
+        slot: OwnedSemaphorePermit,
+    ) -> Result<(), RenderRefused> {
+        if self.rendering.swap(true, Ordering::SeqCst) {
+            return Err(RenderRefused::Running);
         }
-        let jobs: Vec<ChapterJob> = chapters
-            .iter()
-            .map(|&index| {
-                let chapter = book.script.chapters[index - 1].clone();
-                let file = crate::names::chapter_file_name(index, &chapter.title);
-                ChapterJob {
-                    index,
-                    chapter,
-                    path: dir.join(file),
-                }
+        let session = self.session();
+        let dir = crate::names::book_dir(&self.options.out, &session.book.stem);
+        let lock = std::fs::create_dir_all(&dir)
+            .map_err(|source| {
+                RenderRefused::Write(BuildError::CreateDir {
+                    path: dir.clone(),
+                    source,
+                })
             })
-            .collect();
-        let paths: BTreeMap<usize, PathBuf> =
-            jobs.iter().map(|j| (j.index, j.path.clone())).collect();
-        let renderer = self.renderer_with(config, lexicon);
+            .and_then(|()| {
+                lock_book_dir(&dir).map_err(|e| match e {
+                    e @ BuildError::Busy { .. } => RenderRefused::Busy(e),
+                    e => RenderRefused::Write(e),
+                })
+            });
+        let lock = match lock {
+            Ok(lock) => lock,
+            Err(e) => {
+                self.rendering.store(false, Ordering::SeqCst);
+                return Err(e);
+            }
+        };
+        let studio = Arc::clone(self);
+        tokio::spawn(async move {
+            studio.render(&session, &dir, chapters, lock).await;
+            studio.rendering.store(false, Ordering::SeqCst);
+            drop(slot);
+        });
+        Ok(())
+    }
+
+    async fn render(
+        &self,
+        session: &RenderSession,
+        dir: &Path,
+        chapters: Vec<usize>,
+        lock: PidLock,
+    ) {
+        let total = chapters.len();
+        self.emit(&serde_json::json!({"type": "render", "state": "started", "done": 0, "total": total, "chapters": chapters}));
+        let target = BookTarget {
+            out: self.options.out.clone(),
+            layout: Layout::Plain,
+            formats: vec![Format::Wav],
+            cover: None,
+            author: None,
+            ffmpeg: PathBuf::from("ffmpeg"),
+            chapters,
+            feed_url: None,
+        };
         let mut done = 0;
         let mut failed = 0;
-        renderer
-            .render(jobs, |outcome| {
+        let result =
+            crate::session::book::render_observed(session, &target, Some(lock), &mut |outcome| {
                 done += 1;
                 let mut event = serde_json::json!({
                     "type": "render", "state": "chapter", "done": done, "total": total,
                     "chapter": outcome.index, "title": outcome.title,
                 });
-                match outcome.result {
+                match &outcome.result {
                     Ok(chapter) => {
                         self.loaded()
                             .renders
-                            .insert(outcome.index, paths[&outcome.index].clone());
+                            .insert(outcome.index, dir.join(&chapter.file));
                         event["ok"] = true.into();
                         event["duration_s"] = chapter.duration_s.into();
                         event["url"] = format!("/api/renders/{}", outcome.index).into();
@@ -390,14 +418,21 @@ impl Studio {
                     Err(e) => {
                         failed += 1;
                         event["ok"] = false.into();
-                        event["error"] = crate::error::error_chain(&e).into();
+                        event["error"] = crate::error::error_chain(e).into();
                     }
                 }
                 self.emit(&event);
             })
             .await;
-        self.flush();
-        self.emit(&serde_json::json!({"type": "render", "state": "finished", "done": done, "total": total, "failed": failed}));
+        let mut finished = serde_json::json!({"type": "render", "state": "finished", "done": done, "total": total, "failed": failed});
+        match result {
+            Ok(run) if !run.failures.is_empty() => {
+                finished["errors"] = run.failures.into();
+            }
+            Ok(_) => {}
+            Err(e) => finished["error"] = crate::error::error_chain(&e).into(),
+        }
+        self.emit(&finished);
     }
 
     /// The WAV this process rendered for chapter `index`, if any.
@@ -406,49 +441,95 @@ impl Studio {
     }
 
     /// Replaces the cast with `text` (checked as the cast file, with its
-    /// voices checked against the voices file), writes it and splits the
-    /// book again. On error nothing changes, on disk or here.
+    /// voices checked against the voices file), writes it and puts the
+    /// session together again (the book split anew; backends kept). On
+    /// error nothing changes, on disk or here.
     pub fn save_cast(&self, text: &str) -> Result<(), StudioError> {
         let path = &self.options.cast;
-        let cast = Cast::parse(text, path)?;
-        let config = with_cast(&self.base, path, &cast)?;
-        let book = read_source(&self.options.book, cast_arg(&cast), SplitOptions::default())?;
-        edit::write_atomically(path, text)?;
-        let mut loaded = self.loaded();
-        let mut lexicon = Lexicon::parse(&loaded.lexicon_text, &self.options.lexicon)?;
-        book.add_ruby_words(&mut lexicon);
-        loaded.book = Arc::new(book);
-        loaded.cast = cast;
-        loaded.config = Arc::new(config);
-        loaded.lexicon = lexicon;
-        Ok(())
+        let cast = Cast::parse(text, path).map_err(SessionError::from)?;
+        let mut voices = self.session().voices.clone();
+        voices.cast = Some(CastSource {
+            file: path.display().to_string(),
+            toml: text.to_owned(),
+        });
+        voices.parse_with(Some(&cast)).map_err(SessionError::from)?;
+        self.replace_file(path, text, |_| {})
     }
 
-    /// Replaces the lexicon with `text` (checked as the lexicon file) and
-    /// writes it. On error nothing changes.
+    /// Replaces the lexicon with `text` (checked as the lexicon file),
+    /// writes it and puts the session together again. On error nothing
+    /// changes.
     pub fn save_lexicon(&self, text: &str) -> Result<(), StudioError> {
         let path = &self.options.lexicon;
-        let mut lexicon = Lexicon::parse(text, path)?;
+        Lexicon::parse(text, path).map_err(SessionError::from)?;
+        self.replace_file(path, text, |loaded| loaded.lexicon_text = text.to_owned())
+    }
+
+    /// Writes `text` to `path`, then a new session over the same backends
+    /// reads it; when that fails the file is put back as it was.
+    fn replace_file(
+        &self,
+        path: &Path,
+        text: &str,
+        update: impl FnOnce(&mut Loaded),
+    ) -> Result<(), StudioError> {
+        let before = path.exists().then(|| read_optional(path)).transpose()?;
         edit::write_atomically(path, text)?;
-        let mut loaded = self.loaded();
-        loaded.book.add_ruby_words(&mut lexicon);
-        loaded.lexicon = lexicon;
-        loaded.lexicon_text = text.to_owned();
-        Ok(())
+        let current = self.session();
+        let spec = session_spec(&self.options);
+        match current.reopen(&spec) {
+            Ok(session) => {
+                let mut loaded = self.loaded();
+                loaded.cast = file_cast(&spec, &session);
+                loaded.session = Arc::new(session);
+                update(&mut loaded);
+                Ok(())
+            }
+            Err(e) => {
+                let _ = match before {
+                    Some(text) => edit::write_atomically(path, &text),
+                    None => std::fs::remove_file(path).map_err(|reason| StudioError::Write {
+                        path: path.to_owned(),
+                        reason,
+                    }),
+                };
+                Err(e.into())
+            }
+        }
     }
 }
 
-/// `None` for an empty cast, so that the script is split as `split`
+/// The cast file's characters as the session parsed them; none while
+/// there is no cast file (the session then casts from the characters found
+/// in the book, which are no file's).
+fn file_cast(spec: &SessionSpec, session: &RenderSession) -> Cast {
+    match (&spec.cast, &session.cast) {
+        (Some(_), Some(cast)) => cast.clone(),
+        _ => Cast::default(),
+    }
+}
+
+/// What the studio's session is put together from: the files `build`
+/// would be given (the cast and lexicon once they exist).
+fn session_spec(options: &StudioOptions) -> SessionSpec {
+    SessionSpec {
+        book: BookInput::Source(options.book.clone()),
+        split: SplitOptions::default(),
+        voices: options.voices.clone(),
+        cast: options.cast.exists().then(|| options.cast.clone()),
+        lexicon: options.lexicon.exists().then(|| options.lexicon.clone()),
+        cache: Some(CacheSpec {
+            location: options.out.join(".cache"),
+            write_behind: true,
+        }),
+        worker_program: None,
+    }
+}
+
+/// `None` for an empty cast, so that a pasted text is split as `split`
 /// splits it without `--cast`.
 fn cast_arg(cast: &Cast) -> Option<&Cast> {
     (!cast.characters.is_empty()).then_some(cast)
-}
-
-/// The voices file with the cast's genders and voices.
-fn with_cast(base: &VoicesConfig, path: &Path, cast: &Cast) -> Result<VoicesConfig, ConfigError> {
-    let mut config = base.clone();
-    config.apply_cast(path, cast)?;
-    Ok(config)
 }
 
 /// A random token: 128 bits from the operating system, as hex.

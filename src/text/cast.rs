@@ -104,7 +104,8 @@ impl Cast {
 
     /// Names must be non-empty and no name or alias may belong to two characters.
     fn check(&self, path: &Path) -> Result<(), CastError> {
-        let mut owner: std::collections::HashMap<&str, &str> = std::collections::HashMap::new();
+        // Name or alias → the position of the character that has it.
+        let mut owner: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
         for (index, c) in self.characters.iter().enumerate() {
             if c.name.trim().is_empty() {
                 return Err(CastError::EmptyName {
@@ -119,14 +120,14 @@ impl Cast {
                 if name.is_empty() {
                     continue;
                 }
-                match owner.insert(name, &c.name) {
-                    Some(other) if other != c.name => {
+                match owner.insert(name, index) {
+                    Some(other) if other != index => {
                         return Err(CastError::Duplicate {
                             path: path.to_owned(),
                             index,
                             key,
                             name: name.to_owned(),
-                            other: other.to_owned(),
+                            other: self.characters[other].name.clone(),
                         });
                     }
                     _ => {}
@@ -244,6 +245,23 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(err.contains("character[1].aliases"), "{err}");
+        // Two characters of the same name clash as an alias does.
+        let err = Cast::parse(
+            "[[character]]\nname = \"甲\"\ngender = \"male\"\n[[character]]\nname = \"甲\"\ngender = \"female\"\n",
+            Path::new(FILE),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("character[1].name: \"甲\" is already used"),
+            "{err}"
+        );
+        // A character may repeat its own name among its aliases.
+        Cast::parse(
+            "[[character]]\nname = \"甲\"\naliases = [\"甲\", \"小甲\"]\n",
+            Path::new(FILE),
+        )
+        .unwrap();
         let err = Cast::parse("[[character]]\nname = \" \"\n", Path::new(FILE))
             .unwrap_err()
             .to_string();

@@ -94,11 +94,18 @@ fn tingshu(dir: &Path, args: &[&str]) -> Tingshu {
 
 impl Studio {
     fn start(fixture: &Fixture) -> Studio {
+        Studio::start_with(fixture, &[])
+    }
+
+    /// The studio with `extra` arguments. A studio bound to 0.0.0.0 (a
+    /// non-loopback bind) is reached at 127.0.0.1.
+    fn start_with(fixture: &Fixture, extra: &[&str]) -> Studio {
         let mut child = tingshu(
             fixture.dir.path(),
             &["studio", "山路.txt", "--voices", &voices_file()],
         )
         .args(["--cast", "cast.toml", "--lexicon", "lexicon.toml"])
+        .args(extra)
         .command()
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -114,7 +121,7 @@ impl Studio {
         let line = rx
             .recv_timeout(Duration::from_secs(60))
             .expect("the studio printed its URL");
-        let url = line.trim().to_owned();
+        let url = line.trim().replace("http://0.0.0.0:", "http://127.0.0.1:");
         let (base, token) = url
             .split_once("/?token=")
             .unwrap_or_else(|| panic!("first line is the URL: {url:?}"));
@@ -426,6 +433,237 @@ async fn changes_need_the_token_and_stay_inside_the_studio() {
     assert_eq!(headers.headers()["referrer-policy"], "no-referrer");
 }
 
+/// A request to `studio` with `headers`: (status, headers, body).
+async fn request(
+    studio: &Studio,
+    method: reqwest::Method,
+    path: &str,
+    headers: &[(&str, &str)],
+) -> (u16, reqwest::header::HeaderMap, String) {
+    let mut request = client().request(method.clone(), studio.at(path));
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    if method != reqwest::Method::GET {
+        request = request
+            .header("Content-Type", "application/json")
+            .body(json!({"text": "你好"}).to_string());
+    }
+    let response = tokio::time::timeout(Duration::from_secs(60), request.send())
+        .await
+        .unwrap()
+        .unwrap();
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    // The event stream stays open: only its status and headers are read.
+    let body = if path == "/api/events" && status == 200 {
+        String::new()
+    } else {
+        response.text().await.unwrap()
+    };
+    (status, headers, body)
+}
+
+#[tokio::test]
+async fn off_loopback_every_request_needs_the_token() {
+    let fixture = Fixture::new();
+    let token = "studio-token-0123456789";
+    let studio = Studio::start_with(
+        &fixture,
+        &[
+            "--bind",
+            "0.0.0.0:0",
+            "--token",
+            token,
+            "--allow-host",
+            "studio.test",
+        ],
+    );
+    assert_eq!(studio.token, token);
+    let get = reqwest::Method::GET;
+    let routes = [
+        (get.clone(), "/"),
+        (get.clone(), "/studio.js"),
+        (get.clone(), "/studio.css"),
+        (get.clone(), "/api/book"),
+        (get.clone(), "/api/chapters/1"),
+        (get.clone(), "/api/cast"),
+        (get.clone(), "/api/lexicon"),
+        (get.clone(), "/api/pinyin?text=%E4%BD%A0"),
+        (get.clone(), "/api/events"),
+        (get.clone(), "/api/renders/1"),
+        (get.clone(), "/no/such/page"),
+        (reqwest::Method::POST, "/api/preview"),
+        (reqwest::Method::PUT, "/api/cast"),
+        (reqwest::Method::PUT, "/api/lexicon"),
+        (reqwest::Method::POST, "/api/render"),
+    ];
+    let wrong_cookie = "tingshu-studio-0=studio-token-0123456789".to_owned();
+    let port = studio.base.rsplit(':').next().unwrap().to_owned();
+    let other_cookie = format!("tingshu-studio-{port}=studio-token-012345678");
+    for (method, path) in &routes {
+        for headers in [
+            vec![],
+            vec![("X-Tingshu-Token", "studio-token-012345678")],
+            vec![("Authorization", "Bearer nope")],
+            vec![("Cookie", other_cookie.as_str())],
+            vec![("Cookie", wrong_cookie.as_str())],
+        ] {
+            let (status, _, body) = request(&studio, method.clone(), path, &headers).await;
+            assert_eq!(status, 401, "{method} {path} with {headers:?}: {body}");
+            assert!(body.contains("needs its token"), "{body}");
+            assert!(!body.contains(token), "{body}");
+        }
+    }
+    // The token in the address of anything but the page is not enough.
+    let (status, _, _) = request(
+        &studio,
+        get.clone(),
+        &format!("/api/book?token={token}"),
+        &[],
+    )
+    .await;
+    assert_eq!(status, 401);
+    let (status, _, _) = request(&studio, get.clone(), "/?token=studio-token", &[]).await;
+    assert_eq!(status, 401);
+
+    // The page opened with its token sets a cookie that carries it.
+    let (status, headers, page) =
+        request(&studio, get.clone(), &format!("/?token={token}"), &[]).await;
+    assert_eq!(status, 200, "{page}");
+    let set_cookie = headers["set-cookie"].to_str().unwrap();
+    let cookie = set_cookie.split(';').next().unwrap().to_owned();
+    assert_eq!(cookie, format!("tingshu-studio-{port}={token}"));
+    let attributes: Vec<&str> = set_cookie.split(';').map(str::trim).collect();
+    assert!(attributes.contains(&"HttpOnly"), "{set_cookie}");
+    assert!(attributes.contains(&"SameSite=Strict"), "{set_cookie}");
+    assert!(attributes.contains(&"Path=/"), "{set_cookie}");
+    for path in [
+        "/studio.js",
+        "/api/book",
+        "/api/chapters/1",
+        "/api/cast",
+        "/api/events",
+    ] {
+        let (status, _, body) = request(&studio, get.clone(), path, &[("Cookie", &cookie)]).await;
+        assert_eq!(status, 200, "{path}: {body}");
+    }
+    // Past the token: no render yet.
+    let (status, _, body) = request(
+        &studio,
+        get.clone(),
+        "/api/renders/1",
+        &[("Cookie", &cookie)],
+    )
+    .await;
+    assert_eq!(status, 404, "{body}");
+    let book: Value = serde_json::from_str(
+        &request(
+            &studio,
+            get.clone(),
+            "/api/book",
+            &[("X-Tingshu-Token", token)],
+        )
+        .await
+        .2,
+    )
+    .unwrap();
+    assert_eq!(book["chapters"].as_array().unwrap().len(), 2);
+    let (status, _, _) = request(
+        &studio,
+        get.clone(),
+        "/api/cast",
+        &[("Authorization", &format!("Bearer {token}"))],
+    )
+    .await;
+    assert_eq!(status, 200);
+    // A change still needs the header: the cookie alone (which a form of
+    // another site could make a browser send) is refused.
+    let (status, _, body) = request(
+        &studio,
+        reqwest::Method::PUT,
+        "/api/lexicon",
+        &[("Cookie", &cookie)],
+    )
+    .await;
+    assert_eq!(status, 403, "{body}");
+    assert!(!fixture.path("lexicon.toml").exists());
+
+    // The Host check stays on: an address or an allowed name, not another
+    // site's name for this machine.
+    for (host, status) in [
+        ("evil.example", 403),
+        ("127.0.0.1.evil.example:80", 403),
+        ("studio.test:8080", 200),
+        ("192.0.2.7:8080", 200),
+        ("[2001:db8::7]:8080", 200),
+        ("localhost", 200),
+    ] {
+        let (got, _, body) = request(
+            &studio,
+            get.clone(),
+            "/api/book",
+            &[("Host", host), ("X-Tingshu-Token", token)],
+        )
+        .await;
+        assert_eq!(got, status, "Host {host}: {body}");
+    }
+}
+
+#[tokio::test]
+async fn previews_beyond_the_queue_get_503() {
+    let fixture = Fixture::new();
+    let studio = Studio::start_with(&fixture, &["--max-syntheses", "1", "--max-queued", "1"]);
+    // Long enough that the first is still being read when the last arrive.
+    let text = "两人沿着小河又走了很久，直到看见一盏灯。".repeat(30);
+    let answers = futures::future::join_all((0..6).map(|i| {
+        let body = if i % 2 == 0 {
+            json!({"text": text})
+        } else {
+            json!({"text": text, "stream": true})
+        };
+        let request = client()
+            .post(studio.at("/api/preview"))
+            .header("X-Tingshu-Token", &studio.token)
+            .header("Content-Type", "application/json")
+            .body(body.to_string())
+            .send();
+        async move {
+            let response = request.await.unwrap();
+            let status = response.status().as_u16();
+            let retry = response
+                .headers()
+                .get("retry-after")
+                .map(|v| v.to_str().unwrap().to_owned());
+            (status, retry, response.bytes().await.unwrap().to_vec())
+        }
+    }))
+    .await;
+    let mut played = 0;
+    let mut refused = 0;
+    for (status, retry, body) in &answers {
+        match status {
+            200 => {
+                played += 1;
+                // Streamed or not, the audio is whole: hound reads the
+                // samples the header promises, or all there are.
+                assert!(body.len() > 100_000, "{} bytes", body.len());
+            }
+            503 => {
+                refused += 1;
+                assert_eq!(retry.as_deref(), Some("2"));
+                assert!(String::from_utf8_lossy(body).contains("busy"));
+            }
+            other => panic!("status {other}: {}", String::from_utf8_lossy(body)),
+        }
+    }
+    // One reads, one waits, the other four are refused at once.
+    assert!((1..=2).contains(&played), "{played} played");
+    assert_eq!(played + refused, 6);
+    // The queue is free again afterwards.
+    assert!(preview(&studio, json!({"text": "你好。"})).await > 0.2);
+}
+
 #[tokio::test]
 async fn cast_and_lexicon_edits_are_checked_then_written() {
     let fixture = Fixture::new();
@@ -666,6 +904,272 @@ async fn renders_chapters_with_progress_events() {
     };
     assert_eq!(status.code(), Some(0));
     drop(events);
+}
+
+/// Every file under `dir` (relative path → bytes), the cache aside.
+fn files_under(dir: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                if !path.ends_with(".cache") {
+                    stack.push(path);
+                }
+            } else {
+                let name = path.strip_prefix(dir).unwrap().display().to_string();
+                out.insert(name, std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    out
+}
+
+/// POSTs a render of `chapters` and reads the events until it finishes:
+/// the finished event.
+async fn render_in_studio(studio: &Studio, chapters: &[usize]) -> Value {
+    let mut events = client().get(studio.at("/api/events")).send().await.unwrap();
+    let (status, answer) = change(
+        studio,
+        reqwest::Method::POST,
+        "/api/render",
+        json!({ "chapters": chapters }),
+    )
+    .await;
+    assert_eq!(status, 202, "{answer}");
+    finished_event(&mut events).await
+}
+
+/// Reads render events until the finished one.
+async fn finished_event(events: &mut reqwest::Response) -> Value {
+    let mut seen = String::new();
+    let deadline = Instant::now() + Duration::from_secs(300);
+    loop {
+        if let Some(finished) = seen
+            .lines()
+            .filter_map(|l| l.strip_prefix("data: "))
+            .map(|d| serde_json::from_str::<Value>(d).unwrap())
+            .find(|e| e["state"] == "finished")
+        {
+            return finished;
+        }
+        assert!(Instant::now() < deadline, "no finished event: {seen}");
+        let chunk = tokio::time::timeout(Duration::from_secs(120), events.chunk())
+            .await
+            .unwrap()
+            .unwrap()
+            .expect("the event stream stays open");
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+    }
+}
+
+#[tokio::test]
+async fn studio_renders_are_builds() {
+    let fixture = Fixture::new();
+    let studio = Studio::start_with(&fixture, &["--out", "out"]);
+    let finished = render_in_studio(&studio, &[1, 2]).await;
+    assert_eq!(finished["failed"], 0, "{finished}");
+    assert!(finished.get("error").is_none(), "{finished}");
+    drop(studio);
+    let book = fixture.path("out/山路");
+    let from_studio = files_under(&book);
+    let names: Vec<&str> = from_studio.keys().map(String::as_str).collect();
+    for name in [
+        "0001-第一章_山路.wav",
+        "0002-第二章_客栈.wav",
+        "0001-第一章_山路.srt",
+        "0001-第一章_山路.lrc",
+        "manifest.json",
+        "report.txt",
+    ] {
+        assert!(names.contains(&name), "{name} not in {names:?}");
+    }
+    assert!(
+        !names
+            .iter()
+            .any(|n| n.contains(".part") || n.contains("lock")),
+        "{names:?}"
+    );
+    let manifest: Value = serde_json::from_slice(&from_studio["manifest.json"]).unwrap();
+    assert_eq!(manifest["chapters"].as_array().unwrap().len(), 2);
+
+    // build into the same folder: nothing synthesized, the same bytes.
+    let out = tingshu(
+        fixture.dir.path(),
+        &[
+            "build",
+            "山路.txt",
+            "--voices",
+            &voices_file(),
+            "--cast",
+            "cast.toml",
+            "--out",
+            "out",
+        ],
+    )
+    .output();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("0 requests sent"), "{stderr}");
+    let from_build = files_under(&book);
+    assert_eq!(
+        from_build.keys().collect::<Vec<_>>(),
+        from_studio.keys().collect::<Vec<_>>()
+    );
+    for (name, bytes) in &from_studio {
+        assert!(&from_build[name] == bytes, "{name} differs after build");
+    }
+}
+
+/// A book long enough that a render is still running when the other
+/// command starts: `chapters` chapters of a few paragraphs, none the
+/// same (espeak-ng reads 40 chapters in about 2 s).
+fn long_book(chapters: usize) -> String {
+    let mut text = String::new();
+    for n in 1..=chapters {
+        text.push_str(&format!("第{n}章 渡口\n"));
+        for line in [
+            format!("船夫把第{n}只木桶搬上岸，擦了擦手，抬头看了看天色。"),
+            format!("“今天还过河吗？第{n}趟了。”韩小雨站在石阶上问。"),
+            format!("陆大川把缆绳在木桩上绕了{n}圈：“等雾散了再说，水太急。”"),
+            format!("岸边的柳树下拴着{n}头老牛，慢慢地嚼着草，尾巴甩来甩去。"),
+            format!("远处传来{n}声狗叫，渡口的灯笼一盏接一盏亮了起来。"),
+        ] {
+            text.push_str("\u{3000}\u{3000}");
+            text.push_str(&line);
+            text.push('\n');
+        }
+    }
+    text
+}
+
+#[tokio::test]
+async fn studio_and_build_share_the_lock() {
+    let fixture = Fixture::new();
+    std::fs::write(fixture.path("渡口.txt"), long_book(40)).unwrap();
+    let studio = {
+        let mut child = tingshu(
+            fixture.dir.path(),
+            &["studio", "渡口.txt", "--voices", &voices_file()],
+        )
+        .args([
+            "--cast",
+            "cast.toml",
+            "--lexicon",
+            "lexicon.toml",
+            "--out",
+            "out",
+        ])
+        .command()
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let (base, token) = line.trim().split_once("/?token=").unwrap();
+        Studio {
+            base: base.to_owned(),
+            token: token.to_owned(),
+            url: line.trim().to_owned(),
+            child,
+        }
+    };
+    let book = fixture.path("out/渡口");
+    let build = |dir: &Path| {
+        tingshu(
+            dir,
+            &[
+                "build",
+                "渡口.txt",
+                "--voices",
+                &voices_file(),
+                "--cast",
+                "cast.toml",
+                "--out",
+                "out",
+            ],
+        )
+    };
+
+    // The studio renders: a build meanwhile stops at once with exit 2,
+    // naming the lock, and removes nothing.
+    let mut events = client().get(studio.at("/api/events")).send().await.unwrap();
+    let chapters: Vec<usize> = (1..=40).collect();
+    let (status, answer) = change(
+        &studio,
+        reqwest::Method::POST,
+        "/api/render",
+        json!({ "chapters": chapters }),
+    )
+    .await;
+    assert_eq!(status, 202, "{answer}");
+    let out = build(fixture.dir.path()).output();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains(".tingshu-build.lock"), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    let finished = finished_event(&mut events).await;
+    assert_eq!(finished["failed"], 0, "{finished}");
+    assert_eq!(finished["done"], 40, "{finished}");
+    let wavs = |dir: &Path| {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".wav"))
+            .count()
+    };
+    assert_eq!(wavs(&book), 40);
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(book.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["chapters"].as_array().unwrap().len(), 40);
+
+    // A build renders (from a fresh cache, so that it takes a while): the
+    // studio's render meanwhile is refused with 409, naming the lock.
+    std::fs::remove_dir_all(fixture.path("out")).unwrap();
+    let mut running = build(fixture.dir.path())
+        .command()
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let lock = book.join(".tingshu-build.lock");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !lock.exists() {
+        assert!(Instant::now() < deadline, "the build took no lock");
+        assert!(
+            running.try_wait().unwrap().is_none(),
+            "the build ended early"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let (status, answer) = change(
+        &studio,
+        reqwest::Method::POST,
+        "/api/render",
+        json!({"chapters": [1]}),
+    )
+    .await;
+    assert_eq!(status, 409, "{answer}");
+    assert!(
+        answer["error"]
+            .as_str()
+            .unwrap()
+            .contains(".tingshu-build.lock"),
+        "{answer}"
+    );
+    let status = running.wait().unwrap();
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut running.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert_eq!(wavs(&book), 40);
+    assert!(!lock.exists());
+    // Afterwards the studio renders again.
+    let finished = render_in_studio(&studio, &[3]).await;
+    assert_eq!(finished["failed"], 0, "{finished}");
 }
 
 #[test]
