@@ -1,6 +1,9 @@
 //! Write-behind for a directory cache: entries queued in memory and written
 //! by a thread at idle priority, so on a busy machine file creation waits
-//! for a free core instead of taking one from synthesis.
+//! for a free core instead of taking one from synthesis. The queue is
+//! bounded ([`PENDING_BYTES`]): on a machine so busy that the idle thread
+//! never runs, the caller writes the oldest entries itself, so memory does
+//! not grow with the machine's load.
 
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
@@ -9,6 +12,12 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use super::CacheKey;
 use super::dir::write_entry;
+
+/// Bytes of entries that may wait in memory for the writer thread; beyond
+/// them `queue` writes in the caller's thread. (Without a bound, a 3-hour
+/// chapter rendered beside three busy processes held all its 485 MB of
+/// clips here: an idle-priority thread does not run on a full machine.)
+pub(super) const PENDING_BYTES: usize = 16 << 20;
 
 /// Entries waiting to be written by the background thread of a directory
 /// cache. Dropping it writes what is left and ends the thread.
@@ -33,6 +42,8 @@ struct PendingState {
     entries: HashMap<CacheKey, Arc<Vec<u8>>>,
     /// Keys in the order they were stored.
     queue: VecDeque<CacheKey>,
+    /// Bytes of the entries in `entries`.
+    bytes: usize,
     stop: bool,
 }
 
@@ -61,13 +72,28 @@ impl WriteBehind {
     }
 
     /// Queues the encoded entry `bytes` under `key`.
+    /// Past [`PENDING_BYTES`] waiting, writes the oldest entries in this
+    /// thread until they are back under it.
     pub(super) fn queue(&self, key: &CacheKey, bytes: Vec<u8>) {
         let mut state = self.shared.lock();
-        if state.entries.insert(key.clone(), Arc::new(bytes)).is_none() {
-            state.queue.push_back(key.clone());
+        let len = bytes.len();
+        match state.entries.insert(key.clone(), Arc::new(bytes)) {
+            None => state.queue.push_back(key.clone()),
+            Some(old) => state.bytes -= old.len(),
         }
+        state.bytes += len;
+        let over = state.bytes > PENDING_BYTES;
         drop(state);
         self.shared.work.notify_one();
+        if over {
+            while self.shared.lock().bytes > PENDING_BYTES && self.shared.write_one(&self.dir) {}
+        }
+    }
+
+    /// Bytes of the entries waiting to be written.
+    #[cfg(test)]
+    pub(super) fn pending_bytes(&self) -> usize {
+        self.shared.lock().bytes
     }
 
     /// The encoded entry for `key` waiting to be written, if any.
@@ -108,7 +134,11 @@ impl Pending {
         if let Err(e) = write_entry(dir, &key, &bytes) {
             tracing::warn!(cache = %dir.display(), error = %e, "cannot store in cache");
         }
-        self.lock().entries.remove(&key);
+        let mut state = self.lock();
+        if let Some(gone) = state.entries.remove(&key) {
+            state.bytes -= gone.len();
+        }
+        drop(state);
         self.written.notify_all();
         true
     }
@@ -159,9 +189,47 @@ impl Drop for WriteBehind {
 
 #[cfg(test)]
 mod tests {
+    use super::{PENDING_BYTES, WriteBehind};
     use crate::audio::AudioClip;
     use crate::synth::cache::tests::req;
     use crate::synth::cache::{Cache, CacheKey};
+
+    /// A machine so busy that the idle-priority writer never runs: the
+    /// queue stays bounded because the caller writes past the bound, and
+    /// every entry is on disk or still readable.
+    #[test]
+    fn a_writer_that_never_runs_does_not_let_memory_grow() {
+        let dir = tempfile::tempdir().unwrap();
+        let behind = WriteBehind {
+            dir: dir.path().to_owned(),
+            shared: std::sync::Arc::default(),
+            thread: std::sync::Mutex::new(None),
+        };
+        let entry = 3 << 20;
+        let keys: Vec<CacheKey> = (0..20)
+            .map(|i| CacheKey::new("x", &req(&format!("第{i}章"), 1.0)))
+            .collect();
+        for (i, key) in keys.iter().enumerate() {
+            behind.queue(key, vec![i as u8; entry]);
+            assert!(
+                behind.pending_bytes() <= PENDING_BYTES,
+                "{} bytes wait after entry {i}",
+                behind.pending_bytes()
+            );
+        }
+        // 60 MiB were stored: most went to disk in this thread.
+        let written = keys
+            .iter()
+            .filter(|k| crate::synth::cache::dir::contains(dir.path(), k))
+            .count();
+        assert!(written >= 20 - PENDING_BYTES / entry, "{written} on disk");
+        for key in &keys {
+            assert!(
+                behind.pending(key).is_some()
+                    || crate::synth::cache::dir::contains(dir.path(), key)
+            );
+        }
+    }
 
     #[test]
     fn entries_written_behind_are_served_at_once_and_land_on_disk() {
