@@ -251,16 +251,7 @@ fn passage(args: &PreviewArgs, script: &Script) -> anyhow::Result<ScriptChapter>
         segments: Vec::new(),
         skipped: Vec::new(),
     });
-    // A pasted text with headings still previews as one passage.
-    let mut offset = chapter.segments.last().map_or(0, |s| s.paragraph);
-    for more in chapters {
-        let last = more.segments.last().map_or(0, |s| s.paragraph);
-        for mut segment in more.segments {
-            segment.paragraph += offset;
-            chapter.segments.push(segment);
-        }
-        offset += last;
-    }
+    chapter.append_passage(chapters);
     Ok(chapter)
 }
 

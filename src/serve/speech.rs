@@ -196,15 +196,7 @@ async fn legado(server: &Server, req: LegadoRequest) -> Result<Response, ServeEr
 pub fn passage(text: &str) -> ScriptChapter {
     let script = Script::from_text_with_options(text, "serve", None, SplitOptions::default());
     let mut out = ScriptChapter::new(1, "speech", Vec::new());
-    let mut offset = 0;
-    for chapter in script.chapters {
-        let last = chapter.segments.last().map_or(0, |s| s.paragraph);
-        for mut s in chapter.segments {
-            s.paragraph += offset;
-            out.segments.push(s);
-        }
-        offset += last;
-    }
+    out.append_passage(script.chapters);
     out
 }
 

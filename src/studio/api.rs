@@ -403,15 +403,7 @@ fn passage(studio: &Studio, req: &PreviewRequest) -> ApiResult<ScriptChapter> {
             let script = Script::from_text_with_cast(text, &loaded.session.book.stem, cast);
             // A pasted text with headings still previews as one passage.
             let mut out = ScriptChapter::new(1, "preview", Vec::new());
-            let mut offset = 0;
-            for chapter in script.chapters {
-                let last = chapter.segments.last().map_or(0, |s| s.paragraph);
-                for mut s in chapter.segments {
-                    s.paragraph += offset;
-                    out.segments.push(s);
-                }
-                offset += last;
-            }
+            out.append_passage(script.chapters);
             Ok(out)
         }
         (None, Some(n)) => {

@@ -249,6 +249,20 @@ impl ScriptChapter {
         }
     }
 
+    /// Appends the chapters of `more` as one passage: their paragraphs are
+    /// numbered on after this chapter's last (a pasted text with headings
+    /// previews and speaks as one passage).
+    pub fn append_passage(&mut self, more: impl IntoIterator<Item = ScriptChapter>) {
+        for chapter in more {
+            let offset = self.segments.last().map_or(0, |s| s.paragraph);
+            self.segments
+                .extend(chapter.segments.into_iter().map(|mut s| {
+                    s.paragraph += offset;
+                    s
+                }));
+        }
+    }
+
     pub fn han_count(&self) -> usize {
         self.segments
             .iter()
