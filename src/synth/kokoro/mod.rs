@@ -13,6 +13,7 @@ pub mod files;
 pub mod graph_cache;
 pub mod pack;
 pub mod phonemes;
+pub mod rewrite;
 
 use std::sync::{Arc, OnceLock};
 

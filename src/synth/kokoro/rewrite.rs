@@ -1,0 +1,643 @@
+//! A faster CPU graph for the same model, with the same output bits.
+//!
+//! The int8 Kokoro model quantizes its 1-D convolutions as `ConvInteger`
+//! with uint8 weights. ONNX Runtime runs those through a uint8 × uint8
+//! matrix product, which on x86 cannot use the VNNI instructions (they
+//! multiply uint8 by int8), and they took two thirds of the model's time.
+//! This module rewrites every stride-1 `ConvInteger` as the product it
+//! stands for:
+//!
+//! ```text
+//! x: [1, C, T] uint8 ─ Transpose ─ Pad (with x's zero point) ─ k Slices
+//!   (one per kernel tap, shifted by the dilation) ─ Concat → [1, T, k·C]
+//!   ─ MatMulInteger (weights as int8 [k·C, M], zero point − 128)
+//!   ─ Transpose → [1, M, T] int32
+//! ```
+//!
+//! Shifting both the weights and their zero point by 128 leaves every
+//! `w − zero point` unchanged, and integer sums are exact, so the result
+//! is the same int32 tensor: the audio is bit-identical (a test checks it
+//! on the installed model). Strided or grouped convolutions and anything
+//! unexpected are left as they are.
+//!
+//! The model is a protobuf message (`onnx.proto`); this module reads and
+//! writes only the fields it needs and copies every other field's bytes
+//! unchanged, so no ONNX library is needed.
+
+use std::collections::HashMap;
+
+/// Changes when the rewrite changes (part of the optimized graph's cache
+/// key, so a new rewrite never loads an old cached graph).
+pub const VERSION: &str = "mm1";
+
+/// Why a model could not be rewritten (it is then used as it is).
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum RewriteError {
+    #[error("not an ONNX model: {0}")]
+    Malformed(&'static str),
+    #[error("the model has no graph")]
+    NoGraph,
+}
+
+/// The rewritten model and how many convolutions were rewritten.
+pub fn rewrite(model: &[u8]) -> Result<(Vec<u8>, usize), RewriteError> {
+    let fields = read_fields(model)?;
+    let opset = default_opset(&fields)?;
+    let mut out = Vec::with_capacity(model.len() + model.len() / 8);
+    let mut rewritten = None;
+    for f in &fields {
+        match (f.number, f.value) {
+            (7, Value::Bytes(graph)) if rewritten.is_none() => {
+                let (graph, n) = if opset >= 13 {
+                    rewrite_graph(graph)?
+                } else {
+                    (graph.to_vec(), 0)
+                };
+                put_bytes(&mut out, 7, &graph);
+                rewritten = Some(n);
+            }
+            _ => out.extend_from_slice(f.raw),
+        }
+    }
+    rewritten.map(|n| (out, n)).ok_or(RewriteError::NoGraph)
+}
+
+/// The default domain's opset version (`ModelProto.opset_import`).
+fn default_opset(model: &[Field]) -> Result<i64, RewriteError> {
+    let mut version = 0;
+    for f in model.iter().filter(|f| f.number == 8) {
+        let Value::Bytes(b) = f.value else {
+            return Err(RewriteError::Malformed("opset_import"));
+        };
+        let (mut domain, mut v) = (&b""[..], 0);
+        for g in read_fields(b)? {
+            match (g.number, g.value) {
+                (1, Value::Bytes(d)) => domain = d,
+                (2, Value::Varint(x)) => v = x as i64,
+                _ => {}
+            }
+        }
+        if domain.is_empty() || domain == b"ai.onnx" {
+            version = version.max(v);
+        }
+    }
+    Ok(version)
+}
+
+// --- Protobuf wire format ---------------------------------------------------
+
+#[derive(Clone, Copy)]
+enum Value<'a> {
+    Varint(u64),
+    Fixed64,
+    Bytes(&'a [u8]),
+    Fixed32,
+}
+
+/// One field of a message: its number, value and bytes (tag included).
+struct Field<'a> {
+    number: u32,
+    value: Value<'a>,
+    raw: &'a [u8],
+}
+
+fn read_varint(buf: &[u8], pos: &mut usize) -> Result<u64, RewriteError> {
+    let mut v = 0u64;
+    for shift in (0..64).step_by(7) {
+        let b = *buf
+            .get(*pos)
+            .ok_or(RewriteError::Malformed("truncated varint"))?;
+        *pos += 1;
+        v |= u64::from(b & 0x7f) << shift;
+        if b & 0x80 == 0 {
+            return Ok(v);
+        }
+    }
+    Err(RewriteError::Malformed("varint too long"))
+}
+
+fn take<'a>(buf: &'a [u8], pos: &mut usize, n: usize) -> Result<&'a [u8], RewriteError> {
+    let end = pos
+        .checked_add(n)
+        .filter(|&e| e <= buf.len())
+        .ok_or(RewriteError::Malformed("truncated field"))?;
+    let s = &buf[*pos..end];
+    *pos = end;
+    Ok(s)
+}
+
+fn read_fields(buf: &[u8]) -> Result<Vec<Field<'_>>, RewriteError> {
+    let mut fields = Vec::new();
+    let mut pos = 0;
+    while pos < buf.len() {
+        let start = pos;
+        let tag = read_varint(buf, &mut pos)?;
+        let number = u32::try_from(tag >> 3).map_err(|_| RewriteError::Malformed("field"))?;
+        let value = match tag & 7 {
+            0 => Value::Varint(read_varint(buf, &mut pos)?),
+            1 => {
+                take(buf, &mut pos, 8)?;
+                Value::Fixed64
+            }
+            2 => {
+                let n = read_varint(buf, &mut pos)?;
+                let n = usize::try_from(n).map_err(|_| RewriteError::Malformed("length"))?;
+                Value::Bytes(take(buf, &mut pos, n)?)
+            }
+            5 => {
+                take(buf, &mut pos, 4)?;
+                Value::Fixed32
+            }
+            _ => return Err(RewriteError::Malformed("unsupported wire type")),
+        };
+        if number == 0 {
+            return Err(RewriteError::Malformed("field number 0"));
+        }
+        fields.push(Field {
+            number,
+            value,
+            raw: &buf[start..pos],
+        });
+    }
+    Ok(fields)
+}
+
+/// Repeated int64 values of field `number`, packed or not.
+fn ints(fields: &[Field], number: u32) -> Result<Vec<i64>, RewriteError> {
+    let mut out = Vec::new();
+    for f in fields.iter().filter(|f| f.number == number) {
+        match f.value {
+            Value::Varint(v) => out.push(v as i64),
+            Value::Bytes(b) => {
+                let mut pos = 0;
+                while pos < b.len() {
+                    out.push(read_varint(b, &mut pos)? as i64);
+                }
+            }
+            _ => return Err(RewriteError::Malformed("repeated int64")),
+        }
+    }
+    Ok(out)
+}
+
+fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn put_bytes(out: &mut Vec<u8>, number: u32, bytes: &[u8]) {
+    put_varint(out, u64::from(number) << 3 | 2);
+    put_varint(out, bytes.len() as u64);
+    out.extend_from_slice(bytes);
+}
+
+fn put_int(out: &mut Vec<u8>, number: u32, v: i64) {
+    put_varint(out, u64::from(number) << 3);
+    put_varint(out, v as u64);
+}
+
+// --- ONNX messages ----------------------------------------------------------
+
+/// `TensorProto.DataType`
+const UINT8: i64 = 2;
+const INT8: i64 = 3;
+const INT64: i64 = 7;
+
+/// The parts of a `NodeProto` the rewrite reads.
+struct Node<'a> {
+    op_type: &'a [u8],
+    domain: &'a [u8],
+    name: &'a [u8],
+    inputs: Vec<&'a str>,
+    outputs: Vec<&'a str>,
+    /// Attribute name → its fields.
+    attributes: Vec<(&'a [u8], Vec<Field<'a>>)>,
+}
+
+fn utf8(b: &[u8]) -> Result<&str, RewriteError> {
+    std::str::from_utf8(b).map_err(|_| RewriteError::Malformed("name is not UTF-8"))
+}
+
+fn read_node(b: &[u8]) -> Result<Node<'_>, RewriteError> {
+    let mut node = Node {
+        op_type: b"",
+        domain: b"",
+        name: b"",
+        inputs: Vec::new(),
+        outputs: Vec::new(),
+        attributes: Vec::new(),
+    };
+    for f in read_fields(b)? {
+        let Value::Bytes(v) = f.value else { continue };
+        match f.number {
+            1 => node.inputs.push(utf8(v)?),
+            2 => node.outputs.push(utf8(v)?),
+            3 => node.name = v,
+            4 => node.op_type = v,
+            7 => node.domain = v,
+            5 => {
+                let fields = read_fields(v)?;
+                let name = fields
+                    .iter()
+                    .find_map(|f| match (f.number, f.value) {
+                        (1, Value::Bytes(n)) => Some(n),
+                        _ => None,
+                    })
+                    .unwrap_or(b"");
+                node.attributes.push((name, fields));
+            }
+            _ => {}
+        }
+    }
+    Ok(node)
+}
+
+impl Node<'_> {
+    fn attribute(&self, name: &str) -> Option<&[Field<'_>]> {
+        self.attributes
+            .iter()
+            .find(|(n, _)| *n == name.as_bytes())
+            .map(|(_, f)| f.as_slice())
+    }
+
+    fn ints(&self, name: &str, default: &[i64]) -> Result<Vec<i64>, RewriteError> {
+        match self.attribute(name) {
+            Some(fields) => ints(fields, 8),
+            None => Ok(default.to_vec()),
+        }
+    }
+
+    fn int(&self, name: &str, default: i64) -> Result<i64, RewriteError> {
+        match self.attribute(name) {
+            Some(fields) => Ok(ints(fields, 3)?.last().copied().unwrap_or(default)),
+            None => Ok(default),
+        }
+    }
+
+    /// Whether an attribute holds a subgraph (`g` or `graphs`).
+    fn has_subgraph(&self) -> bool {
+        self.attributes
+            .iter()
+            .any(|(_, f)| f.iter().any(|f| f.number == 6 || f.number == 11))
+    }
+}
+
+/// A tensor's type, shape and data (only the layouts the rewrite needs).
+struct Tensor {
+    data_type: i64,
+    dims: Vec<i64>,
+    data: Vec<u8>,
+}
+
+fn read_tensor(b: &[u8]) -> Result<Tensor, RewriteError> {
+    let fields = read_fields(b)?;
+    let dims = ints(&fields, 1)?;
+    let data_type = ints(&fields, 2)?.last().copied().unwrap_or(0);
+    let mut data = None;
+    for f in &fields {
+        match (f.number, f.value) {
+            (9, Value::Bytes(raw)) => data = Some(raw.to_vec()),
+            // External data: the rewrite leaves such a tensor alone.
+            (13 | 14, _) => return Err(RewriteError::Malformed("external data")),
+            _ => {}
+        }
+    }
+    let data = match data {
+        Some(d) => d,
+        // uint8 and int8 values may also sit in int32_data, one per value.
+        None => ints(&fields, 5)?.into_iter().map(|v| v as u8).collect(),
+    };
+    Ok(Tensor {
+        data_type,
+        dims,
+        data,
+    })
+}
+
+fn tensor(name: &str, data_type: i64, dims: &[i64], raw: &[u8]) -> Vec<u8> {
+    let mut t = Vec::with_capacity(raw.len() + name.len() + 32);
+    for &d in dims {
+        put_int(&mut t, 1, d);
+    }
+    put_int(&mut t, 2, data_type);
+    put_bytes(&mut t, 8, name.as_bytes());
+    put_bytes(&mut t, 9, raw);
+    t
+}
+
+fn i64_tensor(name: &str, values: &[i64]) -> Vec<u8> {
+    let raw: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+    tensor(name, INT64, &[values.len() as i64], &raw)
+}
+
+/// An `AttributeProto` of type `INT` (2).
+fn int_attribute(name: &str, value: i64) -> Vec<u8> {
+    let mut a = Vec::new();
+    put_bytes(&mut a, 1, name.as_bytes());
+    put_int(&mut a, 3, value);
+    put_int(&mut a, 20, 2);
+    a
+}
+
+/// An `AttributeProto` of type `INTS` (7).
+fn ints_attribute(name: &str, values: &[i64]) -> Vec<u8> {
+    let mut a = Vec::new();
+    put_bytes(&mut a, 1, name.as_bytes());
+    for &v in values {
+        put_int(&mut a, 8, v);
+    }
+    put_int(&mut a, 20, 7);
+    a
+}
+
+fn node(
+    op: &str,
+    name: &str,
+    inputs: &[&str],
+    outputs: &[&str],
+    attributes: &[Vec<u8>],
+) -> Vec<u8> {
+    let mut n = Vec::new();
+    for i in inputs {
+        put_bytes(&mut n, 1, i.as_bytes());
+    }
+    for o in outputs {
+        put_bytes(&mut n, 2, o.as_bytes());
+    }
+    put_bytes(&mut n, 3, name.as_bytes());
+    put_bytes(&mut n, 4, op.as_bytes());
+    for a in attributes {
+        put_bytes(&mut n, 5, a);
+    }
+    n
+}
+
+// --- The rewrite --------------------------------------------------------------
+
+/// A `ConvInteger` turned into nodes and initializers (encoded).
+struct Replacement {
+    nodes: Vec<Vec<u8>>,
+    initializers: Vec<Vec<u8>>,
+    /// The weight and its zero point, no longer read by this node.
+    freed: [String; 2],
+}
+
+fn rewrite_graph(graph: &[u8]) -> Result<(Vec<u8>, usize), RewriteError> {
+    let fields = read_fields(graph)?;
+    let mut nodes = Vec::new();
+    // Per field: the initializer's name, for fields that are one.
+    let mut initializer_names = vec![None; fields.len()];
+    let mut initializers: HashMap<&str, &[u8]> = HashMap::new();
+    let mut inputs: Vec<&str> = Vec::new();
+    for (i, f) in fields.iter().enumerate() {
+        let Value::Bytes(b) = f.value else {
+            if matches!(f.number, 1 | 5 | 11) {
+                return Err(RewriteError::Malformed("graph field"));
+            }
+            continue;
+        };
+        match f.number {
+            1 => nodes.push(read_node(b)?),
+            5 | 11 => {
+                let name = read_fields(b)?
+                    .into_iter()
+                    .find_map(|g| match (g.number, g.value) {
+                        (1, Value::Bytes(n)) if f.number == 11 => Some(n),
+                        (8, Value::Bytes(n)) if f.number == 5 => Some(n),
+                        _ => None,
+                    });
+                let Some(name) = name.map(utf8).transpose()? else {
+                    continue;
+                };
+                if f.number == 5 {
+                    initializers.insert(name, b);
+                    initializer_names[i] = Some(name);
+                } else {
+                    inputs.push(name);
+                }
+            }
+            _ => {}
+        }
+    }
+    // With subgraphs, the uses of a name are not all visible here.
+    let subgraphs = nodes.iter().any(Node::has_subgraph);
+    let mut uses: HashMap<&str, usize> = HashMap::new();
+    for n in &nodes {
+        for i in &n.inputs {
+            *uses.entry(i).or_default() += 1;
+        }
+    }
+    // An initializer that a graph input of the same name may override is
+    // not a constant.
+    let constant = |name: &str| {
+        (!inputs.contains(&name))
+            .then(|| initializers.get(name))
+            .flatten()
+            .map(|b| read_tensor(b))
+            .transpose()
+    };
+    let mut replacements: Vec<Option<Replacement>> = Vec::with_capacity(nodes.len());
+    for (index, n) in nodes.iter().enumerate() {
+        let conv = n.op_type == b"ConvInteger" && (n.domain.is_empty() || n.domain == b"ai.onnx");
+        replacements.push(if conv {
+            plan(n, index, constant)?
+        } else {
+            None
+        });
+    }
+    let mut freed: HashMap<&str, usize> = HashMap::new();
+    for r in replacements.iter().flatten() {
+        for name in &r.freed {
+            *freed.entry(name.as_str()).or_default() += 1;
+        }
+    }
+
+    let mut out = Vec::with_capacity(graph.len() + graph.len() / 8);
+    let mut node_index = 0;
+    for (i, f) in fields.iter().enumerate() {
+        if f.number == 1 {
+            match &replacements[node_index] {
+                Some(r) => r.nodes.iter().for_each(|n| put_bytes(&mut out, 1, n)),
+                None => out.extend_from_slice(f.raw),
+            }
+            node_index += 1;
+            continue;
+        }
+        // A weight that only rewritten nodes read is dropped: its int8
+        // copy replaces it.
+        let unused = initializer_names[i].is_some_and(|n| {
+            !subgraphs
+                && !inputs.contains(&n)
+                && freed.get(n).is_some_and(|k| Some(k) == uses.get(n))
+        });
+        if !unused {
+            out.extend_from_slice(f.raw);
+        }
+    }
+    for r in replacements.iter().flatten() {
+        for t in &r.initializers {
+            put_bytes(&mut out, 5, t);
+        }
+    }
+    Ok((out, replacements.iter().flatten().count()))
+}
+
+/// The replacement of `ConvInteger` node `n` (number `index`), or `None`
+/// when it is not one the rewrite handles.
+fn plan(
+    n: &Node,
+    index: usize,
+    constant: impl Fn(&str) -> Result<Option<Tensor>, RewriteError>,
+) -> Result<Option<Replacement>, RewriteError> {
+    let [x, w, x_zero, w_zero] = n.inputs[..] else {
+        return Ok(None);
+    };
+    let [y] = n.outputs[..] else {
+        return Ok(None);
+    };
+    if x_zero.is_empty() || w_zero.is_empty() {
+        return Ok(None);
+    }
+    let auto_pad = n.attribute("auto_pad").and_then(|f| {
+        f.iter().find_map(|f| match (f.number, f.value) {
+            (4, Value::Bytes(s)) => Some(s),
+            _ => None,
+        })
+    });
+    if auto_pad.is_some_and(|s| s != b"NOTSET") || n.int("group", 1)? != 1 {
+        return Ok(None);
+    }
+    let (Some(weight), Some(zero)) = (constant(w)?, constant(w_zero)?) else {
+        return Ok(None);
+    };
+    let &[m, c, k] = weight.dims.as_slice() else {
+        return Ok(None);
+    };
+    let (Ok(m), Ok(c), Ok(k)) = (usize::try_from(m), usize::try_from(c), usize::try_from(k)) else {
+        return Ok(None);
+    };
+    if weight.data_type != UINT8
+        || weight.data.len() != m * c * k
+        || k == 0
+        || zero.data_type != UINT8
+        || zero.data.len() != 1
+        || zero.dims.iter().product::<i64>() != 1
+    {
+        return Ok(None);
+    }
+    let strides = n.ints("strides", &[1])?;
+    let dilations = n.ints("dilations", &[1])?;
+    let pads = n.ints("pads", &[0, 0])?;
+    let kernel = n.ints("kernel_shape", &[k as i64])?;
+    let (&[1], &[d], &[p0, p1], &[kk]) = (
+        strides.as_slice(),
+        dilations.as_slice(),
+        pads.as_slice(),
+        kernel.as_slice(),
+    ) else {
+        return Ok(None);
+    };
+    // Only "same" convolutions: the output is as long as the input.
+    if kk != k as i64 || d < 1 || p0 != p1 || 2 * p0 != d * (k as i64 - 1) {
+        return Ok(None);
+    }
+    let p = p0;
+
+    let pre = format!("tingshu_{VERSION}_{index}");
+    let name = |s: &str| format!("{pre}/{s}");
+    let mut nodes = Vec::new();
+    let mut inits = Vec::new();
+    let transposed = name("x_t");
+    nodes.push(node(
+        "Transpose",
+        &name("transpose_in"),
+        &[x],
+        &[&transposed],
+        &[ints_attribute("perm", &[0, 2, 1])],
+    ));
+    let mut a = transposed.clone();
+    if k > 1 {
+        if p > 0 {
+            let pads = name("pads");
+            inits.push(i64_tensor(&pads, &[0, p, 0, 0, p, 0]));
+            let padded = name("x_p");
+            nodes.push(node(
+                "Pad",
+                &name("pad"),
+                &[&a, &pads, x_zero],
+                &[&padded],
+                &[],
+            ));
+            a = padded;
+        }
+        let axis = name("axis");
+        inits.push(i64_tensor(&axis, &[1]));
+        let mut taps = Vec::with_capacity(k);
+        for j in 0..k as i64 {
+            let (start, end) = (name(&format!("start{j}")), name(&format!("end{j}")));
+            let stop = j * d - 2 * p;
+            inits.push(i64_tensor(&start, &[j * d]));
+            inits.push(i64_tensor(&end, &[if stop < 0 { stop } else { i64::MAX }]));
+            let tap = name(&format!("tap{j}"));
+            nodes.push(node(
+                "Slice",
+                &name(&format!("slice{j}")),
+                &[&a, &start, &end, &axis],
+                &[&tap],
+                &[],
+            ));
+            taps.push(tap);
+        }
+        let cols = name("cols");
+        let refs: Vec<&str> = taps.iter().map(String::as_str).collect();
+        nodes.push(node(
+            "Concat",
+            &name("concat"),
+            &refs,
+            &[&cols],
+            &[int_attribute("axis", 2)],
+        ));
+        a = cols;
+    }
+    // B[j·C + ci, o] = W[o, ci, j] − 128, as int8.
+    let mut b = vec![0u8; m * c * k];
+    for o in 0..m {
+        for ci in 0..c {
+            for j in 0..k {
+                let v = weight.data[(o * c + ci) * k + j];
+                b[(j * c + ci) * m + o] = v.wrapping_sub(128);
+            }
+        }
+    }
+    let (b_name, b_zero) = (name("w"), name("w_zero"));
+    inits.push(tensor(&b_name, INT8, &[(k * c) as i64, m as i64], &b));
+    inits.push(tensor(
+        &b_zero,
+        INT8,
+        &[],
+        &[zero.data[0].wrapping_sub(128)],
+    ));
+    let product = name("y_t");
+    nodes.push(node(
+        "MatMulInteger",
+        &name("matmul"),
+        &[&a, &b_name, x_zero, &b_zero],
+        &[&product],
+        &[],
+    ));
+    nodes.push(node(
+        "Transpose",
+        &format!("{}/transpose_out", String::from_utf8_lossy(n.name)),
+        &[&product],
+        &[y],
+        &[ints_attribute("perm", &[0, 2, 1])],
+    ));
+    Ok(Some(Replacement {
+        nodes,
+        initializers: inits,
+        freed: [w.to_owned(), w_zero.to_owned()],
+    }))
+}
