@@ -349,21 +349,47 @@ fn graph_caches(data: &Path) -> Vec<PathBuf> {
 /// A preview of `text` into a fresh folder (so no clip cache is shared):
 /// the WAV's bytes.
 fn preview_bytes(data: &Path, text: &str) -> Vec<u8> {
+    preview_bytes_with(data, text, true)
+}
+
+/// [`preview_bytes`], with the CPU graph rewrite on or off.
+fn preview_bytes_with(data: &Path, text: &str, rewrite: bool) -> Vec<u8> {
     let dir = tempfile::tempdir().unwrap();
-    let out = tingshu(
-        dir.path(),
-        &[
-            "preview",
-            text,
-            "--voices",
-            &default_voices(),
-            "-o",
-            "p.wav",
-        ],
-        Some(data),
-    );
+    let out = Tingshu::new([
+        "preview",
+        text,
+        "--voices",
+        &default_voices(),
+        "-o",
+        "p.wav",
+    ])
+    .dir(dir.path())
+    .env_remove("TINGSHU_VOICES")
+    .env_remove("TINGSHU_CACHE")
+    .env("TINGSHU_DATA", data)
+    .env("TINGSHU_KOKORO_REWRITE", if rewrite { "1" } else { "0" })
+    .output();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     std::fs::read(dir.path().join("p.wav")).unwrap()
+}
+
+#[test]
+fn the_rewritten_cpu_graph_speaks_the_same_bits_as_the_model() {
+    let Some(files) = installed() else { return };
+    let data = staged(&files);
+    // Both voices of a dialogue, a long clause and a short one.
+    let text = "夜里起了风，老人把灯塔的门关紧，又往炉子里添了两块木柴。她问：“船还来吗？”";
+    let model = preview_bytes_with(data.path(), text, false);
+    let plain = graph_caches(data.path());
+    assert_eq!(plain.len(), 1, "{plain:?}");
+    let rewritten = preview_bytes_with(data.path(), text, true);
+    let caches = graph_caches(data.path());
+    assert_eq!(caches.len(), 1, "{caches:?}");
+    // Each graph is cached under its own key.
+    let key = |p: &Path| p.file_name().unwrap().to_string_lossy()[..27].to_owned();
+    assert_ne!(key(&caches[0]), key(&plain[0]));
+    assert!(model.len() > 44 + 24_000, "{} bytes", model.len());
+    assert!(model == rewritten, "the rewritten graph changed the audio");
 }
 
 #[test]

@@ -203,13 +203,26 @@ impl Engine {
         }
         if !gpu {
             let (sessions, threads) = plan(config, false);
-            let level = format!("level3-{}", super::rewrite::VERSION);
+            let rewrite = super::rewrite::enabled();
+            let level = if rewrite {
+                format!("level3-{}", super::rewrite::VERSION)
+            } else {
+                "level3".to_owned()
+            };
             let cache = GraphCache::new(&files.root, &version, "cpu", &level);
             // Checked once: later sessions of this load trust it.
             let mut cached: Option<PathBuf> = None;
             let mut pending = false;
             for _ in 0..sessions {
-                let session = cpu_session(&env, threads, files, &cache, &mut cached, &mut pending);
+                let session = cpu_session(
+                    &env,
+                    threads,
+                    files,
+                    rewrite,
+                    &cache,
+                    &mut cached,
+                    &mut pending,
+                );
                 match session {
                     Ok(s) => pool.push(s),
                     Err(e) => {
@@ -302,6 +315,7 @@ fn cpu_session(
     env: &Environment,
     threads: usize,
     files: &KokoroFiles,
+    rewrite: bool,
     cache: &GraphCache,
     cached: &mut Option<PathBuf>,
     pending: &mut bool,
@@ -344,7 +358,7 @@ fn cpu_session(
             .with_optimized_model_path(tmp)?
             .with_log_level(ort::logging::LogLevel::Error)?;
     }
-    let session = match faster_graph(&files.model) {
+    let session = match rewrite.then(|| faster_graph(&files.model)).flatten() {
         Some(model) => b.commit_from_memory(&model),
         None => b.commit_from_file(&files.model),
     };
@@ -377,7 +391,8 @@ fn faster_graph(model: &Path) -> Option<Vec<u8>> {
             Some(rewritten)
         }
         Err(e) => {
-            tracing::warn!(model = %model.display(), problem = %e, "the Kokoro graph was not rewritten; it runs slower");
+            // Only a damaged model fails to parse; its checksum says so.
+            tracing::debug!(model = %model.display(), problem = %e, "the Kokoro graph was not rewritten");
             None
         }
     }

@@ -30,6 +30,13 @@ use std::collections::HashMap;
 /// key, so a new rewrite never loads an old cached graph).
 pub const VERSION: &str = "mm1";
 
+/// Whether CPU sessions run the rewritten graph: yes, unless the
+/// environment sets `TINGSHU_KOKORO_REWRITE=0` (to compare, or to rule
+/// the rewrite out when something sounds wrong).
+pub fn enabled() -> bool {
+    std::env::var_os("TINGSHU_KOKORO_REWRITE").is_none_or(|v| v != "0")
+}
+
 /// Why a model could not be rewritten (it is then used as it is).
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum RewriteError {
@@ -640,4 +647,230 @@ fn plan(
         initializers: inits,
         freed: [w.to_owned(), w_zero.to_owned()],
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn value_info(name: &str, elem_type: i64, dims: &[Option<i64>]) -> Vec<u8> {
+        let mut shape = Vec::new();
+        for d in dims {
+            let mut dim = Vec::new();
+            match d {
+                Some(v) => put_int(&mut dim, 1, *v),
+                None => put_bytes(&mut dim, 2, b"T"),
+            }
+            put_bytes(&mut shape, 1, &dim);
+        }
+        let mut tensor_type = Vec::new();
+        put_int(&mut tensor_type, 1, elem_type);
+        put_bytes(&mut tensor_type, 2, &shape);
+        let mut ty = Vec::new();
+        put_bytes(&mut ty, 1, &tensor_type);
+        let mut v = Vec::new();
+        put_bytes(&mut v, 1, name.as_bytes());
+        put_bytes(&mut v, 2, &ty);
+        v
+    }
+
+    /// Deterministic bytes spread over 0..=255.
+    fn bytes(n: usize, seed: u32) -> Vec<u8> {
+        let mut x = seed.wrapping_mul(2_654_435_761) | 1;
+        (0..n)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                (x >> 11) as u8
+            })
+            .collect()
+    }
+
+    /// A model: x (float [1, 4, T]) → DynamicQuantizeLinear → two
+    /// ConvIntegers: `same` (kernel 3, dilation 2, pads 2: rewritten) and
+    /// `strided` (stride 2: kept), both int32 outputs.
+    fn model() -> Vec<u8> {
+        let mut g = Vec::new();
+        let dql = node(
+            "DynamicQuantizeLinear",
+            "quantize",
+            &["x"],
+            &["xq", "xs", "xz"],
+            &[],
+        );
+        put_bytes(&mut g, 1, &dql);
+        let same = node(
+            "ConvInteger",
+            "same",
+            &["xq", "w", "xz", "wz"],
+            &["y"],
+            &[
+                ints_attribute("dilations", &[2]),
+                ints_attribute("pads", &[2, 2]),
+                ints_attribute("kernel_shape", &[3]),
+            ],
+        );
+        put_bytes(&mut g, 1, &same);
+        let strided = node(
+            "ConvInteger",
+            "strided",
+            &["xq", "w2", "xz", "wz"],
+            &["y2"],
+            &[
+                ints_attribute("strides", &[2]),
+                ints_attribute("pads", &[1, 1]),
+            ],
+        );
+        put_bytes(&mut g, 1, &strided);
+        put_bytes(&mut g, 2, b"tiny");
+        put_bytes(&mut g, 5, &tensor("w", UINT8, &[5, 4, 3], &bytes(60, 1)));
+        put_bytes(&mut g, 5, &tensor("w2", UINT8, &[2, 4, 3], &bytes(24, 2)));
+        put_bytes(&mut g, 5, &tensor("wz", UINT8, &[], &[131]));
+        put_bytes(&mut g, 11, &value_info("x", 1, &[Some(1), Some(4), None]));
+        put_bytes(&mut g, 12, &value_info("y", 6, &[Some(1), Some(5), None]));
+        put_bytes(&mut g, 12, &value_info("y2", 6, &[Some(1), Some(2), None]));
+        let mut m = Vec::new();
+        put_int(&mut m, 1, 8);
+        put_bytes(&mut m, 2, b"tingshu-test");
+        let mut opset = Vec::new();
+        put_bytes(&mut opset, 1, b"");
+        put_int(&mut opset, 2, 17);
+        put_bytes(&mut m, 8, &opset);
+        put_bytes(&mut m, 7, &g);
+        m
+    }
+
+    /// The graph's nodes' op types, in order, and its initializers' names.
+    fn contents(model: &[u8]) -> (Vec<String>, Vec<String>) {
+        let fields = read_fields(model).unwrap();
+        let Value::Bytes(g) = fields.iter().find(|f| f.number == 7).unwrap().value else {
+            panic!("no graph")
+        };
+        let mut ops = Vec::new();
+        let mut inits = Vec::new();
+        for f in read_fields(g).unwrap() {
+            let Value::Bytes(b) = f.value else { continue };
+            match f.number {
+                1 => ops.push(String::from_utf8(read_node(b).unwrap().op_type.to_vec()).unwrap()),
+                5 => {
+                    for t in read_fields(b).unwrap() {
+                        if let (8, Value::Bytes(n)) = (t.number, t.value) {
+                            inits.push(String::from_utf8(n.to_vec()).unwrap());
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        (ops, inits)
+    }
+
+    #[test]
+    fn same_convolutions_become_products_and_strided_ones_stay() {
+        let original = model();
+        let (rewritten, n) = rewrite(&original).unwrap();
+        assert_eq!(n, 1);
+        let (ops, inits) = contents(&rewritten);
+        let count = |op: &str| ops.iter().filter(|o| *o == op).count();
+        assert_eq!(count("ConvInteger"), 1, "{ops:?}");
+        assert_eq!(count("MatMulInteger"), 1, "{ops:?}");
+        assert_eq!(count("Slice"), 3, "{ops:?}");
+        assert_eq!(ops[0], "DynamicQuantizeLinear");
+        // The rewritten weight is gone; the strided node's and the shared
+        // zero point stay.
+        assert!(!inits.contains(&"w".to_owned()), "{inits:?}");
+        assert!(inits.contains(&"w2".to_owned()), "{inits:?}");
+        assert!(inits.contains(&"wz".to_owned()), "{inits:?}");
+        // Fields the rewrite does not read are copied: the producer name.
+        assert!(rewritten.windows(12).any(|w| w == b"tingshu-test"));
+        // Rewriting is deterministic.
+        assert_eq!(rewrite(&original).unwrap().0, rewritten);
+    }
+
+    #[test]
+    fn the_weights_are_laid_out_tap_by_tap_and_shifted_to_int8() {
+        let (rewritten, _) = rewrite(&model()).unwrap();
+        let fields = read_fields(&rewritten).unwrap();
+        let Value::Bytes(g) = fields.iter().find(|f| f.number == 7).unwrap().value else {
+            panic!("no graph")
+        };
+        let w = read_fields(g)
+            .unwrap()
+            .into_iter()
+            .filter(|f| f.number == 5)
+            .find_map(|f| match f.value {
+                Value::Bytes(b) => {
+                    let t = read_tensor(b).unwrap();
+                    (t.data_type == INT8 && t.dims.len() == 2).then_some(t)
+                }
+                _ => None,
+            })
+            .unwrap();
+        assert_eq!(w.dims, [12, 5]);
+        let original = bytes(60, 1);
+        // B[j·C + c, o] = W[o, c, j] − 128
+        for (o, c, j) in [(0, 0, 0), (4, 3, 2), (2, 1, 0), (1, 2, 1)] {
+            let want = original[(o * 4 + c) * 3 + j].wrapping_sub(128);
+            assert_eq!(w.data[(j * 4 + c) * 5 + o], want, "{o} {c} {j}");
+        }
+    }
+
+    #[test]
+    fn what_is_not_a_model_is_an_error_not_a_panic() {
+        assert!(rewrite(b"\xff\xff\xff").is_err());
+        assert!(rewrite(&[0x3a, 0x10, 1, 2]).is_err());
+        assert_eq!(rewrite(b""), Err(RewriteError::NoGraph));
+        let mut m = model();
+        m.truncate(m.len() - 7);
+        assert!(rewrite(&m).is_err());
+    }
+
+    /// Runs `model` in ONNX Runtime on `x` ([1, 4, t]): outputs y and y2.
+    fn run(env: &ort::environment::Environment, model: &[u8], x: Vec<f32>) -> Vec<Vec<i32>> {
+        let t = x.len() / 4;
+        let mut session = ort::session::Session::builder(env)
+            .unwrap()
+            .commit_from_memory(model)
+            .unwrap();
+        let outputs = session
+            .run(ort::inputs!["x" => ort::value::Tensor::from_array(([1usize, 4, t], x)).unwrap()])
+            .unwrap();
+        ["y", "y2"]
+            .iter()
+            .map(|name| {
+                outputs[*name]
+                    .try_extract_tensor::<i32>()
+                    .unwrap()
+                    .1
+                    .to_vec()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn onnx_runtime_computes_the_same_integers_from_both_graphs() {
+        let files = super::super::KokoroFiles::locate(None);
+        if !files.installed() {
+            assert!(
+                std::env::var_os("TINGSHU_REQUIRE_SERVICES").is_none_or(|v| v != "1"),
+                "ONNX Runtime is not installed in {} (scripts/install-kokoro.sh)",
+                files.root.display()
+            );
+            eprintln!("skipped: ONNX Runtime is not installed (scripts/install-kokoro.sh)");
+            return;
+        }
+        let (env, _) = super::super::engine::warm_runtime(&files.runtime).unwrap();
+        let original = model();
+        let (rewritten, _) = rewrite(&original).unwrap();
+        for (t, seed) in [(9, 3), (1, 4), (2, 5), (40, 6)] {
+            let x: Vec<f32> = bytes(4 * t, seed)
+                .into_iter()
+                .map(|b| (f32::from(b) - 100.0) / 37.0)
+                .collect();
+            let want = run(&env, &original, x.clone());
+            assert_eq!(want[0].len(), 5 * t);
+            assert_eq!(run(&env, &rewritten, x), want, "T = {t}");
+        }
+    }
 }
