@@ -92,9 +92,6 @@ const LEVEL: GraphOptimizationLevel = GraphOptimizationLevel::Level3;
 pub struct Engine {
     idle: Mutex<Vec<Session>>,
     returned: Condvar,
-    /// Whether the sessions take [`super::rewrite::DURATION_CAP`] (the
-    /// rewritten CPU graph does).
-    duration_caps: bool,
     /// Which execution provider the sessions use ("cpu" or "cuda").
     pub device: &'static str,
 }
@@ -247,13 +244,7 @@ impl Engine {
             device,
             "Kokoro model loaded"
         );
-        let duration_caps = pool.first().is_some_and(|s| {
-            s.inputs()
-                .iter()
-                .any(|i| i.name() == super::rewrite::DURATION_CAP)
-        });
         let engine = Engine {
-            duration_caps,
             idle: Mutex::new(pool),
             returned: Condvar::new(),
             device,
@@ -270,53 +261,19 @@ impl Engine {
         style: &Style,
         speed: f32,
     ) -> Result<Vec<f32>, KokoroError> {
-        self.speak_with(phonemes, style, speed, false)
-    }
-
-    /// [`Engine::speak`]; with `clause_end`, the end of the chunk is read
-    /// as the end of a clause inside a sentence, not of an utterance
-    /// ([`phonemes::clause_end_caps`]), when the graph takes duration caps
-    /// ([`Engine::caps_durations`]).
-    pub fn speak_with(
-        &self,
-        phonemes: &str,
-        style: &Style,
-        speed: f32,
-        clause_end: bool,
-    ) -> Result<Vec<f32>, KokoroError> {
         let mut out = Vec::new();
-        let pieces = phonemes::split_tokens(phonemes, MAX_TOKENS - 2);
-        let last = pieces.len().saturating_sub(1);
-        for (i, piece) in pieces.iter().enumerate() {
-            let tokens = phonemes::tokens(piece);
+        for piece in phonemes::split_tokens(phonemes, MAX_TOKENS - 2) {
+            let tokens = phonemes::tokens(&piece);
             if tokens.is_empty() {
                 continue;
             }
-            let caps = self.duration_caps.then(|| {
-                if clause_end && i == last {
-                    phonemes::clause_end_caps(&tokens)
-                } else {
-                    vec![i64::MAX; tokens.len() + 2]
-                }
-            });
-            let audio = self.run(&tokens, caps, style, speed)?;
+            let audio = self.run(&tokens, style, speed)?;
             out.extend_from_slice(&audio);
         }
         Ok(out)
     }
 
-    /// Whether the sessions take duration caps (the rewritten CPU graph).
-    pub fn caps_durations(&self) -> bool {
-        self.duration_caps
-    }
-
-    fn run(
-        &self,
-        tokens: &[i64],
-        caps: Option<Vec<i64>>,
-        style: &Style,
-        speed: f32,
-    ) -> Result<Vec<f32>, KokoroError> {
+    fn run(&self, tokens: &[i64], style: &Style, speed: f32) -> Result<Vec<f32>, KokoroError> {
         let mut session = {
             let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
             loop {
@@ -326,7 +283,7 @@ impl Engine {
                 idle = self.returned.wait(idle).unwrap_or_else(|p| p.into_inner());
             }
         };
-        let result = infer(&mut session, tokens, caps, style, speed);
+        let result = infer(&mut session, tokens, style, speed);
         self.idle
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -444,7 +401,6 @@ fn faster_graph(model: &Path) -> Option<Vec<u8>> {
 fn infer(
     session: &mut Session,
     tokens: &[i64],
-    caps: Option<Vec<i64>>,
     style: &Style,
     speed: f32,
 ) -> ort::Result<Vec<f32>> {
@@ -453,17 +409,11 @@ fn infer(
     ids.extend_from_slice(tokens);
     ids.push(0);
     let n = ids.len();
-    let mut inputs = ort::inputs![
+    let inputs = ort::inputs![
         "tokens" => Tensor::from_array(([1usize, n], ids))?,
         "style" => Tensor::from_array(([1usize, STYLE_DIM], style.row(tokens.len()).to_vec()))?,
         "speed" => Tensor::from_array(([1usize], vec![speed]))?,
     ];
-    if let Some(caps) = caps {
-        inputs.push((
-            super::rewrite::DURATION_CAP.into(),
-            Tensor::from_array(([n], caps))?.into(),
-        ));
-    }
     let outputs = session.run(inputs)?;
     let (_, audio) = outputs[0].try_extract_tensor::<f32>()?;
     Ok(audio.to_vec())

@@ -161,14 +161,6 @@ impl Kokoro {
         engine::plan(&self.config, gpu).0
     }
 
-    /// Whether a chunk of `phonemes` is spoken as a clause end
-    /// ([`phonemes::clause_end_caps`]): on the CPU's rewritten graph only.
-    fn clause_end(&self, phonemes: &str) -> bool {
-        rewrite::enabled()
-            && self.choice.as_ref().is_ok_and(|c| c.device == "cpu")
-            && phonemes::ends_clause(phonemes)
-    }
-
     /// Where the engine will run and why (before it is loaded).
     pub fn device(&self) -> &Result<cuda::DeviceChoice, String> {
         &self.choice
@@ -201,16 +193,12 @@ impl Synthesizer for Kokoro {
 
     fn request_fingerprint(&self, req: &SynthRequest) -> String {
         // Chunks without Latin tokens keep the keys they had before Latin
-        // words were read as English, and chunks that end a sentence the
-        // keys they had before clause ends were capped.
-        let mut key = self.fingerprint();
+        // words were read as English.
         if phonemes::has_latin(&req.pinyin) {
-            key = format!("{key}/latin-{}", phonemes::LATIN_VERSION);
+            format!("{}/latin-{}", self.fingerprint(), phonemes::LATIN_VERSION)
+        } else {
+            self.fingerprint()
         }
-        if self.clause_end(&phonemes::phonemize(&req.pinyin)) {
-            key.push_str("/clause-end-1");
-        }
-        key
     }
 
     fn warm_up(&self, _voices: &[String]) {
@@ -238,21 +226,18 @@ impl Synthesizer for Kokoro {
         let engine = self.engine()?;
         let style = self.style(&req.voice.voice)?;
         let phonemes = phonemes::phonemize(&req.pinyin);
-        let clause_end = self.clause_end(&phonemes);
         let speed = req.voice.speed;
         let name = self.name.clone();
-        let samples = tokio::task::spawn_blocking(move || {
-            engine.speak_with(&phonemes, &style, speed, clause_end)
-        })
-        .await
-        .map_err(|e| SynthError::Engine {
-            backend: name.clone(),
-            message: format!("inference thread failed: {e}"),
-        })?
-        .map_err(|e| SynthError::Engine {
-            backend: name,
-            message: e.to_string(),
-        })?;
+        let samples = tokio::task::spawn_blocking(move || engine.speak(&phonemes, &style, speed))
+            .await
+            .map_err(|e| SynthError::Engine {
+                backend: name.clone(),
+                message: format!("inference thread failed: {e}"),
+            })?
+            .map_err(|e| SynthError::Engine {
+                backend: name,
+                message: e.to_string(),
+            })?;
         Ok(AudioClip::new(samples, SAMPLE_RATE))
     }
 }

@@ -464,43 +464,6 @@ fn punctuation(c: char) -> Option<char> {
     })
 }
 
-/// Whether a chunk's phonemes stop inside a sentence: they end with `,`
-/// or `:` (a clause, or words that lead into a quote), or with no mark at
-/// all (a chunk cut inside a clause).
-pub fn ends_clause(phonemes: &str) -> bool {
-    match phonemes.trim_end().chars().last() {
-        Some(',' | ':') => true,
-        Some(c) => punctuation(c).is_none(),
-        None => false,
-    }
-}
-
-/// Frames (25 ms each) the model gives, inside a sentence, to the symbol
-/// before a comma (usually the tone mark) and to the comma itself: 9 and
-/// 2 in the durations it predicted for sample 004's sentences.
-pub const CLAUSE_END_FRAMES: (i64, i64) = (9, 2);
-
-/// Duration caps (frames per token, pads included) for the padded tokens
-/// of a chunk that ends a clause ([`ends_clause`]), whose last
-/// `tokens.len()` symbols are `tokens`: the trailing marks and the symbol
-/// before them get at most what the model gives them inside a sentence
-/// ([`CLAUSE_END_FRAMES`]); nothing else is capped. Read as the end of an
-/// utterance, the model lengthens that symbol to about 30 frames, mostly
-/// silence that costs compute and that the mixer trims anyway.
-pub fn clause_end_caps(tokens: &[i64]) -> Vec<i64> {
-    let mut caps = vec![i64::MAX; tokens.len() + 2];
-    let mark = |t: i64| [',', ':'].iter().any(|&c| token_id(c) == Some(t));
-    let marks = tokens.iter().rev().take_while(|&&t| mark(t)).count();
-    let n = tokens.len();
-    for cap in &mut caps[1 + n - marks..=n] {
-        *cap = CLAUSE_END_FRAMES.1;
-    }
-    if n > marks {
-        caps[n - marks] = CLAUSE_END_FRAMES.0;
-    }
-    caps
-}
-
 /// The phoneme string of a speakable pinyin string. Syllables it does not
 /// know are left out (and logged); punctuation is kept.
 pub fn phonemize(pinyin: &str) -> String {
@@ -588,42 +551,6 @@ pub fn split_tokens(phonemes: &str, max: usize) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn chunks_ending_inside_a_sentence_end_a_clause() {
-        assert!(ends_clause(&phonemize(
-            "wu4 cong2 hai3-shang4 man4 guo4-lai2,"
-        )));
-        assert!(ends_clause(&phonemize("ta1 wen4:")));
-        assert!(ends_clause(&phonemize("ta1 wen4")));
-        for end in [".", "?", "!", ";", "…", "—"] {
-            assert!(
-                !ends_clause(&phonemize(&format!("ta1 zou3 le5{end}"))),
-                "{end}"
-            );
-        }
-        assert!(!ends_clause(""));
-    }
-
-    #[test]
-    fn clause_end_caps_bound_the_last_symbol_and_the_marks_only() {
-        let t = tokens(&phonemize("ta1 wen4,"));
-        let caps = clause_end_caps(&t);
-        assert_eq!(caps.len(), t.len() + 2);
-        let n = t.len();
-        assert_eq!(caps[n], CLAUSE_END_FRAMES.1, "the comma");
-        assert_eq!(caps[n - 1], CLAUSE_END_FRAMES.0, "the tone mark before it");
-        assert!(caps[..n - 1].iter().all(|&c| c == i64::MAX), "{caps:?}");
-        assert_eq!(caps[n + 1], i64::MAX, "the end pad");
-        // No mark: only the last symbol.
-        let t = tokens(&phonemize("ta1 wen4"));
-        let caps = clause_end_caps(&t);
-        assert_eq!(caps[t.len()], CLAUSE_END_FRAMES.0);
-        assert_eq!(caps.iter().filter(|&&c| c != i64::MAX).count(), 1);
-        // Nothing but marks: no panic.
-        assert_eq!(clause_end_caps(&tokens(",")), [i64::MAX, 2, i64::MAX]);
-        assert_eq!(clause_end_caps(&[]), [i64::MAX, i64::MAX]);
-    }
 
     #[test]
     fn every_symbol_has_its_id() {

@@ -28,16 +28,7 @@ use std::collections::HashMap;
 
 /// Changes when the rewrite changes (part of the optimized graph's cache
 /// key, so a new rewrite never loads an old cached graph).
-pub const VERSION: &str = "mm2";
-
-/// The graph input the rewrite adds: an upper bound on each token's
-/// predicted duration in frames (int64, one per token, pads included),
-/// applied as `Min` to the durations the model predicts. Bounds of
-/// `i64::MAX` change nothing.
-pub const DURATION_CAP: &str = "tingshu_duration_cap";
-
-/// The tensor of predicted durations in the pinned Kokoro model.
-const DURATIONS: &str = "/encoder/Gather_output_0";
+pub const VERSION: &str = "mm1";
 
 /// Whether CPU sessions run the rewritten graph: yes, unless the
 /// environment sets `TINGSHU_KOKORO_REWRITE=0` (to compare, or to rule
@@ -391,39 +382,6 @@ fn node(
     n
 }
 
-/// A `ValueInfoProto`: a 1-D tensor of `elem_type` whose length is the
-/// token sequence's.
-fn sequence_input(name: &str, elem_type: i64) -> Vec<u8> {
-    let mut dim = Vec::new();
-    put_bytes(&mut dim, 2, b"sequence_length");
-    let mut shape = Vec::new();
-    put_bytes(&mut shape, 1, &dim);
-    let mut tensor_type = Vec::new();
-    put_int(&mut tensor_type, 1, elem_type);
-    put_bytes(&mut tensor_type, 2, &shape);
-    let mut ty = Vec::new();
-    put_bytes(&mut ty, 1, &tensor_type);
-    let mut v = Vec::new();
-    put_bytes(&mut v, 1, name.as_bytes());
-    put_bytes(&mut v, 2, &ty);
-    v
-}
-
-/// `node` (encoded) with its output `from` renamed `to`; every other
-/// field is copied.
-fn rename_output(node: &[u8], from: &str, to: &str) -> Result<Vec<u8>, RewriteError> {
-    let mut out = Vec::with_capacity(node.len() + to.len());
-    for f in read_fields(node)? {
-        match (f.number, f.value) {
-            (2, Value::Bytes(name)) if name == from.as_bytes() => {
-                put_bytes(&mut out, 2, to.as_bytes())
-            }
-            _ => out.extend_from_slice(f.raw),
-        }
-    }
-    Ok(out)
-}
-
 // --- The rewrite --------------------------------------------------------------
 
 /// A `ConvInteger` turned into nodes and initializers (encoded).
@@ -504,34 +462,12 @@ fn rewrite_graph(graph: &[u8]) -> Result<(Vec<u8>, usize), RewriteError> {
         }
     }
 
-    // The node that predicts the durations: its output is renamed and a
-    // Min against the new input takes its place.
-    let durations = nodes
-        .iter()
-        .position(|n| n.outputs.contains(&DURATIONS))
-        .filter(|_| !inputs.contains(&DURATION_CAP) && !uses.contains_key(DURATION_CAP));
-    let raw_durations = format!("tingshu_{VERSION}/durations");
-
     let mut out = Vec::with_capacity(graph.len() + graph.len() / 8);
     let mut node_index = 0;
     for (i, f) in fields.iter().enumerate() {
         if f.number == 1 {
             match &replacements[node_index] {
                 Some(r) => r.nodes.iter().for_each(|n| put_bytes(&mut out, 1, n)),
-                None if durations == Some(node_index) => {
-                    let Value::Bytes(b) = f.value else {
-                        return Err(RewriteError::Malformed("node"));
-                    };
-                    put_bytes(&mut out, 1, &rename_output(b, DURATIONS, &raw_durations)?);
-                    let min = node(
-                        "Min",
-                        &format!("tingshu_{VERSION}/duration_cap"),
-                        &[&raw_durations, DURATION_CAP],
-                        &[DURATIONS],
-                        &[],
-                    );
-                    put_bytes(&mut out, 1, &min);
-                }
                 None => out.extend_from_slice(f.raw),
             }
             node_index += 1;
@@ -552,9 +488,6 @@ fn rewrite_graph(graph: &[u8]) -> Result<(Vec<u8>, usize), RewriteError> {
         for t in &r.initializers {
             put_bytes(&mut out, 5, t);
         }
-    }
-    if durations.is_some() {
-        put_bytes(&mut out, 11, &sequence_input(DURATION_CAP, INT64));
     }
     Ok((out, replacements.iter().flatten().count()))
 }
@@ -883,60 +816,6 @@ mod tests {
         }
     }
 
-    /// A model whose "durations" pass through: x (int64 [T]) → Identity →
-    /// the durations tensor → Identity → y.
-    fn durations_model() -> Vec<u8> {
-        let mut g = Vec::new();
-        put_bytes(
-            &mut g,
-            1,
-            &node("Identity", "predict", &["x"], &[DURATIONS], &[]),
-        );
-        put_bytes(
-            &mut g,
-            1,
-            &node("Identity", "use", &[DURATIONS], &["y"], &[]),
-        );
-        put_bytes(&mut g, 11, &value_info("x", INT64, &[None]));
-        put_bytes(&mut g, 12, &value_info("y", INT64, &[None]));
-        let mut m = Vec::new();
-        put_int(&mut m, 1, 8);
-        let mut opset = Vec::new();
-        put_int(&mut opset, 2, 17);
-        put_bytes(&mut m, 8, &opset);
-        put_bytes(&mut m, 7, &g);
-        m
-    }
-
-    #[test]
-    fn the_durations_get_a_cap_input_and_keep_their_name() {
-        let (rewritten, n) = rewrite(&durations_model()).unwrap();
-        assert_eq!(n, 0);
-        let (ops, _) = contents(&rewritten);
-        assert_eq!(ops, ["Identity", "Min", "Identity"]);
-        let fields = read_fields(&rewritten).unwrap();
-        let Value::Bytes(g) = fields.iter().find(|f| f.number == 7).unwrap().value else {
-            panic!("no graph")
-        };
-        let g = read_fields(g).unwrap();
-        let nodes: Vec<Node> = g
-            .iter()
-            .filter(|f| f.number == 1)
-            .map(|f| match f.value {
-                Value::Bytes(b) => read_node(b).unwrap(),
-                _ => panic!("node"),
-            })
-            .collect();
-        assert_eq!(nodes[1].inputs, [nodes[0].outputs[0], DURATION_CAP]);
-        assert_eq!(nodes[1].outputs, [DURATIONS]);
-        assert_eq!(nodes[2].inputs, [DURATIONS]);
-        let inputs = g.iter().filter(|f| f.number == 11).count();
-        assert_eq!(inputs, 2);
-        // A model that already has the input is left alone.
-        let (again, _) = rewrite(&rewritten).unwrap();
-        assert_eq!(contents(&again).0, ["Identity", "Min", "Identity"]);
-    }
-
     #[test]
     fn what_is_not_a_model_is_an_error_not_a_panic() {
         assert!(rewrite(b"\xff\xff\xff").is_err());
@@ -969,9 +848,8 @@ mod tests {
             .collect()
     }
 
-    /// ONNX Runtime's environment, or `None` (the test skips) when the
-    /// runtime is not installed and the services are not required.
-    fn runtime() -> Option<ort::environment::Environment> {
+    #[test]
+    fn onnx_runtime_computes_the_same_integers_from_both_graphs() {
         let files = super::super::KokoroFiles::locate(None);
         if !files.installed() {
             assert!(
@@ -980,38 +858,9 @@ mod tests {
                 files.root.display()
             );
             eprintln!("skipped: ONNX Runtime is not installed (scripts/install-kokoro.sh)");
-            return None;
+            return;
         }
-        Some(
-            super::super::engine::warm_runtime(&files.runtime)
-                .unwrap()
-                .0,
-        )
-    }
-
-    #[test]
-    fn onnx_runtime_applies_the_caps() {
-        let Some(env) = runtime() else { return };
-        let (rewritten, _) = rewrite(&durations_model()).unwrap();
-        let mut session = ort::session::Session::builder(&env)
-            .unwrap()
-            .commit_from_memory(&rewritten)
-            .unwrap();
-        let x: Vec<i64> = vec![18, 2, 3, 30, 11, 1];
-        let caps = vec![i64::MAX, i64::MAX, i64::MAX, 9, 2, i64::MAX];
-        let outputs = session
-            .run(ort::inputs![
-                "x" => ort::value::Tensor::from_array(([6usize], x)).unwrap(),
-                DURATION_CAP => ort::value::Tensor::from_array(([6usize], caps)).unwrap(),
-            ])
-            .unwrap();
-        let y = outputs["y"].try_extract_tensor::<i64>().unwrap().1.to_vec();
-        assert_eq!(y, [18, 2, 3, 9, 2, 1]);
-    }
-
-    #[test]
-    fn onnx_runtime_computes_the_same_integers_from_both_graphs() {
-        let Some(env) = runtime() else { return };
+        let (env, _) = super::super::engine::warm_runtime(&files.runtime).unwrap();
         let original = model();
         let (rewritten, _) = rewrite(&original).unwrap();
         for (t, seed) in [(9, 3), (1, 4), (2, 5), (40, 6)] {
