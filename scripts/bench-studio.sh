@@ -21,8 +21,14 @@
 # the studio and its engine worker processes (sampled every 50 ms), and
 # the answers' status counts. Target: ≤ 300 MB.
 #
+# ONLY=neural: the built-in neural voice (voices/default.toml). The model
+# is loaded and a pasted sentence previewed first; then each paragraph of
+# the first chapters is previewed once, streamed, nothing cached: time to
+# the first audio bytes past the WAV header. Target: ≤ 0.6 s.
+#
 #   scripts/bench-studio.sh [BOOK] [VOICES] [CHAPTERS]   (SLOW_MS=1500)
 #   ONLY=memory scripts/bench-studio.sh [BOOK]             (the last part only)
+#   ONLY=neural scripts/bench-studio.sh [BOOK] - [CHAPTERS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BOOK=${1:-samples/灯塔守夜人.txt}
@@ -80,6 +86,57 @@ memory() {
         "studio + workers peak $(( $(cat "$TMP/tree-peak" 2>/dev/null || echo 0) / 1024 )) MB;" \
         "answers: $(sort "$TMP/codes" | uniq -c | awk '{printf "%s×%s ", $1, $2}')(target ≤ 300 MB)"
 }
+# Streamed previews of every paragraph in $TMP/plan: time to the first
+# audio bytes (headers arrive at once, so not curl's time_starttransfer).
+stream_first() {
+    python3 - "$BASE" "$TOKEN" "$TMP/plan" "$1" <<'PY'
+import http.client, json, statistics, sys, time, urllib.parse
+base, token, plan, target = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
+u = urllib.parse.urlparse(base)
+first, whole = [], []
+for line in open(plan):
+    chapter, paragraph = map(int, line.split())
+    body = json.dumps({"chapter": chapter, "paragraphs": [paragraph, paragraph], "stream": True})
+    c = http.client.HTTPConnection(u.hostname, u.port)
+    t0 = time.monotonic()
+    c.request("POST", "/api/preview", body, {"X-Tingshu-Token": token, "Content-Type": "application/json"})
+    r = c.getresponse()
+    assert r.status == 200, r.status
+    got = r.read1(65536)
+    while len(got) <= 44:
+        got += r.read1(65536)
+    first.append(time.monotonic() - t0)
+    r.read()
+    whole.append(time.monotonic() - t0)
+    c.close()
+first.sort()
+print(f"{'first audio, stream':>20}: {len(first)} paragraphs, median {statistics.median(first)*1e3:.0f} ms, "
+      f"p90 {first[int(len(first)*0.9)]*1e3:.0f} ms, worst {first[-1]*1e3:.0f} ms, "
+      f"under {target:g} s: {sum(x < target for x in first)}/{len(first)}; whole stream median {statistics.median(whole)*1e3:.0f} ms")
+PY
+}
+plan() {
+    curl -s "$BASE/api/book" > "$TMP/book.json"
+    # chapter index and paragraph count of the first CHAPTERS chapters
+    python3 - "$TMP/book.json" "$CHAPTERS" > "$TMP/plan" <<'PY'
+import json, sys
+book = json.load(open(sys.argv[1]))
+for c in book["chapters"][: int(sys.argv[2])]:
+    for p in range(1, c["paragraphs"] + 1):
+        print(c["index"], p)
+PY
+}
+if [[ ${ONLY:-} == neural ]]; then
+    start voices/default.toml neural
+    plan
+    # the model loads with the studio; one pasted sentence waits for it
+    curl -s -o /dev/null -H "X-Tingshu-Token: $TOKEN" -H 'Content-Type: application/json' \
+        -d '{"text": "风停了。"}' "$BASE/api/preview"
+    echo "studio neural preview: $BOOK, $(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg)"
+    stream_first 0.6
+    echo "load after: $(cut -d' ' -f1 /proc/loadavg)"
+    exit 0
+fi
 if [[ ${ONLY:-} == memory ]]; then
     memory "default queue"
     memory "64 waiting" --max-queued 64
@@ -87,15 +144,7 @@ if [[ ${ONLY:-} == memory ]]; then
 fi
 
 start "$VOICES" espeak
-curl -s "$BASE/api/book" > "$TMP/book.json"
-# chapter index and paragraph count of the first CHAPTERS chapters
-python3 - "$TMP/book.json" "$CHAPTERS" > "$TMP/plan" <<'PY'
-import json, sys
-book = json.load(open(sys.argv[1]))
-for c in book["chapters"][: int(sys.argv[2])]:
-    for p in range(1, c["paragraphs"] + 1):
-        print(c["index"], p)
-PY
+plan
 sleep 1  # engine workers start with the server
 run() {
     local label=$1 stream=${2:-false} timing=${3:-time_total}
@@ -145,33 +194,7 @@ run whole false time_total
 # a fresh output directory again: nothing cached for the streamed run
 kill "$PID"; wait "$PID" 2>/dev/null || true
 start "$TMP/slow.toml" slow-stream
-# time to the first audio bytes (headers arrive at once, so not curl's
-# time_starttransfer): the header and first chunk come together
-python3 - "$BASE" "$TOKEN" "$TMP/plan" <<'PY'
-import http.client, json, statistics, sys, time, urllib.parse
-base, token, plan = sys.argv[1], sys.argv[2], sys.argv[3]
-u = urllib.parse.urlparse(base)
-first, whole = [], []
-for line in open(plan):
-    chapter, paragraph = map(int, line.split())
-    body = json.dumps({"chapter": chapter, "paragraphs": [paragraph, paragraph], "stream": True})
-    c = http.client.HTTPConnection(u.hostname, u.port)
-    t0 = time.monotonic()
-    c.request("POST", "/api/preview", body, {"X-Tingshu-Token": token, "Content-Type": "application/json"})
-    r = r_ = c.getresponse()
-    assert r.status == 200, r.status
-    got = r.read1(65536)
-    while len(got) <= 44:
-        got += r.read1(65536)
-    first.append(time.monotonic() - t0)
-    rest = r.read()
-    whole.append(time.monotonic() - t0)
-    c.close()
-first.sort()
-print(f"{'first audio, stream':>20}: {len(first)} paragraphs, median {statistics.median(first)*1e3:.0f} ms, "
-      f"p90 {first[int(len(first)*0.9)]*1e3:.0f} ms, worst {first[-1]*1e3:.0f} ms, "
-      f"under 2 s: {sum(x < 2 for x in first)}/{len(first)}; whole stream median {statistics.median(whole)*1e3:.0f} ms")
-PY
+stream_first 2
 
 memory "default queue"
 memory "64 waiting" --max-queued 64
