@@ -64,6 +64,10 @@ pub fn write_atomic_with<T, E>(
     io_error: impl Fn(io::Error) -> E,
     write: impl FnOnce(BufWriter<File>) -> Result<T, E>,
 ) -> Result<T, E> {
+    if is_special(path) {
+        let file = open_special(path).map_err(&io_error)?;
+        return write(BufWriter::new(file));
+    }
     let tmp = temp_path(path);
     let file = File::create(&tmp).map_err(&io_error)?;
     match write(BufWriter::new(file)) {
@@ -84,9 +88,27 @@ pub fn write_atomic_with<T, E>(
 /// Moves a finished temporary file (written by another program, such as
 /// ffmpeg) into place; removes it when that fails.
 pub fn commit(tmp: &Path, path: &Path) -> io::Result<()> {
+    if is_special(path) {
+        let copied = File::open(tmp)
+            .and_then(|mut from| io::copy(&mut from, &mut open_special(path)?).map(drop));
+        let _ = fs::remove_file(tmp);
+        return copied;
+    }
     fs::rename(tmp, path).inspect_err(|_| {
         let _ = fs::remove_file(tmp);
     })
+}
+
+/// Whether `path` is an existing file that is neither a regular file nor a
+/// directory: a device (`/dev/null`, `/dev/stdout`), a FIFO or a socket.
+/// Such a file is written in place: renaming a temporary file over it
+/// would replace the device with a regular file.
+pub fn is_special(path: &Path) -> bool {
+    fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir())
+}
+
+fn open_special(path: &Path) -> io::Result<File> {
+    OpenOptions::new().write(true).open(path)
 }
 
 fn write_through(
@@ -95,6 +117,11 @@ fn write_through(
     sync: bool,
     write: impl FnOnce(&mut BufWriter<File>) -> io::Result<()>,
 ) -> io::Result<()> {
+    if is_special(path) {
+        let mut out = BufWriter::new(open_special(path)?);
+        write(&mut out)?;
+        return out.flush();
+    }
     let result = File::create(tmp).and_then(|file| {
         let mut out = BufWriter::new(file);
         write(&mut out)?;
@@ -242,6 +269,36 @@ impl Drop for PidLock {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_device_is_written_in_place_not_replaced() {
+        let null = Path::new("/dev/null");
+        let is_device = || {
+            use std::os::unix::fs::FileTypeExt;
+            fs::metadata(null).is_ok_and(|m| m.file_type().is_char_device())
+        };
+        if !is_device() {
+            eprintln!("skipped: /dev/null is not a character device here");
+            return;
+        }
+        assert!(is_special(null));
+        write_atomic(null, b"bytes").unwrap();
+        write_atomic_synced(null, b"bytes").unwrap();
+        write_atomic_with(null, |e| e, |mut w| w.write_all(b"bytes")).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let tmp = dir.path().join("t");
+        fs::write(&tmp, b"encoded").unwrap();
+        commit(&tmp, null).unwrap();
+        assert!(!tmp.exists());
+        assert!(is_device(), "/dev/null was replaced");
+        assert!(!null.with_file_name(".null.part").exists());
+        // Regular files and missing ones still go through a temporary file.
+        let f = dir.path().join("f");
+        assert!(!is_special(&f));
+        write_atomic(&f, b"x").unwrap();
+        assert!(!is_special(&f));
+        assert_eq!(fs::read(&f).unwrap(), b"x");
+    }
 
     #[test]
     fn failed_writes_leave_neither_the_file_nor_a_temporary() {
