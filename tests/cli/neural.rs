@@ -385,9 +385,14 @@ fn the_rewritten_cpu_graph_speaks_the_same_bits_as_the_model() {
     let rewritten = preview_bytes_with(data.path(), text, true);
     let caches = graph_caches(data.path());
     assert_eq!(caches.len(), 1, "{caches:?}");
-    // Each graph is cached under its own key.
+    // Each graph is cached under its own key (where the CPU has the
+    // instructions that make the rewrite exact; else it is not used).
     let key = |p: &Path| p.file_name().unwrap().to_string_lossy()[..27].to_owned();
-    assert_ne!(key(&caches[0]), key(&plain[0]));
+    if tingshu::synth::kokoro::rewrite::exact_here() {
+        assert_ne!(key(&caches[0]), key(&plain[0]));
+    } else {
+        assert_eq!(key(&caches[0]), key(&plain[0]));
+    }
     assert!(model.len() > 44 + 24_000, "{} bytes", model.len());
     assert!(model == rewritten, "the rewritten graph changed the audio");
 }

@@ -30,11 +30,28 @@ use std::collections::HashMap;
 /// key, so a new rewrite never loads an old cached graph).
 pub const VERSION: &str = "mm1";
 
-/// Whether CPU sessions run the rewritten graph: yes, unless the
-/// environment sets `TINGSHU_KOKORO_REWRITE=0` (to compare, or to rule
-/// the rewrite out when something sounds wrong).
+/// Whether CPU sessions run the rewritten graph: on a CPU with int8 dot
+/// products ([`exact_here`]), unless the environment sets
+/// `TINGSHU_KOKORO_REWRITE=0` (to compare, or to rule the rewrite out when
+/// something sounds wrong).
 pub fn enabled() -> bool {
-    std::env::var_os("TINGSHU_KOKORO_REWRITE").is_none_or(|v| v != "0")
+    exact_here() && std::env::var_os("TINGSHU_KOKORO_REWRITE").is_none_or(|v| v != "0")
+}
+
+/// Whether ONNX Runtime's uint8 × int8 products are exact on this CPU: on
+/// x86-64 only with VNNI (AVX512-VNNI or AVX-VNNI), whose dot product adds
+/// into 32 bits. Without it, the kernels use `VPMADDUBSW`, which saturates
+/// pairs of products at 16 bits (ONNX Runtime's quantization notes), so the
+/// rewrite would change the audio; it is then not used.
+pub fn exact_here() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::is_x86_feature_detected!("avx512vnni") || std::is_x86_feature_detected!("avxvnni")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
 }
 
 /// Why a model could not be rewritten (it is then used as it is).
@@ -858,6 +875,10 @@ mod tests {
                 files.root.display()
             );
             eprintln!("skipped: ONNX Runtime is not installed (scripts/install-kokoro.sh)");
+            return;
+        }
+        if !exact_here() {
+            eprintln!("skipped: this CPU has no VNNI, so the rewrite is not used here");
             return;
         }
         let (env, _) = super::super::engine::warm_runtime(&files.runtime).unwrap();
