@@ -123,24 +123,39 @@ impl Pending {
 
     /// Writes the oldest queued entry, if any; returns whether it did.
     fn write_one(&self, dir: &Path) -> bool {
-        let (key, bytes) = {
-            let mut state = self.lock();
-            let Some(key) = state.queue.pop_front() else {
-                return false;
-            };
-            let bytes = Arc::clone(&state.entries[&key]);
-            (key, bytes)
+        let Some((key, bytes)) = self.take() else {
+            return false;
         };
         if let Err(e) = write_entry(dir, &key, &bytes) {
             tracing::warn!(cache = %dir.display(), error = %e, "cannot store in cache");
         }
+        self.written_out(key, &bytes);
+        true
+    }
+
+    /// The oldest queued entry, off the queue but still readable.
+    fn take(&self) -> Option<(CacheKey, Arc<Vec<u8>>)> {
         let mut state = self.lock();
-        if let Some(gone) = state.entries.remove(&key) {
-            state.bytes -= gone.len();
+        let key = state.queue.pop_front()?;
+        let bytes = Arc::clone(&state.entries[&key]);
+        Some((key, bytes))
+    }
+
+    /// `bytes` of `key` are on disk: the entry leaves memory, unless the
+    /// key was stored again meanwhile (other bytes), which then go back on
+    /// the queue to be written in their turn.
+    fn written_out(&self, key: CacheKey, bytes: &Arc<Vec<u8>>) {
+        let mut state = self.lock();
+        match state.entries.get(&key) {
+            Some(now) if Arc::ptr_eq(now, bytes) => {
+                state.bytes -= bytes.len();
+                state.entries.remove(&key);
+            }
+            Some(_) => state.queue.push_back(key),
+            None => {}
         }
         drop(state);
         self.written.notify_all();
-        true
     }
 
     /// The background thread: writes entries as they come, at idle priority.
@@ -229,6 +244,40 @@ mod tests {
                     || crate::synth::cache::dir::contains(dir.path(), key)
             );
         }
+    }
+
+    /// A key stored again while its first bytes are being written: the
+    /// second bytes are written too, not dropped with the first.
+    #[test]
+    fn a_key_stored_again_while_being_written_is_written_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let behind = WriteBehind {
+            dir: dir.path().to_owned(),
+            shared: std::sync::Arc::default(),
+            thread: std::sync::Mutex::new(None),
+        };
+        let key = CacheKey::new("x", &req("又一遍", 1.0));
+        let encode = |c: &AudioClip| crate::synth::cache::entry::encode_clip(c).unwrap();
+        let first = encode(&AudioClip::from_i16(&[1, 2, 3], 22050));
+        let second = encode(&AudioClip::from_i16(&[4, 5, 6, 7], 22050));
+        behind.queue(&key, first.clone());
+        // The writer takes the first bytes and writes them …
+        let (taken, bytes) = behind.shared.take().unwrap();
+        crate::synth::cache::dir::write_entry(dir.path(), &taken, &bytes).unwrap();
+        // … while the same key is stored again …
+        behind.queue(&key, second.clone());
+        // … and then finishes the first write.
+        behind.shared.written_out(taken, &bytes);
+        assert_eq!(behind.pending(&key).as_deref(), Some(&second));
+        assert_eq!(behind.pending_bytes(), second.len());
+        behind.flush();
+        assert_eq!(behind.pending_bytes(), 0);
+        assert!(behind.pending(&key).is_none());
+        let on_disk = Cache::new(dir.path());
+        assert_eq!(
+            on_disk.get(&key),
+            Some(AudioClip::from_i16(&[4, 5, 6, 7], 22050))
+        );
     }
 
     #[test]
