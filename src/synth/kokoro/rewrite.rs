@@ -8,8 +8,9 @@
 //! stands for:
 //!
 //! ```text
-//! x: [1, C, T] uint8 ─ Transpose ─ Pad (with x's zero point) ─ k Slices
-//!   (one per kernel tap, shifted by the dilation) ─ Concat → [1, T, k·C]
+//! x: [1, C, T] uint8 ─ Transpose ─ Pad (with x's zero point) ─ Gather
+//!   (rows t, t + d, …, t + (k − 1)·d for each t: the kernel's taps at the
+//!   dilation d) ─ Reshape → [1, T, k·C]
 //!   ─ MatMulInteger (weights as int8 [k·C, M], zero point − 128)
 //!   ─ Transpose → [1, M, T] int32
 //! ```
@@ -28,7 +29,7 @@ use std::collections::HashMap;
 
 /// Changes when the rewrite changes (part of the optimized graph's cache
 /// key, so a new rewrite never loads an old cached graph).
-pub const VERSION: &str = "mm1";
+pub const VERSION: &str = "mm2";
 
 /// Whether CPU sessions run the rewritten graph: on a CPU with int8 dot
 /// products ([`exact_here`]), unless the environment sets
@@ -352,6 +353,10 @@ fn tensor(name: &str, data_type: i64, dims: &[i64], raw: &[u8]) -> Vec<u8> {
     t
 }
 
+fn i64_scalar(name: &str, value: i64) -> Vec<u8> {
+    tensor(name, INT64, &[], &value.to_le_bytes())
+}
+
 fn i64_tensor(name: &str, values: &[i64]) -> Vec<u8> {
     let raw: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
     tensor(name, INT64, &[values.len() as i64], &raw)
@@ -597,32 +602,62 @@ fn plan(
             ));
             a = padded;
         }
-        let axis = name("axis");
-        inits.push(i64_tensor(&axis, &[1]));
-        let mut taps = Vec::with_capacity(k);
-        for j in 0..k as i64 {
-            let (start, end) = (name(&format!("start{j}")), name(&format!("end{j}")));
-            let stop = j * d - 2 * p;
-            inits.push(i64_tensor(&start, &[j * d]));
-            inits.push(i64_tensor(&end, &[if stop < 0 { stop } else { i64::MAX }]));
-            let tap = name(&format!("tap{j}"));
-            nodes.push(node(
-                "Slice",
-                &name(&format!("slice{j}")),
-                &[&a, &start, &end, &axis],
-                &[&tap],
-                &[],
-            ));
-            taps.push(tap);
-        }
-        let cols = name("cols");
-        let refs: Vec<&str> = taps.iter().map(String::as_str).collect();
+        // Row t of the columns holds the padded input at t, t + d, …,
+        // t + (k − 1)·d: one Gather with indices [T, k] computed from T.
+        let (two, zero, one) = (name("two"), name("zero"), name("one"));
+        inits.push(i64_scalar(&two, 2));
+        inits.push(i64_scalar(&zero, 0));
+        inits.push(i64_scalar(&one, 1));
+        let (shape, frames, times, column) =
+            (name("shape"), name("t"), name("times"), name("column"));
+        nodes.push(node("Shape", &name("shape_of"), &[x], &[&shape], &[]));
         nodes.push(node(
-            "Concat",
-            &name("concat"),
-            &refs,
+            "Gather",
+            &name("frames"),
+            &[&shape, &two],
+            &[&frames],
+            &[int_attribute("axis", 0)],
+        ));
+        nodes.push(node(
+            "Range",
+            &name("range"),
+            &[&zero, &frames, &one],
+            &[&times],
+            &[],
+        ));
+        let (axes, offsets, indices) = (name("axes"), name("offsets"), name("indices"));
+        inits.push(i64_tensor(&axes, &[1]));
+        let taps: Vec<i64> = (0..k as i64).map(|j| j * d).collect();
+        inits.push(i64_tensor(&offsets, &taps));
+        nodes.push(node(
+            "Unsqueeze",
+            &name("unsqueeze"),
+            &[&times, &axes],
+            &[&column],
+            &[],
+        ));
+        nodes.push(node(
+            "Add",
+            &name("taps"),
+            &[&column, &offsets],
+            &[&indices],
+            &[],
+        ));
+        let (gathered, shape_out, cols) = (name("gathered"), name("cols_shape"), name("cols"));
+        nodes.push(node(
+            "Gather",
+            &name("im2col"),
+            &[&a, &indices],
+            &[&gathered],
+            &[int_attribute("axis", 1)],
+        ));
+        inits.push(i64_tensor(&shape_out, &[0, -1, (k * c) as i64]));
+        nodes.push(node(
+            "Reshape",
+            &name("reshape"),
+            &[&gathered, &shape_out],
             &[&cols],
-            &[int_attribute("axis", 2)],
+            &[],
         ));
         a = cols;
     }
@@ -792,7 +827,9 @@ mod tests {
         let count = |op: &str| ops.iter().filter(|o| *o == op).count();
         assert_eq!(count("ConvInteger"), 1, "{ops:?}");
         assert_eq!(count("MatMulInteger"), 1, "{ops:?}");
-        assert_eq!(count("Slice"), 3, "{ops:?}");
+        assert_eq!(count("Slice"), 0, "{ops:?}");
+        assert_eq!(count("Gather"), 2, "{ops:?}");
+        assert_eq!(count("Range"), 1, "{ops:?}");
         assert_eq!(ops[0], "DynamicQuantizeLinear");
         // The rewritten weight is gone; the strided node's and the shared
         // zero point stay.
