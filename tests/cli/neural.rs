@@ -26,6 +26,12 @@ fn installed() -> Option<KokoroFiles> {
 }
 
 fn tingshu(dir: &Path, args: &[&str], data: Option<&Path>) -> Output {
+    command(dir, args, data).output()
+}
+
+/// tingshu `args` in `dir`, with the data directory `data` and none of the
+/// environment's voices, cache or output settings.
+fn command(dir: &Path, args: &[&str], data: Option<&Path>) -> Tingshu {
     let mut run = Tingshu::new(args)
         .dir(dir)
         .env_remove("TINGSHU_VOICES")
@@ -34,7 +40,7 @@ fn tingshu(dir: &Path, args: &[&str], data: Option<&Path>) -> Output {
     if let Some(data) = data {
         run = run.env("TINGSHU_DATA", data);
     }
-    run.output()
+    run
 }
 
 fn stderr(out: &Output) -> String {
@@ -355,20 +361,11 @@ fn preview_bytes(data: &Path, text: &str) -> Vec<u8> {
 /// [`preview_bytes`], with the CPU graph rewrite on or off.
 fn preview_bytes_with(data: &Path, text: &str, rewrite: bool) -> Vec<u8> {
     let dir = tempfile::tempdir().unwrap();
-    let out = Tingshu::new([
-        "preview",
-        text,
-        "--voices",
-        &default_voices(),
-        "-o",
-        "p.wav",
-    ])
-    .dir(dir.path())
-    .env_remove("TINGSHU_VOICES")
-    .env_remove("TINGSHU_CACHE")
-    .env("TINGSHU_DATA", data)
-    .env("TINGSHU_KOKORO_REWRITE", if rewrite { "1" } else { "0" })
-    .output();
+    let voices = default_voices();
+    let args = ["preview", text, "--voices", &voices, "-o", "p.wav"];
+    let out = command(dir.path(), &args, Some(data))
+        .env("TINGSHU_KOKORO_REWRITE", if rewrite { "1" } else { "0" })
+        .output();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     std::fs::read(dir.path().join("p.wav")).unwrap()
 }

@@ -209,17 +209,22 @@ mod tests {
     use crate::synth::cache::tests::req;
     use crate::synth::cache::{Cache, CacheKey};
 
+    /// A write-behind whose writer thread never runs: only callers write.
+    fn without_writer(dir: &std::path::Path) -> WriteBehind {
+        WriteBehind {
+            dir: dir.to_owned(),
+            shared: std::sync::Arc::default(),
+            thread: std::sync::Mutex::new(None),
+        }
+    }
+
     /// A machine so busy that the idle-priority writer never runs: the
     /// queue stays bounded because the caller writes past the bound, and
     /// every entry is on disk or still readable.
     #[test]
     fn a_writer_that_never_runs_does_not_let_memory_grow() {
         let dir = tempfile::tempdir().unwrap();
-        let behind = WriteBehind {
-            dir: dir.path().to_owned(),
-            shared: std::sync::Arc::default(),
-            thread: std::sync::Mutex::new(None),
-        };
+        let behind = without_writer(dir.path());
         let entry = 3 << 20;
         let keys: Vec<CacheKey> = (0..20)
             .map(|i| CacheKey::new("x", &req(&format!("第{i}章"), 1.0)))
@@ -251,11 +256,7 @@ mod tests {
     #[test]
     fn a_key_stored_again_while_being_written_is_written_again() {
         let dir = tempfile::tempdir().unwrap();
-        let behind = WriteBehind {
-            dir: dir.path().to_owned(),
-            shared: std::sync::Arc::default(),
-            thread: std::sync::Mutex::new(None),
-        };
+        let behind = without_writer(dir.path());
         let key = CacheKey::new("x", &req("又一遍", 1.0));
         let encode = |c: &AudioClip| crate::synth::cache::entry::encode_clip(c).unwrap();
         let first = encode(&AudioClip::from_i16(&[1, 2, 3], 22050));

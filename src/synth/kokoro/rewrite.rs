@@ -589,19 +589,18 @@ fn plan(
     ));
     let mut a = transposed.clone();
     if k > 1 {
-        if p > 0 {
-            let pads = name("pads");
-            inits.push(i64_tensor(&pads, &[0, p, 0, 0, p, 0]));
-            let padded = name("x_p");
-            nodes.push(node(
-                "Pad",
-                &name("pad"),
-                &[&a, &pads, x_zero],
-                &[&padded],
-                &[],
-            ));
-            a = padded;
-        }
+        // p = d·(k − 1)/2 ≥ 1 here.
+        let pads = name("pads");
+        inits.push(i64_tensor(&pads, &[0, p, 0, 0, p, 0]));
+        let padded = name("x_p");
+        nodes.push(node(
+            "Pad",
+            &name("pad"),
+            &[&a, &pads, x_zero],
+            &[&padded],
+            &[],
+        ));
+        a = padded;
         // Row t of the columns holds the padded input at t, t + d, …,
         // t + (k − 1)·d: one Gather with indices [T, k] computed from T.
         let (two, zero, one) = (name("two"), name("zero"), name("one"));
@@ -793,15 +792,20 @@ mod tests {
         m
     }
 
-    /// The graph's nodes' op types, in order, and its initializers' names.
-    fn contents(model: &[u8]) -> (Vec<String>, Vec<String>) {
+    /// The fields of `model`'s graph.
+    fn graph(model: &[u8]) -> Vec<Field<'_>> {
         let fields = read_fields(model).unwrap();
         let Value::Bytes(g) = fields.iter().find(|f| f.number == 7).unwrap().value else {
             panic!("no graph")
         };
+        read_fields(g).unwrap()
+    }
+
+    /// The graph's nodes' op types, in order, and its initializers' names.
+    fn contents(model: &[u8]) -> (Vec<String>, Vec<String>) {
         let mut ops = Vec::new();
         let mut inits = Vec::new();
-        for f in read_fields(g).unwrap() {
+        for f in graph(model) {
             let Value::Bytes(b) = f.value else { continue };
             match f.number {
                 1 => ops.push(String::from_utf8(read_node(b).unwrap().op_type.to_vec()).unwrap()),
@@ -845,12 +849,7 @@ mod tests {
     #[test]
     fn the_weights_are_laid_out_tap_by_tap_and_shifted_to_int8() {
         let (rewritten, _) = rewrite(&model()).unwrap();
-        let fields = read_fields(&rewritten).unwrap();
-        let Value::Bytes(g) = fields.iter().find(|f| f.number == 7).unwrap().value else {
-            panic!("no graph")
-        };
-        let w = read_fields(g)
-            .unwrap()
+        let w = graph(&rewritten)
             .into_iter()
             .filter(|f| f.number == 5)
             .find_map(|f| match f.value {
