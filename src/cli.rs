@@ -93,6 +93,10 @@ pub struct BuildArgs {
     /// Per-book pronunciation lexicon (TOML): "毛仲" = "mao2 zhong4".
     #[arg(long, env = "TINGSHU_LEXICON")]
     pub lexicon: Option<PathBuf>,
+    /// Line overrides (TOML) the studio writes: paragraphs read with other
+    /// text or speaker, the book itself untouched.
+    #[arg(long, env = "TINGSHU_OVERRIDES")]
+    pub overrides: Option<PathBuf>,
     /// Output formats, comma-separated: wav (per chapter), mp3 and opus (per
     /// chapter, tagged), m4b (one file with chapter marks). mp3/opus/m4b need ffmpeg.
     #[arg(
@@ -369,6 +373,11 @@ pub struct StudioArgs {
     /// created on the first save).
     #[arg(long, env = "TINGSHU_LEXICON")]
     pub lexicon: Option<PathBuf>,
+    /// Line overrides the page reads and writes when a paragraph's text or
+    /// speaker is changed (default BOOK_DIR/<stem>.overrides.toml; created
+    /// on the first change); `build --overrides` reads the same file.
+    #[arg(long, env = "TINGSHU_OVERRIDES")]
+    pub overrides: Option<PathBuf>,
     /// Where renders go: DIR/<stem>/, with the synthesis cache in DIR/.cache.
     #[arg(long, short, default_value = "output", env = "TINGSHU_OUT")]
     pub out: PathBuf,

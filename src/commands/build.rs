@@ -32,6 +32,7 @@ pub async fn run(args: &BuildArgs, worker_program: Option<PathBuf>) -> anyhow::R
         voices: args.voices.clone(),
         cast: args.cast.clone(),
         lexicon: args.lexicon.clone(),
+        overrides: args.overrides.clone(),
         cache: Some(CacheSpec {
             location: cache_dir.clone(),
             write_behind: true,

@@ -69,6 +69,7 @@ pub async fn run(args: &PreviewArgs, worker_program: Option<PathBuf>) -> anyhow:
         voices: args.voices.clone(),
         cast: args.cast.clone(),
         lexicon: args.lexicon.clone(),
+        overrides: None,
         cache: Some(CacheSpec {
             location: cache,
             write_behind: true,

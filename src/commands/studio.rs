@@ -120,6 +120,10 @@ fn resolve(args: &StudioArgs, token: String) -> anyhow::Result<StudioOptions> {
     Ok(StudioOptions {
         cast: cast.unwrap_or_else(|| beside("cast")),
         lexicon: args.lexicon.clone().unwrap_or_else(|| beside("lexicon")),
+        overrides: args
+            .overrides
+            .clone()
+            .unwrap_or_else(|| beside("overrides")),
         book,
         voices,
         out,

@@ -82,6 +82,7 @@ fn plan_job(job: &EnqueueJob) -> Result<JobPlan, EnqueueError> {
         voices: job.voices.clone(),
         cast: job.cast.clone(),
         lexicon: job.lexicon.clone(),
+        overrides: None,
         ..SessionSpec::for_file(&job.book)
     })?;
     let book = &session.book;

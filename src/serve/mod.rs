@@ -85,6 +85,7 @@ impl Server {
             voices: options.voices.clone(),
             cast: None,
             lexicon: options.lexicon.clone(),
+            overrides: None,
             cache: Some(CacheSpec {
                 location: options.cache.clone(),
                 write_behind: true,

@@ -32,7 +32,8 @@ use crate::names::{STATE_DIR, chapter_file_name};
 use crate::outputs::BookOutputs;
 use crate::pipeline::{ChapterError, ChapterJob, ChapterOutcome, Renderer};
 use crate::synth::cache::{Cache, CacheError};
-use crate::text::{CastError, Script, ScriptChapter, SplitOptions};
+use crate::text::overrides::Stale;
+use crate::text::{CastError, Overrides, OverridesError, Script, ScriptChapter, SplitOptions};
 pub use voices::{VoicesError, VoicesSource};
 
 /// Where the book comes from.
@@ -69,6 +70,8 @@ pub struct SessionSpec {
     pub cast: Option<PathBuf>,
     /// Pronunciation lexicon, above the book's own ruby readings.
     pub lexicon: Option<PathBuf>,
+    /// Line overrides: paragraphs read with other text or speaker.
+    pub overrides: Option<PathBuf>,
     /// No cache when `None` (planning queue tasks renders nothing).
     pub cache: Option<CacheSpec>,
     /// The binary that runs espeak-ng worker processes.
@@ -85,6 +88,7 @@ impl SessionSpec {
             voices: None,
             cast: None,
             lexicon: None,
+            overrides: None,
             cache: None,
             worker_program: None,
         }
@@ -111,6 +115,8 @@ pub enum SessionError {
     #[error(transparent)]
     Lexicon(#[from] LexiconError),
     #[error(transparent)]
+    Overrides(#[from] OverridesError),
+    #[error(transparent)]
     Cache(#[from] CacheError),
     #[error("cannot stage the book's cover in {}", dir.display())]
     Cover {
@@ -135,6 +141,10 @@ pub struct RenderSession {
     /// The cast the book was split with and the voices were cast from
     /// (the cast file, else the characters found in the book), parsed once.
     pub cast: Option<crate::text::Cast>,
+    /// The line overrides applied to the book's script (none without a
+    /// file), and those whose paragraph is gone (not applied).
+    pub overrides: Overrides,
+    pub stale_overrides: Vec<Stale>,
     /// The voices, cast and lexicon as text.
     pub voices: VoicesSource,
     /// Backends, client (limits, retries, fallbacks, cache) and lexicon.
@@ -168,7 +178,7 @@ impl RenderSession {
         // The cast is parsed here, once, and handed to what needs it.
         let (mut voices, mut cast) =
             VoicesSource::load(spec.voices.as_deref())?.with_cast(spec.cast.as_deref())?;
-        let book = match &spec.book {
+        let mut book = match &spec.book {
             BookInput::File(path) => read_book_with_options(path, cast.as_ref(), spec.split)
                 .map_err(SourceError::from)?,
             BookInput::Source(path) => read_source(path, cast.as_ref(), spec.split)?,
@@ -189,6 +199,23 @@ impl RenderSession {
                 cast = Some(found);
             }
         }
+        let (overrides, stale_overrides) = match &spec.overrides {
+            Some(path) => {
+                let overrides = Overrides::load(path)?;
+                let stale = overrides.apply(&mut book.script, cast.as_ref(), spec.split, path)?;
+                for s in &stale {
+                    tracing::warn!(
+                        "{}: line[{}]: chapter {} has no paragraph {} with the text it was                          made for (the book changed?); not applied",
+                        path.display(),
+                        s.index,
+                        s.chapter,
+                        s.paragraph
+                    );
+                }
+                (overrides, stale)
+            }
+            None => (Overrides::default(), Vec::new()),
+        };
         let lexicon = book.lexicon(spec.lexicon.as_deref())?;
         voices.lexicon = lexicon.entries().to_vec();
         let (cache, renderer) = match current {
@@ -216,6 +243,8 @@ impl RenderSession {
         Ok(RenderSession {
             book,
             cast,
+            overrides,
+            stale_overrides,
             voices,
             renderer,
             cache,

@@ -38,7 +38,9 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::edit::{self, CharacterEdit, LexiconEdit};
-use super::{MAX_BODY, MAX_PREVIEW_CHARS, RenderRefused, Studio, StudioError, TOKEN_HEADER, page};
+use super::{
+    LineError, MAX_BODY, MAX_PREVIEW_CHARS, RenderRefused, Studio, StudioError, TOKEN_HEADER, page,
+};
 use crate::config::VoicesConfig;
 use crate::text::{Script, ScriptChapter, SegmentKind};
 
@@ -120,6 +122,10 @@ pub fn router(studio: Arc<Studio>) -> Router {
         .route("/api/lexicon", get(lexicon).put(put_lexicon))
         .route("/api/pinyin", get(pinyin))
         .route("/api/render", axum::routing::post(render))
+        .route(
+            "/api/chapters/{n}/paragraphs/{p}",
+            axum::routing::put(put_line),
+        )
         .route("/api/events", get(events))
         .route("/api/renders/{n}", get(rendered))
         .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "no such page") })
@@ -315,6 +321,7 @@ async fn book(State(studio): Shared) -> axum::Json<Value> {
         "casting": {"narrator": c.narrator, "dialogue": c.dialogue, "male": c.male, "female": c.female},
         "cast_file": options.cast.display().to_string(),
         "lexicon_file": options.lexicon.display().to_string(),
+        "overrides_file": options.overrides.display().to_string(),
         "renders": renders,
     }))
 }
@@ -337,31 +344,42 @@ fn script_chapter(studio: &Studio, n: &str) -> ApiResult<ScriptChapter> {
 
 async fn chapter(State(studio): Shared, Path(n): Path<String>) -> ApiResult<axum::Json<Value>> {
     let chapter = script_chapter(&studio, &n)?;
-    let config = Arc::clone(&studio.loaded().session.renderer.config);
+    let index = n.parse::<usize>().unwrap_or(0);
+    let session = studio.session();
+    let config = &session.renderer.config;
+    let paragraph = |p: usize, segments: Vec<Value>| {
+        json!({
+            "paragraph": p,
+            "segments": segments,
+            "override": session.overrides.get(index, p),
+        })
+    };
     let mut paragraphs: Vec<Value> = Vec::new();
     let mut current: Option<(usize, Vec<Value>)> = None;
     for s in &chapter.segments {
-        let segment = json!({
-            "kind": kind_name(s.kind),
-            "speaker": s.speaker,
-            "text": s.text,
-            "voice": config.voice_for(s.kind, s.speaker.as_deref()),
-        });
+        let segment = segment_json(s, config);
         match &mut current {
             Some((p, segments)) if *p == s.paragraph => segments.push(segment),
             _ => {
                 if let Some((p, segments)) = current.take() {
-                    paragraphs.push(json!({"paragraph": p, "segments": segments}));
+                    paragraphs.push(paragraph(p, segments));
                 }
                 current = Some((s.paragraph, vec![segment]));
             }
         }
     }
     if let Some((p, segments)) = current {
-        paragraphs.push(json!({"paragraph": p, "segments": segments}));
+        paragraphs.push(paragraph(p, segments));
     }
+    // Paragraphs left out by an override, so the page can bring them back.
+    for o in session.overrides.lines.iter().filter(|o| {
+        o.chapter == index && !chapter.segments.iter().any(|s| s.paragraph == o.paragraph)
+    }) {
+        paragraphs.push(paragraph(o.paragraph, Vec::new()));
+    }
+    paragraphs.sort_by_key(|p| p["paragraph"].as_u64());
     Ok(axum::Json(json!({
-        "index": n.parse::<usize>().unwrap_or(0),
+        "index": index,
         "title": chapter.title,
         "volume": chapter.volume,
         "paragraphs": paragraphs,
@@ -624,6 +642,18 @@ async fn render(
     let mut chapters = req.chapters;
     chapters.sort_unstable();
     chapters.dedup();
+    start_render(&studio, chapters.clone()).await?;
+    Ok((
+        StatusCode::ACCEPTED,
+        axum::Json(json!({"chapters": chapters, "events": "/api/events"})),
+    )
+        .into_response())
+}
+
+/// Starts rendering `chapters` (checked, 1-based) in the background: 409
+/// while a render runs (here or in another process), 503 when the queue is
+/// full.
+async fn start_render(studio: &Arc<Studio>, chapters: Vec<usize>) -> ApiResult<()> {
     let running = || {
         ApiError::new(
             StatusCode::CONFLICT,
@@ -634,27 +664,92 @@ async fn render(
         return Err(running());
     }
     let slot = studio.slot().await.ok_or_else(busy)?;
-    match studio.start_render(chapters.clone(), slot) {
-        Ok(()) => {}
-        Err(RenderRefused::Running) => return Err(running()),
-        Err(e @ RenderRefused::Busy(_)) => {
-            return Err(ApiError::new(
-                StatusCode::CONFLICT,
-                crate::error::error_chain(&e),
-            ));
-        }
-        Err(e @ RenderRefused::Write(_)) => {
-            return Err(ApiError::new(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                crate::error::error_chain(&e),
-            ));
-        }
+    match studio.start_render(chapters, slot) {
+        Ok(()) => Ok(()),
+        Err(RenderRefused::Running) => Err(running()),
+        Err(e @ RenderRefused::Busy(_)) => Err(ApiError::new(
+            StatusCode::CONFLICT,
+            crate::error::error_chain(&e),
+        )),
+        Err(e @ RenderRefused::Write(_)) => Err(ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            crate::error::error_chain(&e),
+        )),
     }
-    Ok((
-        StatusCode::ACCEPTED,
-        axum::Json(json!({"chapters": chapters, "events": "/api/events"})),
-    )
-        .into_response())
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LinePut {
+    /// Said instead of the book's text; absent or null: the book's.
+    text: Option<String>,
+    /// Who speaks it; absent or null: as attributed.
+    speaker: Option<String>,
+    /// Render the chapter again at once (only the changed chunks are
+    /// synthesized).
+    #[serde(default)]
+    render: bool,
+}
+
+fn segment_json(s: &crate::text::Segment, config: &VoicesConfig) -> Value {
+    json!({
+        "kind": kind_name(s.kind),
+        "speaker": s.speaker,
+        "text": s.text,
+        "voice": config.voice_for(s.kind, s.speaker.as_deref()),
+    })
+}
+
+/// Changes how one paragraph is read (its text, its speaker), saved in
+/// the overrides file; answers what changed and, with `render`, starts
+/// rendering its chapter again.
+async fn put_line(
+    State(studio): Shared,
+    Path((n, p)): Path<(String, String)>,
+    bytes: Result<Bytes, BytesRejection>,
+) -> ApiResult<axum::Json<Value>> {
+    let req: LinePut = parse(&body(bytes)?)?;
+    // 404 for a chapter the book does not have.
+    script_chapter(&studio, &n)?;
+    let paragraph = p.parse::<usize>().map_err(|_| {
+        ApiError::new(
+            StatusCode::NOT_FOUND,
+            format!("paragraph {p}: not a number"),
+        )
+    })?;
+    if let Some(text) = &req.text
+        && text.chars().count() > MAX_PREVIEW_CHARS
+    {
+        return Err(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("text: longer than {MAX_PREVIEW_CHARS} characters"),
+        ));
+    }
+    let index: usize = n.parse().unwrap_or(0);
+    let studio2 = Arc::clone(&studio);
+    let change = tokio::task::spawn_blocking(move || {
+        studio2.save_line(index, paragraph, req.text, req.speaker)
+    })
+    .await
+    .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?
+    .map_err(|e| match e {
+        LineError::Studio(e) => ApiError::from(e),
+        e => ApiError::new(StatusCode::NOT_FOUND, e.to_string()),
+    })?;
+    if req.render {
+        start_render(&studio, vec![index]).await?;
+    }
+    let config = Arc::clone(&studio.loaded().session.renderer.config);
+    Ok(axum::Json(json!({
+        "chapter": index,
+        "paragraph": paragraph,
+        "before": change.before.iter().map(|s| segment_json(s, &config)).collect::<Vec<_>>(),
+        "after": change.after.iter().map(|s| segment_json(s, &config)).collect::<Vec<_>>(),
+        "override": change.line,
+        "to_synthesize": change.to_synthesize,
+        "rendering": req.render,
+        "file": studio.options().overrides.display().to_string(),
+    })))
 }
 
 async fn events(

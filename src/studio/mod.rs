@@ -31,7 +31,8 @@ use crate::pipeline::{ChapterJob, Renderer};
 use crate::session::book::{BookTarget, BuildError, lock_book_dir};
 use crate::session::voices::CastSource;
 use crate::session::{BookInput, CacheSpec, RenderSession, SessionError, SessionSpec};
-use crate::text::{Cast, ScriptChapter, SplitOptions};
+use crate::text::overrides::{LineOverride, paragraph_text};
+use crate::text::{Cast, ScriptChapter, Segment, SplitOptions};
 
 pub use api::router;
 
@@ -52,6 +53,8 @@ pub struct StudioOptions {
     pub cast: PathBuf,
     /// The lexicon read and written (may not exist yet).
     pub lexicon: PathBuf,
+    /// The line overrides read and written (may not exist yet).
+    pub overrides: PathBuf,
     /// Renders go to OUT/<stem>/, the synthesis cache to OUT/.cache.
     pub out: PathBuf,
     pub token: String,
@@ -82,6 +85,29 @@ pub enum StudioError {
         path: PathBuf,
         reason: std::io::Error,
     },
+}
+
+/// What a line edit changed.
+#[derive(Debug)]
+pub struct LineChange {
+    /// The paragraph's segments before and after.
+    pub before: Vec<Segment>,
+    pub after: Vec<Segment>,
+    /// The paragraph's override now (none when it reads as the book).
+    pub line: Option<LineOverride>,
+    /// Chunks of the chapter a render would synthesize (not in the cache).
+    pub to_synthesize: usize,
+}
+
+/// Why a line edit was not made.
+#[derive(Debug, thiserror::Error)]
+pub enum LineError {
+    #[error("chapter {chapter}: the book has chapters 1 to {count}")]
+    NoChapter { chapter: usize, count: usize },
+    #[error("chapter {chapter} has no paragraph {paragraph}")]
+    NoParagraph { chapter: usize, paragraph: usize },
+    #[error(transparent)]
+    Studio(#[from] StudioError),
 }
 
 /// Why a render did not start.
@@ -465,6 +491,69 @@ impl Studio {
         self.replace_file(path, text, |loaded| loaded.lexicon_text = text.to_owned())
     }
 
+    /// Sets how paragraph `paragraph` of chapter `chapter` (1-based) is
+    /// read: `text` said instead of the book's (`None`: the book's),
+    /// spoken by `speaker` (`None`: as attributed). Saved in the overrides
+    /// file, never in the book; the session is put together again, so the
+    /// next render of the chapter synthesizes only the chunks that changed.
+    /// On error nothing changes.
+    pub fn save_line(
+        &self,
+        chapter: usize,
+        paragraph: usize,
+        text: Option<String>,
+        speaker: Option<String>,
+    ) -> Result<LineChange, LineError> {
+        let session = self.session();
+        let count = session.book.script.chapters.len();
+        let current = chapter
+            .checked_sub(1)
+            .and_then(|i| session.book.script.chapters.get(i))
+            .ok_or(LineError::NoChapter { chapter, count })?;
+        let before: Vec<Segment> = current
+            .segments
+            .iter()
+            .filter(|s| s.paragraph == paragraph)
+            .cloned()
+            .collect();
+        let existing = session.overrides.get(chapter, paragraph);
+        let was = match existing {
+            Some(o) => o.was.clone(),
+            None => paragraph_text(current, paragraph)
+                .ok_or(LineError::NoParagraph { chapter, paragraph })?,
+        };
+        // The book's own text is no override.
+        let text = text.filter(|t| t.trim() != was);
+        let mut overrides = session.overrides.clone();
+        overrides.set(LineOverride {
+            chapter,
+            paragraph,
+            was,
+            text,
+            speaker: speaker.filter(|s| !s.trim().is_empty()),
+        });
+        self.replace_file(&self.options.overrides, &overrides.to_toml(), |_| {})?;
+        let session = self.session();
+        let chapter_now = &session.book.script.chapters[chapter - 1];
+        let after = chapter_now
+            .segments
+            .iter()
+            .filter(|s| s.paragraph == paragraph)
+            .cloned()
+            .collect();
+        let job = session.renderer.prepare(crate::session::chapter_job(
+            Path::new(""),
+            chapter,
+            chapter_now,
+        ));
+        Ok(LineChange {
+            before,
+            after,
+            line: session.overrides.get(chapter, paragraph).cloned(),
+            to_synthesize: session.renderer.uncached_chunks(&job.chapter),
+        })
+    }
+
     /// Writes `text` to `path`, then a new session over the same backends
     /// reads it; when that fails the file is put back as it was.
     fn replace_file(
@@ -518,6 +607,10 @@ fn session_spec(options: &StudioOptions) -> SessionSpec {
         voices: options.voices.clone(),
         cast: options.cast.exists().then(|| options.cast.clone()),
         lexicon: options.lexicon.exists().then(|| options.lexicon.clone()),
+        overrides: options
+            .overrides
+            .exists()
+            .then(|| options.overrides.clone()),
         cache: Some(CacheSpec {
             location: options.out.join(".cache"),
             write_behind: true,

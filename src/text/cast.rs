@@ -183,7 +183,7 @@ fn toml_string(s: &str) -> String {
 
 /// The parser's message on one line, with the line it points at and that
 /// line's key (`line 3, key gender: unknown variant …`).
-fn one_line(e: &toml::de::Error, text: &str) -> String {
+pub(crate) fn one_line(e: &toml::de::Error, text: &str) -> String {
     let message = e.message().trim().replace('\n', " ");
     let Some(span) = e.span() else {
         return message;

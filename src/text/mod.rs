@@ -6,6 +6,7 @@ pub mod cast;
 pub mod chapter;
 pub mod chunk;
 pub mod decode;
+pub mod overrides;
 pub mod quote;
 pub mod reflow;
 pub mod speaker;
@@ -15,6 +16,7 @@ use serde::{Deserialize, Serialize};
 pub use cast::{Cast, CastError, Character, Gender};
 pub use chapter::{Chapter, ChapterSkip, SplitOptions};
 pub use decode::{DecodeError, Decoded, decode, is_han};
+pub use overrides::{Overrides, OverridesError};
 pub use quote::SegmentKind;
 
 use quote::SpanRange;

@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 use tingshu::text::Cast;
 
 use crate::support::cli::Tingshu;
+use crate::support::tts_server::TtsServer;
 use crate::support::{paths, services};
 
 const BOOK: &str = "\
@@ -100,9 +101,14 @@ impl Studio {
     /// The studio with `extra` arguments. A studio bound to 0.0.0.0 (a
     /// non-loopback bind) is reached at 127.0.0.1.
     fn start_with(fixture: &Fixture, extra: &[&str]) -> Studio {
+        Studio::start_voices(fixture, &voices_file(), extra)
+    }
+
+    /// [`Studio::start_with`] with the voices file `voices`.
+    fn start_voices(fixture: &Fixture, voices: &str, extra: &[&str]) -> Studio {
         let mut child = tingshu(
             fixture.dir.path(),
-            &["studio", "山路.txt", "--voices", &voices_file()],
+            &["studio", "山路.txt", "--voices", voices],
         )
         .args(["--cast", "cast.toml", "--lexicon", "lexicon.toml"])
         .args(extra)
@@ -1563,4 +1569,203 @@ async fn the_page_works_in_a_real_browser() {
         .await;
     eprintln!("screenshots in {}", artefacts.display());
     browser.call(reqwest::Method::DELETE, "", Value::Null).await;
+}
+
+/// The 16-bit samples of a WAV file (read with hound) and its rate.
+fn wav_samples(path: &Path) -> (Vec<i16>, u32) {
+    let reader = hound::WavReader::open(path).unwrap();
+    let rate = reader.spec().sample_rate;
+    (
+        reader.into_samples::<i16>().map(Result::unwrap).collect(),
+        rate,
+    )
+}
+
+/// The samples of each segment of chapter `index` in `manifest`, from its
+/// start to its end.
+fn segment_samples(
+    samples: &[i16],
+    rate: u32,
+    manifest: &Value,
+    index: usize,
+) -> Vec<(String, Vec<i16>)> {
+    let chapter = manifest["chapters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["index"] == index)
+        .unwrap();
+    chapter["segments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            let at = |k: &str| (s[k].as_f64().unwrap() * f64::from(rate)).round() as usize;
+            let text = s["text"].as_str().unwrap().to_owned();
+            (
+                text,
+                samples[at("start_s")..at("end_s").min(samples.len())].to_vec(),
+            )
+        })
+        .collect()
+}
+
+/// Whether `new` is `old` at one gain (the voice's level is measured over
+/// the chapter, so an edit elsewhere may move it): the largest difference
+/// from `old` times the best gain, in 16-bit steps, at the best alignment
+/// (the manifest's times are rounded to the millisecond).
+fn off_by(old: &[i16], new: &[i16]) -> f64 {
+    const SLACK: usize = 64;
+    assert!(
+        old.len().abs_diff(new.len()) <= SLACK,
+        "the segment kept its length"
+    );
+    let core = &old[SLACK..old.len() - SLACK];
+    (0..=2 * SLACK)
+        .filter_map(|lag| new.get(lag..lag + core.len()))
+        .map(|shifted| {
+            let (mut on, mut oo) = (0.0f64, 0.0f64);
+            for (&o, &n) in core.iter().zip(shifted) {
+                on += f64::from(o) * f64::from(n);
+                oo += f64::from(o) * f64::from(o);
+            }
+            let gain = if oo == 0.0 { 1.0 } else { on / oo };
+            core.iter()
+                .zip(shifted)
+                .map(|(&o, &n)| (f64::from(n) - gain * f64::from(o)).abs())
+                .fold(0.0, f64::max)
+        })
+        .fold(f64::INFINITY, f64::min)
+}
+
+#[tokio::test]
+async fn a_line_fixed_in_the_studio_synthesizes_only_its_chunks() {
+    let fixture = Fixture::new();
+    let server = TtsServer::start(Duration::ZERO);
+    std::fs::write(fixture.path("voices.toml"), server.voices_toml(200, 2)).unwrap();
+    let studio = Studio::start_voices(&fixture, "voices.toml", &["--out", "out"]);
+    let finished = render_in_studio(&studio, &[1]).await;
+    assert_eq!(finished["failed"], 0, "{finished}");
+    let book = fixture.path("out/山路");
+    let wav = book.join("0001-第一章_山路.wav");
+    let (before, rate) = wav_samples(&wav);
+    let manifest_before: Value =
+        serde_json::from_slice(&std::fs::read(book.join("manifest.json")).unwrap()).unwrap();
+    let sent = server.count();
+    assert!(sent >= 5, "{sent} requests for chapter 1");
+
+    // Bad edits change nothing: a speaker not in the cast, a paragraph or
+    // chapter the book does not have.
+    let overrides = fixture.path("山路.overrides.toml");
+    let (status, answer) = change(
+        &studio,
+        reqwest::Method::PUT,
+        "/api/chapters/1/paragraphs/2",
+        json!({"speaker": "王五"}),
+    )
+    .await;
+    assert_eq!(status, 400, "{answer}");
+    let message = answer["error"].as_str().unwrap();
+    assert!(
+        message.contains("山路.overrides.toml: line[0].speaker: \"王五\" is not in the cast"),
+        "{message}"
+    );
+    assert!(!overrides.exists(), "a refused edit writes nothing");
+    for path in [
+        "/api/chapters/1/paragraphs/99",
+        "/api/chapters/9/paragraphs/1",
+    ] {
+        let (status, answer) =
+            change(&studio, reqwest::Method::PUT, path, json!({"text": "好。"})).await;
+        assert_eq!(status, 404, "{path}: {answer}");
+    }
+
+    // The first paragraph said otherwise, rendered again at once.
+    let mut events = client().get(studio.at("/api/events")).send().await.unwrap();
+    let new_text = "天黑了，韩小雨背着竹篓慢慢走下山坡。";
+    let (status, answer) = change(
+        &studio,
+        reqwest::Method::PUT,
+        "/api/chapters/1/paragraphs/1",
+        json!({"text": new_text, "render": true}),
+    )
+    .await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["to_synthesize"], 1, "{answer}");
+    assert_eq!(answer["after"][0]["text"], new_text, "{answer}");
+    assert_eq!(
+        answer["before"][0]["text"],
+        "天快黑了，韩小雨背着竹篓走下山坡，风从松林里吹过来。"
+    );
+    let finished = finished_event(&mut events).await;
+    assert_eq!(finished["failed"], 0, "{finished}");
+    let texts = server.texts();
+    assert_eq!(
+        texts.len(),
+        sent + 1,
+        "one chunk synthesized: {:?}",
+        &texts[sent..]
+    );
+    assert!(texts[sent].contains("慢慢走下山坡"), "{}", texts[sent]);
+
+    // The chapter's other segments keep their samples (up to their voice's
+    // level, which the chapter's loudness sets).
+    let (after, _) = wav_samples(&wav);
+    let manifest_after: Value =
+        serde_json::from_slice(&std::fs::read(book.join("manifest.json")).unwrap()).unwrap();
+    let old = segment_samples(&before, rate, &manifest_before, 1);
+    let new = segment_samples(&after, rate, &manifest_after, 1);
+    assert_eq!(old.len(), new.len());
+    assert_ne!(old[0].1, new[0].1, "the edited paragraph sounds different");
+    for ((text, o), (_, n)) in old.iter().zip(&new).skip(1) {
+        let off = off_by(o, n);
+        assert!(off <= 2.0, "{text}: off by {off} steps");
+    }
+
+    // The page sees the override; the file holds it (read with toml).
+    let chapter = get_json(&studio, "/api/chapters/1").await;
+    assert_eq!(chapter["paragraphs"][0]["override"]["text"], new_text);
+    let file: toml::Value = toml::from_str(&std::fs::read_to_string(&overrides).unwrap()).unwrap();
+    let line = &file["line"][0];
+    assert_eq!(line["chapter"].as_integer(), Some(1));
+    assert_eq!(line["paragraph"].as_integer(), Some(1));
+    assert_eq!(line["text"].as_str(), Some(new_text));
+    assert_eq!(
+        std::fs::read_to_string(fixture.path("山路.txt")).unwrap(),
+        BOOK
+    );
+    drop(studio);
+
+    // `build` with the same overrides: no request, the same bytes.
+    let written = files_under(&book);
+    let out = tingshu(
+        fixture.dir.path(),
+        &[
+            "build",
+            "山路.txt",
+            "--voices",
+            "voices.toml",
+            "--cast",
+            "cast.toml",
+            "--overrides",
+            "山路.overrides.toml",
+            "--chapters",
+            "1",
+            "--out",
+            "out",
+        ],
+    )
+    .output();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("0 requests sent"), "{stderr}");
+    assert_eq!(server.count(), sent + 1);
+    let rebuilt = files_under(&book);
+    assert_eq!(
+        rebuilt.keys().collect::<Vec<_>>(),
+        written.keys().collect::<Vec<_>>()
+    );
+    for (name, bytes) in &written {
+        assert!(&rebuilt[name] == bytes, "{name} differs after build");
+    }
 }

@@ -17,7 +17,7 @@ const token = (() => {
 })();
 
 const $ = (id) => document.getElementById(id);
-const state = { book: null, cast: [], chapter: 0, selection: null, audio: null };
+const state = { book: null, cast: [], chapter: 0, selection: null, audio: null, paragraphs: new Map(), line: null };
 
 function el(tag, props = {}, ...children) {
   const e = document.createElement(tag);
@@ -73,6 +73,7 @@ async function loadBook() {
   document.title = `${b.title} — 听书 studio`;
   $("cast-file").textContent = `cast file: ${b.cast_file}`;
   $("lexicon-file").textContent = `lexicon: ${b.lexicon_file}`;
+  $("overrides-file").textContent = `overrides: ${b.overrides_file}`;
   $("voices-file").textContent = `voices file: ${b.voices_file}`;
   showChapters();
   showCast();
@@ -150,8 +151,10 @@ async function openChapter(n) {
   }
   const script = $("script");
   script.replaceChildren();
+  state.paragraphs = new Map(chapter.paragraphs.map((p) => [p.paragraph, p]));
   for (const p of chapter.paragraphs) {
-    const para = el("p", { class: "para", "data-paragraph": p.paragraph });
+    const para = el("p", { class: p.override ? "para edited" : "para", "data-paragraph": p.paragraph });
+    if (p.override) para.title = `changed; the book has: ${p.override.was}`;
     para.append(el("span", { class: "no" }, String(p.paragraph)));
     for (const s of p.segments) {
       const seg = el("span", { class: `seg ${s.kind}`, title: `${s.kind} → ${s.voice}` });
@@ -179,8 +182,46 @@ function onParagraph(para) {
   if (text) {
     selectWord(text, paragraph);
   } else {
-    previewStream({ chapter: state.chapter, paragraphs: [paragraph, paragraph] }, para);
+    selectLine(paragraph);
+    if (para.querySelector(".seg")) {
+      previewStream({ chapter: state.chapter, paragraphs: [paragraph, paragraph] }, para);
+    }
   }
+}
+
+// The line editor: the paragraph's text as it is read now, and its speaker.
+function selectLine(paragraph) {
+  const p = state.paragraphs.get(paragraph);
+  if (!p) return;
+  state.line = { chapter: state.chapter, paragraph };
+  $("line-at").value = `${state.chapter} · ${paragraph}`;
+  const o = p.override || {};
+  $("line-text").value = o.text !== undefined ? o.text : p.segments.map((s) => s.text).join("");
+  const speaker = $("line-speaker");
+  const names = state.cast.map((c) => c.name);
+  speaker.replaceChildren(el("option", { value: "" }, "as attributed"),
+    el("option", { value: "narrator" }, "narrator"),
+    ...names.map((n) => el("option", { value: n }, n)));
+  speaker.value = o.speaker || "";
+  $("line-result").textContent = p.override ? `the book has: ${p.override.was}` : "";
+}
+
+async function saveLine(revert) {
+  const line = state.line;
+  if (!line) return;
+  const body = revert
+    ? { text: null, speaker: null, render: true }
+    : { text: $("line-text").value, speaker: $("line-speaker").value || null, render: true };
+  try {
+    const r = await (await api("PUT", `/api/chapters/${line.chapter}/paragraphs/${line.paragraph}`, body)).json();
+    const said = (segs) => segs.map((s) => (s.kind === "dialogue" ? `[${s.speaker || "?"}] ` : "") + s.text).join(" ");
+    status(`chapter ${r.chapter}: rendering the changed line…`);
+    await openChapter(line.chapter);
+    selectLine(line.paragraph);
+    $("line-result").textContent =
+      `${said(r.before) || "(nothing)"} → ${said(r.after) || "(left out)"}; ${r.to_synthesize} chunk(s) to synthesize`;
+    $("line-result").dataset.synthesize = String(r.to_synthesize);
+  } catch (_) { /* shown */ }
 }
 
 async function selectWord(text, paragraph) {
@@ -385,6 +426,8 @@ document.addEventListener("DOMContentLoaded", async () => {
   $("save-reading").addEventListener("click", saveReading);
   $("hear-word").addEventListener("click", hearAgain);
   $("render").addEventListener("click", startRender);
+  $("save-line").addEventListener("click", () => saveLine(false));
+  $("revert-line").addEventListener("click", () => saveLine(true));
   $("word").addEventListener("change", () => showReading($("word").value.trim()));
   listenForRenders();
   try {
