@@ -467,6 +467,76 @@ fn lexicon_changes_what_is_said_and_bad_lexicon_is_rejected() {
 }
 
 #[test]
+fn overrides_change_a_line_and_bad_or_stale_ones_are_reported() {
+    let tmp = tempfile::tempdir().unwrap();
+    let book = tmp.path().join("渡口.txt");
+    std::fs::write(
+        &book,
+        "第一章 渡口\n船夫把缆绳系好。\n“上船吧。”他说。\n雨下大了。\n",
+    )
+    .unwrap();
+    let overrides = tmp.path().join("渡口.overrides.toml");
+    let run = |out: &str| {
+        let o = build(
+            &book,
+            &tmp.path().join(out),
+            &["--overrides", overrides.to_str().unwrap()],
+        );
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    // The third paragraph left out, the first said otherwise.
+    std::fs::write(
+        &overrides,
+        "[[line]]\nchapter = 1\nparagraph = 3\nwas = \"雨下大了。\"\ntext = \"\"\n\n\
+         [[line]]\nchapter = 1\nparagraph = 1\nwas = \"船夫把缆绳系好。\"\ntext = \"船夫慢慢地把缆绳系好。\"\n",
+    )
+    .unwrap();
+    let (code, stderr) = run("fixed");
+    assert_eq!(code, Some(0), "{stderr}");
+    let texts: Vec<String> = segments(&manifest(&tmp.path().join("fixed/渡口")))
+        .into_iter()
+        .map(|(_, text, _)| text)
+        .collect();
+    assert_eq!(texts, ["船夫慢慢地把缆绳系好。", "“上船吧。”", "他说。"]);
+
+    // The book changed under an override: a warning naming it, the rest read.
+    std::fs::write(
+        &overrides,
+        "[[line]]\nchapter = 1\nparagraph = 1\nwas = \"船夫把船系好。\"\ntext = \"好。\"\n",
+    )
+    .unwrap();
+    let (code, stderr) = run("stale");
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stderr.contains("渡口.overrides.toml: line[0]: chapter 1 has no paragraph 1 with the text"),
+        "{stderr}"
+    );
+
+    // Bad entries: exit 2, one line naming the file and key, nothing written.
+    for (text, says) in [
+        (
+            "[[line]]\nchapter = 1\nparagraph = 2\nwas = \"“上船吧。”他说。\"\nspeaker = \"艄公\"\n",
+            "line[0].speaker: \"艄公\" is not in the cast",
+        ),
+        (
+            "[[line]]\nchapter = 1\nparagraph = 2\nwas = \"x\"\n",
+            "line[0].text: give text or speaker",
+        ),
+        ("[line]\nchapter = 1\n", "渡口.overrides.toml: line 1"),
+    ] {
+        std::fs::write(&overrides, text).unwrap();
+        let (code, stderr) = run("bad");
+        assert_eq!(code, Some(2), "{stderr}");
+        assert!(stderr.contains(says), "{says}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+        assert!(!tmp.path().join("bad").exists());
+    }
+}
+
+#[test]
 fn adverts_and_urls_are_not_read_but_listed_as_skipped() {
     let tmp = tempfile::tempdir().unwrap();
     let book = tmp.path().join("ads.txt");

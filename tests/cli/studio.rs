@@ -1528,6 +1528,31 @@ async fn the_page_works_in_a_real_browser() {
         "xiao3 yu4"
     );
 
+    // Fixing a line: the editor takes the clicked paragraph; saving writes
+    // the overrides file, marks the paragraph and says what changed.
+    browser.click(".para[data-paragraph=\"4\"]").await;
+    browser
+        .wait_for("return document.getElementById('line-at').value === '1 · 4' && document.getElementById('line-text').value.startsWith('两人')")
+        .await;
+    browser
+        .type_into("#line-text", "两人走了很久，才看见一盏灯。")
+        .await;
+    browser.click("#save-line").await;
+    let said = browser
+        .wait_for("return document.getElementById('line-result').dataset.synthesize && document.getElementById('line-result').textContent")
+        .await;
+    assert!(
+        said.as_str()
+            .unwrap()
+            .contains("直到看见一盏灯。 → 两人走了很久，才看见一盏灯。; "),
+        "{said}"
+    );
+    browser
+        .wait_for("return document.querySelector('.para[data-paragraph=\"4\"]').classList.contains('edited')")
+        .await;
+    let file = std::fs::read_to_string(fixture.path("山路.overrides.toml")).unwrap();
+    assert!(file.contains("两人走了很久，才看见一盏灯。"), "{file}");
+
     // A POST without the token, from the page itself, gets 403.
     let status = browser
         .call(
