@@ -9,7 +9,7 @@ fn main() {
     spec.voices = Some("voices/default.toml".into());
     let session = RenderSession::open(&spec).expect("session");
     for (ci, chapter) in session.book.script.chapters.iter().enumerate() {
-        for p in session.renderer.plan_chapter(chapter) {
+        for p in session.renderer.plan_chapter(chapter).chunks() {
             println!(
                 "{}\t{}\t{:?}\t{}\t{}\t{}",
                 ci,

@@ -18,7 +18,7 @@ use crate::config::VoicesConfig;
 use crate::frontend::{self, lexicon::Lexicon};
 use crate::manifest::{ManifestChapter, ManifestSegment, ManifestSkipped};
 use crate::synth::cache::Cache;
-use crate::synth::{SynthClient, SynthError, SynthRequest, Synthesizer};
+use crate::synth::{SynthClient, SynthError, SynthRequest, Synthesizer, VoiceSettings};
 use crate::text::chunk::{self, Boundary};
 use crate::text::{ScriptChapter, Segment, SegmentKind};
 
@@ -71,14 +71,77 @@ pub struct Renderer {
     pub ahead_bytes: usize,
 }
 
-/// One synthesis request of a chapter, from [`Renderer::plan_chapter`].
-pub struct PlannedChunk {
+/// One segment of a chapter as it will be read, decided once from the
+/// cast and the voices: its voice (with its settings), the backend that
+/// speaks it, and its synthesis requests with the pause class after each.
+/// The renderer's warm-up and mixer, the queue's planners and workers and
+/// the streamed previews all read this; none decides the voice again.
+pub struct SegmentPlan {
+    /// The voice that reads the segment (`name` is the voices file's).
+    pub voice: VoiceSettings,
+    pub backend: Arc<dyn Synthesizer>,
+    /// The requests in reading order, each with the pause that follows it
+    /// inside the segment (the last one's is not used).
+    pub chunks: Vec<(Boundary, SynthRequest)>,
+}
+
+/// Every segment of a chapter, planned ([`Renderer::plan_chapter`]).
+pub struct ChapterPlan {
+    /// One per segment of the chapter, in order.
+    pub segments: Vec<SegmentPlan>,
+}
+
+/// One synthesis request of a [`ChapterPlan`], in reading order.
+pub struct PlannedChunk<'a> {
     /// Index of the segment in the chapter.
     pub segment: usize,
     /// The pause that follows the chunk inside its segment.
     pub boundary: Boundary,
-    pub backend: Arc<dyn Synthesizer>,
-    pub request: SynthRequest,
+    pub backend: &'a Arc<dyn Synthesizer>,
+    pub request: &'a SynthRequest,
+}
+
+impl ChapterPlan {
+    /// The chapter's requests in reading order.
+    pub fn chunks(&self) -> impl Iterator<Item = PlannedChunk<'_>> {
+        self.segments.iter().enumerate().flat_map(|(si, s)| {
+            s.chunks.iter().map(move |(boundary, request)| PlannedChunk {
+                segment: si,
+                boundary: *boundary,
+                backend: &s.backend,
+                request,
+            })
+        })
+    }
+
+    /// The voice name of each segment, in order (what the mixer levels by
+    /// and the manifest records).
+    pub fn voices(&self) -> Vec<String> {
+        self.segments.iter().map(|s| s.voice.name.clone()).collect()
+    }
+}
+
+/// The voices each backend will speak in `plans` (backend voice ids, most
+/// segments first): what to start before the requests come.
+pub fn voices_needed<'a>(
+    plans: impl IntoIterator<Item = &'a ChapterPlan>,
+) -> BTreeMap<String, Vec<String>> {
+    let mut counts: BTreeMap<(&str, &str), usize> = BTreeMap::new();
+    for segment in plans.into_iter().flat_map(|p| &p.segments) {
+        *counts
+            .entry((segment.backend.name(), segment.voice.voice.as_str()))
+            .or_default() += 1;
+    }
+    let mut by_count: Vec<((&str, &str), usize)> = counts.into_iter().collect();
+    by_count.sort_by_key(|&(_, n)| std::cmp::Reverse(n));
+    let mut needed: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for ((backend, voice), _) in by_count {
+        needed
+            .entry(backend.to_owned())
+            .or_default()
+            .push(voice.to_owned());
+    }
+    needed
 }
 
 /// A synthesized chunk: (segment index, boundary after it, audio or error).
@@ -146,22 +209,10 @@ impl Renderer {
         self
     }
 
-    /// The chunks of one segment with their requests.
-    fn plan_segment(
-        &self,
-        segment: &Segment,
-    ) -> Vec<(Boundary, Arc<dyn Synthesizer>, SynthRequest)> {
-        self.plan_segment_with(segment, false)
-    }
-
-    /// [`Renderer::plan_segment`]; with `short_first`, a long first chunk
-    /// is split after its first clause, so that a listener waiting for the
-    /// first audio waits for a few syllables only.
-    fn plan_segment_with(
-        &self,
-        segment: &Segment,
-        short_first: bool,
-    ) -> Vec<(Boundary, Arc<dyn Synthesizer>, SynthRequest)> {
+    /// [`Renderer::plan_chapter`] of one segment; with `short_first`, a
+    /// long first chunk is split after its first clause, so that a
+    /// listener waiting for the first audio waits for a few syllables only.
+    fn plan_segment(&self, segment: &Segment, short_first: bool) -> SegmentPlan {
         let voice_name = self
             .config
             .voice_for(segment.kind, segment.speaker.as_deref());
@@ -188,7 +239,7 @@ impl Renderer {
             }
             chunks.extend(rest);
         }
-        chunks
+        let chunks = chunks
             .into_iter()
             .map(|c| {
                 let spoken = frontend::prepare_with(&c.text, &self.lexicon);
@@ -201,72 +252,60 @@ impl Renderer {
                     pinyin: spoken.pinyin_words,
                     voice: voice.clone(),
                 };
-                (c.boundary, Arc::clone(&backend), request)
+                (c.boundary, request)
             })
-            .collect()
+            .collect();
+        SegmentPlan {
+            voice,
+            backend,
+            chunks,
+        }
     }
 
     /// How many chunks of `chapter` are not in the cache yet (all of them
     /// without a cache): 0 means rendering it sends no request.
     pub fn uncached_chunks(&self, chapter: &ScriptChapter) -> usize {
-        chapter
-            .segments
-            .iter()
-            .flat_map(|segment| self.plan_segment(segment))
-            .filter(|(_, backend, req)| {
-                !is_silent(req) && !self.client.is_cached(backend.name(), req)
-            })
+        self.plan_chapter(chapter)
+            .chunks()
+            .filter(|c| !is_silent(c.request) && !self.client.is_cached(c.backend.name(), c.request))
             .count()
     }
 
-    /// Every synthesis request of a chapter, in reading order — the same
-    /// requests [`Renderer::render`] sends (used to render a chapter on
-    /// many machines and mix it from cached clips).
-    pub fn plan_chapter(&self, chapter: &ScriptChapter) -> Vec<PlannedChunk> {
-        chapter
-            .segments
-            .iter()
-            .enumerate()
-            .flat_map(|(si, segment)| {
-                self.plan_segment(segment)
-                    .into_iter()
-                    .map(move |(boundary, backend, request)| PlannedChunk {
-                        segment: si,
-                        boundary,
-                        backend,
-                        request,
-                    })
-            })
-            .collect()
+    /// Every segment of a chapter with its voice and its synthesis requests,
+    /// in reading order — the same requests [`Renderer::render`] sends
+    /// (also used to render a chapter on many machines and mix it from
+    /// cached clips).
+    pub fn plan_chapter(&self, chapter: &ScriptChapter) -> ChapterPlan {
+        ChapterPlan {
+            segments: chapter
+                .segments
+                .iter()
+                .map(|segment| self.plan_segment(segment, false))
+                .collect(),
+        }
     }
 
     /// [`Renderer::plan_chapter`] for a listener who waits: the first chunk
     /// is split after its first clause when it is longer than
     /// [`FIRST_CHUNK_CHARS`] (what streamed previews and the server send).
-    pub fn plan_stream(&self, chapter: &ScriptChapter) -> Vec<PlannedChunk> {
-        chapter
-            .segments
-            .iter()
-            .enumerate()
-            .flat_map(|(si, segment)| {
-                self.plan_segment_with(segment, si == 0).into_iter().map(
-                    move |(boundary, backend, request)| PlannedChunk {
-                        segment: si,
-                        boundary,
-                        backend,
-                        request,
-                    },
-                )
-            })
-            .collect()
+    pub fn plan_stream(&self, chapter: &ScriptChapter) -> ChapterPlan {
+        ChapterPlan {
+            segments: chapter
+                .segments
+                .iter()
+                .enumerate()
+                .map(|(si, segment)| self.plan_segment(segment, si == 0))
+                .collect(),
+        }
     }
 
     /// Mixes and writes a chapter from already synthesized clips, one per
-    /// chunk of [`Renderer::plan_chapter`] in the same order: the same
-    /// code path, hence the same bytes, as [`Renderer::render`].
+    /// chunk of `plan` (its [`Renderer::plan_chapter`]) in the same order:
+    /// the same code path, hence the same bytes, as [`Renderer::render`].
     pub fn mix_clips(
         &self,
         job: &ChapterJob,
+        plan: &ChapterPlan,
         clips: Vec<(usize, Boundary, AudioClip)>,
     ) -> Result<ManifestChapter, ChapterError> {
         let rate = self.config.mix.sample_rate;
@@ -276,32 +315,7 @@ impl Renderer {
                 (si, boundary, Ok((Arc::new(mix::prepare(clip, rate)), None)))
             })
             .collect();
-        self.mix_chapter(job, pieces)
-    }
-
-    /// The voices each backend will speak for `jobs` (backend voice names,
-    /// most segments first).
-    fn voices_needed(&self, jobs: &[ChapterJob]) -> BTreeMap<String, Vec<String>> {
-        let mut counts: BTreeMap<(&str, &str), usize> = BTreeMap::new();
-        for segment in jobs.iter().flat_map(|job| &job.chapter.segments) {
-            let name = self
-                .config
-                .voice_for(segment.kind, segment.speaker.as_deref());
-            let voice = &self.config.voices[name];
-            *counts
-                .entry((voice.backend.as_str(), voice.voice.as_str()))
-                .or_default() += 1;
-        }
-        let mut by_count: Vec<((&str, &str), usize)> = counts.into_iter().collect();
-        by_count.sort_by_key(|&(_, n)| std::cmp::Reverse(n));
-        let mut needed: BTreeMap<String, Vec<String>> = BTreeMap::new();
-        for ((backend, voice), _) in by_count {
-            needed
-                .entry(backend.to_owned())
-                .or_default()
-                .push(voice.to_owned());
-        }
-        needed
+        self.mix_chapter(job, plan.voices(), pieces)
     }
 
     /// Waits until every backend a voice uses can run (in-process engines
@@ -343,10 +357,6 @@ impl Renderer {
     /// Renders `jobs` in order, calling `on_chapter` as each chapter finishes.
     pub async fn render(&self, jobs: Vec<ChapterJob>, mut on_chapter: impl FnMut(ChapterOutcome)) {
         let jobs: Vec<ChapterJob> = jobs.into_iter().map(|job| self.prepare(job)).collect();
-        // Worker processes start while the text goes through the front end.
-        for (backend, voices) in self.voices_needed(&jobs) {
-            self.backends[&backend].warm_up(&voices);
-        }
         // Requests run in their own task: they start as soon as the first
         // segment is planned, and keep going while a finished chapter is
         // mixed and written here. Unordered: a slow request does not hold
@@ -431,12 +441,26 @@ impl Renderer {
         let mut first: HashMap<String, usize> = HashMap::new();
         let mut places: Vec<Vec<Place>> = Vec::new();
         let mut remaining = Vec::with_capacity(jobs.len());
+        // Each segment's voice, from its plan: what the mixer levels by.
+        let mut voices: Vec<Vec<String>> = Vec::with_capacity(jobs.len());
+        let mut warmed: std::collections::BTreeSet<(String, String)> = Default::default();
         for (ci, job) in jobs.iter().enumerate() {
+            let plan = self.plan_chapter(&job.chapter);
+            // Worker processes start while the next chapters go through
+            // the front end.
+            for (backend, ids) in voices_needed([&plan]) {
+                let new: Vec<String> = ids
+                    .into_iter()
+                    .filter(|id| warmed.insert((backend.clone(), id.clone())))
+                    .collect();
+                if !new.is_empty() {
+                    self.backends[&backend].warm_up(&new);
+                }
+            }
+            voices.push(plan.voices());
             let mut count = 0;
-            for (si, segment) in job.chapter.segments.iter().enumerate() {
-                for (chunk, (boundary, backend, request)) in
-                    self.plan_segment(segment).into_iter().enumerate()
-                {
+            for (si, segment) in plan.segments.into_iter().enumerate() {
+                for (chunk, (boundary, request)) in segment.chunks.into_iter().enumerate() {
                     count += 1;
                     let place = Place {
                         chapter: ci,
@@ -444,7 +468,7 @@ impl Renderer {
                         chunk,
                         boundary,
                     };
-                    let key = format!("{}\0{:?}", backend.name(), request);
+                    let key = format!("{}\0{:?}", segment.backend.name(), request);
                     if let Some(&id) = first.get(&key) {
                         places[id].push(place);
                         continue;
@@ -455,7 +479,7 @@ impl Renderer {
                     // The producer only stops early when this render is dropped.
                     let _ = task_tx.send(Task {
                         id,
-                        backend,
+                        backend: Arc::clone(&segment.backend),
                         request,
                     });
                 }
@@ -477,7 +501,7 @@ impl Renderer {
         // Chapters with no chunks at all finish at once.
         for (ci, job) in jobs.iter().enumerate() {
             if remaining[ci] == 0 {
-                on_chapter(self.finish_chapter(job, Vec::new()));
+                on_chapter(self.finish_chapter(job, std::mem::take(&mut voices[ci]), Vec::new()));
             }
         }
         while let Some((id, result, ahead)) = rx.recv().await {
@@ -510,7 +534,8 @@ impl Renderer {
                     let mut pieces = std::mem::take(&mut results[ci]);
                     pieces.sort_by_key(|(chunk, (si, _, _))| (*si, *chunk));
                     let pieces = pieces.into_iter().map(|(_, piece)| piece).collect();
-                    on_chapter(self.finish_chapter(&jobs[ci], pieces));
+                    let chapter_voices = std::mem::take(&mut voices[ci]);
+                    on_chapter(self.finish_chapter(&jobs[ci], chapter_voices, pieces));
                     // The mixed chapter's clips are gone: so is its file.
                     spills[ci] = None;
                 }
@@ -529,31 +554,36 @@ impl Renderer {
         }
     }
 
-    fn finish_chapter(&self, job: &ChapterJob, pieces: Vec<Piece>) -> ChapterOutcome {
+    fn finish_chapter(
+        &self,
+        job: &ChapterJob,
+        voices: Vec<String>,
+        pieces: Vec<Piece>,
+    ) -> ChapterOutcome {
         ChapterOutcome {
             index: job.index,
             title: job.chapter.title.clone(),
-            result: self.mix_chapter(job, pieces),
+            result: self.mix_chapter(job, voices, pieces),
         }
     }
 
     /// Mixes a chapter's clips (see [`crate::audio::mix`]) straight into its
-    /// WAV file and describes the result for the manifest.
+    /// WAV file and describes the result for the manifest; `voices` holds
+    /// each segment's voice, from its plan.
     fn mix_chapter(
         &self,
         job: &ChapterJob,
+        voices: Vec<String>,
         pieces: Vec<Piece>,
     ) -> Result<ManifestChapter, ChapterError> {
         let segments = &job.chapter.segments;
         let mut audio: Vec<PreparedSegment> = segments
             .iter()
-            .map(|segment| PreparedSegment {
+            .zip(voices)
+            .map(|(segment, voice)| PreparedSegment {
                 kind: segment.kind,
                 paragraph: segment.paragraph,
-                voice: self
-                    .config
-                    .voice_for(segment.kind, segment.speaker.as_deref())
-                    .to_owned(),
+                voice,
                 chunks: Vec::new(),
             })
             .collect();

@@ -223,13 +223,13 @@ pub fn plan_book(input: &BookPlanInput, renderer: &Renderer) -> JobPlan {
     for job in &input.chapters {
         let spoken = renderer.prepare(job.clone());
         let mut keys = Vec::new();
-        for planned in renderer.plan_chapter(&spoken.chapter) {
-            if pipeline::is_silent(&planned.request) {
+        for planned in renderer.plan_chapter(&spoken.chapter).chunks() {
+            if pipeline::is_silent(planned.request) {
                 continue;
             }
             let key = planned
                 .backend
-                .cache_key(&planned.request)
+                .cache_key(planned.request)
                 .as_str()
                 .to_owned();
             let id = format!("{}:{key}", TaskKind::Synth.as_str());
@@ -241,8 +241,8 @@ pub fn plan_book(input: &BookPlanInput, renderer: &Renderer) -> JobPlan {
                         key,
                         voices: input.voices.clone(),
                         voice: planned.request.voice.name.clone(),
-                        text: planned.request.text,
-                        pinyin: planned.request.pinyin,
+                        text: planned.request.text.clone(),
+                        pinyin: planned.request.pinyin.clone(),
                     }),
                     depends_on: Vec::new(),
                     max_attempts: input.max_attempts,

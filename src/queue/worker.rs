@@ -432,25 +432,26 @@ impl Worker {
         let chapter =
             tokio::task::spawn_blocking(move || -> Result<ManifestChapter, TaskFailure> {
                 let mut clips = Vec::new();
-                for planned in renderer.plan_chapter(&job.chapter) {
-                    let clip = if pipeline::is_silent(&planned.request) {
+                let plan = renderer.plan_chapter(&job.chapter);
+                for planned in plan.chunks() {
+                    let clip = if pipeline::is_silent(planned.request) {
                         crate::audio::AudioClip::new(Vec::new(), 0)
                     } else {
                         match renderer
                             .client
-                            .cached(planned.backend.name(), &planned.request)
+                            .cached(planned.backend.name(), planned.request)
                         {
                             Some(clip) => clip,
                             // Its synth task is done, but the cache lost it
                             // (wiped, another cache): made again here, so
                             // the mix task cannot wait forever.
                             None => {
-                                let key = planned.backend.cache_key(&planned.request);
+                                let key = planned.backend.cache_key(planned.request);
                                 tracing::warn!(chapter = job.index, chunk = key.as_str(), cache = %cache, "chunk missing from the cache; synthesizing it again");
                                 let made = tokio::runtime::Handle::current().block_on(
                                     renderer
                                         .client
-                                        .synthesize(planned.backend.name(), &planned.request),
+                                        .synthesize(planned.backend.name(), planned.request),
                                 );
                                 match made {
                                     Ok(done) => done.clip,
@@ -473,7 +474,7 @@ impl Worker {
                 std::fs::create_dir_all(&wav_dir)
                     .map_err(|e| failure(format!("cannot create {}: {e}", wav_dir.display())))?;
                 let chapter = renderer
-                    .mix_clips(&job, clips)
+                    .mix_clips(&job, &plan, clips)
                     .map_err(|e| failure(e.to_string()))?;
                 // The same subtitles and encoded files as `build` and
                 // `batch run` write.

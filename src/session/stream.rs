@@ -38,11 +38,12 @@ struct Item {
 /// The chunks of `chapter` with the pause that follows each.
 fn items(renderer: &Renderer, chapter: &ScriptChapter, short_first: bool) -> Vec<Item> {
     let pauses = &renderer.config.mix.pauses;
-    let planned: Vec<PlannedChunk> = if short_first {
+    let plan = if short_first {
         renderer.plan_stream(chapter)
     } else {
         renderer.plan_chapter(chapter)
     };
+    let planned: Vec<PlannedChunk> = plan.chunks().collect();
     let mut out = Vec::with_capacity(planned.len());
     for (index, c) in planned.iter().enumerate() {
         let segment = &chapter.segments[c.segment];

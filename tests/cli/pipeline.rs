@@ -88,9 +88,9 @@ async fn render(renderer: &Renderer, jobs: Vec<ChapterJob>) -> BTreeMap<usize, C
 fn planned(renderer: &Renderer, jobs: &[ChapterJob]) -> Vec<SynthRequest> {
     let mut requests: Vec<SynthRequest> = Vec::new();
     for job in jobs {
-        for chunk in renderer.plan_chapter(&job.chapter) {
-            if !is_silent(&chunk.request) && !requests.contains(&chunk.request) {
-                requests.push(chunk.request);
+        for chunk in renderer.plan_chapter(&job.chapter).chunks() {
+            if !is_silent(chunk.request) && !requests.contains(chunk.request) {
+                requests.push(chunk.request.clone());
             }
         }
     }
