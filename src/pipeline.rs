@@ -13,7 +13,7 @@ use futures::StreamExt;
 
 use rayon::prelude::*;
 
-use crate::audio::{AudioClip, PreparedClip, PreparedSegment, mix, wav};
+use crate::audio::{AudioClip, PauseKind, PreparedClip, PreparedSegment, mix, wav};
 use crate::config::VoicesConfig;
 use crate::frontend::{self, lexicon::Lexicon};
 use crate::manifest::{ManifestChapter, ManifestSegment, ManifestSkipped};
@@ -548,7 +548,7 @@ impl Renderer {
         let mut audio: Vec<PreparedSegment> = segments
             .iter()
             .map(|segment| PreparedSegment {
-                kind: segment.kind,
+                kind: segment.kind.into(),
                 paragraph: segment.paragraph,
                 voice: self
                     .config
@@ -620,6 +620,16 @@ impl Renderer {
                 })
                 .collect(),
         })
+    }
+}
+
+/// The mixer's view of a segment's kind: it knows pauses, not text.
+impl From<SegmentKind> for PauseKind {
+    fn from(kind: SegmentKind) -> PauseKind {
+        match kind {
+            SegmentKind::Narration => PauseKind::Narration,
+            SegmentKind::Dialogue => PauseKind::Dialogue,
+        }
     }
 }
 
