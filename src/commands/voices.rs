@@ -177,4 +177,20 @@ mod tests {
         );
         assert!(text.contains("  dialogue  = dialogue"), "{text}");
     }
+
+    #[test]
+    fn lists_each_backends_key_variable() {
+        let text = "[backends.server]\ntype = \"openai\"\nbase_url = \"http://h/v1\"\napi_key_env = \"TTS_API_KEY\"\nmax_in_flight = 2\n\n[backends.open]\ntype = \"http\"\nurl = \"http://h/\"\nfallback = \"server\"\n\n[backends.cloud]\ntype = \"azure\"\nrate_limit = \"20/60s\"\n\n[backends.piper]\ntype = \"command\"\nprogram = \"piper\"\n\n[voices.v]\nbackend = \"server\"\nvoice = \"alloy\"\n\n[casting]\nnarrator = \"v\"\n";
+        let config = VoicesConfig::parse_with_env(text, "k.toml", &|_| Some("set".into())).unwrap();
+        let text = listing(&config);
+        let backends = text
+            .split_once("\nbackends:\n")
+            .and_then(|(_, rest)| rest.split_once("\n\n"))
+            .map(|(backends, _)| backends)
+            .unwrap_or_else(|| panic!("{text}"));
+        assert_eq!(
+            backends,
+            "  cloud        azure    rate_limit=20/60s key=$AZURE_SPEECH_KEY\n  open         http     fallback=server\n  piper        command\n  server       openai   max_in_flight=2 key=$TTS_API_KEY"
+        );
+    }
 }
