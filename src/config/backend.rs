@@ -2,7 +2,7 @@
 //! limiter, retry policy and fallback, into one synthesis client.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -10,16 +10,10 @@ use async_trait::async_trait;
 
 use super::{BackendConfig, VoicesConfig};
 use crate::audio::AudioClip;
-use crate::synth::azure::Azure;
 use crate::synth::cache::Cache;
 use crate::synth::client::{ClientBackend, SynthClient};
-use crate::synth::command::CommandBackend;
-use crate::synth::espeak::Espeak;
-use crate::synth::http::Http;
-use crate::synth::kokoro::Kokoro;
-use crate::synth::openai::Openai;
 use crate::synth::rate_limit::Limiter;
-use crate::synth::{Limits, SynthError, SynthRequest, Synthesizer};
+use crate::synth::{BuildContext, Limits, SynthError, SynthRequest, Synthesizer};
 
 impl VoicesConfig {
     /// Builds every backend. `worker_program` is the binary that can run
@@ -33,7 +27,7 @@ impl VoicesConfig {
             .iter()
             .map(|(name, config)| {
                 let backend = self
-                    .build_backend(name, config, worker_program.clone())
+                    .build_backend(name, config, worker_program.as_deref())
                     .unwrap_or_else(|e| Arc::new(Unavailable(e.to_string(), name.clone())));
                 (name.clone(), backend)
             })
@@ -44,58 +38,16 @@ impl VoicesConfig {
         &self,
         name: &str,
         config: &BackendConfig,
-        worker_program: Option<PathBuf>,
+        worker_program: Option<&Path>,
     ) -> Result<Arc<dyn Synthesizer>, SynthError> {
         let client = &self.clients[name];
-        let timeout = client.timeout();
-        let in_flight = client
-            .max_in_flight
-            .unwrap_or_else(|| config.default_in_flight());
-        Ok(match config {
-            BackendConfig::Espeak(c) => {
-                let mut c = c.clone();
-                if c.workers == 0
-                    && let Some(n) = client.max_in_flight
-                {
-                    c.workers = n;
-                }
-                Arc::new(Espeak::new(name, c, worker_program))
-            }
-            BackendConfig::Kokoro(c) => Arc::new(Kokoro::new(name, c.clone())),
-            BackendConfig::Openai(c) => Arc::new(
-                Openai::new(
-                    name,
-                    c.clone(),
-                    self.secret(c.api_key_env.as_ref()),
-                    timeout,
-                    in_flight,
-                )?
-                .with_max_body(client.max_body()),
-            ),
-            BackendConfig::Http(c) => Arc::new(
-                Http::new(
-                    name,
-                    c.clone(),
-                    self.secret(c.api_key_env.as_ref()),
-                    timeout,
-                    in_flight,
-                )?
-                .with_max_body(client.max_body()),
-            ),
-            BackendConfig::Azure(c) => Arc::new(
-                Azure::new(
-                    name,
-                    c.clone(),
-                    self.secret(Some(&c.api_key_env)),
-                    self.secret(Some(&c.region_env)).expose(),
-                    timeout,
-                    in_flight,
-                )?
-                .with_max_body(client.max_body()),
-            ),
-            BackendConfig::Command(c) => {
-                Arc::new(CommandBackend::new(name, c.clone(), timeout, in_flight))
-            }
+        config.kind().build(&BuildContext {
+            name,
+            timeout: client.timeout(),
+            max_in_flight: client.max_in_flight,
+            max_body: client.max_body(),
+            worker_program,
+            secrets: &|var| self.secret(var),
         })
     }
 
@@ -115,11 +67,13 @@ impl VoicesConfig {
                     limiter: Limiter::new(synth.limits().max_in_flight, client.rate()),
                     retry: client.retry_policy(),
                     // Network backends time out on their own at `timeout`;
-                    // this outer limit catches hung local engines. A neural
-                    // engine on a busy CPU may need minutes for a long
-                    // chunk: an hour unless the file says otherwise.
-                    timeout: match (&self.backends[&name], client.timeout_s) {
-                        (BackendConfig::Kokoro(_), None) => Duration::from_secs(3600),
+                    // this outer limit catches hung local engines (some
+                    // need longer unless the file says otherwise).
+                    timeout: match (
+                        self.backends[&name].kind().default_request_limit(),
+                        client.timeout_s,
+                    ) {
+                        (Some(limit), None) => limit,
                         _ => client.timeout() + Duration::from_secs(1),
                     },
                     fallback: client
