@@ -11,8 +11,7 @@
 use std::time::Instant;
 
 use tingshu::audio::encode::{BookChapter, Encoder, Format, Tags};
-use tingshu::audio::{AudioClip, MixConfig, SegmentAudio, mix_chapter_file};
-use tingshu::text::SegmentKind;
+use tingshu::audio::{AudioClip, MixConfig, PauseKind, SegmentAudio, mix_chapter_file};
 use tingshu::text::chunk::Boundary;
 
 /// A pseudo-random, syllable-modulated harmonic signal, `secs` long.
@@ -60,9 +59,9 @@ fn chapter_segments(chapter: u32, chapter_min: f64) -> (Vec<SegmentAudio>, f64) 
             .collect();
         segments.push(SegmentAudio {
             kind: if dialogue {
-                SegmentKind::Dialogue
+                PauseKind::Dialogue
             } else {
-                SegmentKind::Narration
+                PauseKind::Narration
             },
             paragraph: (i / 3) as usize + 1,
             voice: voice.into(),

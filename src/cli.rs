@@ -5,6 +5,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+pub use crate::names::Layout;
+
 #[derive(Debug, Parser)]
 #[command(
     name = "tingshu",
@@ -253,15 +255,6 @@ pub struct BatchJobsArgs {
     /// Only the job with this name.
     #[arg(long)]
     pub job: Option<String>,
-}
-
-/// Where `build` puts a book.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Layout {
-    /// DIR/<book>/
-    Plain,
-    /// DIR/<author>/<book>/ with cover.jpg and desc.txt, as Audiobookshelf expects.
-    Audiobookshelf,
 }
 
 #[derive(Debug, Args)]

@@ -7,6 +7,15 @@ use std::path::{Path, PathBuf};
 /// job's lock and the staged cover.
 pub const STATE_DIR: &str = ".tingshu-batch";
 
+/// Where `build` puts a book in its output directory (`--layout`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Layout {
+    /// DIR/<book>/
+    Plain,
+    /// DIR/<author>/<book>/ with cover.jpg and desc.txt, as Audiobookshelf expects.
+    Audiobookshelf,
+}
+
 /// Where a book's files go with the plain layout: `OUT/<sanitized stem>/`.
 pub fn book_dir(out: &Path, stem: &str) -> PathBuf {
     out.join(sanitize_file_name(stem))

@@ -13,7 +13,7 @@ use futures::StreamExt;
 
 use rayon::prelude::*;
 
-use crate::audio::{AudioClip, PreparedClip, PreparedSegment, mix, wav};
+use crate::audio::{AudioClip, PauseKind, PreparedClip, PreparedSegment, mix, wav};
 use crate::config::VoicesConfig;
 use crate::frontend::{self, lexicon::Lexicon};
 use crate::manifest::{ManifestChapter, ManifestSegment, ManifestSkipped};
@@ -105,12 +105,14 @@ impl ChapterPlan {
     /// The chapter's requests in reading order.
     pub fn chunks(&self) -> impl Iterator<Item = PlannedChunk<'_>> {
         self.segments.iter().enumerate().flat_map(|(si, s)| {
-            s.chunks.iter().map(move |(boundary, request)| PlannedChunk {
-                segment: si,
-                boundary: *boundary,
-                backend: &s.backend,
-                request,
-            })
+            s.chunks
+                .iter()
+                .map(move |(boundary, request)| PlannedChunk {
+                    segment: si,
+                    boundary: *boundary,
+                    backend: &s.backend,
+                    request,
+                })
         })
     }
 
@@ -267,7 +269,9 @@ impl Renderer {
     pub fn uncached_chunks(&self, chapter: &ScriptChapter) -> usize {
         self.plan_chapter(chapter)
             .chunks()
-            .filter(|c| !is_silent(c.request) && !self.client.is_cached(c.backend.name(), c.request))
+            .filter(|c| {
+                !is_silent(c.request) && !self.client.is_cached(c.backend.name(), c.request)
+            })
             .count()
     }
 
@@ -581,7 +585,7 @@ impl Renderer {
             .iter()
             .zip(voices)
             .map(|(segment, voice)| PreparedSegment {
-                kind: segment.kind,
+                kind: segment.kind.into(),
                 paragraph: segment.paragraph,
                 voice,
                 chunks: Vec::new(),
@@ -650,6 +654,16 @@ impl Renderer {
                 })
                 .collect(),
         })
+    }
+}
+
+/// The mixer's view of a segment's kind: it knows pauses, not text.
+impl From<SegmentKind> for PauseKind {
+    fn from(kind: SegmentKind) -> PauseKind {
+        match kind {
+            SegmentKind::Narration => PauseKind::Narration,
+            SegmentKind::Dialogue => PauseKind::Dialogue,
+        }
     }
 }
 

@@ -14,6 +14,6 @@ pub mod wav;
 
 pub use clip::AudioClip;
 pub use mix::{
-    MixConfig, MixedChapter, Pauses, PreparedClip, PreparedSegment, SegmentAudio, mix_chapter,
-    mix_chapter_file, mix_prepared, mix_prepared_file, prepare,
+    MixConfig, MixedChapter, PauseKind, Pauses, PreparedClip, PreparedSegment, SegmentAudio,
+    mix_chapter, mix_chapter_file, mix_prepared, mix_prepared_file, prepare,
 };

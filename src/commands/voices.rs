@@ -8,10 +8,11 @@ use anyhow::bail;
 
 use super::{EXIT_OK, EXIT_PARTIAL};
 use crate::cli::VoicesArgs;
-use crate::config::{BackendConfig, VoicesConfig};
+use crate::config::VoicesConfig;
 use crate::frontend;
 use crate::synth::SynthRequest;
-use crate::synth::kokoro::{KokoroFiles, cuda};
+use crate::synth::kind::API_KEY_ENV;
+use crate::synth::kokoro::KokoroFiles;
 
 /// The phrase `--check` reads.
 pub const TEST_PHRASE: &str = "你好，这是一段试音。今天的天气很不错。";
@@ -113,23 +114,14 @@ pub fn listing(config: &VoicesConfig) -> String {
         if let Some(fallback) = &client.fallback {
             line.push_str(&format!(" fallback={fallback}"));
         }
-        let key_env = match backend {
-            BackendConfig::Openai(c) => c.api_key_env.clone(),
-            BackendConfig::Http(c) => c.api_key_env.clone(),
-            BackendConfig::Azure(c) => Some(c.api_key_env.clone()),
-            BackendConfig::Espeak(_) | BackendConfig::Kokoro(_) | BackendConfig::Command(_) => None,
-        };
-        if let Some(var) = key_env {
-            line.push_str(&format!(" key=${var}"));
+        let kind = backend.kind();
+        if let Some(secret) = kind.secrets().iter().find(|s| s.key == API_KEY_ENV) {
+            line.push_str(&format!(" key=${}", secret.var));
         }
         out.push_str(line.trim_end());
         out.push('\n');
-        if let BackendConfig::Kokoro(c) = backend {
-            let files = KokoroFiles::locate(c.data_dir.as_deref());
-            out.push_str(&match cuda::choose(&files, c.device) {
-                Ok(choice) => format!("    runs on {}: {}\n", choice.device, choice.reason),
-                Err(why) => format!("    cannot run: device = cuda and {why}\n"),
-            });
+        if let Some(note) = kind.listing_note() {
+            out.push_str(&note);
         }
     }
     out.push_str("\nvoices:\n");
@@ -176,5 +168,21 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("  dialogue  = dialogue"), "{text}");
+    }
+
+    #[test]
+    fn lists_each_backends_key_variable() {
+        let text = "[backends.server]\ntype = \"openai\"\nbase_url = \"http://h/v1\"\napi_key_env = \"TTS_API_KEY\"\nmax_in_flight = 2\n\n[backends.open]\ntype = \"http\"\nurl = \"http://h/\"\nfallback = \"server\"\n\n[backends.cloud]\ntype = \"azure\"\nrate_limit = \"20/60s\"\n\n[backends.piper]\ntype = \"command\"\nprogram = \"piper\"\n\n[voices.v]\nbackend = \"server\"\nvoice = \"alloy\"\n\n[casting]\nnarrator = \"v\"\n";
+        let config = VoicesConfig::parse_with_env(text, "k.toml", &|_| Some("set".into())).unwrap();
+        let text = listing(&config);
+        let backends = text
+            .split_once("\nbackends:\n")
+            .and_then(|(_, rest)| rest.split_once("\n\n"))
+            .map(|(backends, _)| backends)
+            .unwrap_or_else(|| panic!("{text}"));
+        assert_eq!(
+            backends,
+            "  cloud        azure    rate_limit=20/60s key=$AZURE_SPEECH_KEY\n  open         http     fallback=server\n  piper        command\n  server       openai   max_in_flight=2 key=$TTS_API_KEY"
+        );
     }
 }

@@ -1,36 +1,27 @@
 //! Checks of a parsed voices file: every number in range, every backend and
 //! voice a key names known. Errors name the key; `locate` adds its line.
 
-use super::{BackendConfig, ConfigError, VoicesConfig, keys};
+use super::{ConfigError, VoicesConfig, keys};
 use crate::synth::rate_limit::RateLimit;
 
 impl VoicesConfig {
     /// Checks the values of the file: backends, voices, casting and mix.
     pub(super) fn check(&self) -> Result<(), ConfigError> {
         for (name, backend) in &self.backends {
-            let checked = match backend {
-                BackendConfig::Espeak(c) => check_espeak(c),
-                BackendConfig::Kokoro(c) => {
-                    let voices: Vec<(String, &str)> = self
-                        .voices
-                        .iter()
-                        .filter(|(_, v)| &v.backend == name)
-                        .map(|(vn, v)| (format!("voices.{vn}.voice"), v.voice.as_str()))
-                        .collect();
-                    match c.check(&voices) {
-                        Err((key, message)) if key.starts_with("voices.") => {
-                            return Err(self.invalid(key, message));
-                        }
-                        other => other,
-                    }
+            let voices: Vec<(String, &str)> = self
+                .voices
+                .iter()
+                .filter(|(_, v)| &v.backend == name)
+                .map(|(vn, v)| (format!("voices.{vn}.voice"), v.voice.as_str()))
+                .collect();
+            match backend.kind().check(&voices) {
+                Err((key, message)) if key.starts_with("voices.") => {
+                    return Err(self.invalid(key, message));
                 }
-                BackendConfig::Openai(c) => c.check(),
-                BackendConfig::Http(c) => c.check(),
-                BackendConfig::Azure(_) => Ok(()),
-                BackendConfig::Command(c) => c.check(),
-            };
-            if let Err((key, message)) = checked {
-                return Err(self.invalid(format!("backends.{name}.{key}"), message));
+                Err((key, message)) => {
+                    return Err(self.invalid(format!("backends.{name}.{key}"), message));
+                }
+                Ok(()) => {}
             }
             let client = &self.clients[name];
             if let Some(rate) = &client.rate_limit
@@ -146,33 +137,8 @@ impl VoicesConfig {
     }
 }
 
-/// Most requests a backend may have in flight, and most espeak-ng workers
-/// (each is a process).
+/// Most requests a backend may have in flight.
 const MAX_IN_FLIGHT: usize = 1024;
-const MAX_WORKERS: usize = 256;
-
-/// `[backends.X] type = "espeak"`: numbers in range. Returns (key, problem).
-fn check_espeak(c: &crate::synth::espeak::EspeakConfig) -> Result<(), (String, String)> {
-    if c.workers > MAX_WORKERS {
-        return Err((
-            "workers".into(),
-            format!(
-                "{} is out of range 0–{MAX_WORKERS} (0 = one per core, plus two)",
-                c.workers
-            ),
-        ));
-    }
-    if !(80..=450).contains(&c.rate) {
-        return Err(("rate".into(), format!("{} is out of range 80–450", c.rate)));
-    }
-    if !(1..=10_000).contains(&c.max_chars) {
-        return Err((
-            "max_chars".into(),
-            format!("{} is out of range 1–10000", c.max_chars),
-        ));
-    }
-    Ok(())
-}
 
 /// `[mix]`: every number finite and in range. Returns (key, problem).
 fn check_mix(mix: &crate::audio::MixConfig) -> Result<(), (String, String)> {

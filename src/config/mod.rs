@@ -21,6 +21,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::audio::MixConfig;
+use crate::synth::BackendKind;
 use crate::synth::azure::AzureConfig;
 use crate::synth::command::CommandConfig;
 use crate::synth::espeak::EspeakConfig;
@@ -68,40 +69,50 @@ pub enum ConfigError {
     },
 }
 
-/// `[backends.NAME]`: which engine, with its settings. The keys every
-/// backend takes (`max_in_flight`, `rate_limit`, …) are in [`ClientConfig`].
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]
-pub enum BackendConfig {
-    Espeak(EspeakConfig),
-    Kokoro(KokoroConfig),
-    Openai(OpenaiConfig),
-    Http(HttpConfig),
-    Azure(AzureConfig),
-    Command(CommandConfig),
+/// Declares the backend types of the voices file: `Variant(Config) =
+/// "type"`, in the order messages list them. Each config type implements
+/// [`BackendKind`], which does the rest.
+macro_rules! backends {
+    ($($variant:ident($config:ty) = $type_name:literal,)*) => {
+        /// `[backends.NAME]`: which engine, with its settings. The keys every
+        /// backend takes (`max_in_flight`, `rate_limit`, …) are in [`ClientConfig`].
+        #[derive(Debug, Clone, PartialEq, Deserialize)]
+        #[serde(tag = "type", deny_unknown_fields)]
+        pub enum BackendConfig {
+            $(
+                #[doc = concat!("`type = \"", $type_name, "\"`.")]
+                #[serde(rename = $type_name)]
+                $variant($config),
+            )*
+        }
+
+        impl BackendConfig {
+            /// The type name used in the voices file.
+            pub fn type_name(&self) -> &'static str {
+                match self {
+                    $(BackendConfig::$variant(_) => $type_name,)*
+                }
+            }
+
+            /// The type's settings: what builds, checks and names the
+            /// secrets of the backend.
+            pub fn kind(&self) -> &dyn BackendKind {
+                match self {
+                    $(BackendConfig::$variant(config) => config,)*
+                }
+            }
+        }
+    };
 }
 
-impl BackendConfig {
-    /// The type name used in the voices file.
-    pub fn type_name(&self) -> &'static str {
-        match self {
-            BackendConfig::Espeak(_) => "espeak",
-            BackendConfig::Kokoro(_) => "kokoro",
-            BackendConfig::Openai(_) => "openai",
-            BackendConfig::Http(_) => "http",
-            BackendConfig::Azure(_) => "azure",
-            BackendConfig::Command(_) => "command",
-        }
-    }
-
-    fn default_in_flight(&self) -> usize {
-        match self {
-            BackendConfig::Espeak(_) | BackendConfig::Kokoro(_) => usize::MAX,
-            BackendConfig::Openai(_) | BackendConfig::Azure(_) => 4,
-            BackendConfig::Http(_) => 2,
-            BackendConfig::Command(_) => 1,
-        }
-    }
+// The registry: one line a backend type.
+backends! {
+    Espeak(EspeakConfig) = "espeak",
+    Kokoro(KokoroConfig) = "kokoro",
+    Openai(OpenaiConfig) = "openai",
+    Http(HttpConfig) = "http",
+    Azure(AzureConfig) = "azure",
+    Command(CommandConfig) = "command",
 }
 
 /// Keys every backend takes, beside its type's own.

@@ -51,7 +51,10 @@ fn items(renderer: &Renderer, chapter: &ScriptChapter, short_first: bool) -> Vec
             Some(next) if next.segment == c.segment => pauses.after_chunk(c.boundary),
             Some(next) => {
                 let n = &chapter.segments[next.segment];
-                pauses.between_parts((segment.paragraph, segment.kind), (n.paragraph, n.kind))
+                pauses.between_parts(
+                    (segment.paragraph, segment.kind.into()),
+                    (n.paragraph, n.kind.into()),
+                )
             }
             None => 0,
         };
@@ -143,7 +146,7 @@ pub fn chunk_pcm(
     config.pauses.chapter_start_ms = 0;
     config.pauses.chapter_end_ms = pause_ms;
     let segment = SegmentAudio {
-        kind,
+        kind: kind.into(),
         paragraph,
         voice,
         chunks: vec![(Boundary::None, clip)],

@@ -23,10 +23,10 @@ use tokio::sync::{OwnedSemaphorePermit, broadcast};
 
 use crate::admission::{HostRule, Slots};
 use crate::audio::encode::Format;
-use crate::cli::Layout;
 use crate::config::VoicesConfig;
 use crate::frontend::Lexicon;
 use crate::fsutil::PidLock;
+use crate::names::Layout;
 use crate::pipeline::{ChapterJob, Renderer};
 use crate::session::book::{BookTarget, BuildError, lock_book_dir};
 use crate::session::voices::CastSource;

@@ -3,13 +3,15 @@
 //! `<phoneme alphabet="sapi">` for lexicon entries.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use serde::Deserialize;
 
-use super::http::{Secret, client, send};
-use super::{Limits, SynthError, SynthRequest, Synthesizer, decode_checked};
+use super::http::{Remote, Secret};
+use super::kind::{API_KEY_ENV, BackendKind, BuildContext, SecretVar};
+use super::{Limits, SynthError, SynthRequest, Synthesizer, decode_checked, max_chars};
 use crate::audio::AudioClip;
 
 /// `[backends.NAME] type = "azure"`.
@@ -35,7 +37,7 @@ pub struct AzureConfig {
     #[serde(default)]
     pub lexicon: BTreeMap<String, String>,
     /// Longest text per request, in characters.
-    #[serde(default = "default_max_chars")]
+    #[serde(default = "max_chars::<400>")]
     pub max_chars: usize,
 }
 
@@ -55,20 +57,41 @@ fn default_lang() -> String {
     "zh-CN".into()
 }
 
-fn default_max_chars() -> usize {
-    400
+impl BackendKind for AzureConfig {
+    fn build(&self, ctx: &BuildContext<'_>) -> Result<Arc<dyn Synthesizer>, SynthError> {
+        let azure = Azure::new(
+            ctx.name,
+            self.clone(),
+            ctx.secret(Some(&self.api_key_env)),
+            ctx.secret(Some(&self.region_env)).expose(),
+            ctx.timeout,
+            ctx.in_flight(4),
+        )?;
+        Ok(Arc::new(azure.with_max_body(ctx.max_body)))
+    }
+
+    /// The key, and the region unless `endpoint` is given.
+    fn secrets(&self) -> Vec<SecretVar<'_>> {
+        vec![
+            SecretVar {
+                key: API_KEY_ENV,
+                var: &self.api_key_env,
+                required: true,
+            },
+            SecretVar {
+                key: "region_env",
+                var: &self.region_env,
+                required: self.endpoint.is_none(),
+            },
+        ]
+    }
 }
 
 /// The `azure` backend.
 pub struct Azure {
-    name: String,
+    remote: Remote,
     config: AzureConfig,
     url: String,
-    secret: Secret,
-    timeout: Duration,
-    max_in_flight: usize,
-    max_body: u64,
-    client: reqwest::Client,
 }
 
 impl Azure {
@@ -85,20 +108,15 @@ impl Azure {
             format!("https://{region}.tts.speech.microsoft.com/cognitiveservices/v1")
         });
         Ok(Azure {
-            client: client(name, timeout, true)?,
-            name: name.to_owned(),
+            remote: Remote::new(name, secret, timeout, max_in_flight, true)?,
             config,
             url,
-            secret,
-            timeout,
-            max_in_flight,
-            max_body: super::http::DEFAULT_MAX_BODY,
         })
     }
 
     /// Reads no answer past `bytes` (`max_body_mb`).
     pub fn with_max_body(mut self, bytes: u64) -> Azure {
-        self.max_body = bytes;
+        self.remote.set_max_body(bytes);
         self
     }
 
@@ -167,14 +185,11 @@ fn escape(s: &str) -> String {
 #[async_trait]
 impl Synthesizer for Azure {
     fn name(&self) -> &str {
-        &self.name
+        &self.remote.name
     }
 
     fn limits(&self) -> Limits {
-        Limits {
-            max_chars: self.config.max_chars,
-            max_in_flight: self.max_in_flight,
-        }
+        self.remote.limits(self.config.max_chars)
     }
 
     fn fingerprint(&self) -> String {
@@ -186,15 +201,15 @@ impl Synthesizer for Azure {
 
     async fn synthesize(&self, req: &SynthRequest) -> Result<AudioClip, SynthError> {
         let request = self
-            .client
+            .remote
+            .client()
             .post(&self.url)
-            .header("Ocp-Apim-Subscription-Key", self.secret.expose())
+            .header("Ocp-Apim-Subscription-Key", self.remote.secret.expose())
             .header(reqwest::header::CONTENT_TYPE, "application/ssml+xml")
             .header("X-Microsoft-OutputFormat", &self.config.output_format)
             .body(self.ssml(req));
-        let cap = super::http::body_cap(req, self.max_body);
-        let body = send(&self.name, request, self.timeout, &self.secret, cap).await?;
-        decode_checked(&self.name, &body, req)
+        let body = self.remote.send(request, req).await?;
+        decode_checked(&self.remote.name, &body, req)
     }
 }
 

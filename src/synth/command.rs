@@ -11,13 +11,15 @@
 //! ```
 
 use std::process::Stdio;
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use serde::Deserialize;
 use tokio::io::AsyncWriteExt;
 
-use super::{Limits, SynthError, SynthRequest, Synthesizer, decode_checked};
+use super::kind::{BackendKind, BuildContext, KeyProblem};
+use super::{Limits, SynthError, SynthRequest, Synthesizer, decode_checked, max_chars};
 use crate::audio::AudioClip;
 
 /// `[backends.NAME] type = "command"`.
@@ -35,7 +37,7 @@ pub struct CommandConfig {
     #[serde(default = "default_input")]
     pub input: String,
     /// Longest text per request, in characters.
-    #[serde(default = "default_max_chars")]
+    #[serde(default = "max_chars::<200>")]
     pub max_chars: usize,
 }
 
@@ -43,12 +45,13 @@ fn default_input() -> String {
     "text".into()
 }
 
-fn default_max_chars() -> usize {
-    200
-}
+impl BackendKind for CommandConfig {
+    fn build(&self, ctx: &BuildContext<'_>) -> Result<Arc<dyn Synthesizer>, SynthError> {
+        let backend = CommandBackend::new(ctx.name, self.clone(), ctx.timeout, ctx.in_flight(1));
+        Ok(Arc::new(backend))
+    }
 
-impl CommandConfig {
-    pub fn check(&self) -> Result<(), (String, String)> {
+    fn check(&self, _voices: &[(String, &str)]) -> Result<(), KeyProblem> {
         if self.program.trim().is_empty() {
             return Err(("program".into(), "must not be empty".into()));
         }
@@ -197,10 +200,7 @@ impl Synthesizer for CommandBackend {
     }
 
     fn limits(&self) -> Limits {
-        Limits {
-            max_chars: self.config.max_chars,
-            max_in_flight: self.max_in_flight,
-        }
+        Limits::new(self.config.max_chars, self.max_in_flight)
     }
 
     fn fingerprint(&self) -> String {

@@ -17,6 +17,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -24,8 +25,11 @@ use base64::Engine as _;
 use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
 use serde::Deserialize;
 
+use super::kind::{BackendKind, BuildContext, KeyProblem, SecretVar};
 use super::retry::parse_retry_after;
-use super::{Limits, SynthError, SynthRequest, Synthesizer, check_duration, decode_checked};
+use super::{
+    Limits, SynthError, SynthRequest, Synthesizer, check_duration, decode_checked, max_chars,
+};
 use crate::audio::AudioClip;
 
 /// A secret (API key) that never prints.
@@ -202,6 +206,95 @@ fn body_excerpt(body: &[u8]) -> String {
     line.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
+/// What the network backends (`openai`, `azure`, `http`) share: the
+/// backend's name and secret, its HTTP client, and the limits on one
+/// request (time, answer size, how many at once).
+pub struct Remote {
+    /// The backend's name in the voices file.
+    pub name: String,
+    /// The API key (empty when the backend has none).
+    pub secret: Secret,
+    timeout: Duration,
+    max_in_flight: usize,
+    max_body: u64,
+    client: reqwest::Client,
+}
+
+impl Remote {
+    /// The client of backend `name`; with `credentials` (the requests
+    /// carry the secret), no redirect leaves the origin (see [`client`]).
+    /// Answers are read up to [`DEFAULT_MAX_BODY`] until
+    /// [`Remote::set_max_body`].
+    pub fn new(
+        name: &str,
+        secret: Secret,
+        timeout: Duration,
+        max_in_flight: usize,
+        credentials: bool,
+    ) -> Result<Remote, SynthError> {
+        Ok(Remote {
+            client: client(name, timeout, credentials)?,
+            name: name.to_owned(),
+            secret,
+            timeout,
+            max_in_flight,
+            max_body: DEFAULT_MAX_BODY,
+        })
+    }
+
+    /// Reads no answer past `bytes` (`max_body_mb`).
+    pub fn set_max_body(&mut self, bytes: u64) {
+        self.max_body = bytes;
+    }
+
+    /// The backend's [`Limits`], with its `max_chars`.
+    pub fn limits(&self, max_chars: usize) -> Limits {
+        Limits::new(max_chars, self.max_in_flight)
+    }
+
+    /// The HTTP client, to build requests with.
+    pub fn client(&self) -> &reqwest::Client {
+        &self.client
+    }
+
+    /// Sends `request`, made for `req`: [`send`] with the backend's
+    /// timeout and secret, and the answer capped by [`body_cap`].
+    pub async fn send(
+        &self,
+        request: reqwest::RequestBuilder,
+        req: &SynthRequest,
+    ) -> Result<Vec<u8>, SynthError> {
+        let cap = body_cap(req, self.max_body);
+        send(&self.name, request, self.timeout, &self.secret, cap).await
+    }
+
+    /// An answer of raw 16-bit little-endian mono PCM at `sample_rate`,
+    /// checked like any other ([`check_duration`]).
+    pub fn pcm(
+        &self,
+        body: &[u8],
+        sample_rate: u32,
+        req: &SynthRequest,
+    ) -> Result<AudioClip, SynthError> {
+        if body.len() < 2 {
+            return Err(self.bad_audio("empty PCM body".into()));
+        }
+        let samples: Vec<i16> = body
+            .chunks_exact(2)
+            .map(|b| i16::from_le_bytes([b[0], b[1]]))
+            .collect();
+        check_duration(&self.name, AudioClip::from_i16(&samples, sample_rate), req)
+    }
+
+    /// A [`SynthError::BadAudio`] of this backend.
+    pub fn bad_audio(&self, message: String) -> SynthError {
+        SynthError::BadAudio {
+            backend: self.name.clone(),
+            message,
+        }
+    }
+}
+
 /// How the `http` backend reads an answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
@@ -250,7 +343,7 @@ pub struct HttpConfig {
     #[serde(default)]
     pub api_key_env: Option<String>,
     /// Longest text per request, in characters.
-    #[serde(default = "default_max_chars")]
+    #[serde(default = "max_chars::<150>")]
     pub max_chars: usize,
 }
 
@@ -262,13 +355,21 @@ fn default_lang() -> String {
     "zh".into()
 }
 
-fn default_max_chars() -> usize {
-    150
-}
+impl BackendKind for HttpConfig {
+    fn build(&self, ctx: &BuildContext<'_>) -> Result<Arc<dyn Synthesizer>, SynthError> {
+        let secret = ctx.secret(self.api_key_env.as_deref());
+        let http = Http::new(
+            ctx.name,
+            self.clone(),
+            secret,
+            ctx.timeout,
+            ctx.in_flight(2),
+        )?;
+        Ok(Arc::new(http.with_max_body(ctx.max_body)))
+    }
 
-impl HttpConfig {
     /// Checks the template; returns (key suffix, problem).
-    pub fn check(&self) -> Result<(), (String, String)> {
+    fn check(&self, _voices: &[(String, &str)]) -> Result<(), KeyProblem> {
         if !matches!(
             self.method.to_ascii_uppercase().as_str(),
             "GET" | "POST" | "PUT"
@@ -309,17 +410,16 @@ impl HttpConfig {
         }
         Ok(())
     }
+
+    fn secrets(&self) -> Vec<SecretVar<'_>> {
+        SecretVar::api_key(self.api_key_env.as_deref())
+    }
 }
 
 /// The `http` backend.
 pub struct Http {
-    name: String,
+    remote: Remote,
     config: HttpConfig,
-    secret: Secret,
-    timeout: Duration,
-    max_in_flight: usize,
-    max_body: u64,
-    client: reqwest::Client,
 }
 
 impl Http {
@@ -332,19 +432,14 @@ impl Http {
     ) -> Result<Http, SynthError> {
         let credentials = !secret.expose().is_empty();
         Ok(Http {
-            client: client(name, timeout, credentials)?,
-            name: name.to_owned(),
+            remote: Remote::new(name, secret, timeout, max_in_flight, credentials)?,
             config,
-            secret,
-            timeout,
-            max_in_flight,
-            max_body: DEFAULT_MAX_BODY,
         })
     }
 
     /// Reads no answer past `bytes` (`max_body_mb`).
     pub fn with_max_body(mut self, bytes: u64) -> Http {
-        self.max_body = bytes;
+        self.remote.set_max_body(bytes);
         self
     }
 
@@ -355,7 +450,7 @@ impl Http {
             ("{speed}", format_number(f64::from(req.voice.speed))),
             ("{pitch}", req.voice.pitch.unwrap_or(50).to_string()),
             ("{lang}", self.config.lang.clone()),
-            ("{key}", self.secret.expose().to_owned()),
+            ("{key}", self.remote.secret.expose().to_owned()),
         ]
     }
 
@@ -413,7 +508,7 @@ impl Http {
         let method =
             reqwest::Method::from_bytes(self.config.method.to_ascii_uppercase().as_bytes())
                 .unwrap_or(reqwest::Method::GET);
-        let mut builder = self.client.request(method, url);
+        let mut builder = self.remote.client().request(method, url);
         for (name, value) in &self.config.headers {
             builder = builder.header(name, Self::substitute(value, &values, str::to_owned));
         }
@@ -440,25 +535,15 @@ impl Http {
     }
 
     fn bad(&self, message: String) -> SynthError {
-        SynthError::BadAudio {
-            backend: self.name.clone(),
-            message,
-        }
+        self.remote.bad_audio(message)
     }
 
     fn read_answer(&self, body: &[u8], req: &SynthRequest) -> Result<AudioClip, SynthError> {
         match self.config.response {
-            ResponseKind::Audio => decode_checked(&self.name, body, req),
+            ResponseKind::Audio => decode_checked(&self.remote.name, body, req),
             ResponseKind::Pcm => {
-                if body.len() < 2 {
-                    return Err(self.bad("empty PCM body".into()));
-                }
-                let samples: Vec<i16> = body
-                    .chunks_exact(2)
-                    .map(|b| i16::from_le_bytes([b[0], b[1]]))
-                    .collect();
-                let clip = AudioClip::from_i16(&samples, self.config.sample_rate.unwrap_or(22050));
-                check_duration(&self.name, clip, req)
+                let rate = self.config.sample_rate.unwrap_or(22050);
+                self.remote.pcm(body, rate, req)
             }
             ResponseKind::Json => {
                 let json: serde_json::Value = serde_json::from_slice(body)
@@ -483,7 +568,7 @@ impl Http {
                 let audio = base64::engine::general_purpose::STANDARD
                     .decode(encoded.trim())
                     .map_err(|e| self.bad(format!("'{path}' is not base64: {e}")))?;
-                decode_checked(&self.name, &audio, req)
+                decode_checked(&self.remote.name, &audio, req)
             }
         }
     }
@@ -498,14 +583,11 @@ fn format_number(n: f64) -> String {
 #[async_trait]
 impl Synthesizer for Http {
     fn name(&self) -> &str {
-        &self.name
+        &self.remote.name
     }
 
     fn limits(&self) -> Limits {
-        Limits {
-            max_chars: self.config.max_chars,
-            max_in_flight: self.max_in_flight,
-        }
+        self.remote.limits(self.config.max_chars)
     }
 
     fn fingerprint(&self) -> String {
@@ -519,15 +601,7 @@ impl Synthesizer for Http {
     }
 
     async fn synthesize(&self, req: &SynthRequest) -> Result<AudioClip, SynthError> {
-        let cap = body_cap(req, self.max_body);
-        let body = send(
-            &self.name,
-            self.request(req),
-            self.timeout,
-            &self.secret,
-            cap,
-        )
-        .await?;
+        let body = self.remote.send(self.request(req), req).await?;
         self.read_answer(&body, req)
     }
 }
@@ -616,8 +690,8 @@ mod tests {
     #[test]
     fn template_checks_name_the_key() {
         let c = config("url = \"http://h/\"\nresponse = \"pcm\"\n");
-        assert_eq!(c.check().unwrap_err().0, "sample_rate");
+        assert_eq!(c.check(&[]).unwrap_err().0, "sample_rate");
         let c = config("url = \"ftp://h/\"\n");
-        assert_eq!(c.check().unwrap_err().0, "url");
+        assert_eq!(c.check(&[]).unwrap_err().0, "url");
     }
 }

@@ -7,6 +7,7 @@ pub mod client;
 pub mod command;
 pub mod espeak;
 pub mod http;
+pub mod kind;
 pub mod kokoro;
 pub mod openai;
 pub mod rate_limit;
@@ -20,6 +21,7 @@ use crate::audio::AudioClip;
 use crate::audio::decode::{self, DecodeError};
 
 pub use client::{SynthClient, Synthesized};
+pub use kind::{BackendKind, BuildContext, KeyProblem, SecretVar};
 
 /// What a backend can take.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,6 +39,23 @@ impl Default for Limits {
             max_in_flight: 1,
         }
     }
+}
+
+impl Limits {
+    /// A backend's limits: `max_chars` from its table, `max_in_flight`
+    /// as built.
+    pub fn new(max_chars: usize, max_in_flight: usize) -> Limits {
+        Limits {
+            max_chars,
+            max_in_flight,
+        }
+    }
+}
+
+/// `N`: the default of a `max_chars` key, as a serde default
+/// (`#[serde(default = "max_chars::<300>")]`).
+pub(crate) const fn max_chars<const N: usize>() -> usize {
+    N
 }
 
 /// How one voice should sound, as resolved from the voices file.

@@ -1,13 +1,15 @@
 //! The `openai` backend: any server with OpenAI's `POST {base_url}/audio/speech`
 //! (OpenAI itself, and the CosyVoice, IndexTTS, Kokoro … wrappers that copy it).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use serde::Deserialize;
 
-use super::http::{Secret, client, send};
-use super::{Limits, SynthError, SynthRequest, Synthesizer, check_duration, decode_checked};
+use super::http::{Remote, Secret};
+use super::kind::{BackendKind, BuildContext, KeyProblem, SecretVar};
+use super::{Limits, SynthError, SynthRequest, Synthesizer, decode_checked, max_chars};
 use crate::audio::AudioClip;
 
 /// `[backends.NAME] type = "openai"`.
@@ -28,7 +30,7 @@ pub struct OpenaiConfig {
     #[serde(default)]
     pub instructions: Option<String>,
     /// Longest text per request, in characters.
-    #[serde(default = "default_max_chars")]
+    #[serde(default = "max_chars::<300>")]
     pub max_chars: usize,
 }
 
@@ -40,12 +42,20 @@ fn default_format() -> String {
     "wav".into()
 }
 
-fn default_max_chars() -> usize {
-    300
-}
+impl BackendKind for OpenaiConfig {
+    fn build(&self, ctx: &BuildContext<'_>) -> Result<Arc<dyn Synthesizer>, SynthError> {
+        let secret = ctx.secret(self.api_key_env.as_deref());
+        let openai = Openai::new(
+            ctx.name,
+            self.clone(),
+            secret,
+            ctx.timeout,
+            ctx.in_flight(4),
+        )?;
+        Ok(Arc::new(openai.with_max_body(ctx.max_body)))
+    }
 
-impl OpenaiConfig {
-    pub fn check(&self) -> Result<(), (String, String)> {
+    fn check(&self, _voices: &[(String, &str)]) -> Result<(), KeyProblem> {
         if !self.base_url.starts_with("http://") && !self.base_url.starts_with("https://") {
             return Err((
                 "base_url".into(),
@@ -72,18 +82,17 @@ impl OpenaiConfig {
         }
         Ok(())
     }
+
+    fn secrets(&self) -> Vec<SecretVar<'_>> {
+        SecretVar::api_key(self.api_key_env.as_deref())
+    }
 }
 
 /// The `openai` backend.
 pub struct Openai {
-    name: String,
+    remote: Remote,
     config: OpenaiConfig,
     url: String,
-    secret: Secret,
-    timeout: Duration,
-    max_in_flight: usize,
-    max_body: u64,
-    client: reqwest::Client,
 }
 
 impl Openai {
@@ -94,21 +103,17 @@ impl Openai {
         timeout: Duration,
         max_in_flight: usize,
     ) -> Result<Openai, SynthError> {
+        let credentials = !secret.expose().is_empty();
         Ok(Openai {
-            client: client(name, timeout, !secret.expose().is_empty())?,
+            remote: Remote::new(name, secret, timeout, max_in_flight, credentials)?,
             url: format!("{}/audio/speech", config.base_url.trim_end_matches('/')),
-            name: name.to_owned(),
             config,
-            secret,
-            timeout,
-            max_in_flight,
-            max_body: super::http::DEFAULT_MAX_BODY,
         })
     }
 
     /// Reads no answer past `bytes` (`max_body_mb`).
     pub fn with_max_body(mut self, bytes: u64) -> Openai {
-        self.max_body = bytes;
+        self.remote.set_max_body(bytes);
         self
     }
 
@@ -130,14 +135,11 @@ impl Openai {
 #[async_trait]
 impl Synthesizer for Openai {
     fn name(&self) -> &str {
-        &self.name
+        &self.remote.name
     }
 
     fn limits(&self) -> Limits {
-        Limits {
-            max_chars: self.config.max_chars,
-            max_in_flight: self.max_in_flight,
-        }
+        self.remote.limits(self.config.max_chars)
     }
 
     fn fingerprint(&self) -> String {
@@ -149,30 +151,21 @@ impl Synthesizer for Openai {
 
     async fn synthesize(&self, req: &SynthRequest) -> Result<AudioClip, SynthError> {
         let mut request = self
-            .client
+            .remote
+            .client()
             .post(&self.url)
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .body(self.body(req).to_string());
-        if !self.secret.expose().is_empty() {
-            request = request.bearer_auth(self.secret.expose());
+        let secret = &self.remote.secret;
+        if !secret.expose().is_empty() {
+            request = request.bearer_auth(secret.expose());
         }
-        let cap = super::http::body_cap(req, self.max_body);
-        let body = send(&self.name, request, self.timeout, &self.secret, cap).await?;
+        let body = self.remote.send(request, req).await?;
         if self.config.response_format == "pcm" {
             // OpenAI's raw format: 16-bit little-endian mono at 24 kHz.
-            if body.len() < 2 {
-                return Err(SynthError::BadAudio {
-                    backend: self.name.clone(),
-                    message: "empty PCM body".into(),
-                });
-            }
-            let samples: Vec<i16> = body
-                .chunks_exact(2)
-                .map(|b| i16::from_le_bytes([b[0], b[1]]))
-                .collect();
-            return check_duration(&self.name, AudioClip::from_i16(&samples, 24000), req);
+            return self.remote.pcm(&body, 24000, req);
         }
-        decode_checked(&self.name, &body, req)
+        decode_checked(&self.remote.name, &body, req)
     }
 }
 
@@ -206,10 +199,10 @@ mod tests {
     fn bad_settings_name_the_key() {
         let config: OpenaiConfig =
             toml::from_str("base_url = \"h\"\nresponse_format = \"ogg\"").unwrap();
-        assert_eq!(config.check().unwrap_err().0, "base_url");
+        assert_eq!(config.check(&[]).unwrap_err().0, "base_url");
         let config: OpenaiConfig =
             toml::from_str("base_url = \"http://h\"\nresponse_format = \"opus\"").unwrap();
-        let (key, message) = config.check().unwrap_err();
+        let (key, message) = config.check(&[]).unwrap_err();
         assert_eq!(key, "response_format");
         assert!(message.contains("no Opus decoder"), "{message}");
     }

@@ -9,9 +9,8 @@ use std::process::{Command, Output};
 use std::sync::OnceLock;
 
 use serde_json::Value;
-use tingshu::audio::{AudioClip, MixConfig, SegmentAudio, mix_chapter_file};
+use tingshu::audio::{AudioClip, MixConfig, PauseKind, SegmentAudio, mix_chapter_file};
 use tingshu::manifest::Manifest;
-use tingshu::text::SegmentKind;
 use tingshu::text::chunk::Boundary;
 
 use crate::support::cli::{Tingshu, fails, ok};
@@ -346,13 +345,13 @@ fn a_chapter_of_two_voices_at_different_rates_and_levels_comes_out_even() {
     let loud = decode(&b.book_dir.join(&chapters[1].file), 22050, 6.0);
     let segments = vec![
         SegmentAudio {
-            kind: SegmentKind::Narration,
+            kind: PauseKind::Narration,
             paragraph: 1,
             voice: "espeak".into(),
             chunks: vec![(Boundary::Sentence, loud)],
         },
         SegmentAudio {
-            kind: SegmentKind::Dialogue,
+            kind: PauseKind::Dialogue,
             paragraph: 1,
             voice: "http".into(),
             chunks: vec![(Boundary::Sentence, quiet)],

@@ -24,11 +24,10 @@ use serde::Deserialize;
 use super::AudioClip;
 use super::loudness::{self, Loudness};
 use super::wav::WavError;
-use crate::text::SegmentKind;
 use crate::text::chunk::Boundary;
 use layout::{ChapterWriter, lay_out};
 use level::{cap_true_peaks, chapter_lufs, correct_chapter, level_voice, voice_index};
-pub use pauses::Pauses;
+pub use pauses::{PauseKind, Pauses};
 pub use prepare::{PreparedClip, PreparedSegment, prepare};
 pub use spill::Spill;
 
@@ -68,7 +67,7 @@ impl Default for MixConfig {
 #[derive(Debug, Clone)]
 pub struct SegmentAudio {
     /// Narration or dialogue.
-    pub kind: SegmentKind,
+    pub kind: PauseKind,
     /// Paragraph number within the chapter (0 for a spoken title).
     pub paragraph: usize,
     /// Voice name; loudness is matched per voice.
@@ -235,7 +234,7 @@ mod tests {
     }
 
     fn segment(
-        kind: SegmentKind,
+        kind: PauseKind,
         paragraph: usize,
         voice: &str,
         clips: Vec<AudioClip>,
@@ -266,13 +265,13 @@ mod tests {
         let clip = AudioClip::new(speech, 1000);
         let segments = vec![
             segment(
-                SegmentKind::Narration,
+                PauseKind::Narration,
                 1,
                 "n",
                 vec![clip.clone(), clip.clone()],
             ),
-            segment(SegmentKind::Dialogue, 1, "n", vec![clip.clone()]),
-            segment(SegmentKind::Narration, 2, "n", vec![clip]),
+            segment(PauseKind::Dialogue, 1, "n", vec![clip.clone()]),
+            segment(PauseKind::Narration, 2, "n", vec![clip]),
         ];
         let mut buf = Cursor::new(Vec::new());
         let mixed = mix_chapter(&config, segments, &mut buf).unwrap();
@@ -298,13 +297,13 @@ mod tests {
         let config = MixConfig::default();
         let segments = vec![
             segment(
-                SegmentKind::Narration,
+                PauseKind::Narration,
                 1,
                 "quiet16k",
                 vec![speechy(0.05, 16000, 6.0)],
             ),
             segment(
-                SegmentKind::Dialogue,
+                PauseKind::Dialogue,
                 1,
                 "loud44k",
                 vec![speechy(0.9, 44100, 6.0)],

@@ -3,8 +3,17 @@
 use serde::Deserialize;
 
 use super::{PreparedSegment, SegmentAudio};
-use crate::text::SegmentKind;
 use crate::text::chunk::Boundary;
+
+/// Who reads a segment, as far as pauses go: a change of kind within a
+/// paragraph (narration to dialogue or back) is a turn, with its own pause.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PauseKind {
+    /// The narrator's text.
+    Narration,
+    /// A character's spoken line.
+    Dialogue,
+}
 
 /// Pause lengths in milliseconds.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -65,7 +74,7 @@ impl Pauses {
     }
 
     /// The pause between two consecutive segments given as (paragraph, kind).
-    pub fn between_parts(&self, prev: (usize, SegmentKind), next: (usize, SegmentKind)) -> u32 {
+    pub fn between_parts(&self, prev: (usize, PauseKind), next: (usize, PauseKind)) -> u32 {
         if prev.0 != next.0 {
             self.paragraph_ms
         } else if prev.1 != next.1 {

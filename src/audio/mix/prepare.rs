@@ -11,7 +11,6 @@ use crate::audio::peak_limiter;
 use crate::audio::resample::resample;
 use crate::audio::wav::WavError;
 use crate::audio::{AudioClip, clip};
-use crate::text::SegmentKind;
 use crate::text::chunk::Boundary;
 
 /// A chunk made ready for the mixer ([`prepare`]): at the output rate,
@@ -198,7 +197,7 @@ pub fn prepare(clip: AudioClip, rate: u32) -> PreparedClip {
 #[derive(Debug, Clone)]
 pub struct PreparedSegment {
     /// Narration or dialogue.
-    pub kind: SegmentKind,
+    pub kind: super::PauseKind,
     /// Paragraph number within the chapter (0 for a spoken title).
     pub paragraph: usize,
     /// Voice name; loudness is matched per voice.

@@ -18,15 +18,16 @@ mod pool;
 mod protocol;
 mod text;
 
-use std::path::PathBuf;
-use std::sync::{Mutex, MutexGuard};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
 use espeakng_sys as sys;
 use serde::Deserialize;
 use tokio::sync::Semaphore;
 
-use super::{Limits, SynthError, SynthRequest, Synthesizer};
+use super::kind::{BackendKind, BuildContext, KeyProblem};
+use super::{Limits, SynthError, SynthRequest, Synthesizer, max_chars};
 use crate::audio::AudioClip;
 pub use ffi::{phonemes_ipa, synthesize_blocking};
 pub use fork::{max_children, run_worker};
@@ -49,7 +50,7 @@ pub struct EspeakConfig {
     #[serde(default = "default_rate")]
     pub rate: u32,
     /// Longest chunk (characters) per request.
-    #[serde(default = "default_max_chars")]
+    #[serde(default = "max_chars::<120>")]
     pub max_chars: usize,
 }
 
@@ -57,8 +58,47 @@ fn default_rate() -> u32 {
     230
 }
 
-fn default_max_chars() -> usize {
-    120
+/// Most worker processes a backend may have (`workers`).
+const MAX_WORKERS: usize = 256;
+
+impl BackendKind for EspeakConfig {
+    /// With no `workers`, `max_in_flight` says how many.
+    fn build(&self, ctx: &BuildContext<'_>) -> Result<Arc<dyn Synthesizer>, SynthError> {
+        let mut config = self.clone();
+        if config.workers == 0
+            && let Some(n) = ctx.max_in_flight
+        {
+            config.workers = n;
+        }
+        let worker_program = ctx.worker_program.map(Path::to_path_buf);
+        Ok(Arc::new(Espeak::new(ctx.name, config, worker_program)))
+    }
+
+    /// Numbers in range.
+    fn check(&self, _voices: &[(String, &str)]) -> Result<(), KeyProblem> {
+        if self.workers > MAX_WORKERS {
+            return Err((
+                "workers".into(),
+                format!(
+                    "{} is out of range 0–{MAX_WORKERS} (0 = one per core, plus two)",
+                    self.workers
+                ),
+            ));
+        }
+        if !(80..=450).contains(&self.rate) {
+            return Err((
+                "rate".into(),
+                format!("{} is out of range 80–450", self.rate),
+            ));
+        }
+        if !(1..=10_000).contains(&self.max_chars) {
+            return Err((
+                "max_chars".into(),
+                format!("{} is out of range 1–10000", self.max_chars),
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// The `espeak` backend.
@@ -131,10 +171,7 @@ impl Synthesizer for Espeak {
     }
 
     fn limits(&self) -> Limits {
-        Limits {
-            max_chars: self.config.max_chars,
-            max_in_flight: self.concurrency,
-        }
+        Limits::new(self.config.max_chars, self.concurrency)
     }
 
     fn fingerprint(&self) -> String {

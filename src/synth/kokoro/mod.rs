@@ -16,10 +16,12 @@ pub mod phonemes;
 pub mod rewrite;
 
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use serde::Deserialize;
 
+use super::kind::{BackendKind, BuildContext, KeyProblem};
 use super::{Limits, SynthError, SynthRequest, Synthesizer};
 use crate::audio::AudioClip;
 pub use engine::{Device, Engine};
@@ -57,10 +59,14 @@ pub struct KokoroConfig {
 /// so one request stays well under the model's 510 tokens.
 pub const DEFAULT_MAX_CHARS: usize = 90;
 
-impl KokoroConfig {
+impl BackendKind for KokoroConfig {
+    fn build(&self, ctx: &BuildContext<'_>) -> Result<Arc<dyn Synthesizer>, SynthError> {
+        Ok(Arc::new(Kokoro::new(ctx.name, self.clone())))
+    }
+
     /// Checks the keys and the files they point to; `voices` are the voice
     /// specs (`zf_xiaobei`, `zf_xiaobei:0.7,zf_xiaoyi:0.3`) that use it.
-    pub fn check(&self, voices: &[(String, &str)]) -> Result<(), (String, String)> {
+    fn check(&self, voices: &[(String, &str)]) -> Result<(), KeyProblem> {
         if self.max_chars == Some(0) {
             return Err(("max_chars".into(), "must be at least 1".into()));
         }
@@ -82,6 +88,21 @@ impl KokoroConfig {
                 .map_err(|e| (key.clone(), e.to_string()))?;
         }
         Ok(())
+    }
+
+    /// A neural engine on a busy CPU may need minutes for a long chunk: an
+    /// hour.
+    fn default_request_limit(&self) -> Option<Duration> {
+        Some(Duration::from_secs(3600))
+    }
+
+    /// The device it runs on, and why.
+    fn listing_note(&self) -> Option<String> {
+        let files = KokoroFiles::locate(self.data_dir.as_deref());
+        Some(match cuda::choose(&files, self.device) {
+            Ok(choice) => format!("    runs on {}: {}\n", choice.device, choice.reason),
+            Err(why) => format!("    cannot run: device = cuda and {why}\n"),
+        })
     }
 }
 
