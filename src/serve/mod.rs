@@ -31,7 +31,6 @@ use tokio::sync::OwnedSemaphorePermit;
 
 pub use crate::admission::{LOOPBACK_HOSTS, host_name};
 use crate::admission::{Slots, bearer_is, host_only, query_token_is};
-use crate::pipeline::Renderer;
 use crate::session::{BookInput, CacheSpec, RenderSession, SessionError, SessionSpec};
 
 /// What the server serves and how much it takes on, resolved once.
@@ -64,8 +63,7 @@ pub struct Server {
     pub options: ServeOptions,
     /// Backends, client (with the cache) and lexicon, built once: engine
     /// workers stay warm and a repeated passage comes from the cache.
-    pub renderer: Renderer,
-    session: RenderSession,
+    pub session: RenderSession,
     slots: Slots,
 }
 
@@ -92,17 +90,9 @@ impl Server {
             }),
             worker_program,
         })?;
-        let renderer = Renderer {
-            config: Arc::clone(&session.renderer.config),
-            backends: session.renderer.backends.clone(),
-            client: Arc::clone(&session.renderer.client),
-            ahead_bytes: session.renderer.ahead_bytes,
-            lexicon: session.renderer.lexicon.clone(),
-        };
         Ok(Server {
             slots: Slots::new(options.max_syntheses, options.max_queued),
             options,
-            renderer,
             session,
         })
     }
@@ -110,7 +100,7 @@ impl Server {
     /// Starts the engines of every voice, so the first request does not
     /// wait for them.
     pub fn warm_up(&self) {
-        let config = &self.renderer.config;
+        let config = &self.session.renderer.config;
         let mut needed: std::collections::BTreeMap<&str, Vec<String>> = Default::default();
         for voice in config.voices.values() {
             needed
@@ -119,7 +109,7 @@ impl Server {
                 .push(voice.voice.clone());
         }
         for (backend, voices) in needed {
-            if let Some(b) = self.renderer.backends.get(backend) {
+            if let Some(b) = self.session.renderer.backends.get(backend) {
                 b.warm_up(&voices);
             }
         }

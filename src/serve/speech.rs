@@ -204,37 +204,19 @@ pub fn passage(text: &str) -> ScriptChapter {
 /// `voice` when one is named, every voice's speed times `speed`, and no
 /// spoken title.
 fn renderer_for(server: &Server, voice: Option<&str>, speed: f32) -> Result<Renderer, ServeError> {
-    let base = &server.renderer;
-    let mut config = (*base.config).clone();
-    config.mix.speak_title = false;
-    if let Some(voice) = voice.map(str::trim).filter(|v| !CASTING_VOICES.contains(v)) {
-        if !config.voices.contains_key(voice) {
-            let known: Vec<&str> = config.voices.keys().map(String::as_str).collect();
-            return Err(ServeError::bad(format!(
-                "voice {voice:?}: no such voice in {} (voices: default, {})",
-                config.source,
-                known.join(", ")
-            )));
-        }
-        config.casting.narrator = voice.to_owned();
-        config.casting.dialogue = Some(voice.to_owned());
-        config.casting.male = None;
-        config.casting.female = None;
-        config.casting.characters.clear();
-        config.cast.clear();
+    let config = &server.session.renderer.config;
+    let voice = voice.map(str::trim).filter(|v| !CASTING_VOICES.contains(v));
+    if let Some(voice) = voice
+        && !config.voices.contains_key(voice)
+    {
+        let known: Vec<&str> = config.voices.keys().map(String::as_str).collect();
+        return Err(ServeError::bad(format!(
+            "voice {voice:?}: no such voice in {} (voices: default, {})",
+            config.source,
+            known.join(", ")
+        )));
     }
-    if (speed - 1.0).abs() > f32::EPSILON {
-        for v in config.voices.values_mut() {
-            v.speed *= speed;
-        }
-    }
-    Ok(Renderer {
-        config: Arc::new(config),
-        backends: base.backends.clone(),
-        client: Arc::clone(&base.client),
-        lexicon: base.lexicon.clone(),
-        ahead_bytes: base.ahead_bytes,
-    })
+    Ok(server.session.passage_renderer(voice, speed))
 }
 
 /// Checks, queues and streams one request's speech.
@@ -292,7 +274,7 @@ pub async fn models() -> axum::Json<Value> {
 
 /// `GET /v1/audio/voices`: the voices a request may name.
 pub async fn voices(State(server): Shared) -> axum::Json<Value> {
-    let names: Vec<&String> = server.renderer.config.voices.keys().collect();
+    let names: Vec<&String> = server.session.renderer.config.voices.keys().collect();
     axum::Json(json!({"voices": names, "default": "default"}))
 }
 
@@ -313,6 +295,7 @@ pub fn legado_json(server: &Server, base: &str) -> Value {
     let mut names = vec![("default".to_owned(), "tingshu 听书".to_owned())];
     names.extend(
         server
+            .session
             .renderer
             .config
             .voices

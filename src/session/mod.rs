@@ -324,6 +324,37 @@ impl RenderSession {
         Ok(outputs)
     }
 
+    /// The renderer of a passage a listener waits for (a preview in the
+    /// studio, a request to the server): this session's backends, client
+    /// and lexicon, no spoken title; everything read by `voice` when one is
+    /// given (a name of the voices file, checked by the caller), and every
+    /// voice's speed times `speed`.
+    pub fn passage_renderer(&self, voice: Option<&str>, speed: f32) -> Renderer {
+        let base = &self.renderer;
+        let mut config = (*base.config).clone();
+        config.mix.speak_title = false;
+        if let Some(voice) = voice {
+            config.casting.narrator = voice.to_owned();
+            config.casting.dialogue = Some(voice.to_owned());
+            config.casting.male = None;
+            config.casting.female = None;
+            config.casting.characters.clear();
+            config.cast.clear();
+        }
+        if (speed - 1.0).abs() > f32::EPSILON {
+            for v in config.voices.values_mut() {
+                v.speed *= speed;
+            }
+        }
+        Renderer {
+            config: Arc::new(config),
+            backends: base.backends.clone(),
+            client: Arc::clone(&base.client),
+            lexicon: base.lexicon.clone(),
+            ahead_bytes: base.ahead_bytes,
+        }
+    }
+
     /// Waits until every cache entry made so far is stored.
     pub fn flush(&self) {
         if let Some(cache) = &self.cache {

@@ -301,25 +301,7 @@ impl Studio {
     /// The renderer a preview uses: the session's, with no spoken title,
     /// everything in `voice` when given.
     fn preview_renderer(&self, voice: Option<&str>) -> Renderer {
-        let session = self.session();
-        let renderer = &session.renderer;
-        let mut config = (*renderer.config).clone();
-        config.mix.speak_title = false;
-        if let Some(voice) = voice {
-            config.casting.narrator = voice.to_owned();
-            config.casting.dialogue = Some(voice.to_owned());
-            config.casting.male = None;
-            config.casting.female = None;
-            config.casting.characters.clear();
-            config.cast.clear();
-        }
-        Renderer {
-            config: Arc::new(config),
-            backends: renderer.backends.clone(),
-            client: Arc::clone(&renderer.client),
-            lexicon: renderer.lexicon.clone(),
-            ahead_bytes: renderer.ahead_bytes,
-        }
+        self.session().passage_renderer(voice, 1.0)
     }
 
     /// Subscribes to the render events (JSON texts), and to the stop.
