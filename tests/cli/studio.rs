@@ -1001,30 +1001,41 @@ async fn studio_renders_are_builds() {
     assert_eq!(manifest["chapters"].as_array().unwrap().len(), 2);
 
     // build into the same folder: nothing synthesized, the same bytes.
+    build_changes_nothing(&fixture, &voices_file(), &[], &from_studio);
+}
+
+/// `build` of the fixture into `out` (with its cast and `extra`) sends no
+/// request and leaves every file under the book's folder as `before`.
+fn build_changes_nothing(
+    fixture: &Fixture,
+    voices: &str,
+    extra: &[&str],
+    before: &std::collections::BTreeMap<String, Vec<u8>>,
+) {
     let out = tingshu(
         fixture.dir.path(),
         &[
             "build",
             "山路.txt",
             "--voices",
-            &voices_file(),
+            voices,
             "--cast",
             "cast.toml",
-            "--out",
-            "out",
         ],
     )
+    .args(extra)
+    .args(["--out", "out"])
     .output();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(stderr.contains("0 requests sent"), "{stderr}");
-    let from_build = files_under(&book);
+    let after = files_under(&fixture.path("out/山路"));
     assert_eq!(
-        from_build.keys().collect::<Vec<_>>(),
-        from_studio.keys().collect::<Vec<_>>()
+        after.keys().collect::<Vec<_>>(),
+        before.keys().collect::<Vec<_>>()
     );
-    for (name, bytes) in &from_studio {
-        assert!(&from_build[name] == bytes, "{name} differs after build");
+    for (name, bytes) in before {
+        assert!(&after[name] == bytes, "{name} differs after build");
     }
 }
 
@@ -1763,34 +1774,11 @@ async fn a_line_fixed_in_the_studio_synthesizes_only_its_chunks() {
 
     // `build` with the same overrides: no request, the same bytes.
     let written = files_under(&book);
-    let out = tingshu(
-        fixture.dir.path(),
-        &[
-            "build",
-            "山路.txt",
-            "--voices",
-            "voices.toml",
-            "--cast",
-            "cast.toml",
-            "--overrides",
-            "山路.overrides.toml",
-            "--chapters",
-            "1",
-            "--out",
-            "out",
-        ],
-    )
-    .output();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
-    assert!(stderr.contains("0 requests sent"), "{stderr}");
-    assert_eq!(server.count(), sent + 1);
-    let rebuilt = files_under(&book);
-    assert_eq!(
-        rebuilt.keys().collect::<Vec<_>>(),
-        written.keys().collect::<Vec<_>>()
+    build_changes_nothing(
+        &fixture,
+        "voices.toml",
+        &["--overrides", "山路.overrides.toml", "--chapters", "1"],
+        &written,
     );
-    for (name, bytes) in &written {
-        assert!(&rebuilt[name] == bytes, "{name} differs after build");
-    }
+    assert_eq!(server.count(), sent + 1);
 }
