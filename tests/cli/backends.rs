@@ -2,23 +2,34 @@
 //! 127.0.0.1 (port 0), driven through the real `tingshu` binary: faults,
 //! retries (exact numbers of attempts), secrets, resume and mixed casting.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use axum::http::header;
 
-use crate::support::cli::Tingshu;
 use crate::support::paths;
+use crate::support::scenario::{Run, Scenario};
 use crate::support::tts_server::{Format, Reply, TtsServer};
 
 const KEY: &str = "sk-live-7Hq2ZrT9secret";
 const TEXT: &str = "今天天气很好，我们出去走走吧。";
 
+/// `tingshu build` of the scenario's book with its voices.
+const BUILD: &[&str] = &["build", "book.txt", "--voices", "voices.toml"];
+
 /// A voices file: narration and dialogue through `backend` (TOML body of
-/// `[backends.server]`), or narration by espeak when `espeak_narrator`.
-fn voices_file(dir: &Path, backend: &str, espeak_narrator: bool) -> PathBuf {
-    let narrator = if espeak_narrator { "local" } else { "server" };
-    let text = format!(
+/// `[backends.server]`).
+fn voices(backend: &str) -> String {
+    voices_narrated_by(backend, "server", "echo")
+}
+
+/// [`voices`] with the narration read by espeak.
+fn espeak_narrated_voices(backend: &str) -> String {
+    voices_narrated_by(backend, "local", "cmn-latn-pinyin")
+}
+
+fn voices_narrated_by(backend: &str, narrator: &str, narrator_voice: &str) -> String {
+    format!(
         r#"
 [backends.local]
 type = "espeak"
@@ -29,7 +40,7 @@ workers = 1
 
 [voices.narrator]
 backend = "{narrator}"
-voice = "{}"
+voice = "{narrator_voice}"
 
 [voices.hero]
 backend = "server"
@@ -38,75 +49,53 @@ voice = "alloy"
 [casting]
 narrator = "narrator"
 dialogue = "hero"
-"#,
-        if espeak_narrator {
-            "cmn-latn-pinyin"
-        } else {
-            "echo"
-        }
-    );
-    let path = dir.join("voices.toml");
-    std::fs::write(&path, text).unwrap();
-    path
-}
-
-fn openai_backend(server: &TtsServer, extra: &str) -> String {
-    format!(
-        "type = \"openai\"\nbase_url = \"{}/v1\"\napi_key_env = \"TEST_TTS_KEY\"\n{extra}",
-        server.url()
+"#
     )
 }
 
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-    elapsed: Duration,
+/// The `openai` backend on the scenario's server, `extra` lines added.
+fn openai(extra: &str) -> String {
+    format!(
+        "type = \"openai\"\nbase_url = \"{{server}}/v1\"\napi_key_env = \"TEST_TTS_KEY\"\n{extra}"
+    )
 }
 
-async fn tingshu(dir: &Path, args: &[&str]) -> Run {
-    let start = Instant::now();
-    let output = Tingshu::new(args)
-        .dir(dir)
+/// A server answering `script`, then `default` forever, as streamed WAVs.
+fn streaming(script: Vec<Reply>, default: Reply) -> TtsServer {
+    TtsServer::scripted(script, default, Format::StreamedWav, Duration::ZERO)
+}
+
+/// A scenario whose runs have the test keys and debug logging.
+fn scenario() -> Scenario {
+    Scenario::new()
         .env("TEST_TTS_KEY", KEY)
         .env("TEST_AZURE_KEY", KEY)
         .env("RUST_LOG", "debug")
         .env("TINGSHU_VOICES", paths::repo().join("voices/espeak.toml"))
-        .env_remove("TINGSHU_OUT")
-        .env_remove("TINGSHU_CACHE")
-        .output_async()
-        .await;
-    Run {
-        code: output.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-        elapsed: start.elapsed(),
-    }
 }
 
-/// `tingshu preview TEXT` through a one-backend voices file.
-async fn preview(server_toml: &str, text: &str) -> (Run, tempfile::TempDir) {
-    let dir = tempfile::tempdir().unwrap();
-    voices_file(dir.path(), server_toml, false);
-    let run = tingshu(
-        dir.path(),
-        &["preview", text, "--voices", "voices.toml", "-o", "out.wav"],
-    )
-    .await;
+/// `tingshu preview TEXT -o out.wav` through the scenario's voices; the key
+/// is in neither output.
+async fn preview(s: &Scenario, text: &str) -> Run {
+    let run = s
+        .run_async(&["preview", text, "--voices", "voices.toml", "-o", "out.wav"])
+        .await;
     assert!(!run.stderr.contains(KEY), "key leaked: {}", run.stderr);
     assert!(!run.stdout.contains(KEY), "key leaked: {}", run.stdout);
-    (run, dir)
+    run
+}
+
+/// A scenario of `backend` on `server`, previewing [`TEXT`].
+async fn preview_text(server: TtsServer, backend: &str) -> (Run, Scenario) {
+    let s = scenario().server(server).voices_toml(&voices(backend));
+    (preview(&s, TEXT).await, s)
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn openai_429_waits_for_retry_after() {
-    let server = TtsServer::scripted(
-        vec![Reply::Status(429, Some(1))],
-        Reply::Audio,
-        Format::StreamedWav,
-        Duration::ZERO,
-    );
-    let (run, dir) = preview(&openai_backend(&server, "retries = 3"), TEXT).await;
+    let server = streaming(vec![Reply::Status(429, Some(1))], Reply::Audio);
+    let (run, s) = preview_text(server, &openai("retries = 3")).await;
+    let server = s.tts_server();
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(server.count(), 2);
     let times = server.times();
@@ -114,7 +103,7 @@ async fn openai_429_waits_for_retry_after() {
         times[1] - times[0] >= Duration::from_millis(990),
         "{times:?}"
     );
-    let clip = hound::WavReader::open(dir.path().join("out.wav")).unwrap();
+    let clip = hound::WavReader::open(s.path("out.wav")).unwrap();
     // 14 characters × 0.2 s of the fake voice, plus the preview's pauses.
     assert!(clip.duration() as f64 / f64::from(clip.spec().sample_rate) > 2.8);
     // The request had the OpenAI shape and the bearer key.
@@ -131,32 +120,18 @@ async fn openai_429_waits_for_retry_after() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn openai_500_then_success() {
-    let server = TtsServer::scripted(
-        vec![Reply::Status(500, None)],
-        Reply::Audio,
-        Format::StreamedWav,
-        Duration::ZERO,
-    );
-    let (run, _dir) = preview(&openai_backend(&server, "retries = 3"), TEXT).await;
+    let server = streaming(vec![Reply::Status(500, None)], Reply::Audio);
+    let (run, s) = preview_text(server, &openai("retries = 3")).await;
     assert_eq!(run.code, 0, "{}", run.stderr);
-    assert_eq!(server.count(), 2);
+    assert_eq!(s.tts_server().count(), 2);
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn openai_timeout_is_retried_then_fails_the_chapter() {
-    let server = TtsServer::scripted(
-        vec![],
-        Reply::Slow(Duration::from_secs(3)),
-        Format::StreamedWav,
-        Duration::ZERO,
-    );
-    let (run, dir) = preview(
-        &openai_backend(&server, "retries = 1\ntimeout_s = 0.4"),
-        TEXT,
-    )
-    .await;
+    let server = streaming(vec![], Reply::Slow(Duration::from_secs(3)));
+    let (run, s) = preview_text(server, &openai("retries = 1\ntimeout_s = 0.4")).await;
     assert_eq!(run.code, 1, "{}", run.stderr);
-    assert_eq!(server.count(), 2);
+    assert_eq!(s.tts_server().count(), 2);
     assert!(
         run.stderr.contains(
             "segment 1 (\"今天天气很好，我们出去走走吧。\"): backend server: no answer within 0.4s"
@@ -166,15 +141,15 @@ async fn openai_timeout_is_retried_then_fails_the_chapter() {
     );
     // Waiting for the server would take 2 × 3 s.
     assert!(run.elapsed < Duration::from_secs(5), "{:?}", run.elapsed);
-    assert!(!dir.path().join("out.wav").exists());
+    assert!(!s.path("out.wav").exists());
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn openai_non_audio_body_is_retried() {
-    let server = TtsServer::scripted(vec![], Reply::NotAudio, Format::StreamedWav, Duration::ZERO);
-    let (run, _dir) = preview(&openai_backend(&server, "retries = 2"), TEXT).await;
+    let server = streaming(vec![], Reply::NotAudio);
+    let (run, s) = preview_text(server, &openai("retries = 2")).await;
     assert_eq!(run.code, 1, "{}", run.stderr);
-    assert_eq!(server.count(), 3);
+    assert_eq!(s.tts_server().count(), 3);
     assert!(
         run.stderr.contains("backend server: bad audio: not audio")
             && run.stderr.contains("model is warming up"),
@@ -191,30 +166,21 @@ async fn openai_truncated_mp3_is_retried() {
         Format::Mp3,
         Duration::ZERO,
     );
-    let (run, dir) = preview(
-        &openai_backend(&server, "retries = 2\nresponse_format = \"mp3\""),
-        TEXT,
-    )
-    .await;
+    let (run, s) = preview_text(server, &openai("retries = 2\nresponse_format = \"mp3\"")).await;
     assert_eq!(run.code, 0, "{}", run.stderr);
-    assert_eq!(server.count(), 2);
+    assert_eq!(s.tts_server().count(), 2);
     assert!(run.stderr.contains("bad audio"), "{}", run.stderr);
-    let clip = hound::WavReader::open(dir.path().join("out.wav")).unwrap();
+    let clip = hound::WavReader::open(s.path("out.wav")).unwrap();
     let secs = clip.duration() as f64 / f64::from(clip.spec().sample_rate);
     assert!(secs > 2.0, "{secs}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn openai_401_is_not_retried_and_the_key_stays_secret() {
-    let server = TtsServer::scripted(
-        vec![],
-        Reply::Status(401, None),
-        Format::StreamedWav,
-        Duration::ZERO,
-    );
-    let (run, dir) = preview(&openai_backend(&server, "retries = 4"), TEXT).await;
+    let server = streaming(vec![], Reply::Status(401, None));
+    let (run, s) = preview_text(server, &openai("retries = 4")).await;
     assert_eq!(run.code, 1, "{}", run.stderr);
-    assert_eq!(server.count(), 1);
+    assert_eq!(s.tts_server().count(), 1);
     // Names the segment, the backend and the status; the echoed key is redacted.
     assert!(
         run.stderr.contains("segment 1 (")
@@ -224,15 +190,14 @@ async fn openai_401_is_not_retried_and_the_key_stays_secret() {
         "{}",
         run.stderr
     );
-    assert!(!dir.path().join("out.wav").exists());
+    assert!(!s.path("out.wav").exists());
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn voices_lists_backends_with_their_key_variable_but_never_the_key() {
-    let dir = tempfile::tempdir().unwrap();
     let backend = "type = \"openai\"\nbase_url = \"http://127.0.0.1:9/v1\"\napi_key_env = \"TEST_TTS_KEY\"\nmax_in_flight = 6\nrate_limit = \"30/60s\"\nfallback = \"local\"";
-    voices_file(dir.path(), backend, true);
-    let run = tingshu(dir.path(), &["voices", "--voices", "voices.toml"]).await;
+    let s = scenario().voices_toml(&espeak_narrated_voices(backend));
+    let run = s.run_async(&["voices", "--voices", "voices.toml"]).await;
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(
         run.stdout.contains("  server       openai   max_in_flight=6 rate_limit=30/60s fallback=local key=$TEST_TTS_KEY\n"),
@@ -249,10 +214,9 @@ async fn voices_lists_backends_with_their_key_variable_but_never_the_key() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn missing_key_variable_is_a_config_error() {
-    let dir = tempfile::tempdir().unwrap();
     let backend = "type = \"openai\"\nbase_url = \"http://127.0.0.1:9/v1\"\napi_key_env = \"TINGSHU_TEST_UNSET_KEY\"";
-    voices_file(dir.path(), backend, false);
-    let run = tingshu(dir.path(), &["voices", "--voices", "voices.toml"]).await;
+    let s = scenario().voices_toml(&voices(backend));
+    let run = s.run_async(&["voices", "--voices", "voices.toml"]).await;
     assert_eq!(run.code, 2);
     assert!(
         run.stderr.starts_with("tingshu: error: voices.toml:9: backends.server.api_key_env: environment variable TINGSHU_TEST_UNSET_KEY is not set"),
@@ -263,20 +227,12 @@ async fn missing_key_variable_is_a_config_error() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn failed_backend_falls_back_to_espeak() {
-    let server = TtsServer::scripted(
-        vec![],
-        Reply::Status(503, None),
-        Format::StreamedWav,
-        Duration::ZERO,
-    );
-    let backend = openai_backend(
-        &server,
-        "retries = 1\nfallback = \"local\"\nfallback_voice = \"cmn-latn-pinyin\"",
-    );
-    let (run, dir) = preview(&backend, TEXT).await;
+    let server = streaming(vec![], Reply::Status(503, None));
+    let backend = openai("retries = 1\nfallback = \"local\"\nfallback_voice = \"cmn-latn-pinyin\"");
+    let (run, s) = preview_text(server, &backend).await;
     assert_eq!(run.code, 0, "{}", run.stderr);
-    assert_eq!(server.count(), 2);
-    assert!(dir.path().join("out.wav").is_file());
+    assert_eq!(s.tts_server().count(), 2);
+    assert!(s.path("out.wav").is_file());
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -287,18 +243,16 @@ async fn http_template_json_base64_with_retries() {
         Format::JsonBase64,
         Duration::ZERO,
     );
-    let backend = format!(
-        r#"type = "http"
+    let backend = r#"type = "http"
 method = "POST"
-url = "{}/tts?key={{key}}"
-json = {{ text = "{{text}}", spk = "{{voice}}", speed_factor = "{{speed}}" }}
+url = "{server}/tts?key={key}"
+json = { text = "{text}", spk = "{voice}", speed_factor = "{speed}" }
 response = "json"
 audio_path = "data.audio"
 api_key_env = "TEST_TTS_KEY"
-retries = 3"#,
-        server.url()
-    );
-    let (run, _dir) = preview(&backend, TEXT).await;
+retries = 3"#;
+    let (run, s) = preview_text(server, backend).await;
+    let server = s.tts_server();
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(server.count(), 3);
     let body: serde_json::Value = serde_json::from_str(&server.bodies()[2]).unwrap();
@@ -316,13 +270,10 @@ async fn http_401_once() {
         Format::JsonBase64,
         Duration::ZERO,
     );
-    let backend = format!(
-        "type = \"http\"\nurl = \"{}/tts?text={{text}}\"\nretries = 3",
-        server.url()
-    );
-    let (run, _dir) = preview(&backend, TEXT).await;
+    let backend = "type = \"http\"\nurl = \"{server}/tts?text={text}\"\nretries = 3";
+    let (run, s) = preview_text(server, backend).await;
     assert_eq!(run.code, 1, "{}", run.stderr);
-    assert_eq!(server.count(), 1);
+    assert_eq!(s.tts_server().count(), 1);
     assert!(
         run.stderr.contains("backend server: HTTP 401"),
         "{}",
@@ -332,17 +283,13 @@ async fn http_401_once() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn azure_ssml_429_then_success_and_500s() {
-    let server = TtsServer::scripted(
+    let server = streaming(
         vec![Reply::Status(429, Some(0)), Reply::Status(500, None)],
         Reply::Audio,
-        Format::StreamedWav,
-        Duration::ZERO,
     );
-    let backend = format!(
-        "type = \"azure\"\nendpoint = \"{}/cognitiveservices/v1\"\napi_key_env = \"TEST_AZURE_KEY\"\nretries = 3",
-        server.url()
-    );
-    let (run, _dir) = preview(&backend, TEXT).await;
+    let backend = "type = \"azure\"\nendpoint = \"{server}/cognitiveservices/v1\"\napi_key_env = \"TEST_AZURE_KEY\"\nretries = 3";
+    let (run, s) = preview_text(server, backend).await;
+    let server = s.tts_server();
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(server.count(), 3);
     let requests = server.recorded();
@@ -359,20 +306,15 @@ async fn azure_ssml_429_then_success_and_500s() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn azure_timeout_and_401() {
-    let server = TtsServer::scripted(
+    let server = streaming(
         vec![Reply::Slow(Duration::from_secs(2))],
         Reply::Status(401, None),
-        Format::StreamedWav,
-        Duration::ZERO,
     );
-    let backend = format!(
-        "type = \"azure\"\nendpoint = \"{}/v1\"\napi_key_env = \"TEST_AZURE_KEY\"\nretries = 3\ntimeout_s = 0.3",
-        server.url()
-    );
-    let (run, _dir) = preview(&backend, TEXT).await;
+    let backend = "type = \"azure\"\nendpoint = \"{server}/v1\"\napi_key_env = \"TEST_AZURE_KEY\"\nretries = 3\ntimeout_s = 0.3";
+    let (run, s) = preview_text(server, backend).await;
     assert_eq!(run.code, 1, "{}", run.stderr);
     // The timeout is retried; the 401 that follows is not.
-    assert_eq!(server.count(), 2);
+    assert_eq!(s.tts_server().count(), 2);
     assert!(
         run.stderr
             .contains("HTTP 401: denied for None Some(\"***\")"),
@@ -382,7 +324,7 @@ async fn azure_timeout_and_401() {
 }
 
 /// A book of `chapters` chapters whose every sentence differs.
-fn write_book(dir: &Path, chapters: usize, paragraphs: usize) -> PathBuf {
+fn book(chapters: usize, paragraphs: usize) -> String {
     const DIGITS: [&str; 10] = ["零", "一", "二", "三", "四", "五", "六", "七", "八", "九"];
     let mut text = String::new();
     for c in 1..=chapters {
@@ -394,13 +336,20 @@ fn write_book(dir: &Path, chapters: usize, paragraphs: usize) -> PathBuf {
             ));
         }
     }
-    let path = dir.join("book.txt");
-    std::fs::write(&path, text).unwrap();
-    path
+    text
 }
 
 fn cache_entries(dir: &Path) -> usize {
     tingshu::synth::cache::Cache::new(dir).len()
+}
+
+/// A scenario building [`book`]`(chapters, paragraphs)` through the openai
+/// backend on `server`, `extra` lines added.
+fn book_scenario(server: TtsServer, extra: &str, chapters: usize, paragraphs: usize) -> Scenario {
+    scenario()
+        .server(server)
+        .voices_toml(&voices(&openai(extra)))
+        .book(&book(chapters, paragraphs))
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -411,25 +360,17 @@ async fn killed_build_resumes_without_repeating_requests() {
         Format::StreamedWav,
         Duration::from_millis(120),
     );
-    let dir = tempfile::tempdir().unwrap();
-    voices_file(
-        dir.path(),
-        &openai_backend(&server, "max_in_flight = 1"),
-        false,
-    );
-    write_book(dir.path(), 2, 6);
-    let command = Tingshu::new([
+    let s = book_scenario(server, "max_in_flight = 1", 2, 6);
+    let server = s.tts_server();
+    let args = [
         "build",
         "book.txt",
         "--voices",
         "voices.toml",
         "--cache",
         "cache",
-    ])
-    .dir(dir.path())
-    .env("TEST_TTS_KEY", KEY)
-    .command();
-    let mut child = tokio::process::Command::from(command)
+    ];
+    let mut child = tokio::process::Command::from(s.tingshu(&args).command())
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
@@ -440,39 +381,17 @@ async fn killed_build_resumes_without_repeating_requests() {
     child.kill().await.unwrap();
     tokio::time::sleep(Duration::from_millis(300)).await;
     let first = server.count();
-    let cached = cache_entries(&dir.path().join("cache"));
+    let cached = cache_entries(&s.path("cache"));
     assert!(cached >= 6 && cached <= first, "{cached} cached of {first}");
 
-    let run = tingshu(
-        dir.path(),
-        &[
-            "build",
-            "book.txt",
-            "--voices",
-            "voices.toml",
-            "--cache",
-            "cache",
-        ],
-    )
-    .await;
+    let run = s.run_async(&args).await;
     assert_eq!(run.code, 0, "{}", run.stderr);
-    let total = cache_entries(&dir.path().join("cache"));
+    let total = cache_entries(&s.path("cache"));
     // 2 chapters × 6 paragraphs × (narration + dialogue), all different.
     assert_eq!(total, 24);
     assert_eq!(server.count() - first, total - cached);
 
-    let again = tingshu(
-        dir.path(),
-        &[
-            "build",
-            "book.txt",
-            "--voices",
-            "voices.toml",
-            "--cache",
-            "cache",
-        ],
-    )
-    .await;
+    let again = s.run_async(&args).await;
     assert_eq!(again.code, 0, "{}", again.stderr);
     assert_eq!(
         server.count() - first,
@@ -490,37 +409,21 @@ async fn killed_build_resumes_without_repeating_requests() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn edited_paragraph_resynthesizes_only_its_segments() {
-    let server = TtsServer::scripted(vec![], Reply::Audio, Format::StreamedWav, Duration::ZERO);
-    let dir = tempfile::tempdir().unwrap();
-    voices_file(
-        dir.path(),
-        &openai_backend(&server, "max_in_flight = 4"),
-        false,
-    );
-    let book = write_book(dir.path(), 1, 5);
-    let run = tingshu(
-        dir.path(),
-        &["build", "book.txt", "--voices", "voices.toml"],
-    )
-    .await;
+    let s = book_scenario(streaming(vec![], Reply::Audio), "max_in_flight = 4", 1, 5);
+    let server = s.tts_server();
+    let run = s.run_async(BUILD).await;
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(server.count(), 10);
-    assert_eq!(cache_entries(&dir.path().join("output/.cache")), 10);
-    let text = std::fs::read_to_string(&book).unwrap();
-    std::fs::write(
-        &book,
-        text.replacen(
+    assert_eq!(cache_entries(&s.path("output/.cache")), 10);
+    s.write(
+        "book.txt",
+        &s.read("book.txt").replacen(
             "他说：“第一三号船回来了。”",
             "他说：“第一三号船终于回来了。”",
             1,
         ),
-    )
-    .unwrap();
-    let run = tingshu(
-        dir.path(),
-        &["build", "book.txt", "--voices", "voices.toml"],
-    )
-    .await;
+    );
+    let run = s.run_async(BUILD).await;
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(server.count(), 11);
     assert!(server.bodies()[10].contains("第一三号船终于回来了。"));
@@ -528,24 +431,14 @@ async fn edited_paragraph_resynthesizes_only_its_segments() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn espeak_narration_with_openai_dialogue_in_the_manifest() {
-    let server = TtsServer::scripted(vec![], Reply::Audio, Format::StreamedWav, Duration::ZERO);
-    let dir = tempfile::tempdir().unwrap();
-    voices_file(
-        dir.path(),
-        &openai_backend(&server, "max_in_flight = 4"),
-        true,
-    );
-    write_book(dir.path(), 2, 3);
-    let run = tingshu(
-        dir.path(),
-        &["build", "book.txt", "--voices", "voices.toml"],
-    )
-    .await;
+    let s = scenario()
+        .server(streaming(vec![], Reply::Audio))
+        .voices_toml(&espeak_narrated_voices(&openai("max_in_flight = 4")))
+        .book(&book(2, 3));
+    let run = s.run_async(BUILD).await;
     assert_eq!(run.code, 0, "{}", run.stderr);
-    let manifest: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(dir.path().join("output/book/manifest.json")).unwrap(),
-    )
-    .unwrap();
+    let manifest: serde_json::Value =
+        serde_json::from_str(&s.read("output/book/manifest.json")).unwrap();
     let chapters = manifest["chapters"].as_array().unwrap();
     assert_eq!(chapters.len(), 2);
     let mut seen = 0;
@@ -561,7 +454,7 @@ async fn espeak_narration_with_openai_dialogue_in_the_manifest() {
     }
     assert_eq!(seen, 12);
     // Only the dialogue went to the server.
-    let bodies = server.bodies();
+    let bodies = s.tts_server().bodies();
     assert_eq!(bodies.len(), 6);
     assert!(
         bodies.iter().all(|b| b.contains("号船回来了。")),
@@ -574,21 +467,10 @@ async fn one_failed_segment_fails_only_its_chapter() {
     // The 8th request is refused for good; chapter 1 has 6 chunks.
     let mut script = vec![Reply::Audio; 7];
     script.push(Reply::Status(400, None));
-    let server = TtsServer::scripted(script, Reply::Audio, Format::StreamedWav, Duration::ZERO);
-    let dir = tempfile::tempdir().unwrap();
-    voices_file(
-        dir.path(),
-        &openai_backend(&server, "max_in_flight = 1"),
-        false,
-    );
-    write_book(dir.path(), 2, 3);
-    let run = tingshu(
-        dir.path(),
-        &["build", "book.txt", "--voices", "voices.toml"],
-    )
-    .await;
+    let s = book_scenario(streaming(script, Reply::Audio), "max_in_flight = 1", 2, 3);
+    let run = s.run_async(BUILD).await;
     assert_eq!(run.code, 1, "{}", run.stderr);
-    assert_eq!(server.count(), 12);
+    assert_eq!(s.tts_server().count(), 12);
     assert!(
         run.stderr.contains("1 of 2 chapters rendered"),
         "{}",
@@ -609,38 +491,14 @@ async fn one_failed_segment_fails_only_its_chapter() {
         run.stderr
     );
     // The rest of chapter 2 is cached: a rerun asks only for the failed chunk.
-    let run = tingshu(
-        dir.path(),
-        &["build", "book.txt", "--voices", "voices.toml"],
-    )
-    .await;
+    let run = s.run_async(BUILD).await;
     assert_eq!(run.code, 0, "{}", run.stderr);
-    assert_eq!(server.count(), 13);
+    assert_eq!(s.tts_server().count(), 13);
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn traditional_text_goes_as_written_unless_the_voice_asks_for_simplified() {
-    let server = TtsServer::scripted(vec![], Reply::Audio, Format::StreamedWav, Duration::ZERO);
-    let dir = tempfile::tempdir().unwrap();
-    let voices = format!(
-        "[backends.server]\n{}\n[voices.tw]\nbackend = \"server\"\nvoice = \"a\"\n[voices.cn]\nbackend = \"server\"\nvoice = \"b\"\nsimplified = true\n[casting]\nnarrator = \"tw\"\ndialogue = \"cn\"\n",
-        openai_backend(&server, "")
-    );
-    std::fs::write(dir.path().join("voices.toml"), voices).unwrap();
-    let run = tingshu(
-        dir.path(),
-        &[
-            "preview",
-            "他們說：「這些傢伙還聰明！」",
-            "--voices",
-            "voices.toml",
-            "-o",
-            "p.wav",
-        ],
-    )
-    .await;
-    assert_eq!(run.code, 0, "{}", run.stderr);
-    let inputs: Vec<String> = server
+/// The `input` of every OpenAI request so far, in arrival order.
+fn openai_inputs(server: &TtsServer) -> Vec<String> {
+    server
         .bodies()
         .iter()
         .map(|b| {
@@ -649,7 +507,30 @@ async fn traditional_text_goes_as_written_unless_the_voice_asks_for_simplified()
                 .unwrap()
                 .to_owned()
         })
-        .collect();
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn traditional_text_goes_as_written_unless_the_voice_asks_for_simplified() {
+    let voices = format!(
+        "[backends.server]\n{}\n[voices.tw]\nbackend = \"server\"\nvoice = \"a\"\n[voices.cn]\nbackend = \"server\"\nvoice = \"b\"\nsimplified = true\n[casting]\nnarrator = \"tw\"\ndialogue = \"cn\"\n",
+        openai("")
+    );
+    let s = scenario()
+        .server(streaming(vec![], Reply::Audio))
+        .voices_toml(&voices);
+    let run = s
+        .run_async(&[
+            "preview",
+            "他們說：「這些傢伙還聰明！」",
+            "--voices",
+            "voices.toml",
+            "-o",
+            "p.wav",
+        ])
+        .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let inputs = openai_inputs(s.tts_server());
     assert!(inputs.iter().any(|t| t.starts_with("他們說")), "{inputs:?}");
     assert!(
         inputs.iter().any(|t| t.contains("这些家伙还聪明")),
@@ -665,16 +546,14 @@ enum Kind {
     Azure,
 }
 
-fn backend_toml(kind: Kind, server: &TtsServer, extra: &str) -> String {
+fn backend_toml(kind: Kind, extra: &str) -> String {
     match kind {
-        Kind::Openai => openai_backend(server, extra),
+        Kind::Openai => openai(extra),
         Kind::Http => format!(
-            "type = \"http\"\nmethod = \"POST\"\nurl = \"{}/tts\"\njson = {{ text = \"{{text}}\", voice = \"{{voice}}\" }}\n{extra}",
-            server.url()
+            "type = \"http\"\nmethod = \"POST\"\nurl = \"{{server}}/tts\"\njson = {{ text = \"{{text}}\", voice = \"{{voice}}\" }}\n{extra}"
         ),
         Kind::Azure => format!(
-            "type = \"azure\"\nendpoint = \"{}/cognitiveservices/v1\"\napi_key_env = \"TEST_AZURE_KEY\"\n{extra}",
-            server.url()
+            "type = \"azure\"\nendpoint = \"{{server}}/cognitiveservices/v1\"\napi_key_env = \"TEST_AZURE_KEY\"\n{extra}"
         ),
     }
 }
@@ -764,12 +643,13 @@ async fn every_fault_against_every_network_backend() {
             cases.push(async move {
                 let server =
                     TtsServer::scripted(fault.script.clone(), fault.default.clone(), fault.format, Duration::ZERO);
-                let (run, dir) = preview(&backend_toml(kind, &server, fault.extra), TEXT).await;
+                let (run, s) = preview_text(server, &backend_toml(kind, fault.extra)).await;
+                let server = s.tts_server();
                 let what = format!("{kind:?} / {}", fault.name);
                 assert_eq!(run.code, fault.exit, "{what}: {}", run.stderr);
                 assert_eq!(server.count(), fault.attempts, "{what}: {}", run.stderr);
                 assert!(run.stderr.contains(fault.stderr), "{what}: {}", run.stderr);
-                assert_eq!(dir.path().join("out.wav").is_file(), fault.exit == 0, "{what}");
+                assert_eq!(s.path("out.wav").is_file(), fault.exit == 0, "{what}");
                 if fault.exit != 0 {
                     assert!(
                         run.stderr.contains("failed: segment 1 (\"今天天气很好，我们出去走走吧。\"): backend server: "),
@@ -789,24 +669,13 @@ async fn every_fault_against_every_network_backend() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn long_segments_are_split_at_punctuation_without_losing_text() {
-    let server = TtsServer::scripted(vec![], Reply::Audio, Format::StreamedWav, Duration::ZERO);
     let paragraph = "夜色渐深，海面上起了一层薄雾，远处的渔火一盏接一盏地熄灭了；老人把外套裹紧，沿着湿漉漉的石阶慢慢往上走，一边走一边数着台阶，数到一半又忘了，只好从头再数。";
-    let (run, _dir) = preview(
-        &openai_backend(&server, "max_chars = 20\nmax_in_flight = 3"),
-        paragraph,
-    )
-    .await;
+    let s = scenario()
+        .server(streaming(vec![], Reply::Audio))
+        .voices_toml(&voices(&openai("max_chars = 20\nmax_in_flight = 3")));
+    let run = preview(&s, paragraph).await;
     assert_eq!(run.code, 0, "{}", run.stderr);
-    let inputs: Vec<String> = server
-        .bodies()
-        .iter()
-        .map(|b| {
-            serde_json::from_str::<serde_json::Value>(b).unwrap()["input"]
-                .as_str()
-                .unwrap()
-                .to_owned()
-        })
-        .collect();
+    let inputs = openai_inputs(s.tts_server());
     assert!(inputs.len() >= 4, "{inputs:?}");
     assert!(inputs.iter().all(|t| t.chars().count() <= 20), "{inputs:?}");
     // Every piece ends at punctuation, and together they are the paragraph.
@@ -827,37 +696,17 @@ async fn max_in_flight_and_rate_limit_hold_at_the_server() {
         Format::StreamedWav,
         Duration::from_millis(80),
     );
-    let dir = tempfile::tempdir().unwrap();
-    voices_file(
-        dir.path(),
-        &openai_backend(&server, "max_in_flight = 3"),
-        false,
-    );
-    write_book(dir.path(), 2, 6);
-    let run = tingshu(
-        dir.path(),
-        &["build", "book.txt", "--voices", "voices.toml"],
-    )
-    .await;
+    let s = book_scenario(server, "max_in_flight = 3", 2, 6);
+    let run = s.run_async(BUILD).await;
     assert_eq!(run.code, 0, "{}", run.stderr);
-    assert_eq!(server.count(), 24);
-    assert_eq!(server.peak_in_flight(), 3, "peak requests at once");
+    assert_eq!(s.tts_server().count(), 24);
+    assert_eq!(s.tts_server().peak_in_flight(), 3, "peak requests at once");
 
-    let server = TtsServer::scripted(vec![], Reply::Audio, Format::StreamedWav, Duration::ZERO);
-    let dir = tempfile::tempdir().unwrap();
-    voices_file(
-        dir.path(),
-        &openai_backend(&server, "max_in_flight = 8\nrate_limit = \"5/1s\""),
-        false,
-    );
-    write_book(dir.path(), 1, 4);
-    let run = tingshu(
-        dir.path(),
-        &["build", "book.txt", "--voices", "voices.toml"],
-    )
-    .await;
+    let server = streaming(vec![], Reply::Audio);
+    let s = book_scenario(server, "max_in_flight = 8\nrate_limit = \"5/1s\"", 1, 4);
+    let run = s.run_async(BUILD).await;
     assert_eq!(run.code, 0, "{}", run.stderr);
-    let times = server.times();
+    let times = s.tts_server().times();
     assert_eq!(times.len(), 8);
     // No window of one second holds more than 5 request starts.
     for i in 5..times.len() {
@@ -868,31 +717,25 @@ async fn max_in_flight_and_rate_limit_hold_at_the_server() {
     }
 }
 
-/// A shipped example voices file pointed at a fake server.
-async fn example_preview(
-    file: &str,
-    real_url: &str,
-    format: Format,
-    say: &str,
-) -> (TtsServer, Run) {
-    let server = TtsServer::scripted(vec![], Reply::Audio, format, Duration::ZERO);
-    let text = std::fs::read_to_string(paths::repo().join("voices/examples").join(file))
+/// A shipped example voices file pointed at a fake server answering in
+/// `format`, previewing `say`.
+async fn example_preview(file: &str, real_url: &str, format: Format, say: &str) -> (Run, Scenario) {
+    let voices = std::fs::read_to_string(paths::repo().join("voices/examples").join(file))
         .unwrap()
-        .replace(real_url, &server.url())
+        .replace(real_url, "{server}")
         .replace("\"TTS_API_KEY\"", "\"TEST_TTS_KEY\"");
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("voices.toml"), text).unwrap();
-    let run = tingshu(
-        dir.path(),
-        &["preview", say, "--voices", "voices.toml", "-o", "out.wav"],
-    )
-    .await;
-    (server, run)
+    let s = scenario()
+        .server(TtsServer::answering(format))
+        .voices_toml(&voices);
+    let run = s
+        .run_async(&["preview", say, "--voices", "voices.toml", "-o", "out.wav"])
+        .await;
+    (run, s)
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn shipped_gpt_sovits_example_speaks_api_v2() {
-    let (server, run) = example_preview(
+    let (run, s) = example_preview(
         "gpt-sovits.toml",
         "http://127.0.0.1:9880",
         Format::StreamedWav,
@@ -900,7 +743,7 @@ async fn shipped_gpt_sovits_example_speaks_api_v2() {
     )
     .await;
     assert_eq!(run.code, 0, "{}", run.stderr);
-    let requests = server.recorded();
+    let requests = s.tts_server().recorded();
     assert_eq!(requests.len(), 1);
     assert_eq!(
         requests[0].headers[header::CONTENT_TYPE],
@@ -917,7 +760,7 @@ async fn shipped_gpt_sovits_example_speaks_api_v2() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn shipped_cosyvoice_example_reads_raw_pcm() {
-    let (server, run) = example_preview(
+    let (run, s) = example_preview(
         "cosyvoice.toml",
         "http://127.0.0.1:50000",
         Format::Pcm,
@@ -925,7 +768,7 @@ async fn shipped_cosyvoice_example_reads_raw_pcm() {
     )
     .await;
     assert_eq!(run.code, 0, "{}", run.stderr);
-    let requests = server.recorded();
+    let requests = s.tts_server().recorded();
     assert_eq!(requests.len(), 1);
     let form: Vec<(String, String)> = form_urlencoded::parse(requests[0].body.as_bytes())
         .into_owned()
@@ -941,7 +784,7 @@ async fn shipped_cosyvoice_example_reads_raw_pcm() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn shipped_openai_example_casts_espeak_and_the_server() {
-    let (server, run) = example_preview(
+    let (run, s) = example_preview(
         "openai.toml",
         "http://127.0.0.1:8880",
         Format::StreamedWav,
@@ -954,7 +797,7 @@ async fn shipped_openai_example_casts_espeak_and_the_server() {
         "[narration → narrator] 他说：\n[dialogue → hero] “今天天气很好。”\n"
     );
     // Narration went to espeak; only the dialogue reached the server.
-    let bodies = server.bodies();
+    let bodies = s.tts_server().bodies();
     assert_eq!(bodies.len(), 1);
     let body: serde_json::Value = serde_json::from_str(&bodies[0]).unwrap();
     assert_eq!(body["voice"], "zm_yunxi");

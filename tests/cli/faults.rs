@@ -28,6 +28,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use crate::support::cli::Tingshu;
+use crate::support::scenario::Scenario;
 use crate::support::tts_server::TtsServer;
 use crate::support::{ffmpeg, locks, paths, services, wav};
 
@@ -460,6 +461,26 @@ fn one_backend_voices(dir: &Path, backend: &str) -> PathBuf {
     path
 }
 
+/// A fresh directory whose `voices.toml` reads everything through the one
+/// backend `backend` (retries = 0), after `prepare` (a book) has run in it;
+/// then `tingshu ARGS` there, off the async runtime (the test's servers run
+/// on it).
+async fn through_one_backend(
+    backend: &str,
+    prepare: impl FnOnce(&Path),
+    args: &'static [&'static str],
+    env: &'static [(&'static str, &'static str)],
+) -> (Run, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    one_backend_voices(dir.path(), backend);
+    prepare(dir.path());
+    let d = dir.path().to_owned();
+    let run = tokio::task::spawn_blocking(move || tingshu(&d, args, env))
+        .await
+        .unwrap();
+    (run, dir)
+}
+
 /// A 307 to another port: the Azure subscription key and an http-template
 /// header built from `{key}` never reach the second server — the redirect
 /// is refused, saying why — and the key is in no message.
@@ -476,26 +497,21 @@ async fn cross_host_redirects_never_carry_the_key() {
         format!("type = \"openai\"\nbase_url = \"http://{first}\"\napi_key_env = \"FAULT_KEY\""),
     ];
     for backend in backends {
-        let dir = tempfile::tempdir().unwrap();
-        one_backend_voices(dir.path(), &backend);
-        let d = dir.path().to_owned();
-        let run = tokio::task::spawn_blocking(move || {
-            tingshu(
-                &d,
-                &[
-                    "preview",
-                    "灯亮了。",
-                    "--voices",
-                    "voices.toml",
-                    "-o",
-                    "out.wav",
-                    "-v",
-                ],
-                &[("RUST_LOG", "debug")],
-            )
-        })
-        .await
-        .unwrap();
+        let (run, dir) = through_one_backend(
+            &backend,
+            |_| {},
+            &[
+                "preview",
+                "灯亮了。",
+                "--voices",
+                "voices.toml",
+                "-o",
+                "out.wav",
+                "-v",
+            ],
+            &[("RUST_LOG", "debug")],
+        )
+        .await;
         assert_ne!(run.code, 0, "{}", run.stderr);
         assert!(
             run.stderr.contains("refused a redirect to another host"),
@@ -522,30 +538,22 @@ async fn cross_host_redirects_never_carry_the_key() {
 #[tokio::test(flavor = "multi_thread")]
 async fn same_host_redirects_are_followed() {
     let server = redirector(None).await;
-    let dir = tempfile::tempdir().unwrap();
-    one_backend_voices(
-        dir.path(),
+    let (run, dir) = through_one_backend(
         &format!(
             "type = \"http\"\nmethod = \"POST\"\nurl = \"http://{server}/same\"\napi_key_env = \"FAULT_KEY\"\nheaders = {{ \"X-Api-Key\" = \"{{key}}\" }}\njson = {{ text = \"{{text}}\", voice = \"{{voice}}\" }}"
         ),
-    );
-    let d = dir.path().to_owned();
-    let run = tokio::task::spawn_blocking(move || {
-        tingshu(
-            &d,
-            &[
-                "preview",
-                "灯亮了。",
-                "--voices",
-                "voices.toml",
-                "-o",
-                "out.wav",
-            ],
-            &[],
-        )
-    })
-    .await
-    .unwrap();
+        |_| {},
+        &[
+            "preview",
+            "灯亮了。",
+            "--voices",
+            "voices.toml",
+            "-o",
+            "out.wav",
+        ],
+        &[],
+    )
+    .await;
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(dir.path().join("out.wav").is_file());
 }
@@ -573,32 +581,25 @@ async fn echoed_keys_are_redacted_before_any_truncation() {
         }
     });
     let server = serve(app).await;
-    let dir = tempfile::tempdir().unwrap();
-    one_backend_voices(
-        dir.path(),
+    let (run, dir) = through_one_backend(
         &format!(
             "type = \"http\"\nmethod = \"POST\"\nurl = \"http://{server}/tts\"\napi_key_env = \"FAULT_KEY\"\nheaders = {{ \"Authorization\" = \"Bearer {{key}}\" }}\njson = {{ text = \"{{text}}\" }}"
         ),
-    );
-    let book = write_book(dir.path(), "书.txt", 2, 1);
-    let d = dir.path().to_owned();
-    let run = tokio::task::spawn_blocking(move || {
-        tingshu(
-            &d,
-            &[
-                "build",
-                book.to_str().unwrap(),
-                "--voices",
-                "voices.toml",
-                "--out",
-                "out",
-                "-v",
-            ],
-            &[("RUST_LOG", "debug")],
-        )
-    })
-    .await
-    .unwrap();
+        |dir| {
+            write_book(dir, "书.txt", 2, 1);
+        },
+        &[
+            "build",
+            "书.txt",
+            "--voices",
+            "voices.toml",
+            "--out",
+            "out",
+            "-v",
+        ],
+        &[("RUST_LOG", "debug")],
+    )
+    .await;
     assert!(calls.load(Ordering::SeqCst) >= 2);
     assert_ne!(run.code, 0);
     let partial: String = KEY.chars().take(12).collect();
@@ -823,30 +824,22 @@ fn command_text_arguments_need_a_double_dash() {
 /// the primary's); the manifest and report say which segments fell back.
 #[test]
 fn fallback_audio_is_not_reused_once_the_primary_recovers() {
-    let server = TtsServer::start(Duration::ZERO);
-    let dir = tempfile::tempdir().unwrap();
-    let voices = format!(
-        "[backends.server]\ntype = \"http\"\nmethod = \"POST\"\nurl = \"http://{}/tts\"\njson = {{ text = \"{{text}}\", voice = \"{{voice}}\" }}\nretries = 0\nfallback = \"local\"\nfallback_voice = \"cmn-latn-pinyin\"\n\n[backends.local]\ntype = \"espeak\"\n\n[voices.narrator]\nbackend = \"server\"\nvoice = \"n\"\n\n[casting]\nnarrator = \"narrator\"\n\n[mix]\nsample_rate = 22050\n",
-        server.addr()
-    );
-    std::fs::write(dir.path().join("v.toml"), voices).unwrap();
-    let book = write_book(dir.path(), "书.txt", 1, 2);
-    let args = [
-        "build",
-        book.to_str().unwrap(),
-        "--voices",
-        "v.toml",
-        "--out",
-        "out",
-    ];
+    let scenario = Scenario::new()
+        .server(TtsServer::start(Duration::ZERO))
+        .file(
+            "v.toml",
+            "[backends.server]\ntype = \"http\"\nmethod = \"POST\"\nurl = \"{server}/tts\"\njson = { text = \"{text}\", voice = \"{voice}\" }\nretries = 0\nfallback = \"local\"\nfallback_voice = \"cmn-latn-pinyin\"\n\n[backends.local]\ntype = \"espeak\"\n\n[voices.narrator]\nbackend = \"server\"\nvoice = \"n\"\n\n[casting]\nnarrator = \"narrator\"\n\n[mix]\nsample_rate = 22050\n",
+        );
+    write_book(scenario.dir(), "书.txt", 1, 2);
+    let server = scenario.tts_server();
+    let args = ["build", "书.txt", "--voices", "v.toml", "--out", "out"];
     server.fail_next(1_000_000);
-    let run = tingshu(dir.path(), &args, &[]);
+    let run = scenario.run(&args);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let storm = server.count();
     assert!(storm > 0);
     let manifest: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(dir.path().join("out/书/manifest.json")).unwrap())
-            .unwrap();
+        serde_json::from_str(&scenario.read("out/书/manifest.json")).unwrap();
     let segments = manifest["chapters"][0]["segments"].as_array().unwrap();
     assert!(
         segments
@@ -854,7 +847,7 @@ fn fallback_audio_is_not_reused_once_the_primary_recovers() {
             .all(|s| s["fallback"] == "local/cmn-latn-pinyin"),
         "{segments:?}"
     );
-    let report = std::fs::read_to_string(dir.path().join("out/书/report.txt")).unwrap();
+    let report = scenario.read("out/书/report.txt");
     assert!(
         report.contains(&format!(
             "Fallbacks: segments read by a fallback backend ({})",
@@ -864,7 +857,7 @@ fn fallback_audio_is_not_reused_once_the_primary_recovers() {
     );
 
     server.fail_next(0);
-    let run = tingshu(dir.path(), &args, &[]);
+    let run = scenario.run(&args);
     assert_eq!(run.code, 0, "{}", run.stderr);
     // Every chunk once (retries = 0), as during the storm.
     assert_eq!(
@@ -873,18 +866,17 @@ fn fallback_audio_is_not_reused_once_the_primary_recovers() {
         "the healthy server was not asked again"
     );
     let manifest: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(dir.path().join("out/书/manifest.json")).unwrap())
-            .unwrap();
+        serde_json::from_str(&scenario.read("out/书/manifest.json")).unwrap();
     let segments = manifest["chapters"][0]["segments"].as_array().unwrap();
     assert!(
         segments.iter().all(|s| s.get("fallback").is_none()),
         "{segments:?}"
     );
-    let report = std::fs::read_to_string(dir.path().join("out/书/report.txt")).unwrap();
+    let report = scenario.read("out/书/report.txt");
     assert!(!report.contains("Fallbacks"), "{report}");
     // A third run is all from the primary's cache.
     let before = server.count();
-    assert_eq!(tingshu(dir.path(), &args, &[]).code, 0);
+    assert_eq!(scenario.run(&args).code, 0);
     assert_eq!(server.count(), before);
 }
 
@@ -923,31 +915,23 @@ async fn a_2_gb_answer_is_rejected_early_with_bounded_memory() {
             }
         });
         let server = serve(app).await;
-        let dir = tempfile::tempdir().unwrap();
-        one_backend_voices(
-            dir.path(),
+        let started = Instant::now();
+        let (run, _dir) = through_one_backend(
             &format!(
                 "type = \"http\"\nmethod = \"POST\"\nurl = \"http://{server}/tts\"\njson = {{ text = \"{{text}}\" }}\nmax_in_flight = 4"
             ),
-        );
-        let d = dir.path().to_owned();
-        let started = Instant::now();
-        let run = tokio::task::spawn_blocking(move || {
-            tingshu(
-                &d,
-                &[
-                    "preview",
-                    "守塔人把灯擦亮了。",
-                    "--voices",
-                    "voices.toml",
-                    "-o",
-                    "o.wav",
-                ],
-                &[],
-            )
-        })
-        .await
-        .unwrap();
+            |_| {},
+            &[
+                "preview",
+                "守塔人把灯擦亮了。",
+                "--voices",
+                "voices.toml",
+                "-o",
+                "o.wav",
+            ],
+            &[],
+        )
+        .await;
         assert_ne!(run.code, 0);
         assert!(run.stderr.contains("larger than the"), "{}", run.stderr);
         assert!(run.max_rss < 400 << 20, "peak RSS {} MB", run.max_rss >> 20);

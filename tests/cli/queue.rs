@@ -416,22 +416,65 @@ impl Render {
         Tingshu::new(args).output()
     }
 
+    /// `build` of the book into `ROOT/single`; the book's directory.
     fn build(&self) -> PathBuf {
-        let out = self.root.join("single");
-        let status = self.tingshu(&[
-            "build",
-            &self.book.to_string_lossy(),
-            "--voices",
-            &self.voices.to_string_lossy(),
-            "--out",
-            &out.to_string_lossy(),
-        ]);
-        assert!(
-            status.status.success(),
-            "build: {}",
-            String::from_utf8_lossy(&status.stderr)
-        );
-        out.join("守灯")
+        self.build_into("single", &[]);
+        self.root.join("single/守灯")
+    }
+
+    /// `build` of the book into `ROOT/OUT` with `extra` arguments, which
+    /// must succeed; its stderr.
+    fn build_into(&self, out: &str, extra: &[&str]) -> String {
+        let book = self.book.to_string_lossy();
+        let voices = self.voices.to_string_lossy();
+        let out = self.root.join(out);
+        let out = out.to_string_lossy();
+        let mut args = vec!["build", &book, "--voices", &voices, "--out", &out];
+        args.extend_from_slice(extra);
+        let status = self.tingshu(&args);
+        let stderr = String::from_utf8_lossy(&status.stderr).into_owned();
+        assert!(status.status.success(), "build: {stderr}");
+        stderr
+    }
+
+    /// [`Render::build`] of a served render, and what it asked the server.
+    fn build_served(&self) -> Built {
+        let dir = self.build();
+        Built {
+            dir,
+            requests: self.server().requests().into_iter().collect(),
+            sent: self.server().count(),
+        }
+    }
+
+    /// The (text, voice) requests the server had after the first `before`.
+    fn asked_since(&self, before: usize) -> Vec<(String, String)> {
+        self.server().requests()[before..].to_vec()
+    }
+
+    /// A jobs file `ROOT/NAME.toml`: the job `name` reading the book with
+    /// the render's voices into `ROOT/OUT`, `extra` lines added; its path.
+    fn jobs_file(&self, name: &str, out: &str, extra: &str) -> String {
+        let path = self.root.join(format!("{name}.toml"));
+        std::fs::write(
+            &path,
+            format!(
+                "[[job]]\nname = \"{name}\"\nsource = '{}'\nvoices = '{}'\nout = '{}'\n{extra}",
+                self.book.display(),
+                self.voices.display(),
+                self.root.join(out).display(),
+            ),
+        )
+        .expect("write jobs file");
+        path.to_string_lossy().into_owned()
+    }
+
+    /// `tingshu batch ARGS`, which must succeed; its stderr.
+    fn batch(&self, args: &[&str]) -> String {
+        let out = Tingshu::new(["batch"]).args(args).output();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "batch {}: {stderr}", args[0]);
+        stderr
     }
 
     fn enqueue(&self, url: &str) -> String {
@@ -493,6 +536,16 @@ impl Render {
     fn log(&self, n: usize) -> String {
         std::fs::read_to_string(self.root.join(format!("worker{n}.log"))).unwrap_or_default()
     }
+}
+
+/// What a served render's `build` made and asked for.
+struct Built {
+    /// The book's directory.
+    dir: PathBuf,
+    /// The distinct (text, voice) requests.
+    requests: BTreeSet<(String, String)>,
+    /// Requests sent so far.
+    sent: usize,
 }
 
 /// Waits for every worker to exit on its own; returns their exit codes.
@@ -596,9 +649,11 @@ fn three_workers_render_a_book_once_and_byte_identical_to_build(engine: Engine) 
         return;
     };
     let render = Render::served(20, Duration::from_millis(20), 0);
-    let single = render.build();
-    let built: BTreeSet<(String, String)> = render.server().requests().into_iter().collect();
-    let before = render.server().count();
+    let Built {
+        dir: single,
+        requests: built,
+        sent: before,
+    } = render.build_served();
 
     let first = render.enqueue(&pg.url);
     let second = render.enqueue(&pg.url);
@@ -624,7 +679,7 @@ fn three_workers_render_a_book_once_and_byte_identical_to_build(engine: Engine) 
 
     // Every distinct chunk was asked of the backend exactly once, across
     // all workers: the same chunks `build` asked for.
-    let asked = render.server().requests()[before..].to_vec();
+    let asked = render.asked_since(before);
     let mut counts: BTreeMap<(String, String), usize> = BTreeMap::new();
     for request in &asked {
         *counts.entry(request.clone()).or_default() += 1;
@@ -654,18 +709,7 @@ fn three_workers_render_a_book_once_and_byte_identical_to_build(engine: Engine) 
     assert!(busy >= 2, "only {busy} worker synthesized anything");
 
     // `build` with the workers' cache sends nothing: same keys, same files.
-    let out = render.tingshu(&[
-        "build",
-        &render.book.to_string_lossy(),
-        "--voices",
-        &render.voices.to_string_lossy(),
-        "--out",
-        &render.root.join("again").to_string_lossy(),
-        "--cache",
-        &render.cache().to_string_lossy(),
-    ]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
+    let stderr = render.build_into("again", &["--cache", &render.cache().to_string_lossy()]);
     assert!(stderr.contains("0 requests sent"), "{stderr}");
     assert_eq!(render.server().count(), before + asked.len());
     assert_same_output(&single, &render.root.join("again/守灯"));
@@ -700,9 +744,11 @@ fn redis_two_workers_share_an_s3_cache() {
     };
     let s3 = S3Server::start();
     let render = Render::served(4, Duration::from_millis(10), 0);
-    let single = render.build();
-    let built: BTreeSet<(String, String)> = render.server().requests().into_iter().collect();
-    let before = render.server().count();
+    let Built {
+        dir: single,
+        requests: built,
+        sent: before,
+    } = render.build_served();
     render.enqueue(&service.url);
     let env = s3.env();
     let mut workers: Vec<(usize, Child)> = (0..2)
@@ -716,7 +762,7 @@ fn redis_two_workers_share_an_s3_cache() {
     assert_eq!(codes, [0, 0], "{}\n---\n{}", render.log(0), render.log(1));
     assert_same_output(&single, &render.root.join("multi/守灯"));
 
-    let asked = render.server().requests()[before..].to_vec();
+    let asked = render.asked_since(before);
     let distinct: BTreeSet<(String, String)> = asked.iter().cloned().collect();
     assert_eq!(asked.len(), distinct.len(), "a chunk was asked twice");
     assert_eq!(distinct, built);
@@ -793,28 +839,14 @@ fn redis_workers_use_the_books_lexicon() {
     std::fs::write(&lexicon, "\"阿明\" = { say = \"阿敏\" }\n").unwrap();
     let lexicon = lexicon.to_string_lossy().into_owned();
     let out = render.root.join("single");
-    let built = render.tingshu(&[
-        "build",
-        &render.book.to_string_lossy(),
-        "--voices",
-        &render.voices.to_string_lossy(),
-        "--out",
-        &out.to_string_lossy(),
-        "--lexicon",
-        &lexicon,
-    ]);
-    assert!(
-        built.status.success(),
-        "{}",
-        String::from_utf8_lossy(&built.stderr)
-    );
+    render.build_into("single", &["--lexicon", &lexicon]);
     let before = render.server().count();
     render.enqueue_with(&service.url, &["--lexicon", &lexicon]);
     let mut workers = vec![(0, render.worker(&service.url, 0, &[]))];
     let codes = wait_all(&render, &mut workers, Duration::from_secs(300));
     assert_eq!(codes, [0], "{}", render.log(0));
     assert_same_output(&out.join("守灯"), &render.root.join("multi/守灯"));
-    let asked = render.server().requests()[before..].to_vec();
+    let asked = render.asked_since(before);
     assert!(asked.iter().any(|(t, _)| t.contains("阿敏")), "{asked:?}");
     assert!(!asked.iter().any(|(t, _)| t.contains("阿明")), "{asked:?}");
 }
@@ -846,7 +878,7 @@ fn a_transient_backend_failure_is_retried_by_the_client(engine: Engine) {
     assert_eq!(codes, [0], "{log}");
     assert!(log.contains("retrying"), "{log}");
     assert!(!log.contains("task failed"), "{log}");
-    let asked = render.server().requests()[before..].to_vec();
+    let asked = render.asked_since(before);
     let distinct: BTreeSet<&(String, String)> = asked.iter().collect();
     assert_eq!(asked.len(), distinct.len() + 2, "{asked:?}");
     assert_same_output(&single, &render.root.join("multi/守灯"));
@@ -869,9 +901,11 @@ fn a_worker_killed_mid_run_loses_and_duplicates_nothing(engine: Engine) {
     // A slow backend so the kill lands mid-run; short leases so the dead
     // worker's tasks are taken again soon.
     let render = Render::served(20, Duration::from_millis(150), 0);
-    let single = render.build();
-    let built: BTreeSet<(String, String)> = render.server().requests().into_iter().collect();
-    let before = render.server().count();
+    let Built {
+        dir: single,
+        requests: built,
+        sent: before,
+    } = render.build_served();
     render.enqueue(&pg.url);
     let extra = ["--lease", "2"];
     let mut victim = render.worker(&pg.url, 0, &extra);
@@ -903,7 +937,7 @@ fn a_worker_killed_mid_run_loses_and_duplicates_nothing(engine: Engine) {
     assert_eq!(chapters.len(), 20, "{names:?}");
     // Only the chunks the victim held when it died (at most its
     // concurrency) may have been asked twice.
-    let asked = render.server().requests()[before..].to_vec();
+    let asked = render.asked_since(before);
     let distinct: BTreeSet<(String, String)> = asked.iter().cloned().collect();
     assert_eq!(distinct, built);
     assert!(
@@ -1007,23 +1041,13 @@ fn redis_batch_enqueue_status_and_daemon_go_through_the_queue() {
     let url = service.url.as_str();
     let render = Render::new(4);
     let single = render.build();
-    let jobs = render.root.join("jobs.toml");
-    std::fs::write(
-        &jobs,
-        format!(
-            "[[job]]\nname = \"lamp\"\nsource = '{}'\nvoices = '{}'\nout = '{}'\n\
-             schedule = \"* * * * * *\"\ntimezone = \"UTC\"\n",
-            render.book.display(),
-            render.voices.display(),
-            render.root.join("multi").display(),
-        ),
-    )
-    .unwrap();
-    let jobs = jobs.to_string_lossy().into_owned();
+    let jobs = render.jobs_file(
+        "lamp",
+        "multi",
+        "schedule = \"* * * * * *\"\ntimezone = \"UTC\"\n",
+    );
     let batch_enqueue = || {
-        let out = render.tingshu(&["batch", "enqueue", &jobs, "--queue", url]);
-        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-        assert!(out.status.success(), "batch enqueue: {stderr}");
+        let stderr = render.batch(&["enqueue", &jobs, "--queue", url]);
         line_with(&stderr, "job \"lamp\": 4 of 4 chapters pending").to_owned()
     };
     let (planned, added) = planned_and_new(&batch_enqueue());
@@ -1058,9 +1082,7 @@ fn redis_batch_enqueue_status_and_daemon_go_through_the_queue() {
         line_with(&text, "pending:").contains("none (4 chapters up to date)"),
         "{text}"
     );
-    let again = render.tingshu(&["batch", "enqueue", &jobs, "--queue", url]);
-    let stderr = String::from_utf8_lossy(&again.stderr).into_owned();
-    assert!(again.status.success(), "{stderr}");
+    let stderr = render.batch(&["enqueue", &jobs, "--queue", url]);
     assert!(
         line_with(&stderr, "job \"lamp\"").contains("all 4 chapters up to date, nothing enqueued"),
         "{stderr}"
@@ -1142,36 +1164,15 @@ fn redis_batch_jobs_with_a_cast_render_the_same_voices_on_workers() {
          [[character]]\nname = \"阿明\"\ngender = \"male\"\n",
     )
     .unwrap();
-    let jobs_file = |name: &str, out: &str| {
-        let path = render.root.join(format!("{name}.toml"));
-        std::fs::write(
-            &path,
-            format!(
-                "[[job]]\nname = \"{name}\"\nsource = '{}'\nvoices = '{}'\ncast = '{}'\nout = '{}'\n",
-                render.book.display(),
-                render.voices.display(),
-                cast.display(),
-                render.root.join(out).display(),
-            ),
-        )
-        .unwrap();
-        path.to_string_lossy().into_owned()
-    };
-    let queued = jobs_file("queued", "multi");
-    let local = jobs_file("local", "local");
-    let out = render.tingshu(&["batch", "enqueue", &queued, "--queue", url]);
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "batch enqueue: {stderr}");
+    let cast_line = format!("cast = '{}'\n", cast.display());
+    let queued = render.jobs_file("queued", "multi", &cast_line);
+    let local = render.jobs_file("local", "local", &cast_line);
+    let stderr = render.batch(&["enqueue", &queued, "--queue", url]);
     line_with(&stderr, "job \"queued\": 3 of 3 chapters pending");
     let mut workers = vec![(0, render.worker(url, 0, &[]))];
     let codes = wait_all(&render, &mut workers, Duration::from_secs(300));
     assert_eq!(codes, [0], "{}", render.log(0));
-    let out = render.tingshu(&["batch", "run", &local]);
-    assert!(
-        out.status.success(),
-        "batch run: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    render.batch(&["run", &local]);
 
     let audio = |dir: &Path| -> BTreeMap<String, Vec<u8>> {
         files(dir)
@@ -1230,37 +1231,16 @@ fn batch_formats_on_workers_match_batch_run(engine: Engine) {
     };
     let url = service.url.as_str();
     let render = Render::served(5, Duration::ZERO, 0);
-    let jobs_file = |name: &str, out: &str| {
-        let path = render.root.join(format!("{name}.toml"));
-        std::fs::write(
-            &path,
-            format!(
-                "[[job]]\nname = \"{name}\"\nsource = '{}'\nvoices = '{}'\nout = '{}'\n\
-                 formats = [\"wav\", \"mp3\", \"m4b\"]\n",
-                render.book.display(),
-                render.voices.display(),
-                render.root.join(out).display(),
-            ),
-        )
-        .unwrap();
-        path.to_string_lossy().into_owned()
-    };
-    let queued = jobs_file("queued", "multi");
-    let local = jobs_file("local", "local");
-    let out = render.tingshu(&["batch", "enqueue", &queued, "--queue", url]);
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "batch enqueue: {stderr}");
+    let formats = "formats = [\"wav\", \"mp3\", \"m4b\"]\n";
+    let queued = render.jobs_file("queued", "multi", formats);
+    let local = render.jobs_file("local", "local", formats);
+    let stderr = render.batch(&["enqueue", &queued, "--queue", url]);
     line_with(&stderr, "job \"queued\": 5 of 5 chapters pending");
     let mut workers: Vec<(usize, Child)> =
         (0..2).map(|n| (n, render.worker(url, n, &[]))).collect();
     let codes = wait_all(&render, &mut workers, Duration::from_secs(300));
     assert_eq!(codes, [0, 0], "{}\n---\n{}", render.log(0), render.log(1));
-    let out = render.tingshu(&["batch", "run", &local]);
-    assert!(
-        out.status.success(),
-        "batch run: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    render.batch(&["run", &local]);
 
     let (multi, single) = (
         render.root.join("multi/守灯"),
@@ -1313,9 +1293,7 @@ fn batch_formats_on_workers_match_batch_run(engine: Engine) {
     let written = mtime(&m4b);
     let mut again = vec![(2, render.worker(url, 2, &[]))];
     assert_eq!(wait_all(&render, &mut again, Duration::from_secs(60)), [0]);
-    let out = render.tingshu(&["batch", "run", &queued]);
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "batch run: {stderr}");
+    let stderr = render.batch(&["run", &queued]);
     let line = line_with(&stderr, "job \"queued\"");
     assert!(
         line.contains("0 of 5 chapters rendered") && !line.contains("other files written"),
@@ -1375,23 +1353,8 @@ fn redis_enqueued_formats_need_ffmpeg_only_for_encoded_files() {
     let mut workers = vec![(1, render.worker(url, 1, &[]))];
     let codes = wait_all(&render, &mut workers, Duration::from_secs(300));
     assert_eq!(codes, [0], "{}", render.log(1));
-    let out = render.root.join("single");
-    let built = render.tingshu(&[
-        "build",
-        &render.book.to_string_lossy(),
-        "--voices",
-        &render.voices.to_string_lossy(),
-        "--out",
-        &out.to_string_lossy(),
-        "--format",
-        "wav,m4b",
-    ]);
-    assert!(
-        built.status.success(),
-        "build: {}",
-        String::from_utf8_lossy(&built.stderr)
-    );
-    let single = out.join("守灯");
+    render.build_into("single", &["--format", "wav,m4b"]);
+    let single = render.root.join("single/守灯");
     let names = visible_names(&single);
     assert_eq!(visible_names(&multi), names);
     let count = |ext: &str| names.iter().filter(|n| n.ends_with(ext)).count();
@@ -1422,26 +1385,13 @@ fn redis_batch_enqueued_job_with_a_feed_url_gets_its_feed_from_the_workers() {
     };
     let url = service.url.as_str();
     let render = Render::new(3);
-    let jobs = render.root.join("jobs.toml");
     let library = render.root.join("library");
-    std::fs::write(
-        &jobs,
-        format!(
-            "[[job]]\nname = \"lamp\"\nsource = '{}'\nvoices = '{}'\nout = '{}'\n\
-             formats = [\"mp3\"]\nfeed_url = \"https://books.example.org/听书\"\n",
-            render.book.display(),
-            render.voices.display(),
-            library.display(),
-        ),
-    )
-    .unwrap();
-    let jobs = jobs.to_string_lossy().into_owned();
-    let out = render.tingshu(&["batch", "enqueue", &jobs, "--queue", url]);
-    assert!(
-        out.status.success(),
-        "batch enqueue: {}",
-        String::from_utf8_lossy(&out.stderr)
+    let jobs = render.jobs_file(
+        "lamp",
+        "library",
+        "formats = [\"mp3\"]\nfeed_url = \"https://books.example.org/听书\"\n",
     );
+    render.batch(&["enqueue", &jobs, "--queue", url]);
     let mut workers = vec![(0, render.worker(url, 0, &[]))];
     let codes = wait_all(&render, &mut workers, Duration::from_secs(300));
     assert_eq!(codes, [0], "{}", render.log(0));

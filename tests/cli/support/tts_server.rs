@@ -97,6 +97,11 @@ impl TtsServer {
         TtsServer::scripted(Vec::new(), Reply::Audio, Format::Tone, delay)
     }
 
+    /// A server that answers every request at once with audio in `format`.
+    pub fn answering(format: Format) -> TtsServer {
+        TtsServer::scripted(Vec::new(), Reply::Audio, format, Duration::ZERO)
+    }
+
     /// A server that answers the `script` replies in order, then `default`
     /// forever, in `format`, each after `delay`.
     pub fn scripted(
@@ -136,11 +141,6 @@ impl TtsServer {
             shared,
             runtime: Some(runtime),
         }
-    }
-
-    /// The server's address, `127.0.0.1:PORT`.
-    pub fn addr(&self) -> SocketAddr {
-        self.addr
     }
 
     /// `http://127.0.0.1:PORT`.
