@@ -217,23 +217,22 @@ fn kind_name(kind: SegmentKind) -> &'static str {
     }
 }
 
-/// Speakers: the cast's characters in order, then the others the script
-/// names, most lines first; with their lines, gender and voice.
-fn speakers(studio: &Studio) -> Vec<Value> {
-    let loaded = studio.loaded();
+/// How many dialogue segments each speaker of `script` has.
+fn line_counts(script: &Script) -> BTreeMap<&str, usize> {
     let mut lines: BTreeMap<&str, usize> = BTreeMap::new();
-    for s in loaded
-        .session
-        .book
-        .script
-        .chapters
-        .iter()
-        .flat_map(|c| &c.segments)
-    {
+    for s in script.chapters.iter().flat_map(|c| &c.segments) {
         if let Some(name) = s.speaker.as_deref() {
             *lines.entry(name).or_default() += 1;
         }
     }
+    lines
+}
+
+/// Speakers: the cast's characters in order, then the others the script
+/// names, most lines first; with their lines, gender and voice.
+fn speakers(studio: &Studio) -> Vec<Value> {
+    let loaded = studio.loaded();
+    let lines = line_counts(&loaded.session.book.script);
     let config = &loaded.session.renderer.config;
     let entry = |name: &str, gender: &str, voice: Option<&str>, in_cast: bool| {
         json!({
@@ -514,19 +513,7 @@ async fn put_cast(
     let text = match (req.characters, req.toml) {
         (Some(characters), None) => {
             let loaded = studio.loaded();
-            let mut lines: BTreeMap<&str, usize> = BTreeMap::new();
-            for s in loaded
-                .session
-                .book
-                .script
-                .chapters
-                .iter()
-                .flat_map(|c| &c.segments)
-            {
-                if let Some(name) = s.speaker.as_deref() {
-                    *lines.entry(name).or_default() += 1;
-                }
-            }
+            let lines = line_counts(&loaded.session.book.script);
             edit::cast_toml(&characters, |name| lines.get(name).copied().unwrap_or(0))
         }
         (None, Some(toml)) => toml,

@@ -301,7 +301,7 @@ fn select_names(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::text::quote::{SpanRange, scan_paragraph};
+    use crate::text::speaker::test_support::{test_spans, test_views};
 
     #[test]
     fn discovers_recurring_speakers() {
@@ -313,23 +313,8 @@ mod tests {
             "「快！」毛仲喊道。",
             "这时候大家都笑了。",
         ];
-        let spans: Vec<Vec<SpanRange>> = text
-            .iter()
-            .map(|l| {
-                let mut v = Vec::new();
-                scan_paragraph(l, &mut v);
-                v
-            })
-            .collect();
-        let views: Vec<ParagraphView<'_>> = text
-            .iter()
-            .zip(&spans)
-            .map(|(l, s)| ParagraphView {
-                text: l,
-                spans: s,
-                skipped: false,
-            })
-            .collect();
+        let spans = test_spans(&text);
+        let views = test_views(&text, &spans);
         let found = discover(&[views]);
         let names: Vec<&str> = found.iter().map(|d| d.character.name.as_str()).collect();
         assert_eq!(names, ["毛仲", "陈青云"]);

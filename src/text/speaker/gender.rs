@@ -404,27 +404,12 @@ const WEAK_MALE: &str = "刚剛强強龙龍虎彪雄杰傑武军軍勇斌健伟�
 mod tests {
     use super::*;
     use crate::text::cast::Character;
-    use crate::text::quote::{SpanRange, scan_paragraph};
+    use crate::text::speaker::test_support::{test_spans, test_views};
 
     /// Genders guessed for `names` (name, aliases) from `lines`.
     fn guessed(names: &[(&str, &[&str])], lines: &[&str]) -> Vec<(Gender, GenderEvidence)> {
-        let spans: Vec<Vec<SpanRange>> = lines
-            .iter()
-            .map(|l| {
-                let mut v = Vec::new();
-                scan_paragraph(l, &mut v);
-                v
-            })
-            .collect();
-        let views: Vec<ParagraphView<'_>> = lines
-            .iter()
-            .zip(&spans)
-            .map(|(l, s)| ParagraphView {
-                text: l,
-                spans: s,
-                skipped: false,
-            })
-            .collect();
+        let spans = test_spans(lines);
+        let views = test_views(lines, &spans);
         let mut found: Vec<Discovered> = names
             .iter()
             .map(|(n, a)| Discovered {

@@ -178,11 +178,47 @@ impl Attributor {
     }
 }
 
+/// Paragraphs scanned for quotes, as the tests of this module and its
+/// parts build them.
+#[cfg(test)]
+pub(crate) mod test_support {
+    use super::ParagraphView;
+    use crate::text::quote::{SpanRange, scan_paragraph};
+
+    /// The quote spans of each line.
+    pub(crate) fn test_spans(lines: &[&str]) -> Vec<Vec<SpanRange>> {
+        lines
+            .iter()
+            .map(|l| {
+                let mut v = Vec::new();
+                scan_paragraph(l, &mut v);
+                v
+            })
+            .collect()
+    }
+
+    /// The lines as paragraphs with their spans, none skipped.
+    pub(crate) fn test_views<'a>(
+        lines: &[&'a str],
+        spans: &'a [Vec<SpanRange>],
+    ) -> Vec<ParagraphView<'a>> {
+        lines
+            .iter()
+            .zip(spans)
+            .map(|(l, s)| ParagraphView {
+                text: l,
+                spans: s,
+                skipped: false,
+            })
+            .collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use super::test_support::{test_spans, test_views};
     use super::*;
     use crate::text::cast::Character;
-    use crate::text::quote::scan_paragraph;
 
     fn cast(entries: &[(&str, &[&str], Gender)]) -> Cast {
         Cast {
@@ -201,23 +237,8 @@ mod tests {
     /// Speakers of every dialogue span, paragraph by paragraph.
     fn speakers(cast: &Cast, text: &str) -> Vec<Option<String>> {
         let lines: Vec<&str> = text.lines().collect();
-        let spans: Vec<Vec<SpanRange>> = lines
-            .iter()
-            .map(|l| {
-                let mut v = Vec::new();
-                scan_paragraph(l, &mut v);
-                v
-            })
-            .collect();
-        let views: Vec<ParagraphView<'_>> = lines
-            .iter()
-            .zip(&spans)
-            .map(|(l, s)| ParagraphView {
-                text: l,
-                spans: s,
-                skipped: false,
-            })
-            .collect();
+        let spans = test_spans(&lines);
+        let views = test_views(&lines, &spans);
         let a = Attributor::new(cast);
         let result = a.attribute(&views);
         let mut out = Vec::new();
