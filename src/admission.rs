@@ -58,6 +58,28 @@ impl HostRule {
     }
 }
 
+/// The address to print for a server listening on `addr`: `addr` itself,
+/// except that an unspecified address (0.0.0.0, ::) is shown as the
+/// address this machine reaches other hosts from (what a phone on the same
+/// network would type), or 127.0.0.1 when it has none. Nothing is sent: a
+/// UDP socket is only connected, which picks the route.
+pub fn reachable_addr(addr: std::net::SocketAddr) -> std::net::SocketAddr {
+    if !addr.ip().is_unspecified() {
+        return addr;
+    }
+    let outbound = std::net::UdpSocket::bind((std::net::Ipv4Addr::UNSPECIFIED, 0))
+        .and_then(|socket| {
+            // A documentation address (TEST-NET-1): never answered.
+            socket.connect((std::net::Ipv4Addr::new(192, 0, 2, 1), 9))?;
+            socket.local_addr()
+        })
+        .map(|local| local.ip())
+        .ok()
+        .filter(|ip| !ip.is_unspecified());
+    let ip = outbound.unwrap_or(IpAddr::V4(std::net::Ipv4Addr::LOCALHOST));
+    std::net::SocketAddr::new(ip, addr.port())
+}
+
 /// The `Host` header ("" when absent or not text).
 pub fn host_name(headers: &HeaderMap) -> String {
     headers

@@ -389,6 +389,10 @@ pub struct ServeArgs {
     /// ?token=TOKEN); at least 8 of A-Z a-z 0-9 - _ . ~.
     #[arg(long, env = "TINGSHU_SERVE_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
+    /// Off loopback, a host name clients may reach the server by besides
+    /// an IP address and localhost (repeatable); other names get 403.
+    #[arg(long, value_name = "NAME")]
+    pub allow_host: Vec<String>,
     /// Voices file (TOML); when absent $TINGSHU_VOICES, else the built-in voices.
     #[arg(long, env = "TINGSHU_VOICES")]
     pub voices: Option<PathBuf>,

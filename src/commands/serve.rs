@@ -9,8 +9,9 @@ use std::sync::Arc;
 use anyhow::{Context, bail};
 
 use super::EXIT_OK;
+use crate::admission::{HostRule, reachable_addr};
 use crate::cli::ServeArgs;
-use crate::serve::{LOOPBACK_HOSTS, ServeOptions, Server, router};
+use crate::serve::{ServeOptions, Server, router};
 
 pub async fn run(args: &ServeArgs, worker_program: Option<PathBuf>) -> anyhow::Result<u8> {
     let loopback = args.bind.ip().is_loopback();
@@ -46,7 +47,11 @@ pub async fn run(args: &ServeArgs, worker_program: Option<PathBuf>) -> anyhow::R
             .clone()
             .unwrap_or_else(|| args.library.join(".cache")),
         token: args.token.clone(),
-        hosts: loopback.then(|| LOOPBACK_HOSTS.iter().map(|h| (*h).to_owned()).collect()),
+        hosts: if loopback {
+            HostRule::loopback()
+        } else {
+            HostRule::network(&args.allow_host)
+        },
         max_body: args.max_body,
         max_chars: args.max_chars,
         max_syntheses: args.max_syntheses,
@@ -58,7 +63,7 @@ pub async fn run(args: &ServeArgs, worker_program: Option<PathBuf>) -> anyhow::R
     let listener = tokio::net::TcpListener::bind(args.bind)
         .await
         .with_context(|| format!("--bind {}: cannot listen", args.bind))?;
-    let addr = listener.local_addr()?;
+    let addr = reachable_addr(listener.local_addr()?);
     {
         let mut out = std::io::stdout().lock();
         writeln!(out, "http://{addr}")?;

@@ -41,7 +41,7 @@ pub async fn run(args: &StudioArgs, worker_program: Option<PathBuf>) -> anyhow::
     let listener = tokio::net::TcpListener::bind(args.bind)
         .await
         .with_context(|| format!("--bind {}: cannot listen", args.bind))?;
-    let addr = listener.local_addr()?;
+    let addr = crate::admission::reachable_addr(listener.local_addr()?);
     {
         let mut out = std::io::stdout().lock();
         writeln!(out, "http://{addr}/?token={token}")?;

@@ -29,8 +29,8 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use tokio::sync::OwnedSemaphorePermit;
 
-pub use crate::admission::{LOOPBACK_HOSTS, host_name};
-use crate::admission::{Slots, bearer_is, host_only, query_token_is};
+pub use crate::admission::{HostRule, LOOPBACK_HOSTS, host_name};
+use crate::admission::{Slots, bearer_is, query_token_is};
 use crate::session::{BookInput, CacheSpec, RenderSession, SessionError, SessionSpec};
 
 /// What the server serves and how much it takes on, resolved once.
@@ -44,8 +44,8 @@ pub struct ServeOptions {
     pub cache: PathBuf,
     /// Every request must carry it when set.
     pub token: Option<String>,
-    /// Host names accepted in `Host` (`None`: any).
-    pub hosts: Option<Vec<String>>,
+    /// What the `Host` header may name (DNS rebinding).
+    pub hosts: HostRule,
     /// Largest request body (bytes); 413 above.
     pub max_body: usize,
     /// Longest text spoken at once (characters); 413 above.
@@ -191,22 +191,18 @@ pub fn router(server: Arc<Server>) -> Router {
         .with_state(server)
 }
 
-/// Refuses another host name on a loopback bind (DNS rebinding) and
+/// Refuses a host name that is not this server's (DNS rebinding: off
+/// loopback, IP addresses, localhost and `--allow-host` names) and
 /// requests without the token when there is one.
 async fn guard(State(server): Shared, request: Request, next: Next) -> Response {
     let options = &server.options;
-    if let Some(hosts) = &options.hosts {
-        let host = host_name(request.headers());
-        if !hosts
-            .iter()
-            .any(|h| h.eq_ignore_ascii_case(host_only(&host)))
-        {
-            return ServeError::new(
-                StatusCode::FORBIDDEN,
-                format!("Host {host:?} is not this server's address"),
-            )
-            .into_response();
-        }
+    let host = host_name(request.headers());
+    if !options.hosts.accepts(&host) {
+        return ServeError::new(
+            StatusCode::FORBIDDEN,
+            format!("Host {host:?} is not this server's address"),
+        )
+        .into_response();
     }
     if let Some(token) = &options.token
         && !carries_token(&request, token)

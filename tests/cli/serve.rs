@@ -573,6 +573,16 @@ async fn serve_is_bounded_and_needs_its_token_off_loopback() {
         .await
         .unwrap();
     assert_eq!(r.status(), 401);
+    // Off loopback the Host check stays on: addresses and localhost pass,
+    // another name (DNS rebinding) is refused even with the token.
+    let r = http
+        .get(format!("{}/legado", server.base))
+        .bearer_auth(token)
+        .header("Host", "evil.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403);
     let r = http
         .post(&url)
         .bearer_auth(token)
@@ -619,4 +629,25 @@ async fn serve_is_bounded_and_needs_its_token_off_loopback() {
     assert_eq!(second.status(), 503);
     assert!(second.headers().contains_key("retry-after"));
     drop(first);
+
+    // A name given with --allow-host is accepted.
+    let named = Server::start(
+        dir.path(),
+        &[
+            "--bind",
+            "0.0.0.0:0",
+            "--token",
+            token,
+            "--allow-host",
+            "tingshu.lan",
+        ],
+    );
+    let r = http
+        .get(format!("{}/legado", named.base))
+        .bearer_auth(token)
+        .header("Host", "tingshu.lan")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
 }
