@@ -121,14 +121,11 @@ def audit(requests, meter):
             unaligned.append(item["id"])
             continue
         chars, syls, edge = sent
-        gold = heard_syllables("".join(chars))
-        try:
-            gold = lazy_pinyin(
-                "".join(chars), style=Style.TONE3, neutral_tone_with_five=True,
-                errors="ignore", tone_sandhi=True,
-            )
-        except TypeError:  # an older pypinyin
-            pass
+        # The dictionary's reading in context, with 一/不 sandhi as tingshu sends it.
+        gold = lazy_pinyin(
+            "".join(chars), style=Style.TONE3, neutral_tone_with_five=True,
+            errors="ignore", tone_sandhi=True,
+        )
         hyp_chars = item["hyp_norm"]
         hyp = heard_syllables(hyp_chars)
         a = [toneless(s) for s in syls]
@@ -136,7 +133,7 @@ def audit(requests, meter):
         ops = Levenshtein.opcodes(a, b)
         classes = collections.Counter()
 
-        def note(cls, i, detail):
+        def note(cls, detail):
             classes[cls] += 1
             if len(examples[cls]) < 12:
                 examples[cls].append(f"{item['id']} {detail}")
@@ -154,28 +151,28 @@ def audit(requests, meter):
             dst = list(range(op.dest_start, op.dest_end))
             if op.tag == "insert":
                 for j in dst:
-                    note("inserted", None, f"+{hyp[j]}({hyp_chars[j:j + 1]})")
+                    note("inserted", f"+{hyp[j]}({hyp_chars[j:j + 1]})")
                 continue
             for k, i in enumerate(src):
                 j = dst[k] if k < len(dst) else None
                 heard = f"{hyp[j]}({hyp_chars[j:j + 1]})" if j is not None else "-"
                 detail = f"{chars[i]} sent {syls[i]} dict {gold[i]} heard {heard}"
                 if j is not None and hyp_chars[j:j + 1] == chars[i]:
-                    note("same-char", i, detail)
+                    note("same-char", detail)
                 elif toneless(syls[i]) != toneless(gold[i]):
-                    note("reading", i, detail)
+                    note("reading", detail)
                 elif edge[i]:
-                    note("edge", i, detail)
+                    note("edge", detail)
                 elif j is None:
-                    note("dropped", i, detail)
+                    note("dropped", detail)
                 elif mapping_suspect(syls[i]):
-                    note("mapping", i, detail)
+                    note("mapping", detail)
                 elif split(syls[i])[0] == split(hyp[j])[0] or split(syls[i])[1] == split(hyp[j])[1]:
-                    note("near", i, detail)
+                    note("near", detail)
                 else:
-                    note("far", i, detail)
+                    note("far", detail)
             for j in dst[len(src):]:
-                note("inserted", None, f"+{hyp[j]}({hyp_chars[j:j + 1]})")
+                note("inserted", f"+{hyp[j]}({hyp_chars[j:j + 1]})")
         counts.update(classes)
         longest = max(len(han(c["text"])) for c in chunks)
         band = "1-20" if longest <= 20 else "21-40" if longest <= 40 else "41-60" if longest <= 60 else ">60"

@@ -696,8 +696,10 @@ async fn put_line(
     bytes: Result<Bytes, BytesRejection>,
 ) -> ApiResult<axum::Json<Value>> {
     let req: LinePut = parse(&body(bytes)?)?;
-    // 404 for a chapter the book does not have.
-    script_chapter(&studio, &n)?;
+    // A chapter or paragraph the book does not have is 404 (`save_line`).
+    let index = n
+        .parse::<usize>()
+        .map_err(|_| ApiError::new(StatusCode::NOT_FOUND, format!("chapter {n}: not a number")))?;
     let paragraph = p.parse::<usize>().map_err(|_| {
         ApiError::new(
             StatusCode::NOT_FOUND,
@@ -712,7 +714,6 @@ async fn put_line(
             format!("text: longer than {MAX_PREVIEW_CHARS} characters"),
         ));
     }
-    let index: usize = n.parse().unwrap_or(0);
     let studio2 = Arc::clone(&studio);
     let change = tokio::task::spawn_blocking(move || {
         studio2.save_line(index, paragraph, req.text, req.speaker)

@@ -530,30 +530,24 @@ mod tests {
             err(&format!("{twice}{twice}")),
             "book.overrides.toml: line[1].paragraph: this paragraph already has an override above"
         );
-        let unknown = Overrides {
-            lines: vec![LineOverride {
+        // Entries that parse but cannot be applied to the book.
+        let refused = |line: LineOverride| {
+            Overrides { lines: vec![line] }
+                .apply(&mut script(), Some(&cast()), SplitOptions::default(), path)
+                .unwrap_err()
+                .to_string()
+        };
+        assert_eq!(
+            refused(LineOverride {
                 speaker: Some("王五".into()),
                 ..line(1, 1, "天快黑了，韩小雨背着竹篓走下山坡。")
-            }],
-        };
-        let e = unknown
-            .apply(&mut script(), Some(&cast()), SplitOptions::default(), path)
-            .unwrap_err()
-            .to_string();
-        assert_eq!(
-            e,
+            }),
             "book.overrides.toml: line[0].speaker: \"王五\" is not in the cast (known: 韩小雨, 陆大川, or \"narrator\")"
         );
-        let heading = Overrides {
-            lines: vec![LineOverride {
-                text: Some("第三章 夜路".into()),
-                ..line(1, 1, "x")
-            }],
-        };
-        let e = heading
-            .apply(&mut script(), Some(&cast()), SplitOptions::default(), path)
-            .unwrap_err()
-            .to_string();
+        let e = refused(LineOverride {
+            text: Some("第三章 夜路".into()),
+            ..line(1, 1, "x")
+        });
         assert!(e.starts_with("book.overrides.toml: line[0].text: "), "{e}");
     }
 
