@@ -154,6 +154,7 @@ fn gender_note(e: &crate::text::speaker::GenderEvidence) -> String {
     let guess = e.guess();
     let name = match (e.name, e.name_strong) {
         (crate::text::Gender::Unknown, _) => "none".to_owned(),
+        (g, true) if e.name_role => format!("{} (kinship or role word: decides)", g.as_str()),
         (g, true) => format!("{} (title)", g.as_str()),
         (g, false) => format!("{} (weak)", g.as_str()),
     };

@@ -129,6 +129,9 @@ pub struct GenderEvidence {
     /// name character that is usually a woman's or a man's (weak).
     pub name: Gender,
     pub name_strong: bool,
+    /// The name is a kinship or role word (父亲, 母亲, 老汉): its gender
+    /// decides, whatever pronouns stand near it.
+    pub name_role: bool,
     /// Does the book write 她 at all? Classical texts write 他 for everyone,
     /// so there 他 says little.
     pub book_has_she: bool,
@@ -177,6 +180,12 @@ impl GenderEvidence {
     /// The gender the evidence points to: unknown only when it is balanced
     /// or absent.
     pub fn guess(&self) -> GenderGuess {
+        if self.name_role {
+            return GenderGuess {
+                gender: self.name,
+                confidence: 1.0,
+            };
+        }
         let (f, m) = self.weights();
         let total = f + m;
         let gender = if total < 0.5 {
@@ -357,7 +366,8 @@ pub fn guess_genders(found: &mut [Discovered], chapters: &[Vec<ParagraphView<'_>
     for (d, mut e) in found.iter_mut().zip(evidence) {
         e.book_has_she = book_has_she;
         e.she_percent = she_percent;
-        (e.name, e.name_strong) = name_gender(&d.character.name);
+        (e.name, e.name_strong) = name_gender(&d.character.name, book_has_she);
+        e.name_role = role_gender(&d.character.name).is_some();
         d.character.gender = e.guess().gender;
         d.evidence = e;
     }
@@ -365,26 +375,145 @@ pub fn guess_genders(found: &mut [Discovered], chapters: &[Vec<ParagraphView<'_>
 
 /// The gender a name suggests by itself: strongly when it holds a title or
 /// kinship word (润叶姐, 福堂叔, 王夫人), weakly from a given-name
-/// character usually a woman's or a man's (黛, 钗, 霞 … / 刚, 强, 龙 …).
-pub(super) fn name_gender(name: &str) -> (Gender, bool) {
-    let hint = gender_hint(name);
-    if hint != Gender::Unknown {
-        let strong = STRONG_FEMALE.iter().any(|w| name.contains(w))
-            || STRONG_MALE.iter().any(|w| name.ends_with(w));
-        return (hint, strong);
+/// character usually a woman's or a man's: in a `modern` book (one that
+/// writes 她) from how often each names men and women today
+/// ([`given_name_log_odds`]); in a classical one, whose men bear names a
+/// modern register would call a woman's (贾珍, 贾蓉, 柳湘莲), only from a short
+/// list of characters that are plainly one or the other (黛, 钗 … / 刚, 龙 …).
+pub(super) fn name_gender(name: &str, modern: bool) -> (Gender, bool) {
+    if let Some(gender) = role_gender(name) {
+        return (gender, true);
     }
-    let given: String = name
-        .chars()
-        .skip(usize::from(name.chars().count() >= 3))
-        .collect();
-    let female = given.chars().filter(|c| WEAK_FEMALE.contains(*c)).count();
-    let male = given.chars().filter(|c| WEAK_MALE.contains(*c)).count();
-    match female.cmp(&male) {
-        std::cmp::Ordering::Greater => (Gender::Female, false),
-        std::cmp::Ordering::Less => (Gender::Male, false),
-        std::cmp::Ordering::Equal => (Gender::Unknown, false),
+    // A title or kinship word in the name; a given-name character that
+    // `gender_hint` knows is weighed below, with the others.
+    let hint = gender_hint(name);
+    let strong = STRONG_FEMALE.iter().any(|w| name.contains(w))
+        || STRONG_MALE.iter().any(|w| name.ends_with(w));
+    if hint != Gender::Unknown && strong {
+        return (hint, true);
+    }
+    if !modern {
+        let given: String = name
+            .chars()
+            .skip(usize::from(name.chars().count() >= 3))
+            .collect();
+        let female = given.chars().filter(|c| WEAK_FEMALE.contains(*c)).count();
+        let male = given.chars().filter(|c| WEAK_MALE.contains(*c)).count();
+        return match female.cmp(&male) {
+            std::cmp::Ordering::Greater => (Gender::Female, false),
+            std::cmp::Ordering::Less => (Gender::Male, false),
+            std::cmp::Ordering::Equal => (Gender::Unknown, false),
+        };
+    }
+    match given_name_log_odds(name) {
+        x if x >= WEAK_PRIOR_LOG_ODDS => (Gender::Male, false),
+        x if x <= -WEAK_PRIOR_LOG_ODDS => (Gender::Female, false),
+        _ => (Gender::Unknown, false),
     }
 }
+
+/// How much more often the given name's characters name a man than a woman
+/// (ln of the ratio × 100, summed; women negative), from counts of Chinese
+/// names by gender ([`GIVEN_NAME_CHARS`]). The given name is the name but its
+/// surname: the first character of a name of three or more, or of two when
+/// that is a common surname (高朗 → 朗, 秀莲 → 秀莲).
+pub(super) fn given_name_log_odds(name: &str) -> i32 {
+    static TABLE: std::sync::LazyLock<rustc_hash::FxHashMap<char, i16>> =
+        std::sync::LazyLock::new(|| {
+            GIVEN_NAME_CHARS
+                .lines()
+                .filter(|l| !l.starts_with('#'))
+                .filter_map(|l| {
+                    let (c, v) = l.split_once('\t')?;
+                    Some((c.chars().next()?, v.parse().ok()?))
+                })
+                .collect()
+        });
+    let simplified = crate::synth::to_simplified(name);
+    let chars: Vec<char> = simplified.chars().collect();
+    let skip = match chars.len() {
+        0 | 1 => 0,
+        2 => usize::from(super::names::is_surname(chars[0])),
+        _ => 1,
+    };
+    chars[skip..]
+        .iter()
+        .map(|c| i32::from(TABLE.get(c).copied().unwrap_or(0)))
+        .sum()
+}
+
+/// Given-name characters and their log-odds of naming a man (×100), from
+/// `ngender`'s counts (`scripts/gen-name-prior.sh`, data/README.md).
+const GIVEN_NAME_CHARS: &str = include_str!("data/given-name-gender.tsv");
+
+/// Summed log-odds (×100) from which a given name is a weak prior: about
+/// 2 : 1.
+const WEAK_PRIOR_LOG_ODDS: i32 = 70;
+
+/// The gender of a kinship or role word that names a character (父亲,
+/// 老汉, 母亲 …), whatever the pronouns near it say.
+fn role_gender(name: &str) -> Option<Gender> {
+    let ends = |words: &[&str]| words.iter().any(|w| name.ends_with(w));
+    if ends(MALE_ROLES) {
+        Some(Gender::Male)
+    } else if ends(FEMALE_ROLES) {
+        Some(Gender::Female)
+    } else {
+        None
+    }
+}
+
+const MALE_ROLES: &[&str] = &[
+    "父亲",
+    "父親",
+    "爸爸",
+    "老汉",
+    "老漢",
+    "老头",
+    "老頭",
+    "丈夫",
+    "儿子",
+    "兒子",
+    "爷爷",
+    "爺爺",
+    "外公",
+    "舅舅",
+    "姐夫",
+    "妹夫",
+    "女婿",
+    "公公",
+    "岳父",
+    "小伙子",
+    "小夥子",
+    "男人",
+    "老爷子",
+    "老爺子",
+    "大爷",
+    "大爺",
+    "和尚",
+];
+const FEMALE_ROLES: &[&str] = &[
+    "母亲",
+    "母親",
+    "妈妈",
+    "媽媽",
+    "妻子",
+    "老婆",
+    "婆婆",
+    "岳母",
+    "外婆",
+    "女人",
+    "老太太",
+    "大娘",
+    "媳妇",
+    "媳婦",
+    "尼姑",
+];
+
+/// Given-name characters more often a woman's / a man's (a weak prior in
+/// classical books).
+const WEAK_FEMALE: &str = "妙黛钗釵凤鳳莲蓮兰蘭香琴雪娇嬌娟婷娜玲萍梅燕翠霞芳丽麗秀英红紅花菱莺鶯鹃鵑鸳鴛鸯鴦麝晴纹紋绮綺碧霜素月春纨紈桂巧钏釧琥珀鹦鸚茜蕊薇媛妮姬娥莉菊莹瑩倩婉娴嫻嫣姗婵嬋姣妍淑惠慧静靜洁潔珠";
+const WEAK_MALE: &str = "刚剛强強龙龍虎彪雄杰傑武军軍勇斌健伟偉豪峰鹏鵬飞飛海山石林森涛濤波明亮光辉輝国國栋棟梁权權锤錘功民贵貴富福生根柱才财財德忠义義仁成兵全发發旺顺順者魔怪";
 
 /// Title and kinship words that make a name female or male outright.
 const STRONG_FEMALE: &[&str] = &[
@@ -396,10 +525,6 @@ const STRONG_MALE: &[&str] = &[
     "哥", "叔", "爷", "爺", "伯", "公", "王", "帝", "兄", "弟", "爹", "侯", "将", "將", "军", "軍",
     "僧", "父", "师", "師", "郎", "子",
 ];
-/// Given-name characters more often a woman's / a man's (a weak prior).
-const WEAK_FEMALE: &str = "妙黛钗釵凤鳳莲蓮兰蘭香琴雪娇嬌娟婷娜玲萍梅燕翠霞芳丽麗秀英红紅花菱莺鶯鹃鵑鸳鴛鸯鴦麝晴纹紋绮綺碧霜素月春纨紈桂巧钏釧琥珀鹦鸚茜蕊薇媛妮姬娥莉菊莹瑩倩婉娴嫻嫣姗婵嬋姣妍淑惠慧静靜洁潔珠";
-const WEAK_MALE: &str = "刚剛强強龙龍虎彪雄杰傑武军軍勇斌健伟偉豪峰鹏鵬飞飛海山石林森涛濤波明亮光辉輝国國栋棟梁权權锤錘功民贵貴富福生根柱才财財德忠义義仁成兵全发發旺顺順";
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -490,6 +615,54 @@ mod tests {
         ];
         let got = guessed(&[("贾珍", &[])], &lines);
         assert_eq!(got[0].0, Gender::Male, "{:?}", got[0].1);
+    }
+
+    #[test]
+    fn given_names_lean_by_how_often_they_name_men_or_women() {
+        // Surname left out: of three characters the first, of two only a
+        // common surname.
+        for (name, gender) in [
+            ("高朗", Gender::Male),
+            ("吴仲平", Gender::Male),
+            ("乔伯年", Gender::Male),
+            ("秀莲", Gender::Female),
+            ("贺秀莲", Gender::Female),
+            ("賀秀蓮", Gender::Female),
+            ("王丽娟", Gender::Female),
+            ("米阴阳", Gender::Unknown),
+        ] {
+            assert_eq!(
+                name_gender(name, true),
+                (gender, false),
+                "{name}: {}",
+                given_name_log_odds(name)
+            );
+        }
+        // A classical book keeps to the short lists (贾珍 and 贾蓉 are men).
+        assert_eq!(name_gender("贾珍", false), (Gender::Unknown, false));
+        assert_eq!(name_gender("贾蓉", false), (Gender::Unknown, false));
+        assert_eq!(name_gender("林黛玉", false), (Gender::Female, false));
+        assert_eq!(name_gender("贾珍", true), (Gender::Female, false));
+        // 玉 (a woman's) and 厚 (a man's) weigh about the same: no lean.
+        assert!(given_name_log_odds("孙玉厚").abs() < WEAK_PRIOR_LOG_ODDS);
+        assert_eq!(given_name_log_odds(""), 0);
+        assert_eq!(given_name_log_odds("Tom"), 0);
+    }
+
+    #[test]
+    fn kinship_and_role_words_decide_against_nearby_pronouns() {
+        // She is near 父亲 in every line, as the daughter watching him.
+        let lines = [
+            "父亲看着她，她低下了头。",
+            "父亲说：“走吧。”她跟了上去。",
+            "母亲叹了口气，他没有作声。",
+        ];
+        let got = guessed(&[("父亲", &[]), ("母亲", &[])], &lines);
+        assert_eq!(got[0].0, Gender::Male, "{:?}", got[0].1);
+        assert!(got[0].1.name_role);
+        assert_eq!(got[1].0, Gender::Female, "{:?}", got[1].1);
+        assert_eq!(role_gender("老汉"), Some(Gender::Male));
+        assert_eq!(role_gender("徐主任"), None);
     }
 
     #[test]
