@@ -133,6 +133,27 @@ pub fn discover<'a>(chapters: &[Vec<ParagraphView<'a>>]) -> Vec<Discovered> {
     select_names(&counts, &subjects)
 }
 
+/// True when `two` (seen `n` times) is mostly the start of a dictionary
+/// word the book goes on to write (开玩 of 开玩笑, 吞吞 of 吞吞吐吐): a piece of
+/// a word, not a name.
+fn starts_a_word(two: &str, n: usize, longer: &HashMap<&str, Vec<(&str, usize)>>) -> bool {
+    let most = |s: &str| {
+        longer.get(s).and_then(|v| {
+            v.iter()
+                .copied()
+                .max_by_key(|(k, c)| (*c, std::cmp::Reverse(*k)))
+        })
+    };
+    let dictionary = crate::frontend::dictionary::Dictionary::get();
+    let Some((three, c3)) = most(two).filter(|(_, c)| *c as f64 >= 0.6 * n as f64) else {
+        return false;
+    };
+    dictionary.phrase(three).is_some()
+        || most(three)
+            .filter(|(_, c4)| *c4 as f64 >= 0.6 * c3 as f64)
+            .is_some_and(|(four, _)| dictionary.phrase(four).is_some())
+}
+
 fn select_names(
     seen: &rustc_hash::FxHashMap<&str, (usize, usize)>,
     subjects: &rustc_hash::FxHashMap<&str, usize>,
@@ -236,7 +257,7 @@ fn select_names(
                 let covered: usize = shared.iter().map(|(_, c)| c).sum();
                 if shared.len() >= 2 && covered as f64 >= 0.6 * n2 as f64 {
                     found.extend(shared);
-                } else {
+                } else if !starts_a_word(two, n2, &longer) {
                     found.push((two, n2));
                 }
             }
@@ -319,5 +340,24 @@ mod tests {
         let names: Vec<&str> = found.iter().map(|d| d.character.name.as_str()).collect();
         assert_eq!(names, ["毛仲", "陈青云"]);
         assert_eq!(found[0].count, 3);
+    }
+
+    #[test]
+    fn the_start_of_a_word_before_a_speech_verb_is_no_name() {
+        let text = [
+            "“今天不去了。”周远山说。",
+            "开玩笑说：“你也来？”",
+            "吞吞吐吐说：“我……”",
+            "“走吧。”周远山说。",
+            "开玩笑说：“别怕。”",
+            "他只好吞吞吐吐说：“那……”",
+            "开玩笑说：“好。”",
+            "吞吞吐吐说：“嗯。”",
+        ];
+        let spans = test_spans(&text);
+        let views = test_views(&text, &spans);
+        let found = discover(&[views]);
+        let names: Vec<&str> = found.iter().map(|d| d.character.name.as_str()).collect();
+        assert_eq!(names, ["周远山"]);
     }
 }
