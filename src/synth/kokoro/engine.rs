@@ -3,7 +3,7 @@
 //! hands them out from a pool.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 
 use ort::environment::Environment;
 use ort::session::Session;
@@ -28,27 +28,31 @@ pub enum Device {
     Cuda,
 }
 
-/// Sessions in flight on a GPU by default: each has its own CUDA stream,
-/// so requests of several chunks and chapters overlap on the device while
-/// the CPU prepares the next ones (the CPU's core count says nothing about
-/// a GPU).
-pub const GPU_SESSIONS: usize = 4;
+/// The fewest and the most sessions in flight on a GPU by default: each
+/// has its own CUDA stream, so requests of several chunks and chapters
+/// overlap on the device. Between the two, one per CPU core: the int8
+/// model's quantized convolutions have no CUDA kernel and run on the CPU
+/// (one thread per session), so the CPU sets the pace. Measured on an H200
+/// with 16 cores, sample 004 (459 s of audio, sessions loaded one after
+/// another): 4 sessions 98.9 s, 12 sessions 53.2 s, 16 sessions 48.6 s
+/// (peak RSS 6.5 GB).
+pub const GPU_SESSIONS: (usize, usize) = (4, 16);
 
 /// (sessions, threads per session) for `config` on this machine: by
 /// default one session computing with every core. Measured on 2 cores: two
 /// single-threaded sessions were about 10 % faster but peaked at 870 MB
 /// against 540 MB (each session holds its own weights and arena). On a
-/// GPU: [`GPU_SESSIONS`] sessions of one CPU thread each.
+/// GPU: one session of one CPU thread per core, within [`GPU_SESSIONS`].
 pub fn plan(config: &KokoroConfig, gpu: bool) -> (usize, usize) {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     if gpu {
         let sessions = if config.sessions > 0 {
             config.sessions
         } else {
-            GPU_SESSIONS
+            cores.clamp(GPU_SESSIONS.0, GPU_SESSIONS.1)
         };
         return (sessions, config.threads.max(1));
     }
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let sessions = if config.sessions > 0 {
         config.sessions
     } else if let Some(n) = cores.checked_div(config.threads) {
@@ -90,10 +94,27 @@ const LEVEL: GraphOptimizationLevel = GraphOptimizationLevel::Level3;
 
 /// The loaded model: a pool of sessions.
 pub struct Engine {
-    idle: Mutex<Vec<Session>>,
-    returned: Condvar,
+    pool: Arc<Pool>,
     /// Which execution provider the sessions use ("cpu" or "cuda").
     pub device: &'static str,
+}
+
+/// Sessions not running a request, and the signal that one came back (or
+/// was added by the loader).
+#[derive(Default)]
+struct Pool {
+    idle: Mutex<Vec<Session>>,
+    returned: Condvar,
+}
+
+impl Pool {
+    fn put(&self, session: Session) {
+        self.idle
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(session);
+        self.returned.notify_one();
+    }
 }
 
 impl Engine {
@@ -179,25 +200,25 @@ impl Engine {
         let (sessions, threads) = plan(config, gpu);
         let err = |e: ort::Error| KokoroError::Engine(format!("{}: {e}", files.model.display()));
         let mut pool = Vec::with_capacity(sessions);
+        let mut later = 0;
         if gpu {
-            for _ in 0..sessions {
-                let cuda = ort::ep::CUDA::default().build().error_on_failure();
-                let session = builder(&env, LEVEL, threads)
-                    .and_then(|b| b.with_execution_providers([cuda]).map_err(Into::into))
-                    .and_then(|mut b| b.commit_from_file(&files.model));
-                match session {
-                    Ok(s) => pool.push(s),
-                    Err(e) if config.device == Device::Cuda => {
-                        return Err(KokoroError::Device(format!(
-                            "the CUDA provider failed to load: {e}"
-                        )));
-                    }
-                    Err(e) => {
-                        tracing::warn!(error = %e, "device = auto: the CUDA provider failed to load; running on the CPU");
-                        pool.clear();
-                        gpu = false;
-                        break;
-                    }
+            // The first session is loaded here (it proves the provider works);
+            // the others on a thread, each joining the pool when it is ready,
+            // so the first request waits for one load (1.7 s on an H200), not
+            // for all of them (5.8 s for 4).
+            match cuda_session(&env, threads, &files.model) {
+                Ok(s) => {
+                    pool.push(s);
+                    later = sessions - 1;
+                }
+                Err(e) if config.device == Device::Cuda => {
+                    return Err(KokoroError::Device(format!(
+                        "the CUDA provider failed to load: {e}"
+                    )));
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "device = auto: the CUDA provider failed to load; running on the CPU");
+                    gpu = false;
                 }
             }
         }
@@ -245,10 +266,32 @@ impl Engine {
             "Kokoro model loaded"
         );
         let engine = Engine {
-            idle: Mutex::new(pool),
-            returned: Condvar::new(),
+            pool: Arc::new(Pool {
+                idle: Mutex::new(pool),
+                returned: Condvar::new(),
+            }),
             device,
         };
+        if later > 0 {
+            let (pool, model) = (Arc::clone(&engine.pool), files.model.clone());
+            let spawned = std::thread::Builder::new()
+                .name("tingshu-cuda-sessions".into())
+                .spawn(move || {
+                    for _ in 0..later {
+                        match cuda_session(&env, threads, &model) {
+                            Ok(s) => pool.put(s),
+                            Err(e) => {
+                                tracing::warn!(error = %e, "a further CUDA session failed to load; going on with fewer");
+                                break;
+                            }
+                        }
+                    }
+                    tracing::debug!("CUDA sessions loaded");
+                });
+            if let Err(e) = spawned {
+                tracing::warn!(error = %e, "could not start loading further CUDA sessions");
+            }
+        }
         Ok((engine, unpublished))
     }
 
@@ -275,22 +318,34 @@ impl Engine {
 
     fn run(&self, tokens: &[i64], style: &Style, speed: f32) -> Result<Vec<f32>, KokoroError> {
         let mut session = {
-            let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+            let pool = &self.pool;
+            let mut idle = pool.idle.lock().unwrap_or_else(|p| p.into_inner());
             loop {
                 if let Some(s) = idle.pop() {
                     break s;
                 }
-                idle = self.returned.wait(idle).unwrap_or_else(|p| p.into_inner());
+                idle = pool.returned.wait(idle).unwrap_or_else(|p| p.into_inner());
             }
         };
         let result = infer(&mut session, tokens, style, speed);
-        self.idle
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(session);
-        self.returned.notify_one();
+        self.pool.put(session);
         result.map_err(|e| KokoroError::Engine(format!("inference failed: {e}")))
     }
+}
+
+/// A session on the CUDA provider. cuDNN picks convolution algorithms by
+/// its heuristics instead of timing every one (ONNX Runtime's default):
+/// each chunk's length is a new input shape, and with the timed search a
+/// 10-character first clause took 5.0 s on an H200. The heuristic choice
+/// is not yet timed on a GPU (BENCHMARKS.md, session 15).
+fn cuda_session(env: &Environment, threads: usize, model: &Path) -> ort::Result<Session> {
+    let cuda = ort::ep::CUDA::default()
+        .with_conv_algorithm_search(ort::ep::cuda::ConvAlgorithmSearch::Heuristic)
+        .build()
+        .error_on_failure();
+    builder(env, LEVEL, threads)
+        .and_then(|b| b.with_execution_providers([cuda]).map_err(Into::into))
+        .and_then(|mut b| b.commit_from_file(model))
 }
 
 /// A session builder with tingshu's options, at graph optimization `level`.
