@@ -645,3 +645,81 @@ fn bit_rot_in_the_model_is_an_install_error_and_nothing_is_cached() {
     let data = spoiled(&files, model, |b| b[..64].fill(0xff));
     assert_bad_install(data.path(), &voices, &["kokoro-v1.0.int8.onnx: sha256"]);
 }
+
+/// The average magnitude spectrum of `samples` in 32 bands up to 8 kHz
+/// (24 kHz audio, 512-sample frames).
+fn band_spectrum(samples: &[i16]) -> Vec<f64> {
+    let frame = 512;
+    let mut bands = vec![0f64; 32];
+    for chunk in samples.chunks_exact(frame).step_by(2) {
+        // A plain DFT of the bins the bands cover (0..171 of 256: up to 8 kHz).
+        for (b, band) in bands.iter_mut().enumerate() {
+            for bin in (b * 171 / 32)..((b + 1) * 171 / 32) {
+                let (mut re, mut im) = (0f64, 0f64);
+                for (t, &s) in chunk.iter().enumerate() {
+                    let phase = -2.0 * std::f64::consts::PI * (bin * t) as f64 / frame as f64;
+                    re += f64::from(s) * phase.cos();
+                    im += f64::from(s) * phase.sin();
+                }
+                *band += (re * re + im * im).sqrt();
+            }
+        }
+    }
+    bands.iter().map(|v| (v + 1.0).ln()).collect()
+}
+
+fn correlation(a: &[f64], b: &[f64]) -> f64 {
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    let (ma, mb) = (mean(a), mean(b));
+    let cov: f64 = a.iter().zip(b).map(|(x, y)| (x - ma) * (y - mb)).sum();
+    let var = |v: &[f64], m: f64| v.iter().map(|x| (x - m) * (x - m)).sum::<f64>();
+    cov / (var(a, ma) * var(b, mb)).sqrt()
+}
+
+#[test]
+fn the_float_graph_for_the_gpu_folds_every_quantized_node_and_speaks_alike() {
+    let Some(files) = installed() else { return };
+    let model = std::fs::read(&files.model).unwrap();
+    let (float, n) = tingshu::synth::kokoro::dequantize::dequantize(&model).unwrap();
+    // 148 products, 87 convolutions and 6 LSTMs: none is left quantized.
+    assert_eq!(n, 241);
+    let has = |bytes: &[u8], op: &str| bytes.windows(op.len()).any(|w| w == op.as_bytes());
+    for op in [
+        "MatMulInteger",
+        "ConvInteger",
+        "DynamicQuantizeLinear",
+        "DynamicQuantizeLSTM",
+    ] {
+        assert!(has(&model, op), "{op} not in the model");
+        assert!(!has(&float, op), "{op} left in the float graph");
+    }
+    assert_eq!(
+        tingshu::synth::kokoro::dequantize::dequantize(&model)
+            .unwrap()
+            .0,
+        float
+    );
+
+    // Run on the CPU, it says the same at the same pace in the same voice.
+    let data = staged(&files);
+    let text = "夜里起了风，老人把灯塔的门关紧，又往炉子里添了两块木柴。";
+    let render = |float: bool| {
+        let dir = tempfile::tempdir().unwrap();
+        let voices = default_voices();
+        let args = ["preview", text, "--voices", &voices, "-o", "p.wav"];
+        let out = command(dir.path(), &args, Some(data.path()))
+            .env("TINGSHU_KOKORO_FLOAT", if float { "1" } else { "0" })
+            .output();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        wav(&dir.path().join("p.wav"))
+    };
+    let (rate, quantized_s, quantized) = render(false);
+    let (float_rate, float_s, floats) = render(true);
+    assert_eq!(rate, float_rate);
+    assert!(
+        (float_s / quantized_s - 1.0).abs() < 0.03,
+        "{float_s:.2} s against {quantized_s:.2} s"
+    );
+    let r = correlation(&band_spectrum(&quantized), &band_spectrum(&floats));
+    assert!(r > 0.95, "spectra correlate {r:.3}");
+}

@@ -201,12 +201,21 @@ impl Engine {
         let err = |e: ort::Error| KokoroError::Engine(format!("{}: {e}", files.model.display()));
         let mut pool = Vec::with_capacity(sessions);
         let mut later = 0;
+        let mut gpu_model = None;
         if gpu {
             // The first session is loaded here (it proves the provider works);
             // the others on a thread, each joining the pool when it is ready,
             // so the first request waits for one load (1.7 s on an H200), not
             // for all of them (5.8 s for 4).
-            match cuda_session(&env, threads, &files.model) {
+            // The float graph (no quantized node falls back to the CPU), made
+            // once for every session of this load; the model as it is when it
+            // cannot be made.
+            let model: Arc<ModelSource> = Arc::new(match float_graph(&files.model) {
+                Some(bytes) => ModelSource::Bytes(bytes),
+                None => ModelSource::File(files.model.clone()),
+            });
+            gpu_model = Some(Arc::clone(&model));
+            match cuda_session(&env, threads, &model) {
                 Ok(s) => {
                     pool.push(s);
                     later = sessions - 1;
@@ -272,8 +281,10 @@ impl Engine {
             }),
             device,
         };
-        if later > 0 {
-            let (pool, model) = (Arc::clone(&engine.pool), files.model.clone());
+        if later > 0
+            && let Some(model) = gpu_model
+        {
+            let pool = Arc::clone(&engine.pool);
             let spawned = std::thread::Builder::new()
                 .name("tingshu-cuda-sessions".into())
                 .spawn(move || {
@@ -338,14 +349,49 @@ impl Engine {
 /// each chunk's length is a new input shape, and with the timed search a
 /// 10-character first clause took 5.0 s on an H200. The heuristic choice
 /// is not yet timed on a GPU (BENCHMARKS.md, session 15).
-fn cuda_session(env: &Environment, threads: usize, model: &Path) -> ort::Result<Session> {
+fn cuda_session(env: &Environment, threads: usize, model: &ModelSource) -> ort::Result<Session> {
     let cuda = ort::ep::CUDA::default()
         .with_conv_algorithm_search(ort::ep::cuda::ConvAlgorithmSearch::Heuristic)
         .build()
         .error_on_failure();
-    builder(env, LEVEL, threads)
-        .and_then(|b| b.with_execution_providers([cuda]).map_err(Into::into))
-        .and_then(|mut b| b.commit_from_file(model))
+    let mut b = builder(env, LEVEL, threads)?.with_execution_providers([cuda])?;
+    match model {
+        ModelSource::Bytes(bytes) => b.commit_from_memory(bytes),
+        ModelSource::File(path) => b.commit_from_file(path),
+    }
+}
+
+/// The graph a session is made from.
+enum ModelSource {
+    Bytes(Vec<u8>),
+    File(PathBuf),
+}
+
+/// The model with its quantized operations folded back into float ones
+/// ([`super::dequantize`]), or `None` when it cannot be read or folded.
+fn float_graph(model: &Path) -> Option<Vec<u8>> {
+    let started = std::time::Instant::now();
+    let bytes = std::fs::read(model).ok()?;
+    match super::dequantize::dequantize(&bytes) {
+        Ok((graph, n)) => {
+            tracing::debug!(
+                folded = n,
+                ms = started.elapsed().as_millis() as u64,
+                "Kokoro float graph made"
+            );
+            Some(graph)
+        }
+        Err(e) => {
+            tracing::debug!(model = %model.display(), problem = %e, "no float graph");
+            None
+        }
+    }
+}
+
+/// Whether CPU sessions run the float graph too (`TINGSHU_KOKORO_FLOAT=1`):
+/// to hear and measure what a GPU runs, on a machine without one.
+fn float_on_cpu() -> bool {
+    std::env::var_os("TINGSHU_KOKORO_FLOAT").is_some_and(|v| v == "1")
 }
 
 /// A session builder with tingshu's options, at graph optimization `level`.
@@ -378,6 +424,13 @@ fn cpu_session(
     // The arena keeps memory flat: without it, peak RSS measured 2.4 GB
     // against 0.54 GB for the same text (malloc fragmentation).
     let cpu = || ort::ep::CPU::default().with_arena_allocator(true).build();
+    if float_on_cpu()
+        && let Some(graph) = float_graph(&files.model)
+    {
+        return builder(env, LEVEL, threads)?
+            .with_execution_providers([cpu()])?
+            .commit_from_memory(&graph);
+    }
     if let Some(path) = cached.as_deref() {
         return builder(env, GraphOptimizationLevel::Disable, threads)?
             .with_execution_providers([cpu()])?

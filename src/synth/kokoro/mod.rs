@@ -8,6 +8,7 @@
 //! - [`engine`]: ONNX Runtime sessions, one inference at a time each.
 
 pub mod cuda;
+pub mod dequantize;
 pub mod engine;
 pub mod files;
 pub mod graph_cache;

@@ -88,7 +88,7 @@ pub fn rewrite(model: &[u8]) -> Result<(Vec<u8>, usize), RewriteError> {
 }
 
 /// The default domain's opset version (`ModelProto.opset_import`).
-fn default_opset(model: &[Field]) -> Result<i64, RewriteError> {
+pub(super) fn default_opset(model: &[Field]) -> Result<i64, RewriteError> {
     let mut version = 0;
     for f in model.iter().filter(|f| f.number == 8) {
         let Value::Bytes(b) = f.value else {
@@ -112,7 +112,7 @@ fn default_opset(model: &[Field]) -> Result<i64, RewriteError> {
 // --- Protobuf wire format ---------------------------------------------------
 
 #[derive(Clone, Copy)]
-enum Value<'a> {
+pub(super) enum Value<'a> {
     Varint(u64),
     Fixed64,
     Bytes(&'a [u8]),
@@ -120,10 +120,10 @@ enum Value<'a> {
 }
 
 /// One field of a message: its number, value and bytes (tag included).
-struct Field<'a> {
-    number: u32,
-    value: Value<'a>,
-    raw: &'a [u8],
+pub(super) struct Field<'a> {
+    pub(super) number: u32,
+    pub(super) value: Value<'a>,
+    pub(super) raw: &'a [u8],
 }
 
 fn read_varint(buf: &[u8], pos: &mut usize) -> Result<u64, RewriteError> {
@@ -151,7 +151,7 @@ fn take<'a>(buf: &'a [u8], pos: &mut usize, n: usize) -> Result<&'a [u8], Rewrit
     Ok(s)
 }
 
-fn read_fields(buf: &[u8]) -> Result<Vec<Field<'_>>, RewriteError> {
+pub(super) fn read_fields(buf: &[u8]) -> Result<Vec<Field<'_>>, RewriteError> {
     let mut fields = Vec::new();
     let mut pos = 0;
     while pos < buf.len() {
@@ -188,7 +188,7 @@ fn read_fields(buf: &[u8]) -> Result<Vec<Field<'_>>, RewriteError> {
 }
 
 /// Repeated int64 values of field `number`, packed or not.
-fn ints(fields: &[Field], number: u32) -> Result<Vec<i64>, RewriteError> {
+pub(super) fn ints(fields: &[Field], number: u32) -> Result<Vec<i64>, RewriteError> {
     let mut out = Vec::new();
     for f in fields.iter().filter(|f| f.number == number) {
         match f.value {
@@ -205,7 +205,7 @@ fn ints(fields: &[Field], number: u32) -> Result<Vec<i64>, RewriteError> {
     Ok(out)
 }
 
-fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+pub(super) fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
         out.push((v as u8) | 0x80);
         v >>= 7;
@@ -213,13 +213,13 @@ fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     out.push(v as u8);
 }
 
-fn put_bytes(out: &mut Vec<u8>, number: u32, bytes: &[u8]) {
+pub(super) fn put_bytes(out: &mut Vec<u8>, number: u32, bytes: &[u8]) {
     put_varint(out, u64::from(number) << 3 | 2);
     put_varint(out, bytes.len() as u64);
     out.extend_from_slice(bytes);
 }
 
-fn put_int(out: &mut Vec<u8>, number: u32, v: i64) {
+pub(super) fn put_int(out: &mut Vec<u8>, number: u32, v: i64) {
     put_varint(out, u64::from(number) << 3);
     put_varint(out, v as u64);
 }
@@ -227,26 +227,26 @@ fn put_int(out: &mut Vec<u8>, number: u32, v: i64) {
 // --- ONNX messages ----------------------------------------------------------
 
 /// `TensorProto.DataType`
-const UINT8: i64 = 2;
-const INT8: i64 = 3;
+pub(super) const UINT8: i64 = 2;
+pub(super) const INT8: i64 = 3;
 const INT64: i64 = 7;
 
 /// The parts of a `NodeProto` the rewrite reads.
-struct Node<'a> {
-    op_type: &'a [u8],
-    domain: &'a [u8],
-    name: &'a [u8],
-    inputs: Vec<&'a str>,
-    outputs: Vec<&'a str>,
+pub(super) struct Node<'a> {
+    pub(super) op_type: &'a [u8],
+    pub(super) domain: &'a [u8],
+    pub(super) name: &'a [u8],
+    pub(super) inputs: Vec<&'a str>,
+    pub(super) outputs: Vec<&'a str>,
     /// Attribute name → its fields.
-    attributes: Vec<(&'a [u8], Vec<Field<'a>>)>,
+    pub(super) attributes: Vec<(&'a [u8], Vec<Field<'a>>)>,
 }
 
-fn utf8(b: &[u8]) -> Result<&str, RewriteError> {
+pub(super) fn utf8(b: &[u8]) -> Result<&str, RewriteError> {
     std::str::from_utf8(b).map_err(|_| RewriteError::Malformed("name is not UTF-8"))
 }
 
-fn read_node(b: &[u8]) -> Result<Node<'_>, RewriteError> {
+pub(super) fn read_node(b: &[u8]) -> Result<Node<'_>, RewriteError> {
     let mut node = Node {
         op_type: b"",
         domain: b"",
@@ -281,7 +281,7 @@ fn read_node(b: &[u8]) -> Result<Node<'_>, RewriteError> {
 }
 
 impl Node<'_> {
-    fn attribute(&self, name: &str) -> Option<&[Field<'_>]> {
+    pub(super) fn attribute(&self, name: &str) -> Option<&[Field<'_>]> {
         self.attributes
             .iter()
             .find(|(n, _)| *n == name.as_bytes())
@@ -295,7 +295,7 @@ impl Node<'_> {
         }
     }
 
-    fn int(&self, name: &str, default: i64) -> Result<i64, RewriteError> {
+    pub(super) fn int(&self, name: &str, default: i64) -> Result<i64, RewriteError> {
         match self.attribute(name) {
             Some(fields) => Ok(ints(fields, 3)?.last().copied().unwrap_or(default)),
             None => Ok(default),
@@ -303,7 +303,7 @@ impl Node<'_> {
     }
 
     /// Whether an attribute holds a subgraph (`g` or `graphs`).
-    fn has_subgraph(&self) -> bool {
+    pub(super) fn has_subgraph(&self) -> bool {
         self.attributes
             .iter()
             .any(|(_, f)| f.iter().any(|f| f.number == 6 || f.number == 11))
@@ -342,7 +342,7 @@ fn read_tensor(b: &[u8]) -> Result<Tensor, RewriteError> {
     })
 }
 
-fn tensor(name: &str, data_type: i64, dims: &[i64], raw: &[u8]) -> Vec<u8> {
+pub(super) fn tensor(name: &str, data_type: i64, dims: &[i64], raw: &[u8]) -> Vec<u8> {
     let mut t = Vec::with_capacity(raw.len() + name.len() + 32);
     for &d in dims {
         put_int(&mut t, 1, d);
@@ -363,7 +363,7 @@ fn i64_tensor(name: &str, values: &[i64]) -> Vec<u8> {
 }
 
 /// An `AttributeProto` of type `INT` (2).
-fn int_attribute(name: &str, value: i64) -> Vec<u8> {
+pub(super) fn int_attribute(name: &str, value: i64) -> Vec<u8> {
     let mut a = Vec::new();
     put_bytes(&mut a, 1, name.as_bytes());
     put_int(&mut a, 3, value);
@@ -372,7 +372,7 @@ fn int_attribute(name: &str, value: i64) -> Vec<u8> {
 }
 
 /// An `AttributeProto` of type `INTS` (7).
-fn ints_attribute(name: &str, values: &[i64]) -> Vec<u8> {
+pub(super) fn ints_attribute(name: &str, values: &[i64]) -> Vec<u8> {
     let mut a = Vec::new();
     put_bytes(&mut a, 1, name.as_bytes());
     for &v in values {
@@ -382,7 +382,7 @@ fn ints_attribute(name: &str, values: &[i64]) -> Vec<u8> {
     a
 }
 
-fn node(
+pub(super) fn node(
     op: &str,
     name: &str,
     inputs: &[&str],
