@@ -3,7 +3,7 @@
 //! hands them out from a pool.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Condvar, Mutex};
 
 use ort::environment::Environment;
 use ort::session::Session;
@@ -28,28 +28,24 @@ pub enum Device {
     Cuda,
 }
 
-/// The fewest and the most sessions in flight on a GPU by default: each
-/// has its own CUDA stream, so requests of several chunks and chapters
-/// overlap on the device. Between the two, one per CPU core: the int8
-/// model's quantized convolutions have no CUDA kernel and run on the CPU
-/// (one thread per session), so the CPU sets the pace. Measured on an H200
-/// with 16 cores, sample 004 (459 s of audio, sessions loaded one after
-/// another): 4 sessions 98.9 s, 12 sessions 53.2 s, 16 sessions 48.6 s
-/// (peak RSS 6.5 GB).
-pub const GPU_SESSIONS: (usize, usize) = (4, 16);
+/// Sessions in flight on a GPU by default: each has its own CUDA stream,
+/// so requests of several chunks and chapters overlap on the device while
+/// the CPU prepares the next ones (the CPU's core count says nothing about
+/// a GPU once the float graph runs every operation there).
+pub const GPU_SESSIONS: usize = 4;
 
 /// (sessions, threads per session) for `config` on this machine: by
 /// default one session computing with every core. Measured on 2 cores: two
 /// single-threaded sessions were about 10 % faster but peaked at 870 MB
 /// against 540 MB (each session holds its own weights and arena). On a
-/// GPU: one session of one CPU thread per core, within [`GPU_SESSIONS`].
+/// GPU: [`GPU_SESSIONS`] sessions of one CPU thread each.
 pub fn plan(config: &KokoroConfig, gpu: bool) -> (usize, usize) {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     if gpu {
         let sessions = if config.sessions > 0 {
             config.sessions
         } else {
-            cores.clamp(GPU_SESSIONS.0, GPU_SESSIONS.1)
+            GPU_SESSIONS
         };
         return (sessions, config.threads.max(1));
     }
@@ -94,14 +90,12 @@ const LEVEL: GraphOptimizationLevel = GraphOptimizationLevel::Level3;
 
 /// The loaded model: a pool of sessions.
 pub struct Engine {
-    pool: Arc<Pool>,
+    pool: Pool,
     /// Which execution provider the sessions use ("cpu" or "cuda").
     pub device: &'static str,
 }
 
-/// Sessions not running a request, and the signal that one came back (or
-/// was added by the loader).
-#[derive(Default)]
+/// Sessions not running a request, and the signal that one came back.
 struct Pool {
     idle: Mutex<Vec<Session>>,
     returned: Condvar,
@@ -200,25 +194,31 @@ impl Engine {
         let (sessions, threads) = plan(config, gpu);
         let err = |e: ort::Error| KokoroError::Engine(format!("{}: {e}", files.model.display()));
         let mut pool = Vec::with_capacity(sessions);
-        let mut later = 0;
-        let mut gpu_model = None;
         if gpu {
-            // The first session is loaded here (it proves the provider works);
-            // the others on a thread, each joining the pool when it is ready,
-            // so the first request waits for one load (1.7 s on an H200), not
-            // for all of them (5.8 s for 4).
             // The float graph (no quantized node falls back to the CPU), made
             // once for every session of this load; the model as it is when it
             // cannot be made.
-            let model: Arc<ModelSource> = Arc::new(match float_graph(&files.model) {
+            let model = match float_graph(&files.model) {
                 Some(bytes) => ModelSource::Bytes(bytes),
                 None => ModelSource::File(files.model.clone()),
-            });
-            gpu_model = Some(Arc::clone(&model));
+            };
+            // The first session proves the provider works; the others follow,
+            // one after another and all before the first request. (Loading
+            // them on a thread while requests ran, or while the process
+            // exited, aborted inside CUDA on the H200; side by side is not
+            // yet tried there.)
             match cuda_session(&env, threads, &model) {
                 Ok(s) => {
                     pool.push(s);
-                    later = sessions - 1;
+                    for _ in 1..sessions {
+                        match cuda_session(&env, threads, &model) {
+                            Ok(s) => pool.push(s),
+                            Err(e) => {
+                                tracing::warn!(error = %e, "a further CUDA session failed to load; going on with fewer");
+                                break;
+                            }
+                        }
+                    }
                 }
                 Err(e) if config.device == Device::Cuda => {
                     return Err(KokoroError::Device(format!(
@@ -275,34 +275,12 @@ impl Engine {
             "Kokoro model loaded"
         );
         let engine = Engine {
-            pool: Arc::new(Pool {
+            pool: Pool {
                 idle: Mutex::new(pool),
                 returned: Condvar::new(),
-            }),
+            },
             device,
         };
-        if later > 0
-            && let Some(model) = gpu_model
-        {
-            let pool = Arc::clone(&engine.pool);
-            let spawned = std::thread::Builder::new()
-                .name("tingshu-cuda-sessions".into())
-                .spawn(move || {
-                    for _ in 0..later {
-                        match cuda_session(&env, threads, &model) {
-                            Ok(s) => pool.put(s),
-                            Err(e) => {
-                                tracing::warn!(error = %e, "a further CUDA session failed to load; going on with fewer");
-                                break;
-                            }
-                        }
-                    }
-                    tracing::debug!("CUDA sessions loaded");
-                });
-            if let Err(e) = spawned {
-                tracing::warn!(error = %e, "could not start loading further CUDA sessions");
-            }
-        }
         Ok((engine, unpublished))
     }
 

@@ -37,7 +37,7 @@ pub const SAMPLE_RATE: u32 = 24_000;
 #[serde(deny_unknown_fields)]
 pub struct KokoroConfig {
     /// Inferences run at once, each in a session of its own; 0 = one per
-    /// CPU core, or one per core within [`engine::GPU_SESSIONS`] on a GPU.
+    /// CPU core, or [`engine::GPU_SESSIONS`] on a GPU.
     #[serde(default)]
     pub sessions: usize,
     /// Threads each session computes with; 0 = the cores divided among the
