@@ -38,6 +38,7 @@ pub async fn run(args: &BuildArgs, worker_program: Option<PathBuf>) -> anyhow::R
             write_behind: true,
         }),
         worker_program,
+        listener_waits: false,
     })?;
     let book = &session.book;
     let count = book.script.chapters.len();

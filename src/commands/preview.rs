@@ -75,6 +75,7 @@ pub async fn run(args: &PreviewArgs, worker_program: Option<PathBuf>) -> anyhow:
             write_behind: true,
         }),
         worker_program,
+        listener_waits: true,
     })?;
     let chapter = passage(args, &session.book.script)?;
     if chapter.segments.is_empty() {

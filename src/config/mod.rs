@@ -302,6 +302,20 @@ pub struct VoicesConfig {
 }
 
 impl VoicesConfig {
+    /// For a passage a listener waits for: neural backends that leave
+    /// `sessions` to the default load one. On a CPU that is the default
+    /// already; on a GPU each further session cost about 2–3 s of loading
+    /// before the first request (BENCHMARKS.md, session 15).
+    pub fn for_a_listener(&mut self) {
+        for backend in self.backends.values_mut() {
+            if let BackendConfig::Kokoro(k) = backend
+                && k.sessions == 0
+            {
+                k.sessions = 1;
+            }
+        }
+    }
+
     /// Reads `path`; when `None`, the file `$TINGSHU_VOICES` names, else the
     /// embedded default: the neural voices when installed, else espeak-ng's.
     pub fn load(path: Option<&Path>) -> Result<VoicesConfig, ConfigError> {
@@ -430,6 +444,39 @@ fn keys<V>(map: &BTreeMap<String, V>) -> String {
 mod tests {
     use super::*;
     use crate::text::SegmentKind;
+
+    #[test]
+    fn a_listener_gets_one_neural_session_unless_the_file_sets_them() {
+        let text = r#"
+[backends.auto]
+type = "kokoro"
+
+[backends.four]
+type = "kokoro"
+sessions = 4
+
+[voices.narrator]
+backend = "auto"
+voice = "zf_xiaobei"
+
+[voices.other]
+backend = "four"
+voice = "zm_yunxi"
+
+[casting]
+narrator = "narrator"
+dialogue = "other"
+"#;
+        let mut config = VoicesConfig::parse(text, "v.toml").unwrap();
+        let sessions = |c: &VoicesConfig, name: &str| match &c.backends[name] {
+            BackendConfig::Kokoro(k) => k.sessions,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(sessions(&config, "auto"), 0);
+        config.for_a_listener();
+        assert_eq!(sessions(&config, "auto"), 1);
+        assert_eq!(sessions(&config, "four"), 4);
+    }
 
     #[test]
     fn default_voices_parse_and_cast_two_voices() {

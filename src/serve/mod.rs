@@ -89,6 +89,7 @@ impl Server {
                 write_behind: true,
             }),
             worker_program,
+            listener_waits: false,
         })?;
         Ok(Server {
             slots: Slots::new(options.max_syntheses, options.max_queued),

@@ -76,6 +76,11 @@ pub struct SessionSpec {
     pub cache: Option<CacheSpec>,
     /// The binary that runs espeak-ng worker processes.
     pub worker_program: Option<PathBuf>,
+    /// A listener waits for the first audio of one passage (`preview`):
+    /// neural backends that leave `sessions` to the default load one
+    /// session, so a GPU starts after one load instead of four (the CPU's
+    /// default is one session already).
+    pub listener_waits: bool,
 }
 
 impl SessionSpec {
@@ -91,6 +96,7 @@ impl SessionSpec {
             overrides: None,
             cache: None,
             worker_program: None,
+            listener_waits: false,
         }
     }
 
@@ -231,12 +237,13 @@ impl RenderSession {
             ),
             None => {
                 let cache = spec.cache.as_ref().map(open_cache).transpose()?;
-                let renderer = Renderer::with_cache(
-                    voices.parse_with(cast.as_ref())?,
-                    spec.worker_program.clone(),
-                    cache.clone(),
-                )
-                .with_lexicon(voices.lexicon());
+                let mut config = voices.parse_with(cast.as_ref())?;
+                if spec.listener_waits {
+                    config.for_a_listener();
+                }
+                let renderer =
+                    Renderer::with_cache(config, spec.worker_program.clone(), cache.clone())
+                        .with_lexicon(voices.lexicon());
                 (cache, renderer)
             }
         };

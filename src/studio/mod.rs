@@ -598,6 +598,7 @@ fn session_spec(options: &StudioOptions) -> SessionSpec {
             write_behind: true,
         }),
         worker_program: None,
+        listener_waits: false,
     }
 }
 
