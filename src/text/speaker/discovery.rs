@@ -7,7 +7,7 @@ use super::ParagraphView;
 use super::clause::is_punct;
 use super::gender::{GenderEvidence, gender_hint};
 use super::names::{
-    COMPOUND_SURNAMES, ROLE_NOUNS, has_surname, is_non_name_char, is_non_name_inner,
+    COMPOUND_SURNAMES, OFFICE_TITLES, ROLE_NOUNS, has_surname, is_non_name_char, is_non_name_inner,
     is_non_name_tail, is_not_name, is_surname,
 };
 use super::words::{CONNECTIVES, CROWDS, has_speech_verb, starts_with_speech_verb};
@@ -130,7 +130,85 @@ pub fn discover<'a>(chapters: &[Vec<ParagraphView<'a>>]) -> Vec<Discovered> {
             }
         }
     }
-    select_names(&counts, &subjects)
+    let mut found = select_names(&counts, &subjects);
+    fold_titles(&mut found, chapters);
+    found
+}
+
+/// (surname, title) when `name` is a surname and an office title (徐主任).
+fn surname_and_title(name: &str) -> Option<(&str, &str)> {
+    let title = OFFICE_TITLES.iter().find(|t| name.ends_with(**t))?;
+    let surname = &name[..name.len() - title.len()];
+    let one = surname.chars().count() == 1 && surname.chars().all(is_surname);
+    (one || COMPOUND_SURNAMES.contains(&surname)).then_some((surname, *title))
+}
+
+/// A surname with an office title (徐主任) is the character found with that
+/// surname, and becomes one of its aliases: when only one found character
+/// has the surname, or when the title stands beside one full name in the
+/// book (主任徐治功, 徐治功主任) at least twice and beside no other one.
+fn fold_titles(found: &mut Vec<Discovered>, chapters: &[Vec<ParagraphView>]) {
+    let mut merges: Vec<(usize, usize)> = Vec::new();
+    for (i, d) in found.iter().enumerate() {
+        let Some((surname, title)) = surname_and_title(&d.character.name) else {
+            continue;
+        };
+        let owners: Vec<usize> = found
+            .iter()
+            .enumerate()
+            .filter(|(j, o)| {
+                let name = &o.character.name;
+                *j != i
+                    && name.chars().count() >= 2
+                    && name.starts_with(surname)
+                    && surname_and_title(name).is_none()
+            })
+            .map(|(j, _)| j)
+            .collect();
+        let owner = match owners.as_slice() {
+            [] => None,
+            [one] => Some(*one),
+            many => {
+                let beside = |j: usize| -> usize {
+                    let full = &found[j].character.name;
+                    let (before, after) = (format!("{title}{full}"), format!("{full}{title}"));
+                    chapters
+                        .iter()
+                        .flatten()
+                        .map(|p| p.text.matches(&before).count() + p.text.matches(&after).count())
+                        .sum()
+                };
+                let counts: Vec<(usize, usize)> = many.iter().map(|&j| (j, beside(j))).collect();
+                let named: Vec<&(usize, usize)> = counts.iter().filter(|c| c.1 > 0).collect();
+                match named.as_slice() {
+                    [c] if c.1 >= 2 => Some(c.0),
+                    _ => None,
+                }
+            }
+        };
+        if let Some(o) = owner {
+            merges.push((i, o));
+        }
+    }
+    for &(i, o) in &merges {
+        let (name, count) = (found[i].character.name.clone(), found[i].count);
+        let mut aliases = std::mem::take(&mut found[i].character.aliases);
+        let owner = &mut found[o];
+        owner.character.aliases.push(name);
+        owner.character.aliases.append(&mut aliases);
+        owner.count += count;
+    }
+    let gone: std::collections::HashSet<usize> = merges.iter().map(|m| m.0).collect();
+    let mut k = 0;
+    found.retain(|_| {
+        k += 1;
+        !gone.contains(&(k - 1))
+    });
+    found.sort_by(|a, b| {
+        b.count
+            .cmp(&a.count)
+            .then(a.character.name.cmp(&b.character.name))
+    });
 }
 
 /// True when `two` (seen `n` times) is mostly the start of a dictionary
@@ -359,5 +437,51 @@ mod tests {
         let found = discover(&[views]);
         let names: Vec<&str> = found.iter().map(|d| d.character.name.as_str()).collect();
         assert_eq!(names, ["周远山"]);
+    }
+
+    #[test]
+    fn a_surname_with_an_office_title_is_the_character_it_stands_beside() {
+        // Two people surnamed 韩; the book writes 科长韩立平 twice.
+        let text = [
+            "“开会了。”韩立平说。",
+            "“知道了。”韩秋月说。",
+            "“人齐了吗？”韩立平说。",
+            "“还没有。”韩秋月说。",
+            "科长韩立平站起来，看了看表。",
+            "“再等五分钟。”韩科长说。",
+            "大家都知道科长韩立平的脾气。",
+            "“好吧。”韩科长说。",
+            "“我去叫人。”汪老师说。",
+            "“快点。”汪老师说。",
+        ];
+        let spans = test_spans(&text);
+        let views = test_views(&text, &spans);
+        let found = discover(std::slice::from_ref(&views));
+        let names: Vec<&str> = found.iter().map(|d| d.character.name.as_str()).collect();
+        assert!(!names.contains(&"韩科长"), "{names:?}");
+        let han = found.iter().find(|d| d.character.name == "韩立平").unwrap();
+        assert_eq!(han.character.aliases, ["韩科长"]);
+        assert_eq!(han.count, 4);
+        // Nobody surnamed 汪 is named in full: the title stays a character.
+        assert!(names.contains(&"汪老师"), "{names:?}");
+
+        // Without the title beside one of them, 韩科长 could be either.
+        let text: Vec<&str> = text
+            .iter()
+            .map(|l| {
+                if l.starts_with("科长") || l.starts_with("大家") {
+                    "这时候大家都笑了。"
+                } else {
+                    *l
+                }
+            })
+            .collect();
+        let spans = test_spans(&text);
+        let views = test_views(&text, &spans);
+        let names: Vec<String> = discover(&[views])
+            .into_iter()
+            .map(|d| d.character.name)
+            .collect();
+        assert!(names.contains(&"韩科长".to_owned()), "{names:?}");
     }
 }

@@ -224,6 +224,17 @@ pub(super) const ROLE_NOUNS: &[&str] = &[
     "老闆", "村长", "村長", "书记", "書記", "队长", "隊長", "县长", "縣長", "乡长", "鄉長",
 ];
 
+/// Titles of office or trade that follow a surname (徐主任, 王老师): such a
+/// name is someone the book also names in full. Kinship and courtesy titles
+/// (王夫人, 林姑娘) are not here: those are often characters of their own.
+pub(super) const OFFICE_TITLES: &[&str] = &[
+    "主任", "书记", "書記", "局长", "局長", "县长", "縣長", "乡长", "鄉長", "镇长", "鎮長", "村长",
+    "村長", "队长", "隊長", "厂长", "廠長", "经理", "經理", "老师", "老師", "校长", "校長", "科长",
+    "科長", "处长", "處長", "部长", "部長", "社长", "社長", "站长", "站長", "所长", "所長", "连长",
+    "連長", "营长", "營長", "团长", "團長", "师长", "師長", "军长", "軍長", "司令", "主席", "教授",
+    "大夫", "医生", "醫生",
+];
+
 /// Compound surnames: a four-character name needs one (欧阳明月).
 pub(super) const COMPOUND_SURNAMES: &[&str] = &[
     "欧阳", "歐陽", "司马", "司馬", "诸葛", "諸葛", "上官", "东方", "東方", "慕容", "令狐", "公孙",
