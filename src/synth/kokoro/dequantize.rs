@@ -197,6 +197,9 @@ fn per_channel<T: Copy>(v: &[T], n: usize, j: usize) -> Option<T> {
     }
 }
 
+/// An output channel's weight zero point and scale.
+type Channel = (i32, f32);
+
 /// One folded operation: the node that takes the last node's place, the
 /// nodes it replaces, and its new weights.
 struct Fold {
@@ -287,6 +290,35 @@ impl<'a> Graph<'a> {
         self.initializers.contains_key(bias).then_some(bias)
     }
 
+    /// The quantized weight `wq` and, per output channel (`channels` of its
+    /// shape), its zero point and scale; the scale is the weight's factor of
+    /// `s = Mul(x_scale, w_scale)`.
+    fn weight(
+        &self,
+        wq: &str,
+        wzp: &str,
+        s: &str,
+        x_scale: &str,
+        channels: impl Fn(&[usize]) -> Option<usize>,
+    ) -> Result<Option<(Values<'a>, Vec<Channel>)>, RewriteError> {
+        let Some(ws) = self.weight_scale(s, x_scale) else {
+            return Ok(None);
+        };
+        let (Some(w), Some(zp), Some(scale)) =
+            (self.values(wq)?, self.values(wzp)?, self.values(ws)?)
+        else {
+            return Ok(None);
+        };
+        let Some(n) = channels(&w.dims) else {
+            return Ok(None);
+        };
+        let zp = zp.ints();
+        let pairs: Option<Vec<Channel>> = (0..n)
+            .map(|j| Some((per_channel(&zp, n, j)?, per_channel(&scale.floats, n, j)?)))
+            .collect();
+        Ok(pairs.map(|p| (w, p)))
+    }
+
     fn matmul(&self, i: usize) -> Result<Option<Fold>, RewriteError> {
         let n = &self.nodes[i];
         let ([xq, wq, xzp, wzp], [y]) = (&n.inputs[..], &n.outputs[..]) else {
@@ -298,22 +330,14 @@ impl<'a> Graph<'a> {
         let Some((c, m, s)) = self.rescaled(y) else {
             return Ok(None);
         };
-        let Some(ws) = self.weight_scale(s, xs) else {
-            return Ok(None);
+        let columns = |d: &[usize]| match d {
+            [_, cols] => Some(*cols),
+            _ => None,
         };
-        let (Some(w), Some(zp), Some(scale)) =
-            (self.values(wq)?, self.values(wzp)?, self.values(ws)?)
-        else {
+        let Some((w, channels)) = self.weight(wq, wzp, s, xs, columns)? else {
             return Ok(None);
         };
         let &[k, cols] = w.dims.as_slice() else {
-            return Ok(None);
-        };
-        let (zp, scale) = (zp.ints(), scale.floats);
-        let channels: Option<Vec<(i32, f32)>> = (0..cols)
-            .map(|j| Some((per_channel(&zp, cols, j)?, per_channel(&scale, cols, j)?)))
-            .collect();
-        let Some(channels) = channels else {
             return Ok(None);
         };
         let name = format!("tingshu_{VERSION}_{i}/w");
@@ -355,27 +379,14 @@ impl<'a> Graph<'a> {
         let Some((c, m, s)) = rescaled else {
             return Ok(None);
         };
-        let Some(ws) = self.weight_scale(s, xs) else {
-            return Ok(None);
+        let outputs = |d: &[usize]| match d {
+            [out_ch, _, _] => Some(*out_ch),
+            _ => None,
         };
-        let (Some(w), Some(zp), Some(scale)) =
-            (self.values(wq)?, self.values(wzp)?, self.values(ws)?)
-        else {
+        let Some((w, channels)) = self.weight(wq, wzp, s, xs, outputs)? else {
             return Ok(None);
         };
         let &[out_ch, in_ch, k] = w.dims.as_slice() else {
-            return Ok(None);
-        };
-        let (zp, scale) = (zp.ints(), scale.floats);
-        let channels: Option<Vec<(i32, f32)>> = (0..out_ch)
-            .map(|o| {
-                Some((
-                    per_channel(&zp, out_ch, o)?,
-                    per_channel(&scale, out_ch, o)?,
-                ))
-            })
-            .collect();
-        let Some(channels) = channels else {
             return Ok(None);
         };
         let per = in_ch * k;
