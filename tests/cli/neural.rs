@@ -705,10 +705,15 @@ fn the_float_graph_for_the_gpu_folds_every_quantized_node_and_speaks_alike() {
     // Run on the CPU, it says the same at the same pace in the same voice.
     let data = staged(&files);
     let text = "夜里起了风，老人把灯塔的门关紧，又往炉子里添了两块木柴。";
+    // One cache for both: the float graph's clips have keys of their own.
+    let cache = tempfile::tempdir().unwrap();
+    let cache_dir = cache.path().to_string_lossy().into_owned();
     let render = |float: bool| {
         let dir = tempfile::tempdir().unwrap();
         let voices = default_voices();
-        let args = ["preview", text, "--voices", &voices, "-o", "p.wav"];
+        let args = [
+            "preview", text, "--voices", &voices, "-o", "p.wav", "--cache", &cache_dir,
+        ];
         let out = command(dir.path(), &args, Some(data.path()))
             .env("TINGSHU_KOKORO_FLOAT", if float { "1" } else { "0" })
             .output();
@@ -721,6 +726,10 @@ fn the_float_graph_for_the_gpu_folds_every_quantized_node_and_speaks_alike() {
     assert!(
         (float_s / quantized_s - 1.0).abs() < 0.03,
         "{float_s:.2} s against {quantized_s:.2} s"
+    );
+    assert_ne!(
+        quantized, floats,
+        "the float render came from the int8 clips"
     );
     let r = correlation(&band_spectrum(&quantized), &band_spectrum(&floats));
     assert!(r > 0.95, "spectra correlate {r:.3}");

@@ -368,7 +368,7 @@ fn float_graph(model: &Path) -> Option<Vec<u8>> {
 
 /// Whether CPU sessions run the float graph too (`TINGSHU_KOKORO_FLOAT=1`):
 /// to hear and measure what a GPU runs, on a machine without one.
-fn float_on_cpu() -> bool {
+pub(super) fn float_on_cpu() -> bool {
     std::env::var_os("TINGSHU_KOKORO_FLOAT").is_some_and(|v| v == "1")
 }
 

@@ -205,12 +205,24 @@ impl Synthesizer for Kokoro {
     fn fingerprint(&self) -> String {
         // Thread counts change the float summation order only below what
         // 16-bit output keeps; the model and the phoneme mapping are what
-        // change the audio.
-        format!(
+        // change the audio, and so does the float graph a GPU runs
+        // ([`dequantize`]): its clips get keys of their own, so a CPU build
+        // stays byte-identical to itself whatever else shares the cache.
+        let base = format!(
             "kokoro/{}/phonemes-{}",
             files::MODEL_SHA256,
             phonemes::VERSION
-        )
+        );
+        let float = engine::float_on_cpu()
+            || match self.engine.get() {
+                Some(Ok(engine)) => engine.device == "cuda",
+                _ => self.choice.as_ref().is_ok_and(|c| c.device == "cuda"),
+            };
+        if float {
+            format!("{base}/float-{}", dequantize::VERSION)
+        } else {
+            base
+        }
     }
 
     fn request_fingerprint(&self, req: &SynthRequest) -> String {
