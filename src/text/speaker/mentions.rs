@@ -12,6 +12,13 @@ use super::{Attributor, ParagraphView, Who};
 use crate::text::cast::{Cast, Gender};
 use crate::text::quote::{SegmentKind, SpanRange};
 
+/// Forms of address that follow a name in a vocative (少安哥, 玉亭叔,
+/// 王老师), longest first. Not 妈 or 爷: 少平妈 is his mother.
+const ADDRESS_FORMS: &[&str] = &[
+    "大哥", "大姐", "大叔", "大婶", "大嫂", "大爷", "大娘", "大妈", "大伯", "老师", "同志", "师傅",
+    "師傅", "老師", "哥哥", "姐姐", "妹妹", "弟弟", "哥", "姐", "妹", "弟", "叔", "婶", "嬸", "伯",
+    "嫂",
+];
 /// What a word of the cast matcher stands for.
 #[derive(Debug, Clone, Copy)]
 pub(super) enum Pattern {
@@ -180,7 +187,8 @@ impl Attributor {
         }
     }
 
-    /// A character addressed by name at the start of a quote (“少平，你…”).
+    /// A character addressed by name at the start of a quote (“少平，你…”),
+    /// also with a form of address after the name (“少安哥，…”, “玉亭叔，…”).
     pub(super) fn vocative(&self, quote: &str) -> Option<Who> {
         let inner = quote.get(quote.chars().next()?.len_utf8()..)?;
         let m = self.matcher.find(inner)?;
@@ -190,8 +198,12 @@ impl Attributor {
         let Pattern::Name(c) = self.patterns[m.pattern().as_usize()] else {
             return None;
         };
-        inner[m.end()..]
-            .chars()
+        let rest = &inner[m.end()..];
+        let rest = ADDRESS_FORMS
+            .iter()
+            .find_map(|f| rest.strip_prefix(f))
+            .unwrap_or(rest);
+        rest.chars()
             .next()
             .filter(|c| matches!(c, '，' | ',' | '！' | '!' | '、' | '…' | '？' | '?' | '。'))
             .map(|_| Who::Character(c))

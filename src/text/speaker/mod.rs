@@ -294,6 +294,13 @@ mod tests {
     }
 
     #[test]
+    fn a_name_with_a_form_of_address_is_the_listener() {
+        let c = cast(&[("林一舟", &["一舟"], M), ("苏晚", &[], F)]);
+        let text = "苏晚和林一舟坐在船头。\n林一舟看着远处的灯。\n“一舟哥，天快黑了。”";
+        assert_eq!(names(&speakers(&c, text)), ["苏晚"]);
+    }
+
+    #[test]
     fn continued_speech_keeps_its_speaker() {
         let c = cast(&[("林一舟", &[], M), ("苏晚", &[], F)]);
         let text = "苏晚说：“第一件事，\n“第二件事。”\n林一舟点头。";

@@ -113,7 +113,8 @@ impl Context<'_, '_> {
             }
         }
         let last_speaker = turns.last().and_then(|t| t.speaker);
-        let recent = self.recent_mention(i, last_speaker.filter(|_| !turns.is_empty()));
+        let recent =
+            self.recent_mention(i, &[last_speaker.filter(|_| !turns.is_empty()), vocative]);
         let turn = turn_taking(turns, vocative, recent);
         if prev_is_turn && let Some(c) = self.next_paragraph_subject(i).filter(|c| accept(*c)) {
             return (Some(c.who), c.addressee, own);
@@ -163,8 +164,9 @@ impl Context<'_, '_> {
     }
 
     /// The character mentioned last in the narration of the few paragraphs
-    /// before `i`, other than `exclude`.
-    fn recent_mention(&self, i: usize, exclude: Option<Who>) -> Option<Who> {
+    /// before `i`, other than those in `exclude` (the last speaker, the one
+    /// this quote addresses).
+    fn recent_mention(&self, i: usize, exclude: &[Option<Who>]) -> Option<Who> {
         (i.saturating_sub(RECENT_PARAGRAPHS)..i)
             .rev()
             .find_map(|j| {
@@ -172,7 +174,7 @@ impl Context<'_, '_> {
                     .iter()
                     .rev()
                     .filter_map(|m| m.who)
-                    .find(|w| matches!(w, Who::Character(_)) && Some(*w) != exclude)
+                    .find(|w| matches!(w, Who::Character(_)) && !exclude.contains(&Some(*w)))
             })
     }
 
