@@ -96,7 +96,6 @@ impl JobSession {
                 write_behind: true,
             }),
             worker_program,
-            listener_waits: false,
             ..SessionSpec::for_file(&job.source).with_book(BookInput::Source(job.source.clone()))
         })?;
         let fingerprint = render_fingerprint(&session.voices, &session.renderer.backends);

@@ -348,19 +348,31 @@ enum ModelSource {
 /// The model with its quantized operations folded back into float ones
 /// ([`super::dequantize`]), or `None` when it cannot be read or folded.
 fn float_graph(model: &Path) -> Option<Vec<u8>> {
+    transformed(model, "folded into floats", super::dequantize::dequantize)
+}
+
+/// A change of the model's graph: the new graph and how many operations
+/// changed ([`super::rewrite::rewrite`], [`super::dequantize::dequantize`]).
+type GraphTransform = fn(&[u8]) -> Result<(Vec<u8>, usize), super::rewrite::RewriteError>;
+
+/// `model` read and changed by `transform` (which returns the new graph and
+/// how many operations it changed), or `None` when it cannot be read or
+/// changed: the model is then loaded as it is. Only a damaged model fails
+/// to parse, and its checksum says so.
+fn transformed(model: &Path, how: &str, transform: GraphTransform) -> Option<Vec<u8>> {
     let started = std::time::Instant::now();
     let bytes = std::fs::read(model).ok()?;
-    match super::dequantize::dequantize(&bytes) {
+    match transform(&bytes) {
         Ok((graph, n)) => {
             tracing::debug!(
-                folded = n,
+                operations = n,
                 ms = started.elapsed().as_millis() as u64,
-                "Kokoro float graph made"
+                "Kokoro graph {how}"
             );
             Some(graph)
         }
         Err(e) => {
-            tracing::debug!(model = %model.display(), problem = %e, "no float graph");
+            tracing::debug!(model = %model.display(), problem = %e, "Kokoro graph not {how}");
             None
         }
     }
@@ -368,8 +380,10 @@ fn float_graph(model: &Path) -> Option<Vec<u8>> {
 
 /// Whether CPU sessions run the float graph too (`TINGSHU_KOKORO_FLOAT=1`):
 /// to hear and measure what a GPU runs, on a machine without one.
+/// Read once: the clip cache's keys ask on every request.
 pub(super) fn float_on_cpu() -> bool {
-    std::env::var_os("TINGSHU_KOKORO_FLOAT").is_some_and(|v| v == "1")
+    static FLOAT: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *FLOAT.get_or_init(|| std::env::var_os("TINGSHU_KOKORO_FLOAT").is_some_and(|v| v == "1"))
 }
 
 /// A session builder with tingshu's options, at graph optimization `level`.
@@ -462,26 +476,10 @@ fn cpu_session(
 }
 
 /// The model with its convolutions rewritten for the CPU (same output
-/// bits, see [`super::rewrite`]), or `None` (the model is then loaded as
-/// it is) when it cannot be read or rewritten.
+/// bits, see [`super::rewrite`]), or `None` when it cannot be read or
+/// rewritten.
 fn faster_graph(model: &Path) -> Option<Vec<u8>> {
-    let started = std::time::Instant::now();
-    let bytes = std::fs::read(model).ok()?;
-    match super::rewrite::rewrite(&bytes) {
-        Ok((rewritten, n)) => {
-            tracing::debug!(
-                convolutions = n,
-                ms = started.elapsed().as_millis() as u64,
-                "Kokoro graph rewritten"
-            );
-            Some(rewritten)
-        }
-        Err(e) => {
-            // Only a damaged model fails to parse; its checksum says so.
-            tracing::debug!(model = %model.display(), problem = %e, "the Kokoro graph was not rewritten");
-            None
-        }
-    }
+    transformed(model, "rewritten", super::rewrite::rewrite)
 }
 
 fn infer(

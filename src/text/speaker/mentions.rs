@@ -19,6 +19,7 @@ const ADDRESS_FORMS: &[&str] = &[
     "師傅", "老師", "哥哥", "姐姐", "妹妹", "弟弟", "哥", "姐", "妹", "弟", "叔", "婶", "嬸", "伯",
     "嫂",
 ];
+
 /// What a word of the cast matcher stands for.
 #[derive(Debug, Clone, Copy)]
 pub(super) enum Pattern {

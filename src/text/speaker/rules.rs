@@ -401,8 +401,9 @@ impl Context<'_, '_> {
 /// The speaker of the next turn from the turns so far: the one addressed by
 /// name in the last turn, else its addressee, else the speaker before it.
 fn turn_taking(turns: &[Turn], vocative: Option<Who>, recent: Option<Who>) -> Option<Who> {
+    // `recent` never is the one this quote addresses.
     let Some(last) = turns.last() else {
-        return recent.filter(|r| Some(*r) != vocative);
+        return recent;
     };
     // A crowd shouts on (“快追！” “别让他们跑了！”) rather than taking turns.
     if let Some(crowd @ Who::Crowd(_)) = last.speaker {
