@@ -303,15 +303,17 @@ pub struct VoicesConfig {
 
 impl VoicesConfig {
     /// For a passage a listener waits for: neural backends that leave
-    /// `sessions` to the default load one. On a CPU that is the default
+    /// `sessions` to the default load one (on a CPU that is the default
     /// already; on a GPU each further session cost about 2–3 s of loading
-    /// before the first request (BENCHMARKS.md, session 15).
+    /// before the first request, BENCHMARKS.md session 15), and their
+    /// threads spin while waiting for work.
     pub fn for_a_listener(&mut self) {
         for backend in self.backends.values_mut() {
-            if let BackendConfig::Kokoro(k) = backend
-                && k.sessions == 0
-            {
-                k.sessions = 1;
+            if let BackendConfig::Kokoro(k) = backend {
+                if k.sessions == 0 {
+                    k.sessions = 1;
+                }
+                k.listener_waits = true;
             }
         }
     }
@@ -476,6 +478,10 @@ dialogue = "other"
         config.for_a_listener();
         assert_eq!(sessions(&config, "auto"), 1);
         assert_eq!(sessions(&config, "four"), 4);
+        assert!(config.backends.values().all(|b| match b {
+            BackendConfig::Kokoro(k) => k.listener_waits,
+            _ => true,
+        }));
     }
 
     #[test]

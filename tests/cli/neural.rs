@@ -339,7 +339,7 @@ fn voices_lists_the_installed_packs() {
     assert!(listing.contains("  neural       kokoro"), "{listing}");
 }
 
-/// The cached optimized graphs in `data`.
+/// The cached optimized graphs in `data` (each an entry folder).
 fn graph_caches(data: &Path) -> Vec<PathBuf> {
     let mut found: Vec<PathBuf> = std::fs::read_dir(data.join("cache"))
         .map(|d| d.filter_map(Result::ok).map(|e| e.path()).collect())
@@ -347,7 +347,7 @@ fn graph_caches(data: &Path) -> Vec<PathBuf> {
     found.retain(|p| {
         p.file_name()
             .and_then(|n| n.to_str())
-            .is_some_and(|n| n.starts_with("kokoro-cpu-") && n.ends_with(".onnx"))
+            .is_some_and(|n| n.starts_with("kokoro-cpu-"))
     });
     found
 }
@@ -396,6 +396,7 @@ fn the_rewritten_cpu_graph_speaks_the_same_bits_as_the_model() {
 
 #[test]
 fn the_optimized_graph_is_cached_and_a_spoiled_cache_is_rebuilt() {
+    use tingshu::synth::kokoro::graph_cache::{DATA, GRAPH, GraphCache};
     let Some(files) = installed() else { return };
     let data = staged(&files);
     let text = "灯塔的光照着海面。";
@@ -403,40 +404,63 @@ fn the_optimized_graph_is_cached_and_a_spoiled_cache_is_rebuilt() {
     let caches = graph_caches(data.path());
     assert_eq!(caches.len(), 1, "{caches:?}");
     let cache = &caches[0];
-    let sha = |p: &Path| tingshu::synth::kokoro::files::sha256_file(p).unwrap();
+    // The graph and its weights, packed, in a file of their own that the
+    // graph names.
+    assert!(cache.is_dir(), "{cache:?}");
+    let weights = std::fs::metadata(cache.join(DATA)).unwrap().len();
+    assert!(weights > 100_000_000, "{weights} bytes of weights");
+    let graph = std::fs::read(cache.join(GRAPH)).unwrap();
+    assert!(graph.len() < 10_000_000, "{} bytes of graph", graph.len());
+    assert!(graph.windows(DATA.len()).any(|w| w == DATA.as_bytes()));
+    let digest = |p: &Path| GraphCache::digest(p).unwrap();
     let name = cache.file_name().unwrap().to_string_lossy().into_owned();
-    assert!(
-        name.trim_end_matches(".onnx").ends_with(&sha(cache)[..16]),
-        "{name}"
-    );
+    assert!(name.ends_with(&digest(cache)[..16]), "{name}");
     // From the cache: the same audio, byte for byte.
     assert_eq!(preview_bytes(data.path(), text), first);
 
-    // One flipped byte in the middle (the size kept): still renders the
-    // same audio, and the file is made again.
-    let mut bytes = std::fs::read(cache).unwrap();
+    // One flipped byte in the middle of the weights (the size kept): still
+    // renders the same audio, and the entry is made again.
+    let spoiled = cache.join(DATA);
+    let mut bytes = std::fs::read(&spoiled).unwrap();
     let middle = bytes.len() / 2;
     bytes[middle] ^= 0x01;
-    std::fs::write(cache, &bytes).unwrap();
+    std::fs::write(&spoiled, &bytes).unwrap();
     assert_eq!(preview_bytes(data.path(), text), first);
     let rebuilt = graph_caches(data.path());
     assert_eq!(rebuilt.len(), 1, "{rebuilt:?}");
-    assert_ne!(std::fs::read(&rebuilt[0]).unwrap(), bytes);
+    assert_ne!(std::fs::read(rebuilt[0].join(DATA)).unwrap(), bytes);
     assert!(
         rebuilt[0]
             .to_string_lossy()
-            .trim_end_matches(".onnx")
-            .ends_with(&sha(&rebuilt[0])[..16])
+            .ends_with(&digest(&rebuilt[0])[..16])
     );
 
-    // Truncated: the same.
-    let cache = &rebuilt[0];
-    let bytes = std::fs::read(cache).unwrap();
-    std::fs::write(cache, &bytes[..bytes.len() / 3]).unwrap();
+    // The graph truncated: the same.
+    let spoiled = rebuilt[0].join(GRAPH);
+    let bytes = std::fs::read(&spoiled).unwrap();
+    std::fs::write(&spoiled, &bytes[..bytes.len() / 3]).unwrap();
     assert_eq!(preview_bytes(data.path(), text), first);
     let rebuilt = graph_caches(data.path());
     assert_eq!(rebuilt.len(), 1, "{rebuilt:?}");
-    assert_eq!(std::fs::read(&rebuilt[0]).unwrap(), bytes);
+    assert_eq!(std::fs::read(rebuilt[0].join(GRAPH)).unwrap(), bytes);
+
+    // The weights cut short (ONNX Runtime maps them: reading past the end
+    // of a mapped file would kill the process): the same.
+    let spoiled = rebuilt[0].join(DATA);
+    let full = std::fs::metadata(&spoiled).unwrap().len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&spoiled)
+        .unwrap()
+        .set_len(full / 2)
+        .unwrap();
+    assert_eq!(preview_bytes(data.path(), text), first);
+    let rebuilt = graph_caches(data.path());
+    assert_eq!(rebuilt.len(), 1, "{rebuilt:?}");
+    assert_eq!(
+        std::fs::metadata(rebuilt[0].join(DATA)).unwrap().len(),
+        full
+    );
 }
 
 #[test]

@@ -147,7 +147,7 @@ impl Engine {
             }
             Err(e) => {
                 if let Some((_, tmp)) = unpublished {
-                    let _ = std::fs::remove_file(tmp);
+                    super::graph_cache::remove(tmp);
                 }
                 return Err(e);
             }
@@ -234,10 +234,12 @@ impl Engine {
         if !gpu {
             let (sessions, threads) = plan(config, false);
             let rewrite = super::rewrite::enabled();
+            // "prepacked": entries hold packed weights (a graph cached as
+            // one file by an older tingshu has another key, and goes).
             let level = if rewrite {
-                format!("level3-{}", super::rewrite::VERSION)
+                format!("level3-prepacked-{}", super::rewrite::VERSION)
             } else {
-                "level3".to_owned()
+                "level3-prepacked".to_owned()
             };
             let cache = GraphCache::new(&files.root, &version, "cpu", &level);
             // Checked once: later sessions of this load trust it.
@@ -246,7 +248,7 @@ impl Engine {
             for _ in 0..sessions {
                 let session = cpu_session(
                     &env,
-                    threads,
+                    (threads, config.listener_waits),
                     files,
                     rewrite,
                     &cache,
@@ -257,7 +259,7 @@ impl Engine {
                     Ok(s) => pool.push(s),
                     Err(e) => {
                         if let Some(tmp) = cached.as_deref().filter(|_| pending) {
-                            let _ = std::fs::remove_file(tmp);
+                            super::graph_cache::remove(tmp);
                         }
                         return Err(err(e));
                     }
@@ -332,7 +334,7 @@ fn cuda_session(env: &Environment, threads: usize, model: &ModelSource) -> ort::
         .with_conv_algorithm_search(ort::ep::cuda::ConvAlgorithmSearch::Heuristic)
         .build()
         .error_on_failure();
-    let mut b = builder(env, LEVEL, threads)?.with_execution_providers([cuda])?;
+    let mut b = builder(env, LEVEL, threads, false)?.with_execution_providers([cuda])?;
     match model {
         ModelSource::Bytes(bytes) => b.commit_from_memory(bytes),
         ModelSource::File(path) => b.commit_from_file(path),
@@ -386,27 +388,30 @@ pub(super) fn float_on_cpu() -> bool {
     *FLOAT.get_or_init(|| std::env::var_os("TINGSHU_KOKORO_FLOAT").is_some_and(|v| v == "1"))
 }
 
-/// A session builder with tingshu's options, at graph optimization `level`.
+/// A session builder with tingshu's options, at graph optimization `level`;
+/// `spin`: threads wait for work spinning (where a listener waits).
 fn builder(
     env: &Environment,
     level: GraphOptimizationLevel,
     threads: usize,
+    spin: bool,
 ) -> ort::Result<SessionBuilder> {
     Ok(Session::builder(env)?
         .with_optimization_level(level)?
         .with_intra_threads(threads)?
         .with_inter_threads(1)?
-        .with_intra_op_spinning(false)?
+        .with_intra_op_spinning(spin)?
         .with_deterministic_compute(true)?)
 }
 
 /// A CPU session: from the cached optimized graph when there is an intact
 /// one (checked alongside loading, once per load: `cached` remembers it),
-/// else from the model, writing the optimized graph to a temporary file
+/// else from the model, writing the optimized graph to a temporary entry
 /// (`pending`) that the caller publishes once the model is known intact.
+/// `(threads, spin)`: see [`builder`].
 fn cpu_session(
     env: &Environment,
-    threads: usize,
+    (threads, spin): (usize, bool),
     files: &KokoroFiles,
     rewrite: bool,
     cache: &GraphCache,
@@ -419,21 +424,21 @@ fn cpu_session(
     if float_on_cpu()
         && let Some(graph) = float_graph(&files.model)
     {
-        return builder(env, LEVEL, threads)?
+        return builder(env, LEVEL, threads, spin)?
             .with_execution_providers([cpu()])?
             .commit_from_memory(&graph);
     }
-    if let Some(path) = cached.as_deref() {
-        return builder(env, GraphOptimizationLevel::Disable, threads)?
+    if let Some(entry) = cached.as_deref() {
+        return builder(env, GraphOptimizationLevel::Disable, threads, spin)?
             .with_execution_providers([cpu()])?
-            .commit_from_file(path);
+            .commit_from_file(GraphCache::graph(entry));
     }
-    if let Some(path) = cache.find() {
+    if let Some(entry) = cache.find() {
         let loaded = std::thread::scope(|scope| {
-            let intact = scope.spawn(|| GraphCache::intact(&path));
-            let session = builder(env, GraphOptimizationLevel::Disable, threads)
+            let intact = scope.spawn(|| GraphCache::intact(&entry));
+            let session = builder(env, GraphOptimizationLevel::Disable, threads, spin)
                 .and_then(|b| b.with_execution_providers([cpu()]).map_err(Into::into))
-                .and_then(|mut b| b.commit_from_file(&path));
+                .and_then(|mut b| b.commit_from_file(GraphCache::graph(&entry)));
             let intact = intact.join().unwrap_or_else(|_| Err("check failed".into()));
             match (intact, session) {
                 (Ok(()), Ok(session)) => Ok(session),
@@ -443,19 +448,30 @@ fn cpu_session(
         });
         match loaded {
             Ok(session) => {
-                *cached = Some(path);
+                *cached = Some(entry);
                 return Ok(session);
             }
-            Err(why) => GraphCache::discard(&path, &why),
+            Err(why) => GraphCache::discard(&entry, &why),
         }
     }
     let tmp = cache.temporary();
-    let mut b = builder(env, LEVEL, threads)?.with_execution_providers([cpu()])?;
+    let mut b = builder(env, LEVEL, threads, spin)?.with_execution_providers([cpu()])?;
     if let Some(tmp) = &tmp {
         // ONNX Runtime warns that a level-3 graph suits only this machine:
-        // the cache's key holds the CPU's flags for that reason.
+        // the cache's key holds the CPU's flags for that reason. The
+        // weights go to a file of their own, packed as the kernels read
+        // them, which later loads map instead of parsing and packing.
         b = b
-            .with_optimized_model_path(tmp)?
+            .with_optimized_model_path(GraphCache::graph(tmp))?
+            .with_config_entry(
+                "session.optimized_model_external_initializers_file_name",
+                super::graph_cache::DATA,
+            )?
+            .with_config_entry(
+                "session.optimized_model_external_initializers_min_size_in_bytes",
+                "1024",
+            )?
+            .with_config_entry("session.save_external_prepacked_constant_initializers", "1")?
             .with_log_level(ort::logging::LogLevel::Error)?;
     }
     let session = match rewrite.then(|| faster_graph(&files.model)).flatten() {
@@ -463,13 +479,13 @@ fn cpu_session(
         None => b.commit_from_file(&files.model),
     };
     if let Some(tmp) = tmp {
-        if session.is_ok() && tmp.is_file() {
+        if session.is_ok() && GraphCache::graph(&tmp).is_file() {
             // Published by the caller once the model's sha256 is checked;
             // this load's later sessions read it meanwhile.
             *cached = Some(tmp);
             *pending = true;
         } else {
-            let _ = std::fs::remove_file(tmp);
+            super::graph_cache::remove(&tmp);
         }
     }
     session

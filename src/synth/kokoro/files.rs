@@ -12,7 +12,8 @@
 //! onnxruntime-gpu/libonnxruntime.so.1.31.1          optional (TINGSHU_GPU=1): the
 //! onnxruntime-gpu/libonnxruntime_providers_cuda.so  CUDA build, its provider and
 //! onnxruntime-gpu/cuda/lib*.so*                      the CUDA 13 / cuDNN 9 libraries
-//! cache/kokoro-cpu-….onnx        the optimized graph ([`super::graph_cache`])
+//! cache/kokoro-cpu-…/graph.onnx  the optimized graph and its weights, packed
+//! cache/kokoro-cpu-…/graph.data  (182 MB, [`super::graph_cache`])
 //! ```
 //!
 //! The model and the runtime libraries are checked by size and sha256
