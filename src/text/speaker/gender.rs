@@ -223,6 +223,7 @@ const MALE_AFTER: &[&str] = &[
 const NOT_TITLES: &[&str] = &["姐妹", "妹子们", "兄妹", "姐弟", "叔叔家", "哥儿们", "哥們"];
 /// Titles and roles right before a name (丫头平儿, 小厮茗烟, 他妹妹探春).
 const FEMALE_BEFORE: &[&str] = &[
+    "丫头子",
     "丫头",
     "丫頭",
     "丫鬟",
@@ -304,6 +305,36 @@ pub fn guess_genders(found: &mut [Discovered], chapters: &[Vec<ParagraphView<'_>
     }
     words.extend(["他", "她", "他们", "她们", "他們", "她們", "其他"]);
     owner.extend([None; 7]);
+    // 琏二爷, 珍大爷, 云丫头: one character of a given name, a rank and a
+    // title. Only a character no other name shares there says whose.
+    let mut addressed: Vec<(String, usize, Gender)> = Vec::new();
+    for (key, i) in address_keys(found) {
+        for rank in ADDRESS_RANKS {
+            for (titles, gender) in [
+                (ADDRESS_MALE, Gender::Male),
+                (ADDRESS_FEMALE, Gender::Female),
+            ] {
+                for title in titles {
+                    addressed.push((format!("{key}{rank}{title}"), i, gender));
+                }
+            }
+        }
+    }
+    // 薛大爷, 秦相公, 林姑娘: a surname and a title, for the one character
+    // of that surname whose name does not say the other gender.
+    for (surname, i, gender) in surname_owners(found) {
+        let titles = match gender {
+            Gender::Female => SURNAME_FEMALE,
+            _ => SURNAME_MALE,
+        };
+        for title in titles {
+            addressed.push((format!("{surname}{title}"), i, gender));
+        }
+    }
+    addressed.retain(|(w, _, _)| !words.contains(&w.as_str()));
+    let first_address = words.len();
+    words.extend(addressed.iter().map(|(w, _, _)| w.as_str()));
+    owner.extend(addressed.iter().map(|&(_, i, _)| Some(i)));
     let Ok(matcher) = AhoCorasickBuilder::new()
         .match_kind(MatchKind::LeftmostLongest)
         .build(&words)
@@ -317,6 +348,13 @@ pub fn guess_genders(found: &mut [Discovered], chapters: &[Vec<ParagraphView<'_>
         for m in matcher.find_iter(p.text) {
             let pat = m.pattern().as_usize();
             match owner[pat] {
+                Some(i) if pat >= first_address => {
+                    match addressed[pat - first_address].2 {
+                        Gender::Female => evidence[i].female_titles += 1,
+                        _ => evidence[i].male_titles += 1,
+                    }
+                    last = Some(i);
+                }
                 Some(i) => {
                     let e = &mut evidence[i];
                     let after = &p.text[m.end()..];
@@ -373,6 +411,114 @@ pub fn guess_genders(found: &mut [Discovered], chapters: &[Vec<ParagraphView<'_>
     }
 }
 
+/// Ranks between a given-name character and a title (琏二爷, 珍大爷), or
+/// none (环哥儿, 云丫头).
+const ADDRESS_RANKS: &[&str] = &["", "大", "二", "三", "四", "五", "六", "七", "八", "九", "十"];
+/// Titles after a given-name character that address a man or a woman.
+/// Not 奶奶: 琏二奶奶 is 贾琏's wife.
+const ADDRESS_MALE: &[&str] = &["爷", "爺", "哥儿", "哥兒", "哥哥", "兄弟", "叔", "相公"];
+const ADDRESS_FEMALE: &[&str] = &["丫头", "丫頭", "姑娘", "姐姐", "妹妹", "姐儿", "姐兒"];
+/// Given-name characters that also make titles and common words (大哥,
+/// 小妹, 老爷): never a key.
+const NOT_ADDRESS_KEYS: &str = "大小老阿二三四五六七八九十表堂师師兄弟姐妹哥叔伯爷爺奶姑娘儿兒子女少宝寶";
+
+/// The characters of given names that stand for one discovered character
+/// alone (贾琏 → 琏; 史湘云 → 湘 and 云), with that character's index: the
+/// first and last character of a surnamed name's given name, when no other
+/// discovered name or alias holds the same character at either end of its
+/// given name or opens with it.
+fn address_keys(found: &[Discovered]) -> Vec<(char, usize)> {
+    let given = |name: &str| -> Option<Vec<char>> {
+        let chars: Vec<char> = name.chars().collect();
+        let surnamed = chars.len() >= 2
+            && chars.len() <= 3
+            && super::names::is_surname(chars[0]);
+        surnamed.then(|| chars[1..].to_vec())
+    };
+    let mut owners: rustc_hash::FxHashMap<char, Vec<usize>> = Default::default();
+    for (i, d) in found.iter().enumerate() {
+        for n in std::iter::once(&d.character.name).chain(&d.character.aliases) {
+            let mut ends: Vec<char> = n.chars().take(1).collect();
+            if let Some(g) = given(n) {
+                ends.extend(g.first());
+                ends.extend(g.last());
+            }
+            for c in ends {
+                let v = owners.entry(c).or_default();
+                if !v.contains(&i) {
+                    v.push(i);
+                }
+            }
+        }
+    }
+    let mut keys = Vec::new();
+    for (i, d) in found.iter().enumerate() {
+        let Some(g) = given(&d.character.name) else {
+            continue;
+        };
+        let mut ends = vec![g[0]];
+        if g.len() > 1 {
+            ends.push(g[g.len() - 1]);
+        }
+        for c in ends {
+            if !NOT_ADDRESS_KEYS.contains(c) && owners.get(&c).is_some_and(|v| v == &[i]) {
+                keys.push((c, i));
+            }
+        }
+    }
+    keys
+}
+
+/// Titles after a surname that address a man or a woman (薛大爷, 林姑娘).
+const SURNAME_MALE: &[&str] = &[
+    "大爷", "大爺", "二爷", "二爺", "三爷", "三爺", "老爷", "老爺", "相公", "公子", "少爷", "少爺",
+    "大哥",
+];
+const SURNAME_FEMALE: &[&str] = &["姑娘", "小姐", "大姐", "二姐", "三姐", "姐姐", "妹妹"];
+
+/// (surname, character, gender): for each surname of the discovered
+/// names and each gender, the one character of that surname whose names
+/// do not point to the other gender, when there is exactly one.
+fn surname_owners(found: &[Discovered]) -> Vec<(char, usize, Gender)> {
+    let mut by_surname: Vec<(char, Vec<usize>)> = Vec::new();
+    for (i, d) in found.iter().enumerate() {
+        let chars: Vec<char> = d.character.name.chars().collect();
+        if !(2..=3).contains(&chars.len()) || !super::names::is_surname(chars[0]) {
+            continue;
+        }
+        match by_surname.iter_mut().find(|(c, _)| *c == chars[0]) {
+            Some((_, v)) => v.push(i),
+            None => by_surname.push((chars[0], vec![i])),
+        }
+    }
+    let leans = |i: usize| -> Gender {
+        let d = &found[i];
+        std::iter::once(&d.character.name)
+            .chain(&d.character.aliases)
+            .map(|n| name_gender(n, false).0)
+            .find(|g| *g != Gender::Unknown)
+            .unwrap_or(Gender::Unknown)
+    };
+    let mut out = Vec::new();
+    for (surname, owners) in by_surname {
+        for gender in [Gender::Male, Gender::Female] {
+            let other = match gender {
+                Gender::Male => Gender::Female,
+                _ => Gender::Male,
+            };
+            let fits: Vec<usize> = owners
+                .iter()
+                .copied()
+                .filter(|&i| leans(i) != other)
+                .collect();
+            if let [i] = fits[..] {
+                out.push((surname, i, gender));
+            }
+        }
+    }
+    out
+}
+
 /// The gender a name suggests by itself: strongly when it holds a title or
 /// kinship word (润叶姐, 福堂叔, 王夫人), weakly from a given-name
 /// character usually a woman's or a man's: in a `modern` book (one that
@@ -384,13 +530,29 @@ pub(super) fn name_gender(name: &str, modern: bool) -> (Gender, bool) {
     if let Some(gender) = role_gender(name) {
         return (gender, true);
     }
-    // A title or kinship word in the name; a given-name character that
-    // `gender_hint` knows is weighed below, with the others.
-    let hint = gender_hint(name);
-    let strong = STRONG_FEMALE.iter().any(|w| name.contains(w))
-        || STRONG_MALE.iter().any(|w| name.ends_with(w));
-    if hint != Gender::Unknown && strong {
-        return (hint, true);
+    // A title or kinship word in the name (刘姥姥, 李嬷嬷, 贾母, 门子); where
+    // it holds one of each (女王, 嫂子) the last character says which, and
+    // a woman's word before a closing 子 is hers.
+    let female = STRONG_FEMALE.iter().any(|w| name.contains(w));
+    // 子 closing a woman's given name is a nickname (燕子, 英子), not a man.
+    let nickname = name.ends_with('子')
+        && name
+            .chars()
+            .rev()
+            .nth(1)
+            .is_some_and(|c| WEAK_FEMALE.contains(c));
+    let male = STRONG_MALE
+        .iter()
+        .any(|w| name.ends_with(w) && !(*w == "子" && nickname));
+    match (female, male) {
+        (true, false) => return (Gender::Female, true),
+        (false, true) => return (Gender::Male, true),
+        (true, true) => match gender_hint(name) {
+            Gender::Unknown if name.ends_with('子') => return (Gender::Female, true),
+            Gender::Unknown => {}
+            hint => return (hint, true),
+        },
+        (false, false) => {}
     }
     if !modern {
         let given: String = name
@@ -519,7 +681,7 @@ const WEAK_MALE: &str = "刚剛强強龙龍虎彪雄杰傑武军軍勇斌健伟�
 const STRONG_FEMALE: &[&str] = &[
     "女", "娘", "婆", "妇", "婦", "公主", "夫人", "太太", "小姐", "姐", "妹", "嫂", "婶", "嬸",
     "姨", "妈", "媽", "姑", "奶奶", "氏", "妃", "后", "姥姥", "嬷嬷", "嬤嬤", "菩萨", "菩薩",
-    "观音", "觀音",
+    "观音", "觀音", "母",
 ];
 const STRONG_MALE: &[&str] = &[
     "哥", "叔", "爷", "爺", "伯", "公", "王", "帝", "兄", "弟", "爹", "侯", "将", "將", "军", "軍",
@@ -663,6 +825,61 @@ mod tests {
         assert_eq!(got[1].0, Gender::Female, "{:?}", got[1].1);
         assert_eq!(role_gender("老汉"), Some(Gender::Male));
         assert_eq!(role_gender("徐主任"), None);
+    }
+
+    #[test]
+    fn titles_inside_a_name_decide_it() {
+        for (name, gender) in [
+            ("张姥姥", Gender::Female),
+            ("吴嬷嬷", Gender::Female),
+            ("沈母", Gender::Female),
+            ("门子", Gender::Male),
+            ("胖子", Gender::Male),
+            ("女王", Gender::Female),
+            ("嫂子", Gender::Female),
+        ] {
+            assert_eq!(name_gender(name, false), (gender, true), "{name}");
+        }
+        // 子 after a woman's given-name character is a nickname.
+        assert_ne!(name_gender("燕子", false), (Gender::Male, true));
+    }
+
+    #[test]
+    fn a_given_name_character_with_a_rank_and_a_title_addresses_its_owner() {
+        let names: &[(&str, &[&str])] = &[
+            ("钱鹤", &[]),
+            ("孟云舒", &[]),
+            ("祝远山", &[]),
+            ("祝春梅", &[]),
+            ("秦澈", &[]),
+            ("何澈", &[]),
+        ];
+        let lines = [
+            "鹤二爷回来了，说要吃茶。",
+            "众人都笑：“鹤二爷又醉了。”",
+            "舒丫头在窗下绣花。",
+            "祝大爷来了，祝姑娘躲进屋里。",
+            "门外有人喊：“祝大爷！”",
+            "澈大爷走了过来。",
+        ];
+        let got = guessed(names, &lines);
+        let genders: Vec<Gender> = got.iter().map(|(g, _)| *g).collect();
+        assert_eq!(
+            genders,
+            [
+                Gender::Male,
+                Gender::Female,
+                Gender::Male,
+                Gender::Female,
+                // 澈 is two characters' given name: whose is not said.
+                Gender::Unknown,
+                Gender::Unknown,
+            ],
+            "{got:?}"
+        );
+        assert_eq!(got[0].1.male_titles, 2);
+        assert_eq!(got[2].1.male_titles, 2);
+        assert_eq!(got[3].1.female_titles, 1);
     }
 
     #[test]
