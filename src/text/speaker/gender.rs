@@ -413,14 +413,17 @@ pub fn guess_genders(found: &mut [Discovered], chapters: &[Vec<ParagraphView<'_>
 
 /// Ranks between a given-name character and a title (琏二爷, 珍大爷), or
 /// none (环哥儿, 云丫头).
-const ADDRESS_RANKS: &[&str] = &["", "大", "二", "三", "四", "五", "六", "七", "八", "九", "十"];
+const ADDRESS_RANKS: &[&str] = &[
+    "", "大", "二", "三", "四", "五", "六", "七", "八", "九", "十",
+];
 /// Titles after a given-name character that address a man or a woman.
 /// Not 奶奶: 琏二奶奶 is 贾琏's wife.
 const ADDRESS_MALE: &[&str] = &["爷", "爺", "哥儿", "哥兒", "哥哥", "兄弟", "叔", "相公"];
 const ADDRESS_FEMALE: &[&str] = &["丫头", "丫頭", "姑娘", "姐姐", "妹妹", "姐儿", "姐兒"];
 /// Given-name characters that also make titles and common words (大哥,
 /// 小妹, 老爷): never a key.
-const NOT_ADDRESS_KEYS: &str = "大小老阿二三四五六七八九十表堂师師兄弟姐妹哥叔伯爷爺奶姑娘儿兒子女少宝寶";
+const NOT_ADDRESS_KEYS: &str =
+    "大小老阿二三四五六七八九十表堂师師兄弟姐妹哥叔伯爷爺奶姑娘儿兒子女少宝寶";
 
 /// The characters of given names that stand for one discovered character
 /// alone (贾琏 → 琏; 史湘云 → 湘 and 云), with that character's index: the
@@ -430,9 +433,7 @@ const NOT_ADDRESS_KEYS: &str = "大小老阿二三四五六七八九十表堂师
 fn address_keys(found: &[Discovered]) -> Vec<(char, usize)> {
     let given = |name: &str| -> Option<Vec<char>> {
         let chars: Vec<char> = name.chars().collect();
-        let surnamed = chars.len() >= 2
-            && chars.len() <= 3
-            && super::names::is_surname(chars[0]);
+        let surnamed = chars.len() >= 2 && chars.len() <= 3 && super::names::is_surname(chars[0]);
         surnamed.then(|| chars[1..].to_vec())
     };
     let mut owners: rustc_hash::FxHashMap<char, Vec<usize>> = Default::default();

@@ -301,6 +301,15 @@ mod tests {
     }
 
     #[test]
+    fn the_subject_called_by_name_listens_and_the_other_speaks() {
+        let c = cast(&[("林一舟", &["一舟"], M), ("老周", &[], M)]);
+        // 他 (林一舟) is the sentence's subject, but the quote calls him.
+        let text =
+            "林一舟沿着堤岸往回走。\n他看见老周提着马灯从码头上过来，对他喊道：\n“一舟，你等等！”";
+        assert_eq!(names(&speakers(&c, text)), ["老周"]);
+    }
+
+    #[test]
     fn continued_speech_keeps_its_speaker() {
         let c = cast(&[("林一舟", &[], M), ("苏晚", &[], F)]);
         let text = "苏晚说：“第一件事，\n“第二件事。”\n林一舟点头。";

@@ -108,6 +108,14 @@ impl Context<'_, '_> {
         let medium = best.filter(|c| c.strength == Strength::Medium);
         let next = || self.next_paragraph_verb(i);
         for c in [strong, prev_colon, medium, next()].into_iter().flatten() {
+            // The narration's subject is the one the quote calls by name
+            // (…金俊武…对他招呼说：“少安，…”): the other character of that
+            // sentence speaks to them.
+            if Some(c.who) == vocative
+                && let Some(other) = c.addressee.filter(|a| Some(*a) != vocative)
+            {
+                return (Some(other), Some(c.who), own);
+            }
             if accept(c) {
                 return (Some(c.who), c.addressee, own);
             }
