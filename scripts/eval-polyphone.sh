@@ -10,7 +10,7 @@
 #    model and features, each fold read by a model fitted on the other folds
 #    (examples/train_polyphone.rs), plus the dictionary-only baseline.
 # 3. Our own everyday sentences, Simplified and Traditional
-#    (tests/fixtures/frontend/polyphones.tsv: target in ▁…▁, tab, reading).
+#    (tests/fixtures/frontend/polyphones.tsv, or $OWN: target in ▁…▁, tab, reading).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${CPP_DIR:-../shared/data/polyphone}
@@ -21,7 +21,7 @@ if [ ! -f "$dir/cpp-dev.sent" ]; then
   exit 0
 fi
 cargo build --release --bin tingshu --example train_polyphone
-own=tests/fixtures/frontend/polyphones.tsv
+own=${OWN:-tests/fixtures/frontend/polyphones.tsv}
 grep -v '^#' "$own" | cut -f1 | sed 's/▁//g' | "$bin" pinyin --jsonl |
   paste -d'\t' <(grep -v '^#' "$own") - | LC_ALL=C awk -F'\t' '
     {

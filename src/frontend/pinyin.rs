@@ -502,6 +502,13 @@ impl<'l> Analysis<'l> {
         const TRIED_VERBS: &str = "歇看想试说走听问坐找尝聊猜瞧瞅洗转逛玩谈算揉拍摸闻动";
         // 东西 as two directions (东西两头, 东西走向, 东西南北), not a thing.
         const DIRECTIONS_AFTER: &str = "两走向方南长宽";
+        // 在乎 (to care) split by the segmenter (不在|乎): neutral before a
+        // clause end or its object; the classical 在乎 (lies in: 在乎山水之间)
+        // keeps hu1.
+        if i > 0 && self.simplified[i] == '乎' && self.simplified[i - 1] == '在' {
+            let next = self.simplified.get(i + 1).copied().unwrap_or(' ');
+            return !crate::text::is_han(next) || "了过什么这那谁你我他她钱的别".contains(next);
+        }
         let pair = word.len == 2 && i == word.start + 1;
         // Two lone characters the phrase data lacks (告诉, 东西, 故事).
         let lone =
@@ -518,6 +525,52 @@ impl<'l> Analysis<'l> {
             || (first == second && TRIED_VERBS.contains(first))
             || (pair && second == '儿' && "这那哪".contains(first))
             || NEUTRAL_SECOND.contains(&[first, second])
+            || self.neutral_in_context(i - 1, [first, second], next)
+    }
+
+    /// Words with two readings whose neutral one the context chooses
+    /// (`start` is the word's first character):
+    /// - 地道, 精神, 斯文 as adjectives: after a degree adverb or the 得 of
+    ///   a complement (很地道, 挺精神, 长得斯文); not the tunnel, the spirit
+    ///   or 斯文扫地; 大意 careless unless it is the gist (文章的大意,
+    ///   段落大意, 大意是…);
+    /// - 人家 standing for a person (人家不愿意, 给人家添麻烦), not a
+    ///   household (一户人家, 这里人家, 人家庄院);
+    /// - 多少 asking how many (多少钱, 有多少？), not "more or less" (多少有点).
+    fn neutral_in_context(&self, start: usize, word: [char; 2], next: char) -> bool {
+        const DEGREE: &str = "很真挺太好够更最蛮极得不";
+        const PERSON_BEFORE: &str = "给跟和对让叫被求怪帮替问";
+        const HOUSEHOLD_AFTER: &str = "庄院门里屋户借住姓的";
+        const MORE_OR_LESS_AFTER: &str = "有也会还总带能都要可少";
+        let before = start
+            .checked_sub(1)
+            .and_then(|k| self.simplified.get(k))
+            .copied()
+            .unwrap_or(' ');
+        match word {
+            ['地', '道'] | ['精', '神'] | ['斯', '文'] => DEGREE.contains(before),
+            // The gist has its markers (文章的大意, 段落大意, 大意是…);
+            // otherwise 大意 is careless (不能大意, 一时大意).
+            ['大', '意'] => !"的文段章落句主".contains(before) && !"是为如".contains(next),
+            // Only where a pronoun stands: opening a clause or after a
+            // verb of giving or asking, and not before what a household
+            // has (庄, 院, 门 …): 西游记's 一村人家, 这里人家 are households.
+            ['人', '家'] => {
+                (!crate::text::is_han(before) || PERSON_BEFORE.contains(before))
+                    && !HOUSEHOLD_AFTER.contains(next)
+            }
+            // 没有多少人员 (not many), as the dictionaries and CPP read it.
+            ['多', '少'] => {
+                !MORE_OR_LESS_AFTER.contains(next) && !"没不".contains(before) && {
+                    let two_before = start
+                        .checked_sub(2)
+                        .and_then(|k| self.simplified.get(k))
+                        .copied();
+                    !(before == '有' && two_before == Some('没'))
+                }
+            }
+            _ => false,
+        }
     }
 }
 

@@ -347,6 +347,24 @@ fn context_rule(f: &Features) -> Option<&'static str> {
         }
     }
     let r = match f.c {
+        // A doctor (镇上的大夫, 王大夫), not the ancient rank (士大夫, 上大夫,
+        // 御史大夫).
+        '大' if n == '夫' && !in_set(p, "士卿上中下史医") && !(p == '的' && f.prev2 == '国') => {
+            "dai4"
+        }
+        // Chess: the chariot takes a piece (车吃马, 出车吃炮).
+        '车' if n == '吃' && in_set(n2, "马炮象相士仕卒兵将帅车") => "ju1",
+        // A dozen after a numeral (一打啤酒, 两打鸡蛋).
+        '打' if in_set(p, "一两几半") && in_set(n, "啤鸡铅毛袜信纸瓶罐盒笔玫") => {
+            "da2"
+        }
+        // Mahjong: winning a hand (和牌, 自摸和, 我和了！).
+        '和' if n == '牌'
+            || p == '摸'
+            || n == '了' && !han(n2) && in_set(p, "我你他她谁又就也") =>
+        {
+            "hu2"
+        }
         // 为人民服务: for, not 为人 (conduct).
         '为' if n == '人' && n2 == '民' => "wei4",
         '似' if in_set(n, "的地") && !"类相近酷貌形神疑看好恰胜".contains(p) => {

@@ -185,7 +185,7 @@ fn webnovel_normalization_list() {
 
 /// Our own everyday polyphone sentences, Simplified and Traditional
 /// (tests/fixtures/frontend/polyphones.tsv: the target wrapped in ▁…▁, a
-/// tab, the golden reading) — at least 97% read right.
+/// tab, the golden reading) — at least 99% read right.
 #[test]
 fn everyday_polyphone_list() {
     let text = std::fs::read_to_string(paths::fixture("frontend/polyphones.tsv")).unwrap();
@@ -198,7 +198,7 @@ fn everyday_polyphone_list() {
             (marked.replace('▁', ""), index, gold)
         })
         .collect();
-    assert!(cases.len() >= 590, "{} sentences", cases.len());
+    assert!(cases.len() >= 618, "{} sentences", cases.len());
     let input: String = cases.iter().map(|(s, _, _)| format!("{s}\n")).collect();
     let rows = jsonl(&input, &[]);
     assert_eq!(rows.len(), cases.len());
@@ -209,7 +209,7 @@ fn everyday_polyphone_list() {
         .map(|((s, i, gold), row)| format!("{s} [{i}]: {:?} (want {gold})", row[*i]))
         .collect();
     assert!(
-        wrong.len() * 100 <= cases.len() * 3,
+        wrong.len() * 100 <= cases.len(),
         "{} of {} wrong:\n{}",
         wrong.len(),
         cases.len(),
