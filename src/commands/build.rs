@@ -39,6 +39,7 @@ pub async fn run(args: &BuildArgs, worker_program: Option<PathBuf>) -> anyhow::R
         }),
         worker_program,
         listener_waits: false,
+        interactive: false,
     })?;
     let book = &session.book;
     let count = book.script.chapters.len();

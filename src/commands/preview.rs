@@ -76,6 +76,7 @@ pub async fn run(args: &PreviewArgs, worker_program: Option<PathBuf>) -> anyhow:
         }),
         worker_program,
         listener_waits: true,
+        interactive: true,
     })?;
     let chapter = passage(args, &session.book.script)?;
     if chapter.segments.is_empty() {

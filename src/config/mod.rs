@@ -309,10 +309,21 @@ impl VoicesConfig {
     /// threads spin while waiting for work.
     pub fn for_a_listener(&mut self) {
         for backend in self.backends.values_mut() {
+            if let BackendConfig::Kokoro(k) = backend
+                && k.sessions == 0
+            {
+                k.sessions = 1;
+            }
+        }
+        self.spin_for_listeners();
+    }
+
+    /// Neural backends' threads spin while waiting for work: what a
+    /// listener waiting on some requests wants (the studio, the server),
+    /// at some CPU time a batch build does not spend.
+    pub fn spin_for_listeners(&mut self) {
+        for backend in self.backends.values_mut() {
             if let BackendConfig::Kokoro(k) = backend {
-                if k.sessions == 0 {
-                    k.sessions = 1;
-                }
                 k.listener_waits = true;
             }
         }
@@ -475,6 +486,14 @@ dialogue = "other"
             other => panic!("{other:?}"),
         };
         assert_eq!(sessions(&config, "auto"), 0);
+        // The studio and the server: threads spin, sessions stay.
+        let mut interactive = config.clone();
+        interactive.spin_for_listeners();
+        assert_eq!(sessions(&interactive, "auto"), 0);
+        assert!(interactive.backends.values().all(|b| match b {
+            BackendConfig::Kokoro(k) => k.listener_waits,
+            _ => true,
+        }));
         config.for_a_listener();
         assert_eq!(sessions(&config, "auto"), 1);
         assert_eq!(sessions(&config, "four"), 4);

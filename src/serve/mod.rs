@@ -90,6 +90,7 @@ impl Server {
             }),
             worker_program,
             listener_waits: false,
+            interactive: true,
         })?;
         Ok(Server {
             slots: Slots::new(options.max_syntheses, options.max_queued),

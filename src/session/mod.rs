@@ -81,6 +81,12 @@ pub struct SessionSpec {
     /// session, so a GPU starts after one load instead of four (the CPU's
     /// default is one session already).
     pub listener_waits: bool,
+    /// Listeners wait on some of this session's requests (the studio's
+    /// previews, the server's passages): neural threads spin between
+    /// parallel steps (35–40 ms of a first clause on 2 cores), but the
+    /// session count stays the default, since the same session also
+    /// renders whole chapters.
+    pub interactive: bool,
 }
 
 impl SessionSpec {
@@ -97,6 +103,7 @@ impl SessionSpec {
             cache: None,
             worker_program: None,
             listener_waits: false,
+            interactive: false,
         }
     }
 
@@ -240,6 +247,8 @@ impl RenderSession {
                 let mut config = voices.parse_with(cast.as_ref())?;
                 if spec.listener_waits {
                     config.for_a_listener();
+                } else if spec.interactive {
+                    config.spin_for_listeners();
                 }
                 let renderer =
                     Renderer::with_cache(config, spec.worker_program.clone(), cache.clone())

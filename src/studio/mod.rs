@@ -599,6 +599,7 @@ fn session_spec(options: &StudioOptions) -> SessionSpec {
         }),
         worker_program: None,
         listener_waits: false,
+        interactive: true,
     }
 }
 
