@@ -408,7 +408,9 @@ fn the_optimized_graph_is_cached_and_a_spoiled_cache_is_rebuilt() {
     // graph names.
     assert!(cache.is_dir(), "{cache:?}");
     let weights = std::fs::metadata(cache.join(DATA)).unwrap().len();
-    assert!(weights > 100_000_000, "{weights} bytes of weights");
+    // The model's 92 MB of weights at least (with their packed copies
+    // where this CPU's kernels pack them: 181 MB here).
+    assert!(weights > 80_000_000, "{weights} bytes of weights");
     let graph = std::fs::read(cache.join(GRAPH)).unwrap();
     assert!(graph.len() < 10_000_000, "{} bytes of graph", graph.len());
     assert!(graph.windows(DATA.len()).any(|w| w == DATA.as_bytes()));
