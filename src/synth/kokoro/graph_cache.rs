@@ -131,9 +131,12 @@ impl GraphCache {
     /// graph into ([`GRAPH`] and [`DATA`]), or `None` when it cannot be
     /// made.
     pub fn temporary(&self) -> Option<PathBuf> {
+        // Unique in this process too: two backends may load at once.
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let tmp = self
             .dir
-            .join(format!(".{}tmp-{}", self.prefix, std::process::id()));
+            .join(format!(".{}tmp-{}-{n}", self.prefix, std::process::id()));
         remove(&tmp);
         std::fs::create_dir_all(&tmp).ok()?;
         Some(tmp)
@@ -166,11 +169,26 @@ impl GraphCache {
             .map(|e| e.path())
         {
             let name = stale.file_name().and_then(|n| n.to_str()).unwrap_or("");
-            if name.starts_with(&self.family) && !name.starts_with(&self.prefix) {
+            if name.starts_with(&self.family) && !name.starts_with(&self.prefix)
+                || left_by_a_dead_process(name, &self.family)
+            {
                 remove(&stale);
             }
         }
     }
+}
+
+/// Whether `name` is a temporary entry of this device (`.kokoro-cpu-…tmp-PID-N`)
+/// whose process is gone (killed while it wrote, 183 MB left behind).
+fn left_by_a_dead_process(name: &str, family: &str) -> bool {
+    let Some(rest) = name.strip_prefix('.').filter(|r| r.starts_with(family)) else {
+        return false;
+    };
+    let Some((_, tail)) = rest.rsplit_once("tmp-") else {
+        return false;
+    };
+    let pid = tail.split('-').next().and_then(|p| p.parse::<u32>().ok());
+    pid.is_some_and(|pid| pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists())
 }
 
 /// Removes a file or a folder with what it holds; a missing one is fine.
@@ -228,13 +246,26 @@ mod tests {
             .path()
             .join("cache/kokoro-cpu-0123456789abcdef-0123456789abcdef.onnx");
         std::fs::write(&old, b"old").unwrap();
+        // What a killed process left, and what a running one is writing.
+        let dead = dir
+            .path()
+            .join("cache/.kokoro-cpu-0123456789abcdef-tmp-4294967295-0");
+        let alive = dir.path().join(format!(
+            "cache/.kokoro-cpu-0123456789abcdef-tmp-{}-7",
+            std::process::id()
+        ));
+        std::fs::create_dir_all(&dead).unwrap();
+        std::fs::create_dir_all(&alive).unwrap();
         let tmp = cache.temporary().unwrap();
+        assert_ne!(cache.temporary().unwrap(), tmp);
         std::fs::write(tmp.join(GRAPH), b"graph").unwrap();
         std::fs::write(tmp.join(DATA), b"weights").unwrap();
         cache.publish(&tmp);
         let found = cache.find().unwrap();
         assert!(!tmp.exists());
         assert!(!old.exists());
+        assert!(!dead.exists());
+        assert!(alive.exists());
         assert_eq!(GraphCache::graph(&found), found.join("graph.onnx"));
         GraphCache::intact(&found).unwrap();
         // One changed byte in either file, or bytes moved from one file to
