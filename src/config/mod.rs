@@ -324,7 +324,7 @@ impl VoicesConfig {
     pub fn spin_for_listeners(&mut self) {
         for backend in self.backends.values_mut() {
             if let BackendConfig::Kokoro(k) = backend {
-                k.listener_waits = true;
+                k.spin = true;
             }
         }
     }
@@ -491,14 +491,14 @@ dialogue = "other"
         interactive.spin_for_listeners();
         assert_eq!(sessions(&interactive, "auto"), 0);
         assert!(interactive.backends.values().all(|b| match b {
-            BackendConfig::Kokoro(k) => k.listener_waits,
+            BackendConfig::Kokoro(k) => k.spin,
             _ => true,
         }));
         config.for_a_listener();
         assert_eq!(sessions(&config, "auto"), 1);
         assert_eq!(sessions(&config, "four"), 4);
         assert!(config.backends.values().all(|b| match b {
-            BackendConfig::Kokoro(k) => k.listener_waits,
+            BackendConfig::Kokoro(k) => k.spin,
             _ => true,
         }));
     }

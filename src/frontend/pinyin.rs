@@ -542,11 +542,14 @@ impl<'l> Analysis<'l> {
         const PERSON_BEFORE: &str = "给跟和对让叫被求怪帮替问";
         const HOUSEHOLD_AFTER: &str = "庄院门里屋户借住姓的";
         const MORE_OR_LESS_AFTER: &str = "有也会还总带能都要可少";
-        let before = start
-            .checked_sub(1)
-            .and_then(|k| self.simplified.get(k))
-            .copied()
-            .unwrap_or(' ');
+        let at = |back: usize| {
+            start
+                .checked_sub(back)
+                .and_then(|k| self.simplified.get(k))
+                .copied()
+                .unwrap_or(' ')
+        };
+        let before = at(1);
         match word {
             ['地', '道'] | ['精', '神'] | ['斯', '文'] => DEGREE.contains(before),
             // The gist has its markers (文章的大意, 段落大意, 大意是…);
@@ -561,13 +564,10 @@ impl<'l> Analysis<'l> {
             }
             // 没有多少人员 (not many), as the dictionaries and CPP read it.
             ['多', '少'] => {
-                !MORE_OR_LESS_AFTER.contains(next) && !"没不".contains(before) && {
-                    let two_before = start
-                        .checked_sub(2)
-                        .and_then(|k| self.simplified.get(k))
-                        .copied();
-                    !(before == '有' && two_before == Some('没'))
-                }
+                let more_or_less = MORE_OR_LESS_AFTER.contains(next)
+                    || "没不".contains(before)
+                    || (before == '有' && at(2) == '没');
+                !more_or_less
             }
             _ => false,
         }

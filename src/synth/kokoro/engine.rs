@@ -248,7 +248,7 @@ impl Engine {
             for _ in 0..sessions {
                 let session = cpu_session(
                     &env,
-                    (threads, config.listener_waits),
+                    (threads, config.spin),
                     files,
                     rewrite,
                     &cache,

@@ -54,12 +54,13 @@ pub struct KokoroConfig {
     /// Longest chunk (characters) per request.
     #[serde(default)]
     pub max_chars: Option<usize>,
-    /// Set where a listener waits for the first audio (`preview`, the
-    /// studio): the compute threads spin between parallel steps instead
-    /// of sleeping, which costs CPU time a build cannot spare but saved
-    /// 35–40 ms of a 0.65 s first clause on 2 cores. Not a key of the file.
+    /// Compute threads spin between parallel steps instead of sleeping:
+    /// set where a listener waits for the first audio (`preview`, the
+    /// studio, the server). It costs CPU time a build cannot spare but
+    /// saved 35–40 ms of a 0.65 s first clause on 2 cores. Not a key of
+    /// the file.
     #[serde(skip)]
-    pub listener_waits: bool,
+    pub spin: bool,
 }
 
 /// Characters of text per request: about 4 phoneme tokens a Han character,

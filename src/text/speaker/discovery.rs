@@ -402,6 +402,13 @@ mod tests {
     use super::*;
     use crate::text::speaker::test_support::{test_spans, test_views};
 
+    /// The characters discovered in `text`, one paragraph a line.
+    fn discovered(text: &[&str]) -> Vec<Discovered> {
+        let spans = test_spans(text);
+        let views = test_views(text, &spans);
+        discover(&[views])
+    }
+
     #[test]
     fn discovers_recurring_speakers() {
         let text = [
@@ -412,9 +419,7 @@ mod tests {
             "「快！」毛仲喊道。",
             "这时候大家都笑了。",
         ];
-        let spans = test_spans(&text);
-        let views = test_views(&text, &spans);
-        let found = discover(&[views]);
+        let found = discovered(&text);
         let names: Vec<&str> = found.iter().map(|d| d.character.name.as_str()).collect();
         assert_eq!(names, ["毛仲", "陈青云"]);
         assert_eq!(found[0].count, 3);
@@ -432,9 +437,7 @@ mod tests {
             "开玩笑说：“好。”",
             "吞吞吐吐说：“嗯。”",
         ];
-        let spans = test_spans(&text);
-        let views = test_views(&text, &spans);
-        let found = discover(&[views]);
+        let found = discovered(&text);
         let names: Vec<&str> = found.iter().map(|d| d.character.name.as_str()).collect();
         assert_eq!(names, ["周远山"]);
     }
