@@ -234,13 +234,16 @@ impl Engine {
         if !gpu {
             let (sessions, threads) = plan(config, false);
             let rewrite = super::rewrite::enabled();
+            let snake = super::snake::enabled();
             // "prepacked": entries hold packed weights (a graph cached as
             // one file by an older tingshu has another key, and goes).
-            let level = if rewrite {
-                format!("level3-prepacked-{}", super::rewrite::VERSION)
-            } else {
-                "level3-prepacked".to_owned()
-            };
+            let mut level = "level3-prepacked".to_owned();
+            if rewrite {
+                level = format!("{level}-{}", super::rewrite::VERSION);
+            }
+            if snake {
+                level = format!("{level}-{}", super::snake::VERSION);
+            }
             let cache = GraphCache::new(&files.root, &version, "cpu", &level);
             // Checked once: later sessions of this load trust it.
             let mut cached: Option<PathBuf> = None;
@@ -250,7 +253,7 @@ impl Engine {
                     &env,
                     (threads, config.spin),
                     files,
-                    rewrite,
+                    (rewrite, snake),
                     &cache,
                     &mut cached,
                     &mut pending,
@@ -408,12 +411,13 @@ fn builder(
 /// one (checked alongside loading, once per load: `cached` remembers it),
 /// else from the model, writing the optimized graph to a temporary entry
 /// (`pending`) that the caller publishes once the model is known intact.
-/// `(threads, spin)`: see [`builder`].
+/// `(threads, spin)`: see [`builder`]; `(rewrite, snake)`: which changes
+/// of the graph it runs ([`cpu_graph`]).
 fn cpu_session(
     env: &Environment,
     (threads, spin): (usize, bool),
     files: &KokoroFiles,
-    rewrite: bool,
+    (rewrite, snake): (bool, bool),
     cache: &GraphCache,
     cached: &mut Option<PathBuf>,
     pending: &mut bool,
@@ -421,22 +425,32 @@ fn cpu_session(
     // The arena keeps memory flat: without it, peak RSS measured 2.4 GB
     // against 0.54 GB for the same text (malloc fragmentation).
     let cpu = || ort::ep::CPU::default().with_arena_allocator(true).build();
+    // tingshu's own operators, which a cached graph may hold too.
+    let builder = |level| -> ort::Result<SessionBuilder> {
+        let b = builder(env, level, threads, spin)?;
+        if snake {
+            b.with_operators(super::snake::operators()?)
+                .map_err(Into::into)
+        } else {
+            Ok(b)
+        }
+    };
     if float_on_cpu()
         && let Some(graph) = float_graph(&files.model)
     {
-        return builder(env, LEVEL, threads, spin)?
+        return builder(LEVEL)?
             .with_execution_providers([cpu()])?
             .commit_from_memory(&graph);
     }
     if let Some(entry) = cached.as_deref() {
-        return builder(env, GraphOptimizationLevel::Disable, threads, spin)?
+        return builder(GraphOptimizationLevel::Disable)?
             .with_execution_providers([cpu()])?
             .commit_from_file(GraphCache::graph(entry));
     }
     if let Some(entry) = cache.find() {
         let loaded = std::thread::scope(|scope| {
             let intact = scope.spawn(|| GraphCache::intact(&entry));
-            let session = builder(env, GraphOptimizationLevel::Disable, threads, spin)
+            let session = builder(GraphOptimizationLevel::Disable)
                 .and_then(|b| b.with_execution_providers([cpu()]).map_err(Into::into))
                 .and_then(|mut b| b.commit_from_file(GraphCache::graph(&entry)));
             let intact = intact.join().unwrap_or_else(|_| Err("check failed".into()));
@@ -455,7 +469,7 @@ fn cpu_session(
         }
     }
     let tmp = cache.temporary();
-    let mut b = builder(env, LEVEL, threads, spin)?.with_execution_providers([cpu()])?;
+    let mut b = builder(LEVEL)?.with_execution_providers([cpu()])?;
     if let Some(tmp) = &tmp {
         // ONNX Runtime warns that a level-3 graph suits only this machine:
         // the cache's key holds the CPU's flags for that reason. The
@@ -474,7 +488,7 @@ fn cpu_session(
             .with_config_entry("session.save_external_prepacked_constant_initializers", "1")?
             .with_log_level(ort::logging::LogLevel::Error)?;
     }
-    let session = match rewrite.then(|| faster_graph(&files.model)).flatten() {
+    let session = match cpu_graph(&files.model, rewrite, snake) {
         Some(model) => b.commit_from_memory(&model),
         None => b.commit_from_file(&files.model),
     };
@@ -491,11 +505,37 @@ fn cpu_session(
     session
 }
 
-/// The model with its convolutions rewritten for the CPU (same output
-/// bits, see [`super::rewrite`]), or `None` when it cannot be read or
-/// rewritten.
-fn faster_graph(model: &Path) -> Option<Vec<u8>> {
-    transformed(model, "rewritten", super::rewrite::rewrite)
+/// The model as CPU sessions run it: with its convolutions rewritten
+/// (`rewrite`: same output bits, see [`super::rewrite`]) and its Snake
+/// activations fused (`snake`, see [`super::snake`]); `None` when neither
+/// is asked for or the model cannot be read (it is then loaded as it is).
+/// A change that fails is left out, with the other still made.
+fn cpu_graph(model: &Path, rewrite: bool, snake: bool) -> Option<Vec<u8>> {
+    let rewritten = rewrite
+        .then(|| transformed(model, "rewritten", super::rewrite::rewrite))
+        .flatten();
+    if !snake {
+        return rewritten;
+    }
+    let bytes = match rewritten {
+        Some(b) => b,
+        None => std::fs::read(model).ok()?,
+    };
+    let started = std::time::Instant::now();
+    match super::snake::fuse(&bytes) {
+        Ok((graph, n)) => {
+            tracing::debug!(
+                operations = n,
+                ms = started.elapsed().as_millis() as u64,
+                "Kokoro graph's Snake activations fused"
+            );
+            Some(graph)
+        }
+        Err(e) => {
+            tracing::debug!(model = %model.display(), problem = %e, "Kokoro graph's Snake activations not fused");
+            Some(bytes)
+        }
+    }
 }
 
 fn infer(

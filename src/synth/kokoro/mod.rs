@@ -5,7 +5,9 @@
 //! - [`files`]: where the model, the voice packs and the runtime live, and
 //!   their checks (sizes, sha256);
 //! - [`pack`]: voice packs (style vectors) and blends of them;
-//! - [`engine`]: ONNX Runtime sessions, one inference at a time each.
+//! - [`engine`]: ONNX Runtime sessions, one inference at a time each;
+//! - [`rewrite`], [`snake`], [`dequantize`]: the model's graph changed for
+//!   the CPU (same bits; a fused activation) and for a GPU (floats).
 
 pub mod cuda;
 pub mod dequantize;
@@ -15,6 +17,7 @@ pub mod graph_cache;
 pub mod pack;
 pub mod phonemes;
 pub mod rewrite;
+pub mod snake;
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -227,6 +230,9 @@ impl Synthesizer for Kokoro {
             };
         if float {
             format!("{base}/float-{}", dequantize::VERSION)
+        } else if snake::enabled() {
+            // The fused Snake's sine moves the last bits ([`snake`]).
+            format!("{base}/{}", snake::VERSION)
         } else {
             base
         }
