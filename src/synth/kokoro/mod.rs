@@ -230,9 +230,6 @@ impl Synthesizer for Kokoro {
             };
         if float {
             format!("{base}/float-{}", dequantize::VERSION)
-        } else if snake::enabled() {
-            // The fused Snake's sine moves the last bits ([`snake`]).
-            format!("{base}/{}", snake::VERSION)
         } else {
             base
         }
