@@ -399,30 +399,29 @@ fn preview_clips_env(data: &Path, text: &str, env: &[(&str, &str)]) -> (Vec<u8>,
 }
 
 #[test]
-fn the_fused_snake_speaks_the_same_bits_as_the_models_own_nodes() {
+fn tingshus_own_operators_speak_the_same_bits_as_the_models_nodes() {
     let Some(files) = installed() else { return };
     let data = staged(&files);
     let text = "雾从海上漫过来，灯塔的光一圈一圈地扫过黑沉沉的海面。她问：“船还来吗？”";
-    let (model, clips) = preview_clips_env(data.path(), text, &[("TINGSHU_KOKORO_SNAKE", "0")]);
+    let (model, clips) = preview_clips_env(data.path(), text, &[("TINGSHU_KOKORO_OPS", "0")]);
     let plain = graph_caches(data.path());
-    let (fused, fused_clips) =
-        preview_clips_env(data.path(), text, &[("TINGSHU_KOKORO_SNAKE", "1")]);
+    let (fused, fused_clips) = preview_clips_env(data.path(), text, &[("TINGSHU_KOKORO_OPS", "1")]);
     let caches = graph_caches(data.path());
     assert_eq!((plain.len(), caches.len()), (1, 1), "{plain:?} {caches:?}");
     assert_ne!(plain[0], caches[0], "each graph has its own cache key");
-    // The cached graph holds the fused operator.
+    // The cached graph holds tingshu's operators.
     let graph = std::fs::read(caches[0].join(tingshu::synth::kokoro::graph_cache::GRAPH)).unwrap();
     let has = |s: &str| graph.windows(s.len()).any(|w| w == s.as_bytes());
     assert!(
-        has("ai.tingshu") && has("Snake"),
-        "no fused Snake in the cached graph"
+        has("ai.tingshu") && has("Snake") && has("Stft"),
+        "tingshu's operators are not in the cached graph"
     );
     // The clips as the model made them (read back by hound), and the WAV.
     assert!(clips.len() >= 3, "{} clips", clips.len());
     assert!(clips.iter().all(|c| c.len() > 4_800));
-    assert!(clips == fused_clips, "the fused graph changed a clip");
+    assert!(clips == fused_clips, "tingshu's operators changed a clip");
     assert!(model.len() > 44 + 48_000, "{} bytes", model.len());
-    assert!(model == fused, "the fused graph changed the audio");
+    assert!(model == fused, "tingshu's operators changed the audio");
 }
 
 #[test]

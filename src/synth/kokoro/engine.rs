@@ -234,15 +234,15 @@ impl Engine {
         if !gpu {
             let (sessions, threads) = plan(config, false);
             let rewrite = super::rewrite::enabled();
-            let snake = super::snake::enabled();
+            let ops = super::ops::enabled();
             // "prepacked": entries hold packed weights (a graph cached as
             // one file by an older tingshu has another key, and goes).
             let mut level = "level3-prepacked".to_owned();
             if rewrite {
                 level = format!("{level}-{}", super::rewrite::VERSION);
             }
-            if snake {
-                level = format!("{level}-{}", super::snake::VERSION);
+            if ops {
+                level = format!("{level}-{}", super::ops::VERSION);
             }
             let cache = GraphCache::new(&files.root, &version, "cpu", &level);
             // Checked once: later sessions of this load trust it.
@@ -253,7 +253,7 @@ impl Engine {
                     &env,
                     (threads, config.spin),
                     files,
-                    (rewrite, snake),
+                    (rewrite, ops),
                     &cache,
                     &mut cached,
                     &mut pending,
@@ -411,13 +411,13 @@ fn builder(
 /// one (checked alongside loading, once per load: `cached` remembers it),
 /// else from the model, writing the optimized graph to a temporary entry
 /// (`pending`) that the caller publishes once the model is known intact.
-/// `(threads, spin)`: see [`builder`]; `(rewrite, snake)`: which changes
-/// of the graph it runs ([`cpu_graph`]).
+/// `(threads, spin)`: see [`builder`]; `(rewrite, ops)`: which changes of
+/// the graph it runs ([`cpu_graph`]).
 fn cpu_session(
     env: &Environment,
     (threads, spin): (usize, bool),
     files: &KokoroFiles,
-    (rewrite, snake): (bool, bool),
+    (rewrite, ops): (bool, bool),
     cache: &GraphCache,
     cached: &mut Option<PathBuf>,
     pending: &mut bool,
@@ -428,8 +428,8 @@ fn cpu_session(
     // tingshu's own operators, which a cached graph may hold too.
     let builder = |level| -> ort::Result<SessionBuilder> {
         let b = builder(env, level, threads, spin)?;
-        if snake {
-            b.with_operators(super::snake::operators()?)
+        if ops {
+            b.with_operators(super::ops::operators()?)
                 .map_err(Into::into)
         } else {
             Ok(b)
@@ -488,7 +488,7 @@ fn cpu_session(
             .with_config_entry("session.save_external_prepacked_constant_initializers", "1")?
             .with_log_level(ort::logging::LogLevel::Error)?;
     }
-    let session = match cpu_graph(&files.model, rewrite, snake) {
+    let session = match cpu_graph(&files.model, rewrite, ops) {
         Some(model) => b.commit_from_memory(&model),
         None => b.commit_from_file(&files.model),
     };
@@ -506,15 +506,15 @@ fn cpu_session(
 }
 
 /// The model as CPU sessions run it: with its convolutions rewritten
-/// (`rewrite`: same output bits, see [`super::rewrite`]) and its Snake
-/// activations fused (`snake`, see [`super::snake`]); `None` when neither
-/// is asked for or the model cannot be read (it is then loaded as it is).
-/// A change that fails is left out, with the other still made.
-fn cpu_graph(model: &Path, rewrite: bool, snake: bool) -> Option<Vec<u8>> {
+/// (`rewrite`, see [`super::rewrite`]) and parts of its generator given to
+/// tingshu's own operators (`ops`, see [`super::ops`]), both the same bits;
+/// `None` when neither is asked for or the model cannot be read (it is then
+/// loaded as it is). A change that fails is left out, the other still made.
+fn cpu_graph(model: &Path, rewrite: bool, ops: bool) -> Option<Vec<u8>> {
     let rewritten = rewrite
         .then(|| transformed(model, "rewritten", super::rewrite::rewrite))
         .flatten();
-    if !snake {
+    if !ops {
         return rewritten;
     }
     let bytes = match rewritten {
@@ -522,17 +522,17 @@ fn cpu_graph(model: &Path, rewrite: bool, snake: bool) -> Option<Vec<u8>> {
         None => std::fs::read(model).ok()?,
     };
     let started = std::time::Instant::now();
-    match super::snake::fuse(&bytes) {
+    match super::ops::apply(&bytes) {
         Ok((graph, n)) => {
             tracing::debug!(
                 operations = n,
                 ms = started.elapsed().as_millis() as u64,
-                "Kokoro graph's Snake activations fused"
+                "Kokoro graph given to tingshu's operators"
             );
             Some(graph)
         }
         Err(e) => {
-            tracing::debug!(model = %model.display(), problem = %e, "Kokoro graph's Snake activations not fused");
+            tracing::debug!(model = %model.display(), problem = %e, "Kokoro graph not given to tingshu's operators");
             Some(bytes)
         }
     }

@@ -6,18 +6,19 @@
 //!   their checks (sizes, sha256);
 //! - [`pack`]: voice packs (style vectors) and blends of them;
 //! - [`engine`]: ONNX Runtime sessions, one inference at a time each;
-//! - [`rewrite`], [`snake`], [`dequantize`]: the model's graph changed for
-//!   the CPU (same bits; a fused activation) and for a GPU (floats).
+//! - [`rewrite`], [`ops`], [`dequantize`]: the model's graph changed for the
+//!   CPU (the same bits: int8 products, operators of tingshu's own) and for
+//!   a GPU (floats).
 
 pub mod cuda;
 pub mod dequantize;
 pub mod engine;
 pub mod files;
 pub mod graph_cache;
+pub mod ops;
 pub mod pack;
 pub mod phonemes;
 pub mod rewrite;
-pub mod snake;
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;

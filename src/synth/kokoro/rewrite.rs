@@ -311,13 +311,13 @@ impl Node<'_> {
 }
 
 /// A tensor's type, shape and data (only the layouts the rewrite needs).
-struct Tensor {
-    data_type: i64,
-    dims: Vec<i64>,
-    data: Vec<u8>,
+pub(super) struct Tensor {
+    pub(super) data_type: i64,
+    pub(super) dims: Vec<i64>,
+    pub(super) data: Vec<u8>,
 }
 
-fn read_tensor(b: &[u8]) -> Result<Tensor, RewriteError> {
+pub(super) fn read_tensor(b: &[u8]) -> Result<Tensor, RewriteError> {
     let fields = read_fields(b)?;
     let dims = ints(&fields, 1)?;
     let data_type = ints(&fields, 2)?.last().copied().unwrap_or(0);

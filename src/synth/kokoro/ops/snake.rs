@@ -11,9 +11,9 @@
 //! ONNX Runtime's `Sin` costs about 2 ns a value on this CPU, ten times its
 //! `Tanh`, and the four element-wise passes around it each read and write
 //! the whole tensor again: on 2 cores the chains took about a fifth of an
-//! inference. [`fuse`] replaces each chain by one `Snake(x, α)` node of
-//! the domain [`DOMAIN`] (given α and the graph's 1/α), which [`operators`] computes in one pass over the
-//! tensor, on ONNX Runtime's own threads, with a polynomial sine.
+//! inference. [`fuse_graph`] replaces each chain by one `Snake(x, α, 1/α)`
+//! node of tingshu's domain ([`super::DOMAIN`]), which [`Snake`] computes
+//! in one pass over the tensor, on ONNX Runtime's own threads.
 //!
 //! The same bits: every product and sum is the one the graph makes, in
 //! the same order, and the sine is ONNX Runtime's own, written again
@@ -22,7 +22,7 @@
 //! (length mod 4) values, and so does this operator. Tests check the sine
 //! and a fused graph against ONNX Runtime bit for bit, and the CLI tests
 //! that a preview's WAV is byte-identical with and without the fusion
-//! (`TINGSHU_KOKORO_SNAKE=0` keeps the model's own nodes). (A polynomial
+//! (`TINGSHU_KOKORO_OPS=0` keeps the model's own nodes). (A polynomial
 //! sine of our own, as accurate but not the same in the last bits, moved
 //! samples by up to 0.1: the generator carries last-bit changes into the
 //! waveform's fine detail.)
@@ -30,65 +30,14 @@
 use std::collections::HashMap;
 
 use ort::operator::{
-    BoxedKernel, ComputeContext, KernelContext, Operator, OperatorDomain, OperatorInput,
-    OperatorOutput,
+    BoxedKernel, ComputeContext, KernelContext, Operator, OperatorInput, OperatorOutput,
 };
 use ort::value::TensorElementType;
 
-use super::rewrite::{RewriteError, Value, ints, put_bytes, put_int, read_fields, read_node, utf8};
-
-/// The operator domain of tingshu's own operators.
-pub const DOMAIN: &str = "ai.tingshu";
-
-/// Changes when the fused operator or its sine change (part of the
-/// optimized graph's cache key).
-pub const VERSION: &str = "snake1";
-
-/// Whether CPU sessions fuse Snake: unless the environment sets
-/// `TINGSHU_KOKORO_SNAKE=0` (to compare with the model's own nodes).
-pub fn enabled() -> bool {
-    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| std::env::var_os("TINGSHU_KOKORO_SNAKE").is_none_or(|v| v != "0"))
-}
-
-/// The operators [`fuse`] puts in a graph, for a session to register.
-pub fn operators() -> ort::Result<OperatorDomain> {
-    OperatorDomain::new(DOMAIN)?.add(Snake)
-}
+use super::super::rewrite::{RewriteError, Value, ints, put_bytes, read_fields, read_node, utf8};
+use super::{DOMAIN, Parts, default_domain};
 
 // --- The graph pass -----------------------------------------------------------
-
-/// The model with every Snake chain replaced by one `Snake` node, and how
-/// many were replaced. Chains whose intermediate values are read elsewhere,
-/// or that differ in any way from the pattern above, stay as they are.
-pub fn fuse(model: &[u8]) -> Result<(Vec<u8>, usize), RewriteError> {
-    let fields = read_fields(model)?;
-    let mut out = Vec::with_capacity(model.len());
-    let mut fused = None;
-    for f in &fields {
-        match (f.number, f.value) {
-            (7, Value::Bytes(graph)) if fused.is_none() => {
-                let (graph, n) = fuse_graph(graph)?;
-                put_bytes(&mut out, 7, &graph);
-                fused = Some(n);
-            }
-            _ => out.extend_from_slice(f.raw),
-        }
-    }
-    let n = fused.ok_or(RewriteError::NoGraph)?;
-    if n > 0 {
-        // opset_import { domain: DOMAIN, version: 1 }
-        let mut opset = Vec::new();
-        put_bytes(&mut opset, 1, DOMAIN.as_bytes());
-        put_int(&mut opset, 2, 1);
-        put_bytes(&mut out, 8, &opset);
-    }
-    Ok((out, n))
-}
-
-fn default_domain(domain: &[u8]) -> bool {
-    domain.is_empty() || domain == b"ai.onnx"
-}
 
 /// A float scalar's value from a `TensorProto`'s bytes (a scalar, or a
 /// tensor of one value).
@@ -107,7 +56,10 @@ fn float_scalar(tensor: &[u8]) -> Option<f32> {
     })
 }
 
-fn fuse_graph(graph: &[u8]) -> Result<(Vec<u8>, usize), RewriteError> {
+/// `graph` with every Snake chain replaced by one `Snake` node, and how
+/// many were replaced. Chains whose intermediate values are read elsewhere,
+/// or that differ in any way from the pattern above, stay as they are.
+pub(super) fn fuse_graph(graph: &[u8]) -> Result<(Vec<u8>, usize), RewriteError> {
     let fields = read_fields(graph)?;
     let mut nodes = Vec::new();
     let mut node_field = Vec::new();
@@ -161,7 +113,7 @@ fn fuse_graph(graph: &[u8]) -> Result<(Vec<u8>, usize), RewriteError> {
             _ => {}
         }
     }
-    if nodes.iter().any(super::rewrite::Node::has_subgraph) {
+    if nodes.iter().any(super::super::rewrite::Node::has_subgraph) {
         // The uses of a name inside a subgraph are not visible here.
         return Ok((graph.to_vec(), 0));
     }
@@ -238,7 +190,7 @@ fn fuse_graph(graph: &[u8]) -> Result<(Vec<u8>, usize), RewriteError> {
         debug_assert_eq!(node_field[index], i);
         if let Some((x, alpha, beta, y)) = snakes.get(&index) {
             let name = format!("tingshu_snake_{index}");
-            let mut n = super::rewrite::node("Snake", &name, &[x, alpha, beta], &[y], &[]);
+            let mut n = super::super::rewrite::node("Snake", &name, &[x, alpha, beta], &[y], &[]);
             put_bytes(&mut n, 7, DOMAIN.as_bytes());
             put_bytes(&mut out, 1, &n);
         } else if !removed[index] {
@@ -252,7 +204,7 @@ fn fuse_graph(graph: &[u8]) -> Result<(Vec<u8>, usize), RewriteError> {
 
 /// `Snake(x, α, β)`: `x + β·sin²(α·x)`, x of shape [N, C, …] (float), α
 /// and β (the graph's 1/α) with C values each.
-struct Snake;
+pub(super) struct Snake;
 
 impl Operator for Snake {
     type Kernel<'attr> = BoxedKernel<'attr>;
@@ -283,13 +235,6 @@ impl Operator for Snake {
     }
 }
 
-/// A pointer to the output that the parallel rows write to, each its own
-/// part.
-struct Rows(*mut f32);
-// SAFETY: every row index is handed to one call, and rows do not overlap.
-unsafe impl Send for Rows {}
-unsafe impl Sync for Rows {}
-
 fn compute(ctx: &ComputeContext) -> ort::Result<()> {
     let missing = || ort::Error::new("Snake: an input is missing");
     let x = ctx.input(0)?.ok_or_else(missing)?;
@@ -317,7 +262,7 @@ fn compute(ctx: &ComputeContext) -> ort::Result<()> {
     // ONNX Runtime's Sin takes the tensor 4 values at a time, then the rest
     // one by one.
     let vectored = xs.len() - xs.len() % 4;
-    let out = Rows(ys.as_mut_ptr());
+    let out = Parts(ys.as_mut_ptr());
     let row = |r: usize| {
         let out = &out;
         let x = &xs[r * len..(r + 1) * len];
@@ -504,8 +449,9 @@ pub(super) mod ort_sin {
 
 #[cfg(test)]
 mod tests {
+    use super::super::apply as fuse;
     use super::*;
-    use crate::synth::kokoro::rewrite::{Field, node, tensor};
+    use crate::synth::kokoro::rewrite::{Field, node, put_int, tensor};
 
     /// |sin m| as [`ort_sin`] computes it, with the far path where needed.
     fn abs_sin(m: f32) -> f32 {
@@ -602,7 +548,7 @@ mod tests {
     }
 
     fn runtime() -> Option<ort::environment::Environment> {
-        let files = super::super::KokoroFiles::locate(None);
+        let files = crate::synth::kokoro::KokoroFiles::locate(None);
         if !files.installed() {
             assert!(
                 std::env::var_os("TINGSHU_REQUIRE_SERVICES").is_none_or(|v| v != "1"),
@@ -613,7 +559,7 @@ mod tests {
             return None;
         }
         Some(
-            super::super::engine::warm_runtime(&files.runtime)
+            crate::synth::kokoro::engine::warm_runtime(&files.runtime)
                 .unwrap()
                 .0,
         )
@@ -740,7 +686,7 @@ mod tests {
         let t = x.len() / 3;
         let mut session = ort::session::Session::builder(env)
             .unwrap()
-            .with_operators(operators().unwrap())
+            .with_operators(super::super::operators().unwrap())
             .unwrap()
             .commit_from_memory(model)
             .unwrap();
