@@ -408,14 +408,18 @@ fn tingshus_own_operators_speak_the_same_bits_as_the_models_nodes() {
     let (fused, fused_clips) = preview_clips_env(data.path(), text, &[("TINGSHU_KOKORO_OPS", "1")]);
     let caches = graph_caches(data.path());
     assert_eq!((plain.len(), caches.len()), (1, 1), "{plain:?} {caches:?}");
-    assert_ne!(plain[0], caches[0], "each graph has its own cache key");
-    // The cached graph holds tingshu's operators.
-    let graph = std::fs::read(caches[0].join(tingshu::synth::kokoro::graph_cache::GRAPH)).unwrap();
-    let has = |s: &str| graph.windows(s.len()).any(|w| w == s.as_bytes());
-    assert!(
-        has("ai.tingshu") && has("Snake") && has("Stft"),
-        "tingshu's operators are not in the cached graph"
-    );
+    // Where they are used (x86-64), the cached graph holds tingshu's
+    // operators, under a key of its own.
+    if tingshu::synth::kokoro::ops::enabled() {
+        assert_ne!(plain[0], caches[0], "each graph has its own cache key");
+        let graph =
+            std::fs::read(caches[0].join(tingshu::synth::kokoro::graph_cache::GRAPH)).unwrap();
+        let has = |s: &str| graph.windows(s.len()).any(|w| w == s.as_bytes());
+        assert!(
+            has("ai.tingshu") && has("Snake") && has("Stft"),
+            "tingshu's operators are not in the cached graph"
+        );
+    }
     // The clips as the model made them (read back by hound), and the WAV.
     assert!(clips.len() >= 3, "{} clips", clips.len());
     assert!(clips.iter().all(|c| c.len() > 4_800));

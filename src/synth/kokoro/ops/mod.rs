@@ -27,11 +27,17 @@ pub const DOMAIN: &str = "ai.tingshu";
 /// graph's cache key).
 pub const VERSION: &str = "ops2";
 
-/// Whether CPU sessions use tingshu's operators: unless the environment sets
-/// `TINGSHU_KOKORO_OPS=0`.
+/// Whether CPU sessions use tingshu's operators: on x86-64, unless the
+/// environment sets `TINGSHU_KOKORO_OPS=0`. Elsewhere ONNX Runtime's build
+/// computes its sine with other instructions (on ARM, Eigen's sine uses
+/// fused multiply-adds and other constants), which these operators do not
+/// reproduce, so the model's own nodes run there.
 pub fn enabled() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| std::env::var_os("TINGSHU_KOKORO_OPS").is_none_or(|v| v != "0"))
+    *ON.get_or_init(|| {
+        cfg!(target_arch = "x86_64")
+            && std::env::var_os("TINGSHU_KOKORO_OPS").is_none_or(|v| v != "0")
+    })
 }
 
 /// The operators [`apply`] puts in a graph, for a session to register.

@@ -458,6 +458,10 @@ mod tests {
 
     #[test]
     fn onnx_runtime_computes_the_same_bits_from_both_graphs() {
+        if !cfg!(target_arch = "x86_64") {
+            eprintln!("skipped: tingshu's operators are used on x86-64 only");
+            return;
+        }
         let files = crate::synth::kokoro::KokoroFiles::locate(None);
         if !files.installed() {
             assert!(
