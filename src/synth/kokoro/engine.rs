@@ -365,9 +365,14 @@ type GraphTransform = fn(&[u8]) -> Result<(Vec<u8>, usize), super::rewrite::Rewr
 /// changed: the model is then loaded as it is. Only a damaged model fails
 /// to parse, and its checksum says so.
 fn transformed(model: &Path, how: &str, transform: GraphTransform) -> Option<Vec<u8>> {
+    changed(&std::fs::read(model).ok()?, model, how, transform)
+}
+
+/// `bytes` (of `model`) changed by `transform`, or `None` when they cannot
+/// be; either way said in the debug log.
+fn changed(bytes: &[u8], model: &Path, how: &str, transform: GraphTransform) -> Option<Vec<u8>> {
     let started = std::time::Instant::now();
-    let bytes = std::fs::read(model).ok()?;
-    match transform(&bytes) {
+    match transform(bytes) {
         Ok((graph, n)) => {
             tracing::debug!(
                 operations = n,
@@ -521,21 +526,13 @@ fn cpu_graph(model: &Path, rewrite: bool, ops: bool) -> Option<Vec<u8>> {
         Some(b) => b,
         None => std::fs::read(model).ok()?,
     };
-    let started = std::time::Instant::now();
-    match super::ops::apply(&bytes) {
-        Ok((graph, n)) => {
-            tracing::debug!(
-                operations = n,
-                ms = started.elapsed().as_millis() as u64,
-                "Kokoro graph given to tingshu's operators"
-            );
-            Some(graph)
-        }
-        Err(e) => {
-            tracing::debug!(model = %model.display(), problem = %e, "Kokoro graph not given to tingshu's operators");
-            Some(bytes)
-        }
-    }
+    changed(
+        &bytes,
+        model,
+        "given to tingshu's operators",
+        super::ops::apply,
+    )
+    .or(Some(bytes))
 }
 
 fn infer(

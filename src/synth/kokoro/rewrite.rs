@@ -700,11 +700,18 @@ fn plan(
     }))
 }
 
+/// Small models built by hand for the graph changes' tests, and the
+/// runtime they run in.
 #[cfg(test)]
-mod tests {
+pub(super) mod fixtures {
     use super::*;
 
-    fn value_info(name: &str, elem_type: i64, dims: &[Option<i64>]) -> Vec<u8> {
+    /// A tensor's `ValueInfoProto` (`None`: a symbolic dimension).
+    pub(in crate::synth::kokoro) fn value_info(
+        name: &str,
+        elem_type: i64,
+        dims: &[Option<i64>],
+    ) -> Vec<u8> {
         let mut shape = Vec::new();
         for d in dims {
             let mut dim = Vec::new();
@@ -724,6 +731,63 @@ mod tests {
         put_bytes(&mut v, 2, &ty);
         v
     }
+
+    /// A model (IR 8, opset 17) of graph `g`.
+    pub(in crate::synth::kokoro) fn model_of(g: &[u8]) -> Vec<u8> {
+        let mut m = Vec::new();
+        put_int(&mut m, 1, 8);
+        let mut opset = Vec::new();
+        put_bytes(&mut opset, 1, b"");
+        put_int(&mut opset, 2, 17);
+        put_bytes(&mut m, 8, &opset);
+        put_bytes(&mut m, 7, g);
+        m
+    }
+
+    /// The op types of `model`'s nodes, in order.
+    pub(in crate::synth::kokoro) fn op_types(model: &[u8]) -> Vec<String> {
+        let fields = read_fields(model).unwrap();
+        let Value::Bytes(g) = fields.iter().find(|f| f.number == 7).unwrap().value else {
+            panic!("no graph")
+        };
+        read_fields(g)
+            .unwrap()
+            .iter()
+            .filter_map(|f| match (f.number, f.value) {
+                (1, Value::Bytes(b)) => {
+                    Some(String::from_utf8(read_node(b).unwrap().op_type.to_vec()).unwrap())
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// ONNX Runtime from the installed files, or `None` (the test is then
+    /// skipped) where they are not installed and the run does not require
+    /// them.
+    pub(in crate::synth::kokoro) fn runtime() -> Option<ort::environment::Environment> {
+        let files = super::super::KokoroFiles::locate(None);
+        if !files.installed() {
+            assert!(
+                std::env::var_os("TINGSHU_REQUIRE_SERVICES").is_none_or(|v| v != "1"),
+                "ONNX Runtime is not installed in {} (scripts/install-kokoro.sh)",
+                files.root.display()
+            );
+            eprintln!("skipped: ONNX Runtime is not installed (scripts/install-kokoro.sh)");
+            return None;
+        }
+        Some(
+            super::super::engine::warm_runtime(&files.runtime)
+                .unwrap()
+                .0,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fixtures::{runtime, value_info};
+    use super::*;
 
     /// Deterministic bytes spread over 0..=255.
     fn bytes(n: usize, seed: u32) -> Vec<u8> {
@@ -903,21 +967,11 @@ mod tests {
 
     #[test]
     fn onnx_runtime_computes_the_same_integers_from_both_graphs() {
-        let files = super::super::KokoroFiles::locate(None);
-        if !files.installed() {
-            assert!(
-                std::env::var_os("TINGSHU_REQUIRE_SERVICES").is_none_or(|v| v != "1"),
-                "ONNX Runtime is not installed in {} (scripts/install-kokoro.sh)",
-                files.root.display()
-            );
-            eprintln!("skipped: ONNX Runtime is not installed (scripts/install-kokoro.sh)");
-            return;
-        }
+        let Some(env) = runtime() else { return };
         if !exact_here() {
             eprintln!("skipped: this CPU has no VNNI, so the rewrite is not used here");
             return;
         }
-        let (env, _) = super::super::engine::warm_runtime(&files.runtime).unwrap();
         let original = model();
         let (rewritten, _) = rewrite(&original).unwrap();
         for (t, seed) in [(9, 3), (1, 4), (2, 5), (40, 6)] {

@@ -412,21 +412,30 @@ pub(super) mod ort_sin {
         0x3c43_9041,
     ];
 
-    /// Word j of the reduction's table: 32 bits of 2/π / 4 from bit
-    /// 8·(j − 3), zeros before and after.
-    fn word(j: usize) -> u32 {
+    /// The reduction's table, made once at compile time: word j holds 32
+    /// bits of 2/π / 4 from bit 8·(j − 3), zeros before and after.
+    const TABLE: [u32; 27] = {
+        // 2/π / 4 as bytes, three zero bytes first and three after.
         let mut bytes = [0u8; 30];
-        let mut bits = [0u8; 24];
-        for (i, w) in TWO_OVER_PI_BITS.iter().enumerate() {
-            bits[4 * i..4 * i + 4].copy_from_slice(&w.to_be_bytes());
+        let mut i = 0;
+        while i < 24 {
+            let byte = (TWO_OVER_PI_BITS[i / 4] >> (24 - 8 * (i % 4))) as u8;
+            let prev = if i == 0 {
+                0
+            } else {
+                (TWO_OVER_PI_BITS[(i - 1) / 4] >> (24 - 8 * ((i - 1) % 4))) as u8
+            };
+            bytes[3 + i] = (byte >> 2) | (prev << 6);
+            i += 1;
         }
-        // shifted right by 2 bits
-        for i in (0..24).rev() {
-            let prev = if i == 0 { 0 } else { bits[i - 1] };
-            bytes[3 + i] = (bits[i] >> 2) | (prev << 6);
+        let mut table = [0u32; 27];
+        let mut j = 0;
+        while j < 27 {
+            table[j] = u32::from_be_bytes([bytes[j], bytes[j + 1], bytes[j + 2], bytes[j + 3]]);
+            j += 1;
         }
-        u32::from_be_bytes([bytes[j], bytes[j + 1], bytes[j + 2], bytes[j + 3]])
-    }
+        table
+    };
 
     /// a − q·π/2 and q, for a finite a ≥ [`HUGE`] (Payne and Hanek): a's
     /// 24 bits times the 96 bits of 2/π that matter at its exponent, in
@@ -436,7 +445,7 @@ pub(super) mod ort_sin {
         let e = (bits >> 23).wrapping_sub(118);
         let mantissa = ((bits & 0x007f_ffff) | 0x0080_0000) << (e & 7);
         let i = (e >> 3) as usize;
-        let (t1, t2, t3) = (word(i - 1), word(i + 3), word(i + 7));
+        let (t1, t2, t3) = (TABLE[i - 1], TABLE[i + 3], TABLE[i + 7]);
         let mut p = u64::from(mantissa) * u64::from(t3);
         p = u64::from(mantissa) * u64::from(t2) + (p >> 32);
         p = (u64::from(mantissa.wrapping_mul(t1)) << 32).wrapping_add(p);
@@ -451,7 +460,8 @@ pub(super) mod ort_sin {
 mod tests {
     use super::super::apply as fuse;
     use super::*;
-    use crate::synth::kokoro::rewrite::{Field, node, put_int, tensor};
+    use crate::synth::kokoro::rewrite::fixtures::{self, model_of};
+    use crate::synth::kokoro::rewrite::{node, put_int, tensor};
 
     /// |sin m| as [`ort_sin`] computes it, with the far path where needed.
     fn abs_sin(m: f32) -> f32 {
@@ -553,55 +563,12 @@ mod tests {
             eprintln!("skipped: tingshu's operators are used on x86-64 only");
             return None;
         }
-        let files = crate::synth::kokoro::KokoroFiles::locate(None);
-        if !files.installed() {
-            assert!(
-                std::env::var_os("TINGSHU_REQUIRE_SERVICES").is_none_or(|v| v != "1"),
-                "ONNX Runtime is not installed in {} (scripts/install-kokoro.sh)",
-                files.root.display()
-            );
-            eprintln!("skipped: ONNX Runtime is not installed (scripts/install-kokoro.sh)");
-            return None;
-        }
-        Some(
-            crate::synth::kokoro::engine::warm_runtime(&files.runtime)
-                .unwrap()
-                .0,
-        )
+        fixtures::runtime()
     }
 
-    /// A float tensor's `ValueInfoProto` (`None`: a symbolic dimension).
+    /// A float tensor's `ValueInfoProto`.
     fn info(name: &str, dims: &[Option<i64>]) -> Vec<u8> {
-        let mut shape = Vec::new();
-        for d in dims {
-            let mut dim = Vec::new();
-            match d {
-                Some(v) => put_int(&mut dim, 1, *v),
-                None => put_bytes(&mut dim, 2, b"T"),
-            }
-            put_bytes(&mut shape, 1, &dim);
-        }
-        let mut tt = Vec::new();
-        put_int(&mut tt, 1, 1);
-        put_bytes(&mut tt, 2, &shape);
-        let mut ty = Vec::new();
-        put_bytes(&mut ty, 1, &tt);
-        let mut v = Vec::new();
-        put_bytes(&mut v, 1, name.as_bytes());
-        put_bytes(&mut v, 2, &ty);
-        v
-    }
-
-    /// A model (opset 17) of graph `g`.
-    fn model_of(g: &[u8]) -> Vec<u8> {
-        let mut m = Vec::new();
-        put_int(&mut m, 1, 8);
-        let mut opset = Vec::new();
-        put_bytes(&mut opset, 1, b"");
-        put_int(&mut opset, 2, 17);
-        put_bytes(&mut m, 8, &opset);
-        put_bytes(&mut m, 7, g);
-        m
+        fixtures::value_info(name, 1, dims)
     }
 
     /// x [1, 3, T] → the exported chain (α of 3 values, the exponent from
@@ -647,30 +614,13 @@ mod tests {
         model_of(&g)
     }
 
-    fn ops(model: &[u8]) -> Vec<String> {
-        let fields = read_fields(model).unwrap();
-        let Value::Bytes(g) = fields.iter().find(|f| f.number == 7).unwrap().value else {
-            panic!("no graph")
-        };
-        read_fields(g)
-            .unwrap()
-            .iter()
-            .filter_map(|f: &Field| match (f.number, f.value) {
-                (1, Value::Bytes(b)) => {
-                    Some(String::from_utf8(read_node(b).unwrap().op_type.to_vec()).unwrap())
-                }
-                _ => None,
-            })
-            .collect()
-    }
-
     #[test]
     fn the_chain_becomes_one_node_and_the_rest_stays() {
         let original = model(false);
         let (fused, n) = fuse(&original).unwrap();
         assert_eq!(n, 1);
         assert_eq!(
-            ops(&fused),
+            fixtures::op_types(&fused),
             ["Constant", "Reciprocal", "Snake", "Add", "Mul"]
         );
         assert_eq!(fuse(&original).unwrap().0, fused, "deterministic");

@@ -340,6 +340,7 @@ impl Bluestein {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::synth::kokoro::rewrite::fixtures::{model_of, op_types, runtime, value_info};
     use crate::synth::kokoro::rewrite::{node, put_int, tensor};
 
     /// signal [1, L] → STFT (step 5, a 20-sample Hann window, frame length
@@ -371,60 +372,17 @@ mod tests {
             5,
             &tensor("length", INT64, &[], &20i64.to_le_bytes()),
         );
-        let info = |name: &str, dims: &[Option<i64>]| {
-            let mut shape = Vec::new();
-            for d in dims {
-                let mut dim = Vec::new();
-                match d {
-                    Some(v) => put_int(&mut dim, 1, *v),
-                    None => put_bytes(&mut dim, 2, b"T"),
-                }
-                put_bytes(&mut shape, 1, &dim);
-            }
-            let mut tt = Vec::new();
-            put_int(&mut tt, 1, FLOAT);
-            put_bytes(&mut tt, 2, &shape);
-            let mut ty = Vec::new();
-            put_bytes(&mut ty, 1, &tt);
-            let mut v = Vec::new();
-            put_bytes(&mut v, 1, name.as_bytes());
-            put_bytes(&mut v, 2, &ty);
-            v
-        };
+        let info = |name: &str, dims: &[Option<i64>]| value_info(name, FLOAT, dims);
         put_bytes(&mut g, 11, &info("x", &[Some(1), None]));
         put_bytes(&mut g, 12, &info("y", &[Some(1), None, Some(11), Some(2)]));
-        let mut m = Vec::new();
-        put_int(&mut m, 1, 8);
-        let mut opset = Vec::new();
-        put_bytes(&mut opset, 1, b"");
-        put_int(&mut opset, 2, 17);
-        put_bytes(&mut m, 8, &opset);
-        put_bytes(&mut m, 7, &g);
-        m
-    }
-
-    fn ops(model: &[u8]) -> Vec<String> {
-        let fields = read_fields(model).unwrap();
-        let Value::Bytes(g) = fields.iter().find(|f| f.number == 7).unwrap().value else {
-            panic!("no graph")
-        };
-        read_fields(g)
-            .unwrap()
-            .iter()
-            .filter_map(|f| match (f.number, f.value) {
-                (1, Value::Bytes(b)) => {
-                    Some(String::from_utf8(read_node(b).unwrap().op_type.to_vec()).unwrap())
-                }
-                _ => None,
-            })
-            .collect()
+        model_of(&g)
     }
 
     #[test]
     fn the_transform_becomes_tingshus_and_a_power_of_two_stays() {
         let (replaced, n) = super::super::apply(&model()).unwrap();
         assert_eq!(n, 1);
-        assert_eq!(ops(&replaced), ["Stft"]);
+        assert_eq!(op_types(&replaced), ["Stft"]);
         assert_eq!(super::super::apply(&replaced).unwrap().1, 0);
         // A 16-sample window: ONNX Runtime's radix-2 path, left alone.
         let window: Vec<u8> = (0..16).flat_map(|k| (k as f32).to_le_bytes()).collect();
@@ -462,17 +420,7 @@ mod tests {
             eprintln!("skipped: tingshu's operators are used on x86-64 only");
             return;
         }
-        let files = crate::synth::kokoro::KokoroFiles::locate(None);
-        if !files.installed() {
-            assert!(
-                std::env::var_os("TINGSHU_REQUIRE_SERVICES").is_none_or(|v| v != "1"),
-                "ONNX Runtime is not installed in {} (scripts/install-kokoro.sh)",
-                files.root.display()
-            );
-            eprintln!("skipped: ONNX Runtime is not installed (scripts/install-kokoro.sh)");
-            return;
-        }
-        let (env, _) = crate::synth::kokoro::engine::warm_runtime(&files.runtime).unwrap();
+        let Some(env) = runtime() else { return };
         let original = model();
         let (replaced, _) = super::super::apply(&original).unwrap();
         for (len, seed) in [(21usize, 1u32), (24, 2), (137, 3), (4801, 4), (24_000, 5)] {
