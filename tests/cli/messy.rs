@@ -519,6 +519,7 @@ const JOURNEY_CAST: &[(&str, bool)] = &[
     ("樵子", false),
     ("老僧", false),
     ("伯钦", false),
+    ("李天王", false),
     ("僧官", false),
     ("如来", false),
     ("土地", false),
