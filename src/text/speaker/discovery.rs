@@ -170,6 +170,21 @@ fn with_given_names(
 /// How many clauses a full name's given name must open to be its alias.
 const MIN_GIVEN_SUBJECT: usize = 3;
 
+/// Role nouns of three characters that a two-character string grows into
+/// (老太 → 老太太), though they have no surname.
+const LONG_ROLE_NOUNS: &[&str] = &[
+    "老太太",
+    "老太婆",
+    "老婆子",
+    "老头子",
+    "老頭子",
+    "老大娘",
+    "老大爷",
+    "老大爺",
+    "小伙子",
+    "小夥子",
+];
+
 /// How many names a book's cast may hold.
 const MAX_NAMES: usize = 150;
 
@@ -348,9 +363,15 @@ fn select_names(
         let often_subject = has_surname(s)
             && subjects.get(s).copied().unwrap_or(0) >= 4
             && s.chars().nth(1).is_some_and(|c| !is_non_name_char(c));
-        // 李向前: a full name that opens many clauses may hold a character
-        // that seldom stands inside a name.
-        let full_subject = n == 3 && has_surname(s) && subjects.get(s).copied().unwrap_or(0) >= 8;
+        // 李向前, 王世才: a full name that opens many clauses may hold a
+        // character that seldom stands inside or at the end of a name.
+        // Nearly every clause its first two characters open goes on with
+        // its third (not 文龙在 of 文龙在家).
+        let full_subject = n == 3 && has_surname(s) && {
+            let opens = |s: &str| subjects.get(s).copied().unwrap_or(0);
+            let two = s.char_indices().nth(2).map_or(s, |(at, _)| &s[..at]);
+            opens(s) >= 8 && opens(s) * 5 >= opens(two) * 4
+        };
         chars
             .next()
             .is_some_and(|c| !is_non_name_char(c) || often_subject)
@@ -363,7 +384,7 @@ fn select_names(
                     .nth(n - 2)
                     .is_none_or(|(at, _)| !is_not_name(&s[at..])))
             && !has_speech_verb(s)
-            && (n < 3 || !s.chars().last().is_some_and(is_non_name_tail))
+            && (n < 3 || full_subject || !s.chars().last().is_some_and(is_non_name_tail))
             && (n < 4
                 || COMPOUND_SURNAMES.iter().any(|c| s.starts_with(c))
                 || CROWDS.iter().any(|c| s.ends_with(c)))
@@ -396,7 +417,9 @@ fn select_names(
                 .map(|v| {
                     v.iter()
                         .copied()
-                        .filter(|(k, _)| plausible(k) && has_surname(k))
+                        .filter(|(k, _)| {
+                            plausible(k) && (has_surname(k) || LONG_ROLE_NOUNS.contains(k))
+                        })
                         .collect()
                 })
                 .unwrap_or_default();

@@ -3,7 +3,7 @@
 
 use aho_corasick::{AhoCorasickBuilder, MatchKind};
 
-use super::clause::is_punct;
+use super::clause::{clause_start, is_punct, opens_clause};
 use super::{Discovered, ParagraphView};
 
 use crate::text::cast::Gender;
@@ -281,6 +281,24 @@ const HAS_WIFE: &[&str] = &[
     "的婆娘",
 ];
 
+/// True when `s` holds the end of a sentence outside quotes (周大山说：“走。”他…
+/// is one sentence).
+fn ends_sentence(s: &str) -> bool {
+    let mut depth = 0usize;
+    for c in s.chars() {
+        match c {
+            '“' | '「' | '『' => depth += 1,
+            '”' | '」' | '』' => depth = depth.saturating_sub(1),
+            '。' | '！' | '？' | '!' | '?' | '；' if depth == 0 => return true,
+            _ => {}
+        }
+    }
+    false
+}
+
+/// After a name, what makes it a possessor (李向前的病房, 贾政之女).
+const POSSESSIVE: &[&str] = &["的", "之"];
+
 fn any_prefix(s: &str, words: &[&str]) -> bool {
     words.iter().any(|w| s.starts_with(w))
 }
@@ -344,7 +362,8 @@ pub fn guess_genders(found: &mut [Discovered], chapters: &[Vec<ParagraphView<'_>
     let mut evidence = vec![GenderEvidence::default(); found.len()];
     let (mut she_total, mut he_total) = (0usize, 0usize);
     for p in chapters.iter().flatten() {
-        let mut last: Option<usize> = None;
+        // The last name, and where it ends.
+        let mut last: Option<(usize, usize)> = None;
         for m in matcher.find_iter(p.text) {
             let pat = m.pattern().as_usize();
             match owner[pat] {
@@ -353,7 +372,7 @@ pub fn guess_genders(found: &mut [Discovered], chapters: &[Vec<ParagraphView<'_>
                         Gender::Female => evidence[i].female_titles += 1,
                         _ => evidence[i].male_titles += 1,
                     }
-                    last = Some(i);
+                    last = Some((i, m.end()));
                 }
                 Some(i) => {
                     let e = &mut evidence[i];
@@ -372,7 +391,14 @@ pub fn guess_genders(found: &mut [Discovered], chapters: &[Vec<ParagraphView<'_>
                     } else if any_suffix(before, MALE_BEFORE) {
                         e.male_titles += 1;
                     }
-                    last = Some(i);
+                    // 李向前的病房前，她…: a possessor is not what the
+                    // next pronoun stands for (the subject before it still is)…
+                    // Nor is a name that does not open its clause (兰花听满银这么说，她…).
+                    let subject =
+                        opens_clause(&p.text[clause_start(p.text, m.start(), 0)..m.start()]);
+                    if subject && !any_prefix(after, POSSESSIVE) {
+                        last = Some((i, m.end()));
+                    }
                 }
                 None => {
                     match words[pat] {
@@ -386,8 +412,11 @@ pub fn guess_genders(found: &mut [Discovered], chapters: &[Vec<ParagraphView<'_>
                         .chars()
                         .next_back()
                         .is_none_or(|c| is_punct(c) || matches!(c, '”' | '」' | '’' | '』'));
-                    if let Some(i) = last.take()
+                    // …and only within the name's sentence.
+                    let same_sentence = |from: usize| !ends_sentence(&p.text[from..m.start()]);
+                    if let Some((i, from)) = last.take()
                         && opens_clause
+                        && same_sentence(from)
                     {
                         match words[pat] {
                             "他" => evidence[i].he += 1,
@@ -755,6 +784,22 @@ mod tests {
         // Evidence absent: unknown with no confidence.
         assert_eq!(got[4].1.guess().confidence, 0.0);
         assert!(got[0].1.guess().confidence > 0.5);
+    }
+
+    #[test]
+    fn a_pronoun_stands_for_a_subject_of_its_own_sentence() {
+        let names: &[(&str, &[&str])] = &[("高远", &[]), ("叶青", &[])];
+        let lines = [
+            // Not a subject, a possessor, the sentence before: 她 is someone else.
+            "叶青听高远这么说，她笑了。",
+            "叶青走到高远的床前，她坐下了。",
+            "高远走了。她一个人留在屋里。",
+            // The subject, across a quote: 他 is 高远.
+            "高远说：“走。”他转身出了门。",
+        ];
+        let got = guessed(names, &lines);
+        assert_eq!((got[0].1.she, got[0].1.he), (0, 1));
+        assert_eq!((got[1].1.she, got[1].1.he), (2, 0));
     }
 
     #[test]
