@@ -149,7 +149,8 @@ pub fn suggest_cast(text: &str, book: &str) -> String {
     cast.to_toml_with_notes(&notes)
 }
 
-/// `gender female, confidence 0.87: 她 12, 他 3, titles 4 female / 0 male, name female (weak)`.
+/// `gender female, confidence 0.87: 她 12, 他 3, titles 4 female / 0 male, name female (weak),
+/// words around female (+0.152 over 340)`.
 fn gender_note(e: &crate::text::speaker::GenderEvidence) -> String {
     let guess = e.guess();
     let name = match (e.name, e.name_strong) {
@@ -159,7 +160,8 @@ fn gender_note(e: &crate::text::speaker::GenderEvidence) -> String {
         (g, false) => format!("{} (weak)", g.as_str()),
     };
     format!(
-        "gender {}, confidence {:.2}: 她 {}, 他 {}{}, titles {} female / {} male, name {name}",
+        "gender {}, confidence {:.2}: 她 {}, 他 {}{}, titles {} female / {} male, name {name}, \
+         words around {} ({:+.3} over {})",
         guess.gender.as_str(),
         guess.confidence,
         e.she,
@@ -171,6 +173,12 @@ fn gender_note(e: &crate::text::speaker::GenderEvidence) -> String {
         },
         e.female_titles,
         e.male_titles,
+        match e.context() {
+            crate::text::Gender::Unknown => "none",
+            g => g.as_str(),
+        },
+        f32::from(e.context_milli) / 1000.0,
+        e.context_words,
     )
 }
 

@@ -137,6 +137,12 @@ pub struct GenderEvidence {
     pub book_has_she: bool,
     /// Share of 她 among the book's 他 and 她, in percent (when it writes 她).
     pub she_percent: u8,
+    /// The words around the name, against those around the book's
+    /// characters whose gender the rest of the evidence settles: mean
+    /// log-odds per word, in thousandths (above 0 as the women's, below 0
+    /// as the men's), over `context_words` words.
+    pub context_milli: i16,
+    pub context_words: u32,
 }
 
 impl GenderEvidence {
@@ -149,6 +155,17 @@ impl GenderEvidence {
 /// Weight of a co-referring 他 in a book that never writes 她 (where 他
 /// stands for women too): a hint that many men are men, no more.
 const HE_WITHOUT_SHE: f32 = 0.05;
+
+/// Weight of the words around a name (a weak hint, as a given-name
+/// character is): enough alone to say a gender with little confidence,
+/// never enough against pronouns or titles.
+const CONTEXT_WEIGHT: f32 = 1.0;
+/// How far the words around a name must lean (mean log-odds per word, in
+/// thousandths) over how many words.
+const CONTEXT_MIN_MILLI: i16 = 50;
+const CONTEXT_MIN_WORDS: u32 = 50;
+/// Characters each side of a name whose words are counted, within its clause.
+const CONTEXT_CHARS: usize = 8;
 
 /// A character's gender with how sure it is (0–1).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -174,7 +191,26 @@ impl GenderEvidence {
             Gender::Male => m += prior,
             Gender::Unknown => {}
         }
+        match self.context() {
+            Gender::Female => f += CONTEXT_WEIGHT,
+            Gender::Male => m += CONTEXT_WEIGHT,
+            Gender::Unknown => {}
+        }
         (f, m)
+    }
+
+    /// The gender the words around the name lean to, when they lean enough
+    /// over enough words.
+    pub fn context(&self) -> Gender {
+        if self.context_words < CONTEXT_MIN_WORDS {
+            Gender::Unknown
+        } else if self.context_milli >= CONTEXT_MIN_MILLI {
+            Gender::Female
+        } else if self.context_milli <= -CONTEXT_MIN_MILLI {
+            Gender::Male
+        } else {
+            Gender::Unknown
+        }
     }
 
     /// The gender the evidence points to: unknown only when it is balanced
@@ -360,6 +396,7 @@ pub fn guess_genders(found: &mut [Discovered], chapters: &[Vec<ParagraphView<'_>
         return;
     };
     let mut evidence = vec![GenderEvidence::default(); found.len()];
+    let mut contexts: Vec<rustc_hash::FxHashMap<u64, u32>> = vec![Default::default(); found.len()];
     let (mut she_total, mut he_total) = (0usize, 0usize);
     for p in chapters.iter().flatten() {
         // The last name, and where it ends.
@@ -378,6 +415,7 @@ pub fn guess_genders(found: &mut [Discovered], chapters: &[Vec<ParagraphView<'_>
                     let e = &mut evidence[i];
                     let after = &p.text[m.end()..];
                     let before = &p.text[..m.start()];
+                    context_words(before, after, |w| *contexts[i].entry(w).or_default() += 1);
                     if any_prefix(after, NOT_TITLES) {
                     } else if any_prefix(after, FEMALE_AFTER) || any_prefix(after, HAS_HUSBAND) {
                         e.female_titles += 1;
@@ -430,13 +468,102 @@ pub fn guess_genders(found: &mut [Discovered], chapters: &[Vec<ParagraphView<'_>
     }
     let book_has_she = she_total * 50 >= she_total + he_total && she_total > 0;
     let she_percent = (she_total * 100 / (she_total + he_total).max(1)) as u8;
-    for (d, mut e) in found.iter_mut().zip(evidence) {
+    for (d, e) in found.iter().zip(evidence.iter_mut()) {
         e.book_has_she = book_has_she;
         e.she_percent = she_percent;
         (e.name, e.name_strong) = name_gender(&d.character.name, book_has_she);
         e.name_role = role_gender(&d.character.name).is_some();
+    }
+    context_leanings(&mut evidence, &contexts);
+    for (d, e) in found.iter_mut().zip(evidence) {
         d.character.gender = e.guess().gender;
         d.evidence = e;
+    }
+}
+
+/// The words (characters and pairs of characters, as keys) within
+/// [`CONTEXT_CHARS`] of a name on each side, not past its clause.
+fn context_words(before: &str, after: &str, mut add: impl FnMut(u64)) {
+    let key = |a: char, b: Option<char>| (u64::from(a) << 32) | b.map_or(0, u64::from);
+    let mut side = |chars: &mut dyn Iterator<Item = char>, reversed: bool| {
+        let mut prev: Option<char> = None;
+        for c in chars.take(CONTEXT_CHARS) {
+            if is_punct(c) || matches!(c, '“' | '”' | '「' | '」' | '『' | '』') {
+                break;
+            }
+            add(key(c, None));
+            if let Some(p) = prev {
+                add(if reversed {
+                    key(c, Some(p))
+                } else {
+                    key(p, Some(c))
+                });
+            }
+            prev = Some(c);
+        }
+    };
+    side(&mut before.chars().rev(), true);
+    side(&mut after.chars(), false);
+}
+
+/// Sets each character's context leaning: the words around its name
+/// scored against the words around the characters whose gender the rest
+/// of the evidence settles (the book teaches what its men and women do:
+/// 作揖 and 小厮 beside men, 丫鬟 and 梳头 beside women), each character
+/// scored without its own words.
+fn context_leanings(evidence: &mut [GenderEvidence], contexts: &[rustc_hash::FxHashMap<u64, u32>]) {
+    let settled: Vec<Gender> = evidence.iter().map(|e| e.guess().gender).collect();
+    let mut by_gender: [rustc_hash::FxHashMap<u64, u32>; 2] = Default::default();
+    let mut totals = [0u64; 2];
+    for (g, words) in settled.iter().zip(contexts) {
+        let side = match g {
+            Gender::Female => 0,
+            Gender::Male => 1,
+            Gender::Unknown => continue,
+        };
+        for (w, n) in words {
+            *by_gender[side].entry(*w).or_default() += n;
+            totals[side] += u64::from(*n);
+        }
+    }
+    if totals.contains(&0) {
+        return;
+    }
+    for ((e, g), words) in evidence.iter_mut().zip(&settled).zip(contexts) {
+        let (mut sum, mut count) = (0.0f64, 0u32);
+        let mut totals = totals;
+        let own = |w: u64, side: usize| -> u32 {
+            match (g, side) {
+                (Gender::Female, 0) | (Gender::Male, 1) => words.get(&w).copied().unwrap_or(0),
+                _ => 0,
+            }
+        };
+        for (side, total) in totals.iter_mut().enumerate() {
+            *total -= words
+                .iter()
+                .map(|(w, n)| u64::from(own(*w, side).min(*n)))
+                .sum::<u64>();
+        }
+        for (w, n) in words {
+            let f = by_gender[0].get(w).copied().unwrap_or(0) - own(*w, 0);
+            let m = by_gender[1].get(w).copied().unwrap_or(0) - own(*w, 1);
+            // Words seen too seldom around the others say nothing.
+            if f + m < 5 {
+                continue;
+            }
+            let lean = ((f64::from(f) + 0.5) / totals[0].max(1) as f64).ln()
+                - ((f64::from(m) + 0.5) / totals[1].max(1) as f64).ln();
+            sum += f64::from(*n) * lean;
+            count += n;
+        }
+        e.context_words = count;
+        e.context_milli = if count == 0 {
+            0
+        } else {
+            (sum / f64::from(count) * 1000.0)
+                .round()
+                .clamp(-30000.0, 30000.0) as i16
+        };
     }
 }
 
@@ -715,7 +842,8 @@ const STRONG_FEMALE: &[&str] = &[
 ];
 const STRONG_MALE: &[&str] = &[
     "哥", "叔", "爷", "爺", "伯", "公", "王", "帝", "兄", "弟", "爹", "侯", "将", "將", "军", "軍",
-    "僧", "父", "师", "師", "郎", "子",
+    "僧", "父", "师", "師", "郎", "子", "道士", "道人", "和尚", "先生", "秀才", "员外", "員外",
+    "太监", "太監", "相公", "掌柜", "掌櫃",
 ];
 #[cfg(test)]
 mod tests {
