@@ -555,6 +555,27 @@ mod tests {
     }
 
     #[test]
+    fn a_given_name_that_opens_clauses_is_an_alias_and_an_adverb_is_no_name() {
+        let text = [
+            "“走吧。”郝青禾说。",
+            "“等等。”郝青禾说。",
+            "青禾愣了一下，没有回答。",
+            "青禾转过身去。",
+            "青禾把门关上了。",
+            // 赶紧 opens clauses before speech verbs, but mostly after an adverb.
+            "赶紧说：“快来！”",
+            "赶紧说：“别动！”",
+            "他就赶紧跑了。",
+            "大家都赶紧躲开。",
+            "她也赶紧站起来。",
+        ];
+        let found = discovered(&text);
+        let names: Vec<&str> = found.iter().map(|d| d.character.name.as_str()).collect();
+        assert_eq!(names, ["郝青禾"]);
+        assert_eq!(found[0].character.aliases, ["青禾"]);
+    }
+
+    #[test]
     fn the_start_of_a_word_before_a_speech_verb_is_no_name() {
         let text = [
             "“今天不去了。”周远山说。",

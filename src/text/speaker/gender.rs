@@ -931,6 +931,33 @@ mod tests {
     }
 
     #[test]
+    fn the_book_teaches_what_its_men_and_women_do() {
+        // A book without 她: 丫头 and 小厮 settle two characters; 周竹 does
+        // what the men do, 柳絮 what the women do.
+        let names: &[(&str, &[&str])] =
+            &[("翠云", &[]), ("石墨", &[]), ("周竹", &[]), ("柳絮", &[])];
+        let mut lines = vec!["丫头翠云来了。", "小厮石墨来了。"];
+        for _ in 0..12 {
+            lines.extend([
+                "翠云对镜梳头插花。",
+                "石墨拱手作揖牵马。",
+                "周竹拱手作揖牵马。",
+                "柳絮对镜梳头插花。",
+            ]);
+        }
+        let got = guessed(names, &lines);
+        let genders: Vec<Gender> = got.iter().map(|(g, _)| *g).collect();
+        assert_eq!(
+            genders,
+            [Gender::Female, Gender::Male, Gender::Male, Gender::Female]
+        );
+        assert_eq!(got[2].1.context(), Gender::Male);
+        assert!(got[2].1.context_milli < 0 && got[3].1.context_milli > 0);
+        // A weak hint: little confidence.
+        assert!(got[2].1.guess().confidence < 0.5);
+    }
+
+    #[test]
     fn a_book_without_she_does_not_make_every_woman_a_man() {
         // Classical style: 他 for everyone, 她 never written.
         let mut lines = vec!["丫头平儿进来。", "平儿姐姐来了。"];
