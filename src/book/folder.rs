@@ -74,6 +74,7 @@ pub fn read_source(
         chapters,
         skipped: Vec::new(),
         discovered: None,
+        discovered_evidence: Vec::new(),
     };
     Ok(Book {
         readings,

@@ -144,42 +144,9 @@ pub fn suggest_cast(text: &str, book: &str) -> String {
     let notes: Vec<Vec<String>> = lines
         .iter()
         .zip(&evidence)
-        .map(|(n, e)| vec![format!("{n} lines"), gender_note(e)])
+        .map(|(n, e)| vec![format!("{n} lines"), e.note()])
         .collect();
     cast.to_toml_with_notes(&notes)
-}
-
-/// `gender female, confidence 0.87: 她 12, 他 3, titles 4 female / 0 male, name female (weak),
-/// words around female (+0.152 over 340)`.
-fn gender_note(e: &crate::text::speaker::GenderEvidence) -> String {
-    let guess = e.guess();
-    let name = match (e.name, e.name_strong) {
-        (crate::text::Gender::Unknown, _) => "none".to_owned(),
-        (g, true) if e.name_role => format!("{} (kinship or role word: decides)", g.as_str()),
-        (g, true) => format!("{} (title)", g.as_str()),
-        (g, false) => format!("{} (weak)", g.as_str()),
-    };
-    format!(
-        "gender {}, confidence {:.2}: 她 {}, 他 {}{}, titles {} female / {} male, name {name}, \
-         words around {} ({:+.3} over {})",
-        guess.gender.as_str(),
-        guess.confidence,
-        e.she,
-        e.he,
-        if e.book_has_she {
-            ""
-        } else {
-            " (book writes no 她)"
-        },
-        e.female_titles,
-        e.male_titles,
-        match e.context() {
-            crate::text::Gender::Unknown => "none",
-            g => g.as_str(),
-        },
-        f32::from(e.context_milli) / 1000.0,
-        e.context_words,
-    )
 }
 
 #[cfg(test)]

@@ -229,15 +229,29 @@ fn line_counts(script: &Script) -> BTreeMap<&str, usize> {
 }
 
 /// Speakers: the cast's characters in order, then the others the script
-/// names, most lines first; with their lines, gender and voice.
+/// names, most lines first; with their lines, gender and voice. Without a
+/// cast file, a character found in the book has the gender guessed for it,
+/// with how sure and why (`evidence`, as `split --suggest-cast` writes it).
 fn speakers(studio: &Studio) -> Vec<Value> {
     let loaded = studio.loaded();
-    let lines = line_counts(&loaded.session.book.script);
+    let script = &loaded.session.book.script;
+    let lines = line_counts(script);
     let config = &loaded.session.renderer.config;
+    let found = |name: &str| {
+        let found = script.discovered.as_ref()?;
+        let i = found.characters.iter().position(|c| c.name == name)?;
+        Some((
+            found.characters[i].gender,
+            script.discovered_evidence.get(i)?,
+        ))
+    };
     let entry = |name: &str, gender: &str, voice: Option<&str>, in_cast: bool| {
+        let guess = (!in_cast).then(|| found(name)).flatten();
         json!({
             "name": name,
-            "gender": gender,
+            "gender": guess.map_or(gender, |(g, _)| g.as_str()),
+            "confidence": guess.map(|(_, e)| e.guess().confidence),
+            "evidence": guess.map(|(_, e)| e.note()),
             "voice": voice,
             "reads_with": config.voice_for(SegmentKind::Dialogue, Some(name)),
             "lines": lines.get(name).copied().unwrap_or(0),

@@ -67,6 +67,10 @@ pub struct Script {
     /// split without a cast file: what casts its voices then.
     #[serde(skip)]
     pub discovered: Option<Cast>,
+    /// What the book says of each discovered character's gender, in the
+    /// order of `discovered`.
+    #[serde(skip)]
+    pub discovered_evidence: Vec<speaker::GenderEvidence>,
 }
 
 /// A chapter of the book that is not in the reading script.
@@ -171,11 +175,10 @@ impl Script {
     }
 
     fn from_scanned(scanned: Vec<Scanned>, book: &str, cast: Option<&Cast>) -> Script {
-        let discovered = cast.is_none().then(|| Cast {
-            characters: discover_in(&scanned)
-                .into_iter()
-                .map(|d| d.character)
-                .collect(),
+        let found = cast.is_none().then(|| discover_in(&scanned));
+        let discovered_evidence = found.iter().flatten().map(|d| d.evidence).collect();
+        let discovered = found.map(|found| Cast {
+            characters: found.into_iter().map(|d| d.character).collect(),
         });
         let cast = match (cast, &discovered) {
             (Some(cast), _) => cast,
@@ -220,6 +223,7 @@ impl Script {
             chapters,
             skipped,
             discovered,
+            discovered_evidence,
         }
     }
 

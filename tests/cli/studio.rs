@@ -227,6 +227,48 @@ async fn preview(studio: &Studio, body: Value) -> f64 {
 }
 
 #[tokio::test]
+async fn without_a_cast_file_speakers_show_the_guessed_gender_and_why() {
+    let fixture = Fixture::new();
+    std::fs::remove_file(fixture.path("cast.toml")).unwrap();
+    // A book where two people speak often enough to be found.
+    let mut book = String::from("第一章 渡口\n");
+    for _ in 0..3 {
+        book.push_str("　　“船来了吗？”韩小雨问。她放下竹篓。\n");
+        book.push_str("　　“还没有。”陆大川说。他看了看河面。\n");
+    }
+    std::fs::write(fixture.path("山路.txt"), book).unwrap();
+    // What `split --suggest-cast` says of the same book, read back as a cast.
+    let suggested = crate::support::cli::ok(
+        &tingshu(fixture.dir.path(), &["split", "山路.txt", "--suggest-cast"]).output(),
+    );
+    let cast = Cast::parse(&suggested, Path::new("suggested.toml")).unwrap();
+    assert!(!cast.characters.is_empty(), "{suggested}");
+    let studio = Studio::start(&fixture);
+    let book = get_json(&studio, "/api/book").await;
+    let speakers = book["speakers"].as_array().unwrap();
+    for c in &cast.characters {
+        let Some(s) = speakers.iter().find(|s| s["name"] == c.name.as_str()) else {
+            continue;
+        };
+        assert_eq!(s["in_cast"], false, "{s}");
+        assert_eq!(s["gender"], c.gender.as_str(), "{s}");
+        let evidence = s["evidence"].as_str().unwrap();
+        assert!(
+            evidence.starts_with(&format!("gender {}, confidence ", c.gender.as_str())),
+            "{evidence}"
+        );
+        // The same line the cast file's comment holds.
+        assert!(suggested.contains(&format!("# {evidence}\n")), "{evidence}");
+        let confidence = s["confidence"].as_f64().unwrap();
+        assert!((0.0..=1.0).contains(&confidence), "{s}");
+    }
+    assert!(
+        speakers.iter().any(|s| s["evidence"].is_string()),
+        "{speakers:?}"
+    );
+}
+
+#[tokio::test]
 async fn serves_the_page_book_chapters_and_previews() {
     let fixture = Fixture::new();
     let studio = Studio::start(&fixture);

@@ -107,8 +107,13 @@ function showCast() {
     }
     gender.addEventListener("change", () => saveCharacter(s.name, { gender: gender.value }));
     voice.addEventListener("change", () => saveCharacter(s.name, { voice: voice.value || null }));
+    // A character found in the book (no cast file yet): the guessed
+    // gender, how sure, and the evidence on hover.
+    const guessed = s.evidence
+      ? el("span", { class: "guess", title: s.evidence }, ` found · ${Math.round(s.confidence * 100)}%`)
+      : "";
     body.append(el("tr", { style: colours(s.name) },
-      el("td", { class: "name" }, s.name), el("td", {}, gender), el("td", {}, voice),
+      el("td", { class: "name" }, s.name), el("td", {}, gender, guessed), el("td", {}, voice),
       el("td", {}, String(s.lines))));
   }
 }

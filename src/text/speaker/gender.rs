@@ -199,6 +199,42 @@ impl GenderEvidence {
         (f, m)
     }
 
+    /// The evidence in a line: `gender female, confidence 0.87: 她 12, 他 3,
+    /// titles 4 female / 0 male, name female (weak), words around female
+    /// (+0.152 over 340)`.
+    pub fn note(&self) -> String {
+        let guess = self.guess();
+        let name = match (self.name, self.name_strong) {
+            (Gender::Unknown, _) => "none".to_owned(),
+            (g, true) if self.name_role => {
+                format!("{} (kinship or role word: decides)", g.as_str())
+            }
+            (g, true) => format!("{} (title)", g.as_str()),
+            (g, false) => format!("{} (weak)", g.as_str()),
+        };
+        format!(
+            "gender {}, confidence {:.2}: 她 {}, 他 {}{}, titles {} female / {} male, name {name}, \
+             words around {} ({:+.3} over {})",
+            guess.gender.as_str(),
+            guess.confidence,
+            self.she,
+            self.he,
+            if self.book_has_she {
+                ""
+            } else {
+                " (book writes no 她)"
+            },
+            self.female_titles,
+            self.male_titles,
+            match self.context() {
+                Gender::Unknown => "none",
+                g => g.as_str(),
+            },
+            f32::from(self.context_milli) / 1000.0,
+            self.context_words,
+        )
+    }
+
     /// The gender the words around the name lean to, when they lean enough
     /// over enough words.
     pub fn context(&self) -> Gender {
