@@ -20,6 +20,28 @@ const ADDRESS_FORMS: &[&str] = &[
     "嫂",
 ];
 
+/// Role nouns that a book uses for a character it has just named
+/// (孙玉厚对儿子大声吼叫，老汉不愿意…).
+const ANAPHORIC_ROLES: &[&str] = &[
+    "老汉",
+    "老漢",
+    "老头",
+    "老頭",
+    "老头子",
+    "老人",
+    "老太太",
+    "老太",
+    "老婆子",
+    "诗人",
+    "詩人",
+    "文书",
+    "文書",
+    "汉子",
+    "漢子",
+    "后生",
+    "後生",
+];
+
 /// What a word of the cast matcher stands for.
 #[derive(Debug, Clone, Copy)]
 pub(super) enum Pattern {
@@ -27,6 +49,9 @@ pub(super) enum Pattern {
     /// A one-character alias: only a mention right before a speech verb.
     ShortName(usize),
     Pronoun(Gender),
+    /// A character named by a role noun (老汉, 诗人): right after a named
+    /// character of its gender in the same paragraph, that one.
+    Role(usize),
     Crowd(usize),
     /// 他们, 其他 …: consumed so they are not read as 他.
     Ignore,
@@ -55,7 +80,9 @@ pub(super) fn cast_matcher(cast: &Cast) -> (AhoCorasick, Vec<Pattern>) {
                 continue;
             }
             words.push(name.to_owned());
-            patterns.push(if name.chars().nth(1).is_some() {
+            patterns.push(if ANAPHORIC_ROLES.contains(&name) && name == c.name {
+                Pattern::Role(i)
+            } else if name.chars().nth(1).is_some() {
                 Pattern::Name(i)
             } else {
                 Pattern::ShortName(i)
@@ -149,6 +176,11 @@ impl Attributor {
             let (start, end) = (span.start + m.start(), span.start + m.end());
             let (who, pronoun) = match self.patterns[m.pattern().as_usize()] {
                 Pattern::Name(c) => (Some(Who::Character(c)), None),
+                Pattern::Role(c) => {
+                    let named = gender_slot(self.genders[c])
+                        .and_then(|slot| last.named_subject(slot, paragraph));
+                    (Some(Who::Character(named.unwrap_or(c))), None)
+                }
                 Pattern::ShortName(c) => {
                     if !starts_with_speech_verb(&text[end..]) {
                         continue;
@@ -177,7 +209,8 @@ impl Attributor {
                 }
                 scanned = start;
                 let subject = opens_clause(&text[clause..start]);
-                last.note(slot, c, paragraph, end, subject);
+                let role = matches!(self.patterns[m.pattern().as_usize()], Pattern::Role(_));
+                last.note(slot, c, paragraph, end, subject, role);
             }
             out.push(Mention {
                 start,
@@ -224,11 +257,24 @@ struct Slot {
     latest: Option<(usize, usize, usize)>,
     subject: Option<(usize, usize, usize)>,
     previous: Option<usize>,
+    /// The latest subject named by a name, not a role noun: (character, paragraph).
+    named: Option<(usize, usize)>,
 }
 
 impl Recency {
-    fn note(&mut self, slot: usize, c: usize, paragraph: usize, end: usize, subject: bool) {
+    fn note(
+        &mut self,
+        slot: usize,
+        c: usize,
+        paragraph: usize,
+        end: usize,
+        subject: bool,
+        role: bool,
+    ) {
         let s = &mut self.slots[slot];
+        if subject && !role {
+            s.named = Some((c, paragraph));
+        }
         if let Some((old, _, _)) = s.latest
             && old != c
         {
@@ -238,6 +284,14 @@ impl Recency {
         if subject {
             s.subject = Some((c, paragraph, end));
         }
+    }
+
+    /// The latest character of a gender named as a subject in `paragraph`.
+    fn named_subject(&self, slot: usize, paragraph: usize) -> Option<usize> {
+        self.slots[slot]
+            .named
+            .filter(|(_, p)| *p == paragraph)
+            .map(|(c, _)| c)
     }
 
     /// The character a pronoun at `text[at..]` stands for: the latest subject

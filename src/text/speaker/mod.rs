@@ -343,6 +343,24 @@ mod tests {
     }
 
     #[test]
+    fn the_colon_before_speaks_the_first_quote_the_tag_between_the_next() {
+        let c = cast(&[("白明川", &[], M), ("徐治功", &[], M)]);
+        let text = "白明川问徐治功：\n“你看怎办？”徐治功立刻说：“让他回去。”";
+        assert_eq!(names(&speakers(&c, text)), ["白明川", "徐治功"]);
+    }
+
+    #[test]
+    fn a_role_noun_right_after_a_name_is_that_character() {
+        let c = cast(&[("孙玉厚", &[], M), ("老汉", &[], M), ("孙少安", &[], M)]);
+        // 老汉 here is 孙玉厚, named as the subject just before.
+        let text = "孙玉厚放下烟锅，老汉对儿子说：“不要去！”\n“我偏要去。”孙少安说。";
+        assert_eq!(names(&speakers(&c, text)), ["孙玉厚", "孙少安"]);
+        // With nobody named before it, 老汉 is a character of its own.
+        let text = "老汉对儿子说：“不要去！”";
+        assert_eq!(names(&speakers(&c, text)), ["老汉"]);
+    }
+
+    #[test]
     fn one_character_alias_only_before_a_verb() {
         let c = cast(&[("田晓霞", &["霞"], F), ("林一舟", &[], M)]);
         let text = "晚霞满天，林一舟说：“走。”\n霞说：“好。”";

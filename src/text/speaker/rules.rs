@@ -68,6 +68,8 @@ impl Context<'_, '_> {
             .find(|s| s.kind == SegmentKind::Dialogue)
             .and_then(|s| self.attributor.vocative(s.text(p.text)));
         let mut best: Option<Candidate> = None;
+        // The span the best candidate speaks.
+        let mut best_at = 0;
         let mut own = Vec::new();
         for (k, s) in p.spans.iter().enumerate() {
             if s.kind != SegmentKind::Dialogue {
@@ -93,6 +95,7 @@ impl Context<'_, '_> {
                 }
                 if best.is_none_or(|b| c.strength > b.strength) {
                     best = Some(c);
+                    best_at = k;
                 }
             }
         }
@@ -107,7 +110,15 @@ impl Context<'_, '_> {
         let strong = best.filter(|c| c.strength == Strength::Strong);
         let medium = best.filter(|c| c.strength == Strength::Medium);
         let next = || self.next_paragraph_verb(i);
-        for c in [strong, prev_colon, medium, next()].into_iter().flatten() {
+        // `白明川问徐治功：` / `“你看怎办？”徐治功立刻说：“…”`: the strong
+        // candidate speaks a later quote; the colon before speaks the first.
+        let first_quote = p.spans.iter().position(|s| s.kind == SegmentKind::Dialogue);
+        let order = if prev_colon.is_some() && strong.is_some() && Some(best_at) != first_quote {
+            [prev_colon, strong, medium, next()]
+        } else {
+            [strong, prev_colon, medium, next()]
+        };
+        for c in order.into_iter().flatten() {
             // The narration's subject is the one the quote calls by name
             // (…金俊武…对他招呼说：“少安，…”): the other character of that
             // sentence speaks to them.
