@@ -132,8 +132,7 @@ pub fn discover<'a>(chapters: &[Vec<ParagraphView<'a>>]) -> Vec<Discovered> {
             }
         }
     }
-    let names = by_usage(select_names(&counts, &subjects), chapters);
-    let names = by_usage(with_given_names(names, &subjects), chapters);
+    let names = by_usage(select_names(&counts, &subjects), &subjects, chapters);
     let mut found = into_cast(names);
     fold_titles(&mut found, chapters);
     found
@@ -207,18 +206,26 @@ const PRONOUNS: &[char] = &['他', '她', '我', '你'];
 
 /// The names of `ranked` (most speaker positions first) that the whole book
 /// writes like names: seldom right after an adverb or, unless a full name,
-/// a pronoun (纷纷, 赶紧 and 本来 open clauses before speech verbs too), and, past the first
-/// [`CORE_NAMES`], written at least [`MIN_WRITTEN`] times (not 马顺接 of
-/// 马顺接着说); at most [`MAX_NAMES`].
-fn by_usage(ranked: Vec<(String, usize)>, chapters: &[Vec<ParagraphView>]) -> Vec<(String, usize)> {
+/// a pronoun (纷纷, 赶紧 and 本来 open clauses before speech verbs too), and, past
+/// the first [`CORE_NAMES`], written at least [`MIN_WRITTEN`] times (not 马顺接 of
+/// 马顺接着说); with the given names of the full ones kept (see
+/// [`with_given_names`]) that pass the same tests; at most [`MAX_NAMES`].
+fn by_usage(
+    ranked: Vec<(String, usize)>,
+    subjects: &rustc_hash::FxHashMap<&str, usize>,
+    chapters: &[Vec<ParagraphView>],
+) -> Vec<(String, usize)> {
+    // One pass over the book for the names and every given name that may join them.
+    let given = with_given_names(ranked.clone(), subjects);
+    let all: Vec<&str> = given.iter().map(|(n, _)| n.as_str()).collect();
     let Ok(matcher) = AhoCorasickBuilder::new()
         .match_kind(MatchKind::LeftmostLongest)
-        .build(ranked.iter().map(|(n, _)| n.as_str()))
+        .build(&all)
     else {
         return ranked.into_iter().take(CORE_NAMES).collect();
     };
     // (times written, right after an adverb, right after a pronoun)
-    let mut usage = vec![(0usize, 0usize, 0usize); ranked.len()];
+    let mut usage = vec![(0usize, 0usize, 0usize); all.len()];
     for p in chapters.iter().flatten().filter(|p| !p.skipped) {
         for m in matcher.find_iter(p.text) {
             let u = &mut usage[m.pattern().as_usize()];
@@ -230,16 +237,25 @@ fn by_usage(ranked: Vec<(String, usize)>, chapters: &[Vec<ParagraphView>]) -> Ve
             }
         }
     }
-    ranked
+    let usage: HashMap<&str, (usize, usize, usize)> = all.iter().copied().zip(usage).collect();
+    let keep = |rank: usize, name: &str| {
+        let (written, adverb, pronoun) = usage.get(name).copied().unwrap_or_default();
+        let full = name.chars().count() == 3 && has_surname(name);
+        let after = if full { adverb } else { adverb + pronoun };
+        after * 10 <= written && (rank < CORE_NAMES || written >= MIN_WRITTEN)
+    };
+    let kept: Vec<(String, usize)> = ranked
         .into_iter()
-        .zip(usage)
         .enumerate()
-        .filter(|(rank, ((name, _), (written, adverb, pronoun)))| {
-            let full = name.chars().count() == 3 && has_surname(name);
-            let after = if full { *adverb } else { adverb + pronoun };
-            after * 10 <= *written && (*rank < CORE_NAMES || *written >= MIN_WRITTEN)
-        })
-        .map(|(_, (name, _))| name)
+        .filter(|(rank, (name, _))| keep(*rank, name))
+        .map(|(_, name)| name)
+        .collect();
+    // The given names of the full names kept, ranked among them.
+    with_given_names(kept, subjects)
+        .into_iter()
+        .enumerate()
+        .filter(|(rank, (name, _))| keep(*rank, name))
+        .map(|(_, name)| name)
         .take(MAX_NAMES)
         .collect()
 }
