@@ -325,6 +325,9 @@ mod tests {
         // 老周问他: 他 is 林一舟, the addressee, who answers.
         let text = "林一舟走上甲板。\n老周站起来。\n“睡得好吗？”\n老周问他。\n“还行。”";
         assert_eq!(names(&speakers(&c, text)), ["老周", "林一舟"]);
+        // 围观的人群 far after the subject is what it acts on, not a possessed subject.
+        let text = "老周拨开围观的人群，大喊：“让开！”";
+        assert_eq!(names(&speakers(&c, text)), ["老周"]);
     }
 
     #[test]

@@ -12,6 +12,9 @@ use crate::text::quote::{SegmentKind, SpanRange};
 /// How far back a quote looks for a character mentioned in the narration.
 const RECENT_PARAGRAPHS: usize = 10;
 
+/// Longest `旁边的` between a possessor and the one possessed (他旁边的老周).
+const MAX_POSSESSIVE_CHARS: usize = 4;
+
 /// How sure a rule is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Strength {
@@ -404,12 +407,16 @@ impl Context<'_, '_> {
             }
         }
         let m = match subject {
-            // 他旁边的安锁子: the possessed one is the subject.
+            // 他旁边的安锁子: the possessed one is the subject, a few
+            // characters on (not 生民拨开围观的人群: the object).
             Some((cs, m)) => mentions
                 .iter()
                 .filter(|o| o.start > m.start && o.who.is_some())
                 .take_while(|o| clause_start(text, o.start, start) == cs)
-                .find(|o| text[..o.start].ends_with('的'))
+                .find(|o| {
+                    text[..o.start].ends_with('的')
+                        && text[m.end..o.start].chars().count() <= MAX_POSSESSIVE_CHARS
+                })
                 .unwrap_or(m),
             None => mentions.iter().find(|m| m.who.is_some())?,
         };
