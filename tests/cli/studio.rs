@@ -53,6 +53,20 @@ impl Fixture {
         Fixture { dir }
     }
 
+    /// No cast file, and a book where two people speak often enough to be
+    /// found.
+    fn without_cast() -> Fixture {
+        let fixture = Fixture::new();
+        std::fs::remove_file(fixture.path("cast.toml")).unwrap();
+        let mut book = String::from("第一章 渡口\n");
+        for _ in 0..3 {
+            book.push_str("　　“船来了吗？”韩小雨问。她放下竹篓。\n");
+            book.push_str("　　“还没有。”陆大川说。他看了看河面。\n");
+        }
+        std::fs::write(fixture.path("山路.txt"), book).unwrap();
+        fixture
+    }
+
     fn path(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
     }
@@ -228,15 +242,7 @@ async fn preview(studio: &Studio, body: Value) -> f64 {
 
 #[tokio::test]
 async fn without_a_cast_file_speakers_show_the_guessed_gender_and_why() {
-    let fixture = Fixture::new();
-    std::fs::remove_file(fixture.path("cast.toml")).unwrap();
-    // A book where two people speak often enough to be found.
-    let mut book = String::from("第一章 渡口\n");
-    for _ in 0..3 {
-        book.push_str("　　“船来了吗？”韩小雨问。她放下竹篓。\n");
-        book.push_str("　　“还没有。”陆大川说。他看了看河面。\n");
-    }
-    std::fs::write(fixture.path("山路.txt"), book).unwrap();
+    let fixture = Fixture::without_cast();
     // What `split --suggest-cast` says of the same book, read back as a cast.
     let suggested = crate::support::cli::ok(
         &tingshu(fixture.dir.path(), &["split", "山路.txt", "--suggest-cast"]).output(),
@@ -1465,6 +1471,48 @@ impl Browser {
         assert!(bytes.starts_with(b"\x89PNG"));
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(path, bytes).unwrap();
+    }
+}
+
+#[tokio::test]
+async fn the_page_shows_a_found_characters_gender_and_why() {
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    let fixture = Fixture::without_cast();
+    let studio = Studio::start(&fixture);
+    let book = get_json(&studio, "/api/book").await;
+    browser
+        .call(reqwest::Method::POST, "/url", json!({"url": studio.url}))
+        .await;
+    browser.wait_for("return document.body.dataset.ready").await;
+    let rows = browser
+        .script(
+            "return [...document.querySelectorAll('#cast tr')].filter(tr => tr.querySelector('td.name')).map(tr => ({ \
+               name: tr.querySelector('td.name').textContent, \
+               gender: tr.querySelector('select').value, \
+               guess: tr.querySelector('.guess') && tr.querySelector('.guess').textContent, \
+               why: tr.querySelector('.guess') && tr.querySelector('.guess').title }))",
+        )
+        .await;
+    let rows = rows.as_array().unwrap();
+    let found: Vec<&Value> = book["speakers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["evidence"].is_string())
+        .collect();
+    assert!(!found.is_empty(), "{book}");
+    for s in found {
+        let row = rows
+            .iter()
+            .find(|r| r["name"] == s["name"])
+            .unwrap_or_else(|| panic!("{s} not in {rows:?}"));
+        // The guessed gender is selected, the confidence shown, the evidence on hover.
+        assert_eq!(row["gender"], s["gender"], "{row}");
+        let percent = (s["confidence"].as_f64().unwrap() * 100.0).round() as u64;
+        assert_eq!(row["guess"], format!(" found · {percent}%"), "{row}");
+        assert_eq!(row["why"], s["evidence"], "{row}");
     }
 }
 
