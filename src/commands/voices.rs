@@ -148,6 +148,11 @@ pub fn listing(config: &VoicesConfig) -> String {
             out.push_str(&format!("  {role:<9} = {voice}\n"));
         }
     }
+    for (role, more) in [("male_more", &c.male_more), ("female_more", &c.female_more)] {
+        if !more.is_empty() {
+            out.push_str(&format!("  {role:<9} = {}\n", more.join(", ")));
+        }
+    }
     for (who, voice) in &c.characters {
         out.push_str(&format!("  {who} = {voice}\n"));
     }

@@ -7,6 +7,18 @@ use super::{CastMember, ConfigError, VoicesConfig, keys};
 use crate::synth::VoiceSettings;
 use crate::text::{Gender, SegmentKind};
 
+/// One voice of `first` and `more` for the character `name`, by a hash of
+/// the name that is the same on every machine and in every run (FNV-1a).
+fn pick<'a>(name: &str, first: &'a str, more: &'a [String]) -> &'a str {
+    let hash = name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    });
+    match (hash % (more.len() as u64 + 1)) as usize {
+        0 => first,
+        k => &more[k - 1],
+    }
+}
+
 impl VoicesConfig {
     /// Adds the characters of a cast file (genders and `voice` entries).
     pub fn apply_cast(&mut self, file: &Path, cast: &crate::text::Cast) -> Result<(), ConfigError> {
@@ -60,9 +72,13 @@ impl VoicesConfig {
                 return voice;
             }
             if kind == SegmentKind::Dialogue {
+                let c = &self.casting;
                 let by_gender = match member.map(|m| m.gender) {
-                    Some(Gender::Male) => self.casting.male.as_deref(),
-                    Some(Gender::Female) => self.casting.female.as_deref(),
+                    Some(Gender::Male) => c.male.as_deref().map(|v| pick(speaker, v, &c.male_more)),
+                    Some(Gender::Female) => c
+                        .female
+                        .as_deref()
+                        .map(|v| pick(speaker, v, &c.female_more)),
                     Some(Gender::Unknown) | None => None,
                 };
                 if let Some(voice) = by_gender {
@@ -156,6 +172,64 @@ mod tests {
             .to_string();
         assert!(
             err.starts_with("cast.toml: character.甲.voice: unknown voice 'ghost'"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn characters_of_a_gender_share_out_its_voices_by_name() {
+        let text = MIXED.replace(
+            "female = \"heroine\"\n",
+            "female = \"heroine\"\nmale_more = [\"narrator\"]\n",
+        );
+        let mut config = VoicesConfig::parse_with_env(&text, "m.toml", &env_with_key).unwrap();
+        let men: Vec<String> = "甲乙丙丁戊己庚辛壬癸"
+            .chars()
+            .map(|c| format!("老{c}"))
+            .collect();
+        config
+            .set_cast(
+                "cast.toml",
+                men.iter().map(|n| {
+                    (
+                        n.clone(),
+                        CastMember {
+                            gender: Gender::Male,
+                            voice: None,
+                        },
+                    )
+                }),
+            )
+            .unwrap();
+        let d = SegmentKind::Dialogue;
+        let voices: Vec<&str> = men.iter().map(|n| config.voice_for(d, Some(n))).collect();
+        // Both voices are used, each man keeps his, and the hash is fixed
+        // (FNV-1a of the name's UTF-8: the same on every machine).
+        assert!(
+            voices.contains(&"hero") && voices.contains(&"narrator"),
+            "{voices:?}"
+        );
+        let again: Vec<&str> = men.iter().map(|n| config.voice_for(d, Some(n))).collect();
+        assert_eq!(voices, again);
+        let fnv = |s: &str| {
+            s.bytes().fold(0xcbf29ce484222325u64, |h, b| {
+                (h ^ u64::from(b)).wrapping_mul(0x100000001b3)
+            })
+        };
+        for (n, v) in men.iter().zip(&voices) {
+            assert_eq!(*v, if fnv(n) % 2 == 0 { "hero" } else { "narrator" }, "{n}");
+        }
+        // A voice the file does not have is a setting error naming the key.
+        let bad = MIXED.replace(
+            "female = \"heroine\"\n",
+            "female = \"heroine\"\nfemale_more = [\"ghost\"]\n",
+        );
+        let err = VoicesConfig::parse_with_env(&bad, "m.toml", &env_with_key)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("m.toml:")
+                && err.contains("casting.female_more: unknown voice 'ghost'"),
             "{err}"
         );
     }

@@ -113,6 +113,12 @@ impl VoicesConfig {
         ] {
             refs.extend(value.iter().map(|v| (key.to_owned(), v)));
         }
+        for (key, more) in [
+            ("casting.male_more", &self.casting.male_more),
+            ("casting.female_more", &self.casting.female_more),
+        ] {
+            refs.extend(more.iter().map(|v| (key.to_owned(), v)));
+        }
         refs.extend(
             self.casting
                 .characters

@@ -218,6 +218,14 @@ pub struct CastingConfig {
     /// Default voice for dialogue of female characters.
     #[serde(default)]
     pub female: Option<String>,
+    /// More voices for male and female characters: with them, each
+    /// character of that gender keeps one voice of `male` (or `female`) and
+    /// these, chosen from its name, so that characters sound apart, the same
+    /// in every chapter and every run.
+    #[serde(default)]
+    pub male_more: Vec<String>,
+    #[serde(default)]
+    pub female_more: Vec<String>,
     /// Voice for dialogue whose speaker's gender is unknown (or who is not
     /// found): neither the narrator nor a gendered voice. `dialogue` when unset.
     #[serde(default)]

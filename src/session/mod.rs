@@ -354,6 +354,8 @@ impl RenderSession {
             config.casting.dialogue = Some(voice.to_owned());
             config.casting.male = None;
             config.casting.female = None;
+            config.casting.male_more.clear();
+            config.casting.female_more.clear();
             config.casting.characters.clear();
             config.cast.clear();
         }

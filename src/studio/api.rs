@@ -331,7 +331,7 @@ async fn book(State(studio): Shared) -> axum::Json<Value> {
         "speakers": speakers,
         "voices": voices(&loaded.session.renderer.config),
         "voices_file": loaded.session.renderer.config.source,
-        "casting": {"narrator": c.narrator, "dialogue": c.dialogue, "male": c.male, "female": c.female},
+        "casting": {"narrator": c.narrator, "dialogue": c.dialogue, "male": c.male, "female": c.female, "male_more": c.male_more, "female_more": c.female_more},
         "cast_file": options.cast.display().to_string(),
         "lexicon_file": options.lexicon.display().to_string(),
         "overrides_file": options.overrides.display().to_string(),

@@ -588,3 +588,67 @@ fn adverts_and_urls_are_not_read_but_listed_as_skipped() {
     // A chapter with nothing skipped has no list at all.
     assert!(chapters[2].get("skipped").is_none(), "{}", chapters[2]);
 }
+
+#[test]
+fn men_of_a_cast_share_out_the_male_voices_each_keeping_his() {
+    let dir = tempfile::tempdir().unwrap();
+    let voices = "[backends.local]\ntype = \"espeak\"\n\
+        [voices.narrator]\nbackend = \"local\"\nvoice = \"cmn-latn-pinyin\"\n\
+        [voices.low]\nbackend = \"local\"\nvoice = \"cmn-latn-pinyin\"\npitch = 20\n\
+        [voices.high]\nbackend = \"local\"\nvoice = \"cmn-latn-pinyin+m3\"\npitch = 70\n\
+        [casting]\nnarrator = \"narrator\"\nmale = \"low\"\nmale_more = [\"high\"]\n";
+    std::fs::write(dir.path().join("v.toml"), voices).unwrap();
+    let men = ["江一帆", "石守田", "韩立平", "罗长河", "秦远山", "许怀安"];
+    let mut cast = String::new();
+    let mut book = String::from("第一章 夜渡\n");
+    for name in men {
+        cast.push_str(&format!(
+            "[[character]]\nname = \"{name}\"\ngender = \"male\"\n\n"
+        ));
+    }
+    for round in ["船到了。", "风大了。"] {
+        for name in men {
+            book.push_str(&format!("{name}说：“{round}”\n"));
+        }
+    }
+    std::fs::write(dir.path().join("cast.toml"), cast).unwrap();
+    std::fs::write(dir.path().join("夜渡.txt"), book).unwrap();
+    let out = dir.path().join("out");
+    let o = build(
+        &dir.path().join("夜渡.txt"),
+        &out,
+        &[
+            "--voices",
+            dir.path().join("v.toml").to_str().unwrap(),
+            "--cast",
+            dir.path().join("cast.toml").to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let m = manifest(&out.join("夜渡"));
+    let spoken: Vec<(String, String)> = m["chapters"][0]["segments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["kind"] == "dialogue")
+        .map(|s| {
+            (
+                s["speaker"].as_str().unwrap().to_owned(),
+                s["voice"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(spoken.len(), 12, "{spoken:?}");
+    // The voice follows the name by a fixed hash (FNV-1a of its UTF-8).
+    let fnv = |s: &str| {
+        s.bytes().fold(0xcbf29ce484222325u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x100000001b3)
+        })
+    };
+    for (who, voice) in &spoken {
+        let expected = if fnv(who) % 2 == 0 { "low" } else { "high" };
+        assert_eq!(voice, expected, "{who}");
+    }
+    let used: std::collections::BTreeSet<&str> = spoken.iter().map(|(_, v)| v.as_str()).collect();
+    assert_eq!(used.len(), 2, "{spoken:?}");
+}
