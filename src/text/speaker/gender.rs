@@ -548,47 +548,43 @@ fn context_words(before: &str, after: &str, mut add: impl FnMut(u64)) {
 /// 作揖 and 小厮 beside men, 丫鬟 and 梳头 beside women), each character
 /// scored without its own words.
 fn context_leanings(evidence: &mut [GenderEvidence], contexts: &[rustc_hash::FxHashMap<u64, u32>]) {
-    let settled: Vec<Gender> = evidence.iter().map(|e| e.guess().gender).collect();
+    // 0: the women's words, 1: the men's.
+    let side = |g: Gender| match g {
+        Gender::Female => Some(0),
+        Gender::Male => Some(1),
+        Gender::Unknown => None,
+    };
+    let settled: Vec<Option<usize>> = evidence.iter().map(|e| side(e.guess().gender)).collect();
     let mut by_gender: [rustc_hash::FxHashMap<u64, u32>; 2] = Default::default();
     let mut totals = [0u64; 2];
-    for (g, words) in settled.iter().zip(contexts) {
-        let side = match g {
-            Gender::Female => 0,
-            Gender::Male => 1,
-            Gender::Unknown => continue,
-        };
+    for (s, words) in settled.iter().zip(contexts) {
+        let Some(s) = *s else { continue };
         for (w, n) in words {
-            *by_gender[side].entry(*w).or_default() += n;
-            totals[side] += u64::from(*n);
+            *by_gender[s].entry(*w).or_default() += n;
+            totals[s] += u64::from(*n);
         }
     }
     if totals.contains(&0) {
         return;
     }
-    for ((e, g), words) in evidence.iter_mut().zip(&settled).zip(contexts) {
-        let (mut sum, mut count) = (0.0f64, 0u32);
-        let mut totals = totals;
-        let own = |w: u64, side: usize| -> u32 {
-            match (g, side) {
-                (Gender::Female, 0) | (Gender::Male, 1) => words.get(&w).copied().unwrap_or(0),
-                _ => 0,
-            }
-        };
-        for (side, total) in totals.iter_mut().enumerate() {
-            *total -= words
-                .iter()
-                .map(|(w, n)| u64::from(own(*w, side).min(*n)))
-                .sum::<u64>();
+    for ((e, own), words) in evidence.iter_mut().zip(&settled).zip(contexts) {
+        // The others' words: a settled character's own are taken out.
+        let mut others = totals;
+        if let Some(s) = *own {
+            others[s] -= words.values().map(|n| u64::from(*n)).sum::<u64>();
         }
+        let (mut sum, mut count) = (0.0f64, 0u32);
         for (w, n) in words {
-            let f = by_gender[0].get(w).copied().unwrap_or(0) - own(*w, 0);
-            let m = by_gender[1].get(w).copied().unwrap_or(0) - own(*w, 1);
+            let mut seen = [0, 1].map(|k| by_gender[k].get(w).copied().unwrap_or(0));
+            if let Some(s) = *own {
+                seen[s] -= n;
+            }
             // Words seen too seldom around the others say nothing.
-            if f + m < 5 {
+            if seen[0] + seen[1] < 5 {
                 continue;
             }
-            let lean = ((f64::from(f) + 0.5) / totals[0].max(1) as f64).ln()
-                - ((f64::from(m) + 0.5) / totals[1].max(1) as f64).ln();
+            let lean = ((f64::from(seen[0]) + 0.5) / others[0].max(1) as f64).ln()
+                - ((f64::from(seen[1]) + 0.5) / others[1].max(1) as f64).ln();
             sum += f64::from(*n) * lean;
             count += n;
         }
