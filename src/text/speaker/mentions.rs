@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
 
 use super::clause::{MAX_CLAUSE_BYTES, is_punct, opens_clause};
+use super::names::is_role_word;
 use super::words::{CROWDS, starts_with_speech_verb};
 use super::{Attributor, ParagraphView, Who};
 use crate::text::cast::{Cast, Gender};
@@ -173,9 +174,21 @@ impl Attributor {
         let narration = &text[span.start..span.end];
         let (mut clause, mut scanned) = (span.start, span.start);
         for m in self.matcher.find_iter(narration) {
-            let (start, end) = (span.start + m.start(), span.start + m.end());
+            let (mut start, end) = (span.start + m.start(), span.start + m.end());
             let (who, pronoun) = match self.patterns[m.pattern().as_usize()] {
-                Pattern::Name(c) => (Some(Who::Character(c)), None),
+                Pattern::Name(c) => {
+                    // 司机金俊海, 副书记金俊山: a title right before a name is
+                    // that character's, one mention with the name.
+                    if let Some(last) = out.last()
+                        && last.end == start
+                        && last.who.is_some_and(|w| w != Who::Character(c))
+                        && is_role_word(&text[last.start..last.end])
+                    {
+                        start = last.start;
+                        out.pop();
+                    }
+                    (Some(Who::Character(c)), None)
+                }
                 Pattern::Role(c) => {
                     let named = gender_slot(self.genders[c])
                         .and_then(|slot| last.named_subject(slot, paragraph));

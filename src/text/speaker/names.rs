@@ -235,6 +235,21 @@ pub(super) const OFFICE_TITLES: &[&str] = &[
     "大夫", "医生", "醫生",
 ];
 
+/// Trades and posts that stand before a character's name in apposition
+/// (司机金俊海, 副书记金俊山), besides [`ROLE_NOUNS`] and [`OFFICE_TITLES`].
+const POSTS: &[&str] = &[
+    "司机", "司機", "院长", "院長", "会计", "會計", "干部", "幹部", "专干", "專幹", "文书", "文書",
+    "诗人", "詩人", "妻子", "妇女", "婦女", "丈夫", "军官", "軍官", "将军", "將軍", "丫鬟", "书生",
+    "書生", "秀才", "媳妇", "媳婦",
+];
+
+/// True when a name of the cast is a role noun, office title or post (书记,
+/// 司机): right before a name it is that character's title, not another
+/// character (副书记金俊山).
+pub(super) fn is_role_word(name: &str) -> bool {
+    ROLE_NOUNS.contains(&name) || OFFICE_TITLES.contains(&name) || POSTS.contains(&name)
+}
+
 /// Compound surnames: a four-character name needs one (欧阳明月).
 pub(super) const COMPOUND_SURNAMES: &[&str] = &[
     "欧阳", "歐陽", "司马", "司馬", "诸葛", "諸葛", "上官", "东方", "東方", "慕容", "令狐", "公孙",

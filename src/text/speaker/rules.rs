@@ -138,7 +138,12 @@ impl Context<'_, '_> {
         let recent =
             self.recent_mention(i, &[last_speaker.filter(|_| !turns.is_empty()), vocative]);
         let turn = turn_taking(turns, vocative, recent);
-        if prev_is_turn && let Some(c) = self.next_paragraph_subject(i).filter(|c| accept(*c)) {
+        // The one who spoke last reacting (少安不好意思地笑了。) is the listener.
+        if prev_is_turn
+            && let Some(c) = self
+                .next_paragraph_subject(i)
+                .filter(|c| accept(*c) && (turn.is_none() || Some(c.who) != last_speaker))
+        {
             return (Some(c.who), c.addressee, own);
         }
         if prev_is_turn && let Some(who) = turn {
@@ -229,12 +234,42 @@ impl Context<'_, '_> {
         };
         let end = body_end - if is_punct(last) { last.len_utf8() } else { 0 };
         let start = sentence_start(text, n.start, end);
-        self.subject_in(i, start, end, true)
-            .map(|(who, addressee)| Candidate {
+        // `他让润叶坐下；一边抱歉地说：` the subject of the sentence before.
+        let found = self.subject_in(i, start, end, true).or_else(|| {
+            (start > n.start && self.mentions_in(i, start, end).is_empty())
+                .then(|| {
+                    let mark = text[..start]
+                        .char_indices()
+                        .next_back()
+                        .map_or(start, |(j, _)| j);
+                    self.subject_in(i, sentence_start(text, n.start, mark), end, true)
+                })
+                .flatten()
+        });
+        if let Some((who, addressee)) = found {
+            return Some(Candidate {
                 who,
                 strength,
                 addressee,
-            })
+            });
+        }
+        // `过了一会，才痛苦地说：` with no subject: the one acting at the end
+        // of the narration paragraph before.
+        if strength == Strength::Strong
+            && start == n.start
+            && n.start == 0
+            && self.mentions_in(i, n.start, body_end).is_empty()
+        {
+            let j = (0..i).rev().find(|&j| !self.paragraphs[j].skipped)?;
+            let p = &self.paragraphs[j];
+            if p.spans.iter().all(|s| s.kind == SegmentKind::Narration) {
+                return self.action_beat(j).map(|c| Candidate {
+                    strength: Strength::Medium,
+                    ..c
+                });
+            }
+        }
+        None
     }
 
     /// Narration right after a quote in the same paragraph.
@@ -263,11 +298,13 @@ impl Context<'_, '_> {
                 continue;
             }
             let clause_end = if last { end } else { at };
-            // The mention must come before the verb (not 问秀莲).
+            // The mention must come before the verb (not 问秀莲), and not be
+            // the one spoken to (对书记建议).
             if let Some(m) = mentions.iter().find(|m| {
                 m.who.is_some()
                     && m.start >= clause_from
                     && m.end <= clause_end
+                    && !after_preposition(&text[clause_from..m.start])
                     && has_speech_verb(&text[m.end..clause_end])
             }) {
                 verb_clause = Some(m);
@@ -450,6 +487,12 @@ fn turn_taking(turns: &[Turn], vocative: Option<Who>, recent: Option<Who>) -> Op
         .into_iter()
         .flatten()
         .find(|who| Some(*who) != last.speaker && Some(*who) != vocative)
+}
+
+/// True when a mention right after `before` is the object of a preposition
+/// (对书记建议, 向少平说): the one spoken to.
+fn after_preposition(before: &str) -> bool {
+    before.ends_with(['对', '對', '向', '朝', '冲', '衝', '跟', '给', '給', '同'])
 }
 
 fn other_mention(mentions: &[Mention], who: Option<Who>) -> Option<Who> {
