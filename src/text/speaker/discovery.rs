@@ -200,6 +200,28 @@ const BEFORE_ADVERBS: &[char] = &[
     '就', '也', '又', '都', '便', '才', '却', '還', '还', '再', '已',
 ];
 
+/// How a found name is written across the book.
+#[derive(Debug, Default, Clone, Copy)]
+struct Usage {
+    written: usize,
+    after_adverb: usize,
+    after_pronoun: usize,
+    /// Right after a word that takes a person as its object (对, 给, 和).
+    object: usize,
+    before_comma: usize,
+    /// Right before a speech verb (探春笑道).
+    before_verb: usize,
+}
+
+/// Words before the one spoken to, given to or acted on (对润叶说, 给兰花).
+const OBJECT_MARKERS: &[char] = &[
+    '对', '對', '给', '給', '和', '跟', '向', '问', '問', '叫', '让', '讓', '同', '与', '與', '把',
+    '被', '朝', '冲', '衝',
+];
+
+/// How often a name must be written before its usage can rule it out.
+const MIN_USES: usize = 8;
+
 /// Pronouns, which stand before adverbs (他本来) and before full names in
 /// apposition (他金俊武, he, 金俊武) alike.
 const PRONOUNS: &[char] = &['他', '她', '我', '你'];
@@ -224,25 +246,49 @@ fn by_usage(
     else {
         return ranked.into_iter().take(CORE_NAMES).collect();
     };
-    // (times written, right after an adverb, right after a pronoun)
-    let mut usage = vec![(0usize, 0usize, 0usize); all.len()];
+    let mut usage = vec![Usage::default(); all.len()];
     for p in chapters.iter().flatten().filter(|p| !p.skipped) {
         for m in matcher.find_iter(p.text) {
             let u = &mut usage[m.pattern().as_usize()];
-            u.0 += 1;
+            u.written += 1;
             match p.text[..m.start()].chars().next_back() {
-                Some(c) if BEFORE_ADVERBS.contains(&c) => u.1 += 1,
-                Some(c) if PRONOUNS.contains(&c) => u.2 += 1,
+                Some(c) if BEFORE_ADVERBS.contains(&c) => u.after_adverb += 1,
+                Some(c) if PRONOUNS.contains(&c) => u.after_pronoun += 1,
+                Some(c) if OBJECT_MARKERS.contains(&c) => u.object += 1,
                 _ => {}
+            }
+            let after = &p.text[m.end()..];
+            if after.starts_with(['，', ',']) {
+                u.before_comma += 1;
+            } else if starts_with_speech_verb(after) {
+                u.before_verb += 1;
             }
         }
     }
-    let usage: HashMap<&str, (usize, usize, usize)> = all.iter().copied().zip(usage).collect();
+    let usage: HashMap<&str, Usage> = all.iter().copied().zip(usage).collect();
+    let dictionary = crate::frontend::dictionary::Dictionary::get();
     let keep = |rank: usize, name: &str| {
-        let (written, adverb, pronoun) = usage.get(name).copied().unwrap_or_default();
+        let u = usage.get(name).copied().unwrap_or_default();
         let full = name.chars().count() == 3 && has_surname(name);
-        let after = if full { adverb } else { adverb + pronoun };
-        after * 10 <= written && (rank < CORE_NAMES || written >= MIN_WRITTEN)
+        let after = if full {
+            u.after_adverb
+        } else {
+            u.after_adverb + u.after_pronoun
+        };
+        // 另外，… / 说完这话后，…: a name seldom stands before a comma.
+        let comma_word = u.written >= MIN_USES && u.before_comma * 3 > u.written;
+        // 平时, 关于, 国家: a word of the dictionary that is hardly ever
+        // spoken to or given anything (对润叶, 给兰花) and hardly ever says
+        // anything (探春笑道) is no character.
+        let plain_word = u.written >= MIN_USES
+            && u.object * 50 < u.written
+            && u.before_verb * 20 < u.written
+            && !ROLE_NOUNS.contains(&name)
+            && dictionary.phrase(name).is_some_and(|p| p.common);
+        after * 10 <= u.written
+            && !comma_word
+            && !plain_word
+            && (rank < CORE_NAMES || u.written >= MIN_WRITTEN)
     };
     let kept: Vec<(String, usize)> = ranked
         .into_iter()
@@ -568,6 +614,26 @@ mod tests {
         let names: Vec<&str> = found.iter().map(|d| d.character.name.as_str()).collect();
         assert_eq!(names, ["毛仲", "陈青云"]);
         assert_eq!(found[0].count, 3);
+    }
+
+    #[test]
+    fn a_dictionary_word_nobody_speaks_to_or_that_never_speaks_is_no_name() {
+        let mut text = Vec::new();
+        for _ in 0..5 {
+            // 平时 opens clauses before a speech verb, but is never spoken to
+            // and never stands right before one.
+            text.extend([
+                "平时他总说：“早点睡。”",
+                "苏晚笑道：“好。”",
+                "他对苏晚点头。",
+            ]);
+        }
+        for _ in 0..4 {
+            text.push("平时，大家都在河边。");
+        }
+        let found = discovered(&text);
+        let names: Vec<&str> = found.iter().map(|d| d.character.name.as_str()).collect();
+        assert_eq!(names, ["苏晚"]);
     }
 
     #[test]

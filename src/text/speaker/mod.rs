@@ -331,6 +331,37 @@ mod tests {
     }
 
     #[test]
+    fn a_title_before_a_name_is_that_character() {
+        // A cast found in the book may hold the title as a character too.
+        let c = cast(&[("林一舟", &[], M), ("队长", &[], M), ("苏晚", &[], F)]);
+        let text = "苏晚坐在舱里。\n副队长林一舟插话说：\n“风要起了。”";
+        assert_eq!(names(&speakers(&c, text)), ["林一舟"]);
+    }
+
+    #[test]
+    fn the_one_spoken_to_after_a_preposition_does_not_speak() {
+        let c = cast(&[("林一舟", &[], M), ("老周", &[], M)]);
+        let text = "老周坐在船头。\n“明早就走！”\n林一舟站起来，急急地对老周建议。";
+        assert_eq!(names(&speakers(&c, text)), ["林一舟"]);
+    }
+
+    #[test]
+    fn a_tag_without_a_subject_takes_the_sentence_or_paragraph_before() {
+        let c = cast(&[("林一舟", &[], M), ("苏晚", &[], F)]);
+        let text = "苏晚给林一舟倒了茶；一边笑着说：\n“喝吧。”";
+        assert_eq!(names(&speakers(&c, text)), ["苏晚"]);
+        let text = "“来了？”\n“嗯。”\n苏晚半天没有作声。\n过了一会，才轻轻地说：\n“坐吧。”";
+        assert_eq!(names(&speakers(&c, text))[2], "苏晚");
+    }
+
+    #[test]
+    fn the_last_speaker_reacting_listens_to_the_next_quote() {
+        let c = cast(&[("林一舟", &[], M), ("苏晚", &[], F)]);
+        let text = "苏晚问林一舟：“吃了吗？”\n“吃过了。”\n“骗人！”\n林一舟不好意思地笑了。";
+        assert_eq!(names(&speakers(&c, text)), ["苏晚", "林一舟", "苏晚"]);
+    }
+
+    #[test]
     fn actor_after_the_quote_speaks() {
         let c = cast(&[("林一舟", &[], M), ("苏晚", &[], F)]);
         let text = "林一舟问苏晚：“冷吗？”\n“有点。”\n“给你。”\n林一舟脱下外套递过去。";
