@@ -628,9 +628,7 @@ mod tests {
                 "他对苏晚点头。",
             ]);
         }
-        for _ in 0..4 {
-            text.push("平时，大家都在河边。");
-        }
+        text.extend(["平时，大家都在河边。"; 4]);
         let found = discovered(&text);
         let names: Vec<&str> = found.iter().map(|d| d.character.name.as_str()).collect();
         assert_eq!(names, ["苏晚"]);
