@@ -3,6 +3,7 @@
 //! the attributor stays linear on any input.
 
 use super::mentions::Mention;
+use super::names::is_title_end;
 use super::words::CONNECTIVES;
 
 /// Punctuation that ends a clause, closing brackets and quotes included.
@@ -61,10 +62,24 @@ pub(super) fn is_subject(text: &str, m: &Mention, floor: usize) -> bool {
 /// Longest run of connectives before a subject, in bytes (3 × 3 characters).
 const MAX_CONNECTIVE_BYTES: usize = 27;
 
-/// True when `prefix` (clause start up to a mention) is empty or connectives only.
+/// Longest title before a name in apposition, in bytes (大队会计, 小学教师: 6 characters).
+const MAX_TITLE_BYTES: usize = 18;
+
+/// True when `prefix` (clause start up to a mention) is empty or connectives
+/// only, or a title or pronoun in apposition (小学教师金成, 他田福堂).
 pub(super) fn opens_clause(prefix: &str) -> bool {
     let mut prefix = prefix.trim_start();
     if prefix.is_empty() {
+        return true;
+    }
+    // 他田福堂什么时候…: the pronoun and the name are one subject.
+    if matches!(prefix, "他" | "她") {
+        return true;
+    }
+    if prefix.len() <= MAX_TITLE_BYTES
+        && is_title_end(prefix)
+        && prefix.chars().all(crate::text::decode::is_han)
+    {
         return true;
     }
     if prefix.len() > MAX_CONNECTIVE_BYTES {

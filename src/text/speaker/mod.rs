@@ -355,6 +355,17 @@ mod tests {
     }
 
     #[test]
+    fn the_one_heard_speaks_and_titles_or_pronouns_in_apposition_open_a_clause() {
+        let c = cast(&[("林一舟", &[], M), ("老周", &[], M)]);
+        let text = "老周走到窗下。\n他听见林一舟在屋里嘟囔说：\n“明天再走。”";
+        assert_eq!(names(&speakers(&c, text)), ["林一舟"]);
+        let text = "老周坐在门口，船队会计林一舟跑进来说：\n“水涨了！”";
+        assert_eq!(names(&speakers(&c, text)), ["林一舟"]);
+        let text = "老周看了看天。\n他林一舟什么时候怕过风浪？他朝船头喊：\n“起锚！”";
+        assert_eq!(names(&speakers(&c, text)), ["林一舟"]);
+    }
+
+    #[test]
     fn the_last_speaker_reacting_listens_to_the_next_quote() {
         let c = cast(&[("林一舟", &[], M), ("苏晚", &[], F)]);
         let text = "苏晚问林一舟：“吃了吗？”\n“吃过了。”\n“骗人！”\n林一舟不好意思地笑了。";

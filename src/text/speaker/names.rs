@@ -243,6 +243,16 @@ const POSTS: &[&str] = &[
     "書生", "秀才", "媳妇", "媳婦",
 ];
 
+/// Posts that end a title before a name (小学教师金成, 大队会计田海民): an
+/// office title or one of [`POSTS`], or 教师.
+pub(super) fn is_title_end(prefix: &str) -> bool {
+    OFFICE_TITLES
+        .iter()
+        .chain(POSTS)
+        .chain(&["教师", "教師"])
+        .any(|t| prefix.ends_with(t))
+}
+
 /// True when a name of the cast is a role noun, office title or post (书记,
 /// 司机): right before a name it is that character's title, not another
 /// character (副书记金俊山).

@@ -15,6 +15,11 @@ const RECENT_PARAGRAPHS: usize = 10;
 /// Longest `旁边的` between a possessor and the one possessed (他旁边的老周).
 const MAX_POSSESSIVE_CHARS: usize = 4;
 
+/// Verbs of hearing before the one heard speaking (听见孙玉亭说).
+const HEARING: &[&str] = &[
+    "听见", "聽見", "听到", "聽到", "听得", "聽得", "只听", "只聽",
+];
+
 /// How sure a rule is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Strength {
@@ -234,6 +239,19 @@ impl Context<'_, '_> {
         };
         let end = body_end - if is_punct(last) { last.len_utf8() } else { 0 };
         let start = sentence_start(text, n.start, end);
+        // `他听见孙玉亭嘟囔说：` the one heard speaks.
+        let heard = self.mentions_in(i, start, end).iter().find(|m| {
+            m.who.is_some()
+                && HEARING.iter().any(|h| text[..m.start].ends_with(h))
+                && has_speech_verb(&text[m.end..end])
+        });
+        if let Some(m) = heard {
+            return Some(Candidate {
+                who: m.who?,
+                strength,
+                addressee: None,
+            });
+        }
         // `他让润叶坐下；一边抱歉地说：` the subject of the sentence before.
         let found = self.subject_in(i, start, end, true).or_else(|| {
             (start > n.start && self.mentions_in(i, start, end).is_empty())
