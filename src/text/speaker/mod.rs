@@ -363,6 +363,8 @@ mod tests {
         assert_eq!(names(&speakers(&c, text)), ["林一舟"]);
         let text = "老周看了看天。\n他林一舟什么时候怕过风浪？他朝船头喊：\n“起锚！”";
         assert_eq!(names(&speakers(&c, text)), ["林一舟"]);
+        let text = "老周坐在船头，他儿子林一舟走过来悄悄说：\n“爸，有人找。”";
+        assert_eq!(names(&speakers(&c, text)), ["林一舟"]);
     }
 
     #[test]

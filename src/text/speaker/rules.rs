@@ -15,6 +15,14 @@ const RECENT_PARAGRAPHS: usize = 10;
 /// Longest `旁边的` between a possessor and the one possessed (他旁边的老周).
 const MAX_POSSESSIVE_CHARS: usize = 4;
 
+/// Kin between a possessor and a name (他儿子润生, 他哥金光亮): the name
+/// is the subject.
+const KIN_BEFORE_NAME: &[&str] = &[
+    "儿子", "兒子", "女儿", "女兒", "哥", "哥哥", "大哥", "二哥", "姐", "姐姐", "大姐", "弟",
+    "弟弟", "妹", "妹妹", "父亲", "父親", "母亲", "母親", "爸", "妈", "媽", "妻子", "丈夫", "老婆",
+    "爱人", "愛人", "媳妇", "媳婦", "侄子", "侄女", "女婿", "外甥",
+];
+
 /// Verbs of hearing before the one heard speaking (听见孙玉亭说).
 const HEARING: &[&str] = &[
     "听见", "聽見", "听到", "聽到", "听得", "聽得", "只听", "只聽",
@@ -469,8 +477,10 @@ impl Context<'_, '_> {
                 .filter(|o| o.start > m.start && o.who.is_some())
                 .take_while(|o| clause_start(text, o.start, start) == cs)
                 .find(|o| {
-                    text[..o.start].ends_with('的')
-                        && text[m.end..o.start].chars().count() <= MAX_POSSESSIVE_CHARS
+                    let between = &text[m.end..o.start];
+                    (text[..o.start].ends_with('的')
+                        && between.chars().count() <= MAX_POSSESSIVE_CHARS)
+                        || KIN_BEFORE_NAME.contains(&between)
                 })
                 .unwrap_or(m),
             None => mentions.iter().find(|m| m.who.is_some())?,
