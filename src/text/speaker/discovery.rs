@@ -277,10 +277,12 @@ fn by_usage(
         };
         // 另外，… / 说完这话后，…: a name seldom stands before a comma.
         let comma_word = u.written >= MIN_USES && u.before_comma * 3 > u.written;
-        // 平时, 关于, 国家: a word of the dictionary that is hardly ever
+        // 平时, 关于, 国家: a word of the dictionary (which lists some full
+        // names of famous books too) that is hardly ever
         // spoken to or given anything (对润叶, 给兰花) and hardly ever says
         // anything (探春笑道) is no character.
-        let plain_word = u.written >= MIN_USES
+        let plain_word = !full
+            && u.written >= MIN_USES
             && u.object * 50 < u.written
             && u.before_verb * 20 < u.written
             && !ROLE_NOUNS.contains(&name)
