@@ -405,6 +405,26 @@ fn starts_a_word(two: &str, n: usize, longer: &HashMap<&str, Vec<(&str, usize)>>
             .is_some_and(|(four, _)| dictionary.phrase(four).is_some())
 }
 
+/// True when `name` (seen `n` times) nearly always runs on into a word of
+/// the dictionary that its last character starts (马顺接 of 马顺接着说, 人宽
+/// of 那人宽宏地说): the name, if any, is shorter.
+fn runs_into_a_word(name: &str, n: usize, longer: &HashMap<&str, Vec<(&str, usize)>>) -> bool {
+    let Some((last, _)) = name.char_indices().next_back() else {
+        return false;
+    };
+    let Some((next, c)) = longer.get(name).and_then(|v| {
+        v.iter()
+            .copied()
+            .max_by_key(|(k, c)| (*c, std::cmp::Reverse(*k)))
+    }) else {
+        return false;
+    };
+    c * 5 >= n * 4
+        && crate::frontend::dictionary::Dictionary::get()
+            .phrase(&next[last..])
+            .is_some_and(|p| p.common)
+}
+
 /// How many speaker clauses a string outside the dictionary must open to be
 /// a name without ever standing right before a speech verb.
 const MIN_SPEAKER_CLAUSES: usize = 8;
@@ -537,7 +557,11 @@ fn select_names(
             // 晓霞 in 晓霞笑着对他说 / 晓霞问少平, 34 times and never right
             // before the verb: a word outside the dictionary that often opens speaker clauses.
             let often = n >= MIN_SPEAKER_CLAUSES && dictionary.phrase(name).is_none();
-            if !plausible(name) || !enough(name, n) || !(surname || direct(name) || often) {
+            if !plausible(name)
+                || !enough(name, n)
+                || !(surname || direct(name) || often)
+                || runs_into_a_word(name, n, &longer)
+            {
                 continue;
             }
             let entry = chosen.entry(name.to_owned()).or_default();
@@ -640,6 +664,16 @@ mod tests {
         // 四 times is not enough.
         let found = discovered(&text[..4]);
         assert!(found.iter().all(|d| d.character.name != "晨露"));
+    }
+
+    #[test]
+    fn a_name_that_runs_into_a_word_is_shorter() {
+        let text = ["马顺接着说：“好。”"; 6];
+        let found = discovered(&text);
+        assert!(
+            found.iter().all(|d| d.character.name != "马顺接"),
+            "{found:?}"
+        );
     }
 
     #[test]
