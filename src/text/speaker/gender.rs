@@ -292,7 +292,10 @@ const MALE_AFTER: &[&str] = &[
     "兄长", "兄長",
 ];
 /// After the name, words that are not the title they start with (宝玉姐妹们).
-const NOT_TITLES: &[&str] = &["姐妹", "妹子们", "兄妹", "姐弟", "叔叔家", "哥儿们", "哥們"];
+/// 少平姐夫 is his sister's husband: neither the name's title nor a woman.
+const NOT_TITLES: &[&str] = &[
+    "姐妹", "妹子们", "兄妹", "姐弟", "叔叔家", "哥儿们", "哥們", "姐夫", "妹夫", "姊夫",
+];
 /// Titles and roles right before a name (丫头平儿, 小厮茗烟, 他妹妹探春).
 const FEMALE_BEFORE: &[&str] = &[
     "丫头子",
