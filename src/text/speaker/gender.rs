@@ -178,9 +178,14 @@ impl GenderEvidence {
     /// Weighted (female, male) evidence.
     pub fn weights(&self) -> (f32, f32) {
         // Each pronoun weighs against how often the book writes it, so that
-        // a book with more men (more 他) does not make its women men.
+        // a book with more men (more 他) does not make its women men; by the
+        // square root only, as a hero seldom alone with a man gathers 她
+        // from the women around him (她 5, 他 8 is a man).
         let (she, he) = match self.she_share() {
-            Some(p) => (0.5 / p.clamp(0.05, 0.95), 0.5 / (1.0 - p).clamp(0.05, 0.95)),
+            Some(p) => (
+                (0.5 / p.clamp(0.05, 0.95)).sqrt(),
+                (0.5 / (1.0 - p).clamp(0.05, 0.95)).sqrt(),
+            ),
             None => (1.0, HE_WITHOUT_SHE),
         };
         let mut f = she * self.she as f32 + 2.0 * self.female_titles as f32;
@@ -294,7 +299,16 @@ const MALE_AFTER: &[&str] = &[
 /// After the name, words that are not the title they start with (宝玉姐妹们).
 /// 少平姐夫 is his sister's husband: neither the name's title nor a woman.
 const NOT_TITLES: &[&str] = &[
-    "姐妹", "妹子们", "兄妹", "姐弟", "叔叔家", "哥儿们", "哥們", "姐夫", "妹夫", "姊夫",
+    "姐妹",
+    "妹子们",
+    "兄妹",
+    "姐弟",
+    "叔叔家",
+    "哥儿们",
+    "哥們",
+    "姐夫",
+    "妹夫",
+    "姊夫",
 ];
 /// Titles and roles right before a name (丫头平儿, 小厮茗烟, 他妹妹探春).
 const FEMALE_BEFORE: &[&str] = &[
