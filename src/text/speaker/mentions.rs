@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
 
 use super::clause::{MAX_CLAUSE_BYTES, is_punct, opens_clause};
-use super::names::is_role_word;
+use super::names::{OFFICE_TITLES, is_role_word};
 use super::words::{CROWDS, starts_with_speech_verb};
 use super::{Attributor, ParagraphView, Who};
 use crate::text::cast::{Cast, Gender};
@@ -53,6 +53,9 @@ pub(super) enum Pattern {
     /// A character named by a role noun (老汉, 诗人): right after a named
     /// character of its gender in the same paragraph, that one.
     Role(usize),
+    /// A character named by an office title alone (书记): the character
+    /// last named with that title in the chapter (曹书记), if any.
+    Title(usize),
     Crowd(usize),
     /// 他们, 其他 …: consumed so they are not read as 他.
     Ignore,
@@ -83,6 +86,8 @@ pub(super) fn cast_matcher(cast: &Cast) -> (AhoCorasick, Vec<Pattern>) {
             words.push(name.to_owned());
             patterns.push(if ANAPHORIC_ROLES.contains(&name) && name == c.name {
                 Pattern::Role(i)
+            } else if OFFICE_TITLES.contains(&name) && name == c.name {
+                Pattern::Title(i)
             } else if name.chars().nth(1).is_some() {
                 Pattern::Name(i)
             } else {
@@ -187,12 +192,25 @@ impl Attributor {
                         start = last.start;
                         out.pop();
                     }
+                    if let Some(t) = OFFICE_TITLES
+                        .iter()
+                        .find(|t| text[start..end].ends_with(**t))
+                        && end - start > t.len()
+                    {
+                        last.titled.retain(|(old, _)| old != t);
+                        last.titled.push((t, c));
+                    }
                     (Some(Who::Character(c)), None)
                 }
                 Pattern::Role(c) => {
                     let named = gender_slot(self.genders[c])
                         .and_then(|slot| last.named_subject(slot, paragraph));
                     (Some(Who::Character(named.unwrap_or(c))), None)
+                }
+                Pattern::Title(c) => {
+                    let title = &text[start..end];
+                    let named = last.titled.iter().rev().find(|(t, _)| *t == title);
+                    (Some(Who::Character(named.map_or(c, |(_, n)| *n))), None)
                 }
                 Pattern::ShortName(c) => {
                     if !starts_with_speech_verb(&text[end..]) {
@@ -263,6 +281,8 @@ struct Recency {
     /// Per gender: the latest mention (character, paragraph, end offset),
     /// the latest subject mention, and the latest other character.
     slots: [Slot; 2],
+    /// The character last named with each office title (曹书记 for 书记).
+    titled: Vec<(&'static str, usize)>,
 }
 
 #[derive(Debug, Default, Clone, Copy)]

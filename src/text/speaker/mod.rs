@@ -339,6 +339,13 @@ mod tests {
     }
 
     #[test]
+    fn a_bare_office_title_is_the_one_last_named_with_it() {
+        let c = cast(&[("书记", &[], M), ("曹书记", &[], M), ("苏晚", &[], F)]);
+        let text = "曹书记拉着苏晚进了门。\n书记问她：\n“吃了没有？”";
+        assert_eq!(names(&speakers(&c, text)), ["曹书记"]);
+    }
+
+    #[test]
     fn the_one_spoken_to_after_a_preposition_does_not_speak() {
         let c = cast(&[("林一舟", &[], M), ("老周", &[], M)]);
         let text = "老周坐在船头。\n“明早就走！”\n林一舟站起来，急急地对老周建议。";
