@@ -246,10 +246,17 @@ fn by_usage(
     else {
         return ranked.into_iter().take(CORE_NAMES).collect();
     };
+    let dictionary = crate::frontend::dictionary::Dictionary::get();
+    // Only a word of the dictionary is asked whether it speaks (see `keep`).
+    let in_dictionary: Vec<bool> = all
+        .iter()
+        .map(|n| dictionary.phrase(n).is_some_and(|p| p.common))
+        .collect();
     let mut usage = vec![Usage::default(); all.len()];
     for p in chapters.iter().flatten().filter(|p| !p.skipped) {
         for m in matcher.find_iter(p.text) {
-            let u = &mut usage[m.pattern().as_usize()];
+            let k = m.pattern().as_usize();
+            let u = &mut usage[k];
             u.written += 1;
             match p.text[..m.start()].chars().next_back() {
                 Some(c) if BEFORE_ADVERBS.contains(&c) => u.after_adverb += 1,
@@ -260,13 +267,13 @@ fn by_usage(
             let after = &p.text[m.end()..];
             if after.starts_with(['，', ',']) {
                 u.before_comma += 1;
-            } else if starts_with_speech_verb(after) {
+            } else if in_dictionary[k] && starts_with_speech_verb(after) {
                 u.before_verb += 1;
             }
         }
     }
+    let in_dictionary: HashMap<&str, bool> = all.iter().copied().zip(in_dictionary).collect();
     let usage: HashMap<&str, Usage> = all.iter().copied().zip(usage).collect();
-    let dictionary = crate::frontend::dictionary::Dictionary::get();
     let keep = |rank: usize, name: &str| {
         let u = usage.get(name).copied().unwrap_or_default();
         let full = name.chars().count() == 3 && has_surname(name);
@@ -286,7 +293,7 @@ fn by_usage(
             && u.object * 50 < u.written
             && u.before_verb * 20 < u.written
             && !ROLE_NOUNS.contains(&name)
-            && dictionary.phrase(name).is_some_and(|p| p.common);
+            && in_dictionary.get(name).copied().unwrap_or(false);
         after * 10 <= u.written
             && !comma_word
             && !plain_word

@@ -56,6 +56,8 @@ pub(super) enum Pattern {
     /// A character named by an office title alone (书记): the character
     /// last named with that title in the chapter (曹书记), if any.
     Title(usize),
+    /// A name that ends in an office title (曹书记), with the title.
+    TitledName(usize, &'static str),
     Crowd(usize),
     /// 他们, 其他 …: consumed so they are not read as 他.
     Ignore,
@@ -88,6 +90,11 @@ pub(super) fn cast_matcher(cast: &Cast) -> (AhoCorasick, Vec<Pattern>) {
                 Pattern::Role(i)
             } else if OFFICE_TITLES.contains(&name) && name == c.name {
                 Pattern::Title(i)
+            } else if let Some(t) = OFFICE_TITLES
+                .iter()
+                .find(|t| name.ends_with(**t) && name.len() > t.len())
+            {
+                Pattern::TitledName(i, t)
             } else if name.chars().nth(1).is_some() {
                 Pattern::Name(i)
             } else {
@@ -181,7 +188,7 @@ impl Attributor {
         for m in self.matcher.find_iter(narration) {
             let (mut start, end) = (span.start + m.start(), span.start + m.end());
             let (who, pronoun) = match self.patterns[m.pattern().as_usize()] {
-                Pattern::Name(c) => {
+                Pattern::Name(c) | Pattern::TitledName(c, _) => {
                     // 司机金俊海, 副书记金俊山: a title right before a name is
                     // that character's, one mention with the name.
                     if let Some(last) = out.last()
@@ -192,12 +199,8 @@ impl Attributor {
                         start = last.start;
                         out.pop();
                     }
-                    if let Some(t) = OFFICE_TITLES
-                        .iter()
-                        .find(|t| text[start..end].ends_with(**t))
-                        && end - start > t.len()
-                    {
-                        last.titled.retain(|(old, _)| old != t);
+                    if let Pattern::TitledName(_, t) = self.patterns[m.pattern().as_usize()] {
+                        last.titled.retain(|(old, _)| *old != t);
                         last.titled.push((t, c));
                     }
                     (Some(Who::Character(c)), None)
@@ -260,7 +263,8 @@ impl Attributor {
         if m.start() != 0 {
             return None;
         }
-        let Pattern::Name(c) = self.patterns[m.pattern().as_usize()] else {
+        let (Pattern::Name(c) | Pattern::TitledName(c, _)) = self.patterns[m.pattern().as_usize()]
+        else {
             return None;
         };
         let rest = &inner[m.end()..];
