@@ -242,7 +242,7 @@ impl Attributor {
                     clause = scanned + j + ch.len_utf8();
                 }
                 scanned = start;
-                let subject = opens_clause(&text[clause..start]);
+                let subject = opens_clause(&text[clause..start]) && !reports(&text[..clause]);
                 let role = matches!(self.patterns[m.pattern().as_usize()], Pattern::Role(_));
                 last.note(slot, c, paragraph, end, subject, role);
             }
@@ -353,6 +353,20 @@ impl Recency {
             _ => s.previous.filter(|p| *p != first.0).or(Some(first.0)),
         }
     }
+}
+
+/// True when `before` (the text before a clause) ends in a verb of saying
+/// or knowing and a comma: the clause is what was said or known (田福堂听金
+/// 俊山说，金俊武同意了: 金俊武 is no subject of the story).
+fn reports(before: &str) -> bool {
+    let Some(rest) = before.strip_suffix('，') else {
+        return false;
+    };
+    [
+        "说", "說", "听说", "聽說", "知道", "觉得", "覺得", "认为", "認為", "发现", "發現",
+    ]
+    .iter()
+    .any(|v| rest.ends_with(v))
 }
 
 fn gender_slot(g: Gender) -> Option<usize> {

@@ -339,6 +339,13 @@ mod tests {
     }
 
     #[test]
+    fn a_name_in_what_was_said_is_no_subject_for_the_next_pronoun() {
+        let c = cast(&[("林一舟", &[], M), ("老周", &[], M), ("苏晚", &[], F)]);
+        let text = "林一舟听苏晚说，老周已经同意了，高兴地笑了。\n他对苏晚说：\n“那就好。”";
+        assert_eq!(names(&speakers(&c, text)), ["林一舟"]);
+    }
+
+    #[test]
     fn a_bare_office_title_is_the_one_last_named_with_it() {
         let c = cast(&[("书记", &[], M), ("曹书记", &[], M), ("苏晚", &[], F)]);
         let text = "曹书记拉着苏晚进了门。\n书记问她：\n“吃了没有？”";
