@@ -349,6 +349,33 @@ fn fold_titles(found: &mut Vec<Discovered>, chapters: &[Vec<ParagraphView>]) {
             [] => None,
             [one] => Some(*one),
             many => {
+                // Never beside a full name: the one named in the same
+                // chapters, at least twice and twice as often as any other.
+                let together = |titled: &str, many: &[usize]| -> Option<usize> {
+                    let mut shared: Vec<(usize, usize)> = many
+                        .iter()
+                        .map(|&j| {
+                            let full = &found[j].character.name;
+                            let n = chapters
+                                .iter()
+                                .filter(|ch| {
+                                    ch.iter().any(|p| p.text.contains(titled))
+                                        && ch.iter().any(|p| p.text.contains(full.as_str()))
+                                })
+                                .count();
+                            (j, n)
+                        })
+                        .collect();
+                    shared.sort_by(|a, b| b.1.cmp(&a.1));
+                    match shared.as_slice() {
+                        [(j, n), rest @ ..]
+                            if *n >= 2 && rest.first().is_none_or(|r| r.1 * 2 <= *n) =>
+                        {
+                            Some(*j)
+                        }
+                        _ => None,
+                    }
+                };
                 let beside = |j: usize| -> usize {
                     let full = &found[j].character.name;
                     let (before, after) = (format!("{title}{full}"), format!("{full}{title}"));
@@ -362,6 +389,7 @@ fn fold_titles(found: &mut Vec<Discovered>, chapters: &[Vec<ParagraphView>]) {
                 let named: Vec<&(usize, usize)> = counts.iter().filter(|c| c.1 > 0).collect();
                 match named.as_slice() {
                     [c] if c.1 >= 2 => Some(c.0),
+                    [] => together(&d.character.name, many),
                     _ => None,
                 }
             }
@@ -793,5 +821,29 @@ mod tests {
             .map(|d| d.character.name)
             .collect();
         assert!(names.contains(&"韩科长".to_owned()), "{names:?}");
+    }
+
+    #[test]
+    fn a_surname_with_an_office_title_is_the_one_named_in_the_same_chapters() {
+        let one = [
+            "“开会了。”韩立平说。",
+            "“人齐了吗？”韩科长说。",
+            "“齐了。”汪老师说。",
+        ];
+        let two = [
+            "“再等等。”韩立平说。",
+            "“好吧。”韩科长说。",
+            "“我去叫人。”汪老师说。",
+        ];
+        let three = ["“吃饭了。”韩秋月说。", "“来了。”韩秋月说。"];
+        let spans: Vec<_> = [&one[..], &two, &three].map(test_spans).into();
+        let chapters = vec![
+            test_views(&one, &spans[0]),
+            test_views(&two, &spans[1]),
+            test_views(&three, &spans[2]),
+        ];
+        let found = discover(&chapters);
+        let han = found.iter().find(|d| d.character.name == "韩立平").unwrap();
+        assert_eq!(han.character.aliases, ["韩科长"], "{found:?}");
     }
 }
