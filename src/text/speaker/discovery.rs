@@ -366,7 +366,7 @@ fn fold_titles(found: &mut Vec<Discovered>, chapters: &[Vec<ParagraphView>]) {
                             (j, n)
                         })
                         .collect();
-                    shared.sort_by(|a, b| b.1.cmp(&a.1));
+                    shared.sort_by_key(|s| std::cmp::Reverse(s.1));
                     match shared.as_slice() {
                         [(j, n), rest @ ..]
                             if *n >= 2 && rest.first().is_none_or(|r| r.1 * 2 <= *n) =>
