@@ -352,10 +352,12 @@ const FEMALE_BEFORE: &[&str] = &[
     "姨妈",
     "姨媽",
 ];
+/// Verbs that name someone just introduced (书童名唤茗烟).
+const NAMING: &[&str] = &["名唤", "名喚", "名叫", "叫做", "唤作", "喚作", "名字叫"];
 const MALE_BEFORE: &[&str] = &[
-    "小厮", "小廝", "儿子", "兒子", "哥哥", "弟弟", "兄弟", "侄儿", "侄兒", "丈夫", "老爷", "老爺",
-    "公子", "少爷", "少爺", "先生", "小子", "汉子", "漢子", "和尚", "道士", "父亲", "父親", "爸爸",
-    "叔叔", "伯伯", "男人", "男孩", "后生", "後生", "老汉", "老漢",
+    "书童", "書童", "小厮", "小廝", "儿子", "兒子", "哥哥", "弟弟", "兄弟", "侄儿", "侄兒", "丈夫",
+    "老爷", "老爺", "公子", "少爷", "少爺", "先生", "小子", "汉子", "漢子", "和尚", "道士", "父亲",
+    "父親", "爸爸", "叔叔", "伯伯", "男人", "男孩", "后生", "後生", "老汉", "老漢",
 ];
 /// `<name>的丈夫` makes a woman, `<name>的媳妇` a man.
 const HAS_HUSBAND: &[&str] = &["的丈夫", "的男人", "的女婿", "的老公"];
@@ -477,6 +479,11 @@ pub fn guess_genders(found: &mut [Discovered], chapters: &[Vec<ParagraphView<'_>
                     }
                     // 他妹妹探春: a title right before the name, not the
                     // tail of another word (不是她的姐姐宝钗 still counts).
+                    // 书童名唤茗烟, 丫鬟名叫…: the title before the naming verb.
+                    let before = NAMING
+                        .iter()
+                        .find_map(|v| before.strip_suffix(v))
+                        .unwrap_or(before);
                     if any_suffix(before, FEMALE_BEFORE) {
                         e.female_titles += 1;
                     } else if any_suffix(before, MALE_BEFORE) {
@@ -1075,6 +1082,21 @@ mod tests {
         assert_eq!(got[1].0, Gender::Female, "{:?}", got[1].1);
         assert_eq!(role_gender("老汉"), Some(Gender::Male));
         assert_eq!(role_gender("徐主任"), None);
+    }
+
+    #[test]
+    fn a_title_before_a_naming_verb_is_the_named_ones() {
+        let got = guessed(
+            &[("墨川", &[]), ("青禾", &[])],
+            &[
+                "他有个书童名唤墨川，一个丫鬟名叫青禾。",
+                "墨川道：“走。”",
+                "青禾道：“好。”",
+            ],
+        );
+        assert_eq!(got[0].0, Gender::Male, "{:?}", got[0].1);
+        assert_eq!(got[0].1.male_titles, 1);
+        assert_eq!(got[1].1.female_titles, 1);
     }
 
     #[test]
