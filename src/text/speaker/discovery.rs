@@ -460,6 +460,10 @@ fn runs_into_a_word(name: &str, n: usize, longer: &HashMap<&str, Vec<(&str, usiz
             .is_some_and(|p| p.common)
 }
 
+/// How many clauses a full name must open for its given name to be a name
+/// whatever its first character.
+const MIN_FULL_SUBJECT: usize = 3;
+
 /// How many speaker clauses a string outside the dictionary must open to be
 /// a name without ever standing right before a speech verb.
 const MIN_SPEAKER_CLAUSES: usize = 8;
@@ -478,6 +482,18 @@ fn select_names(
     // A name must stand right before a speech verb or a colon at least once.
     let counts: HashMap<&str, usize> = seen.iter().map(|(k, (n, _))| (*k, *n)).collect();
     let direct = |s: &str| seen.get(s).is_some_and(|(_, d)| *d > 0);
+    // How many clauses a surname and a given name open, by the given name
+    // (李向前 → 向前).
+    let mut given_of_full: HashMap<&str, usize> = HashMap::new();
+    for (k, n) in subjects {
+        if let Some((first, c)) = k.char_indices().nth(1)
+            && first + c.len_utf8() < k.len()
+            && k.chars().count() == 3
+            && k.chars().next().is_some_and(is_surname)
+        {
+            *given_of_full.entry(&k[first..]).or_default() += n;
+        }
+    }
     let count_of = |s: &str| counts.get(s).copied().unwrap_or(0);
     let plausible = |s: &str| {
         let mut chars = s.chars();
@@ -487,6 +503,9 @@ fn select_names(
         let often_subject = has_surname(s)
             && subjects.get(s).copied().unwrap_or(0) >= 4
             && s.chars().nth(1).is_some_and(|c| !is_non_name_char(c));
+        // 向前 of 李向前: a given name may open with a character that seldom
+        // opens a name, when the book often writes it after a surname.
+        let given_name = n == 2 && given_of_full.get(s).copied().unwrap_or(0) >= MIN_FULL_SUBJECT;
         // 李向前, 王世才: a full name that opens many clauses may hold a
         // character that seldom stands inside or at the end of a name.
         // Nearly every clause its first two characters open goes on with
@@ -498,7 +517,7 @@ fn select_names(
         };
         chars
             .next()
-            .is_some_and(|c| !is_non_name_char(c) || often_subject)
+            .is_some_and(|c| !is_non_name_char(c) || often_subject || given_name)
             && chars.all(|c| is_han(c) && (!is_non_name_inner(c) || full_subject))
             && !CROWDS.contains(&s)
             && !is_not_name(s)
@@ -699,6 +718,20 @@ mod tests {
         // 四 times is not enough.
         let found = discovered(&text[..4]);
         assert!(found.iter().all(|d| d.character.name != "晨露"));
+    }
+
+    #[test]
+    fn a_given_name_that_opens_with_a_preposition_is_a_name_when_the_book_writes_it_in_full() {
+        let mut text = vec!["向东说：“走吧。”", "向东问：“几点了？”"];
+        let found = discovered(&text);
+        assert!(
+            found.iter().all(|d| d.character.name != "向东"),
+            "{found:?}"
+        );
+        text.extend(["李向东站起来。", "李向东看了看表。", "李向东笑了。"]);
+        let found = discovered(&text);
+        let names: Vec<&str> = found.iter().map(|d| d.character.name.as_str()).collect();
+        assert!(names.contains(&"向东"), "{names:?}");
     }
 
     #[test]
