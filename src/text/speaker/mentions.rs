@@ -199,6 +199,19 @@ impl Attributor {
                         start = last.start;
                         out.pop();
                     }
+                    // 他问张生民: the 他 that opens this clause was taken for
+                    // 张生民, whom it asks; it is the other one.
+                    if let Some(p) = out.last_mut()
+                        && p.who == Some(Who::Character(c))
+                        && matches!(&text[p.start..p.end], "他" | "她")
+                        && !text[p.end..start].chars().any(is_punct)
+                        && let Some(slot) = gender_slot(self.genders[c])
+                    {
+                        p.who = last.slots[slot]
+                            .previous
+                            .filter(|o| *o != c)
+                            .map(Who::Character);
+                    }
                     if let Pattern::TitledName(_, t) = self.patterns[m.pattern().as_usize()] {
                         last.titled.retain(|(old, _)| *old != t);
                         last.titled.push((t, c));

@@ -346,6 +346,13 @@ mod tests {
     }
 
     #[test]
+    fn a_pronoun_is_not_the_one_its_own_clause_names() {
+        let c = cast(&[("林一舟", &[], M), ("老周", &[], M)]);
+        let text = "林一舟在院子里种花。\n这时候，老周来了。\n“谁叫你来的？”\n他问老周。";
+        assert_eq!(names(&speakers(&c, text)), ["林一舟"]);
+    }
+
+    #[test]
     fn a_bare_office_title_is_the_one_last_named_with_it() {
         let c = cast(&[("书记", &[], M), ("曹书记", &[], M), ("苏晚", &[], F)]);
         let text = "曹书记拉着苏晚进了门。\n书记问她：\n“吃了没有？”";
