@@ -247,15 +247,9 @@ impl Context<'_, '_> {
         };
         let end = body_end - if is_punct(last) { last.len_utf8() } else { 0 };
         let start = sentence_start(text, n.start, end);
-        // `他听见孙玉亭嘟囔说：` the one heard speaks.
-        let heard = self.mentions_in(i, start, end).iter().find(|m| {
-            m.who.is_some()
-                && HEARING.iter().any(|h| text[..m.start].ends_with(h))
-                && has_speech_verb(&text[m.end..end])
-        });
-        if let Some(m) = heard {
+        if let Some(who) = self.heard(i, start, end) {
             return Some(Candidate {
-                who: m.who?,
+                who,
                 strength,
                 addressee: None,
             });
@@ -279,23 +273,40 @@ impl Context<'_, '_> {
                 addressee,
             });
         }
-        // `过了一会，才痛苦地说：` with no subject: the one acting at the end
-        // of the narration paragraph before.
-        if strength == Strength::Strong
+        // `过了一会，才痛苦地说：` with no subject in the whole paragraph.
+        (strength == Strength::Strong
             && start == n.start
             && n.start == 0
-            && self.mentions_in(i, n.start, body_end).is_empty()
-        {
-            let j = (0..i).rev().find(|&j| !self.paragraphs[j].skipped)?;
-            let p = &self.paragraphs[j];
-            if p.spans.iter().all(|s| s.kind == SegmentKind::Narration) {
-                return self.action_beat(j).map(|c| Candidate {
-                    strength: Strength::Medium,
-                    ..c
-                });
-            }
+            && self.mentions_in(i, n.start, body_end).is_empty())
+        .then(|| self.actor_before(i))
+        .flatten()
+    }
+
+    /// `他听见孙玉亭嘟囔说：`: the one heard speaking in `text[start..end]`.
+    fn heard(&self, i: usize, start: usize, end: usize) -> Option<Who> {
+        let text = self.paragraphs[i].text;
+        self.mentions_in(i, start, end)
+            .iter()
+            .find(|m| {
+                m.who.is_some()
+                    && HEARING.iter().any(|h| text[..m.start].ends_with(h))
+                    && has_speech_verb(&text[m.end..end])
+            })
+            .and_then(|m| m.who)
+    }
+
+    /// The one acting at the end of the paragraph before `i`, when that one
+    /// is all narration (a medium candidate).
+    fn actor_before(&self, i: usize) -> Option<Candidate> {
+        let j = (0..i).rev().find(|&j| !self.paragraphs[j].skipped)?;
+        let p = &self.paragraphs[j];
+        if !p.spans.iter().all(|s| s.kind == SegmentKind::Narration) {
+            return None;
         }
-        None
+        self.action_beat(j).map(|c| Candidate {
+            strength: Strength::Medium,
+            ..c
+        })
     }
 
     /// Narration right after a quote in the same paragraph.
