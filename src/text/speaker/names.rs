@@ -358,6 +358,8 @@ pub(super) fn is_non_name_tail(c: char) -> bool {
             | '了'
             | '里'
             | '裡'
+            | '见'
+            | '見'
     )
 }
 
