@@ -562,11 +562,15 @@ fn select_names(
                 .map(|v| {
                     v.iter()
                         .copied()
-                        // Not 马顺接 of 马顺接着说: 马顺 stays as it is.
+                        // Not 马顺接 of 马顺接着说: 马顺 stays as it is
+                        // (but 明軍官 may still grow into 明軍官兵).
                         .filter(|(k, n)| {
                             plausible(k)
                                 && (has_surname(k) || LONG_ROLE_NOUNS.contains(k))
-                                && !runs_into_a_word(k, *n, &longer)
+                                && (!runs_into_a_word(k, *n, &longer)
+                                    || longer
+                                        .get(k)
+                                        .is_some_and(|v| v.iter().any(|(f, _)| plausible(f))))
                         })
                         .collect()
                 })
