@@ -10,7 +10,7 @@ use super::clause::is_punct;
 use super::gender::{GenderEvidence, gender_hint};
 use super::names::{
     COMPOUND_SURNAMES, OFFICE_TITLES, ROLE_NOUNS, has_surname, is_non_name_char, is_non_name_inner,
-    is_non_name_tail, is_not_name, is_surname,
+    is_non_name_tail, is_not_name, is_particle, is_surname,
 };
 use super::words::{CONNECTIVES, CROWDS, has_speech_verb, starts_with_speech_verb};
 use crate::text::cast::Character;
@@ -209,8 +209,10 @@ struct Usage {
     /// Right after a word that takes a person as its object (对, 给, 和).
     object: usize,
     before_comma: usize,
-    /// Right before a speech verb (探春笑道).
+    /// Right before a speech verb (探春笑道); counted for words of the
+    /// dictionary only, the only ones asked.
     before_verb: usize,
+    in_dictionary: bool,
 }
 
 /// Words before the one spoken to, given to or acted on (对润叶说, 给兰花).
@@ -247,16 +249,16 @@ fn by_usage(
         return ranked.into_iter().take(CORE_NAMES).collect();
     };
     let dictionary = crate::frontend::dictionary::Dictionary::get();
-    // Only a word of the dictionary is asked whether it speaks (see `keep`).
-    let in_dictionary: Vec<bool> = all
+    let mut usage: Vec<Usage> = all
         .iter()
-        .map(|n| dictionary.phrase(n).is_some_and(|p| p.common))
+        .map(|n| Usage {
+            in_dictionary: dictionary.phrase(n).is_some_and(|p| p.common),
+            ..Usage::default()
+        })
         .collect();
-    let mut usage = vec![Usage::default(); all.len()];
     for p in chapters.iter().flatten().filter(|p| !p.skipped) {
         for m in matcher.find_iter(p.text) {
-            let k = m.pattern().as_usize();
-            let u = &mut usage[k];
+            let u = &mut usage[m.pattern().as_usize()];
             u.written += 1;
             match p.text[..m.start()].chars().next_back() {
                 Some(c) if BEFORE_ADVERBS.contains(&c) => u.after_adverb += 1,
@@ -267,12 +269,11 @@ fn by_usage(
             let after = &p.text[m.end()..];
             if after.starts_with(['，', ',']) {
                 u.before_comma += 1;
-            } else if in_dictionary[k] && starts_with_speech_verb(after) {
+            } else if u.in_dictionary && starts_with_speech_verb(after) {
                 u.before_verb += 1;
             }
         }
     }
-    let in_dictionary: HashMap<&str, bool> = all.iter().copied().zip(in_dictionary).collect();
     let usage: HashMap<&str, Usage> = all.iter().copied().zip(usage).collect();
     let keep = |rank: usize, name: &str| {
         let u = usage.get(name).copied().unwrap_or_default();
@@ -293,7 +294,7 @@ fn by_usage(
             && u.object * 50 < u.written
             && u.before_verb * 20 < u.written
             && !ROLE_NOUNS.contains(&name)
-            && in_dictionary.get(name).copied().unwrap_or(false);
+            && u.in_dictionary;
         after * 10 <= u.written
             && !comma_word
             && !plain_word
@@ -352,16 +353,17 @@ fn fold_titles(found: &mut Vec<Discovered>, chapters: &[Vec<ParagraphView>]) {
                 // Never beside a full name: the one named in the same
                 // chapters, at least twice and twice as often as any other.
                 let together = |titled: &str, many: &[usize]| -> Option<usize> {
+                    let with_title: Vec<&Vec<ParagraphView>> = chapters
+                        .iter()
+                        .filter(|ch| ch.iter().any(|p| p.text.contains(titled)))
+                        .collect();
                     let mut shared: Vec<(usize, usize)> = many
                         .iter()
                         .map(|&j| {
-                            let full = &found[j].character.name;
-                            let n = chapters
+                            let full = found[j].character.name.as_str();
+                            let n = with_title
                                 .iter()
-                                .filter(|ch| {
-                                    ch.iter().any(|p| p.text.contains(titled))
-                                        && ch.iter().any(|p| p.text.contains(full.as_str()))
-                                })
+                                .filter(|ch| ch.iter().any(|p| p.text.contains(full)))
                                 .count();
                             (j, n)
                         })
@@ -486,12 +488,11 @@ fn select_names(
     // (李向前 → 向前).
     let mut given_of_full: HashMap<&str, usize> = HashMap::new();
     for (k, n) in subjects {
-        if let Some((first, c)) = k.char_indices().nth(1)
-            && first + c.len_utf8() < k.len()
-            && k.chars().count() == 3
-            && k.chars().next().is_some_and(is_surname)
+        let mut chars = k.chars();
+        if k.chars().count() == 3
+            && let Some(first) = chars.next().filter(|c| is_surname(*c))
         {
-            *given_of_full.entry(&k[first..]).or_default() += n;
+            *given_of_full.entry(&k[first.len_utf8()..]).or_default() += n;
         }
     }
     let count_of = |s: &str| counts.get(s).copied().unwrap_or(0);
@@ -528,8 +529,8 @@ fn select_names(
                     .is_none_or(|(at, _)| !is_not_name(&s[at..])))
             && !has_speech_verb(s)
             && (n < 3 || full_subject || !s.chars().last().is_some_and(is_non_name_tail))
-            // 司机的, 高兴得: no name ends in a particle.
-            && (n < 3 || !s.ends_with(['的', '得', '地', '着', '著', '了']))
+            // 司机的, 高兴得: no name ends in a particle, full_subject or not.
+            && (n < 3 || !s.chars().last().is_some_and(is_particle))
             && (n < 4
                 || COMPOUND_SURNAMES.iter().any(|c| s.starts_with(c))
                 || CROWDS.iter().any(|c| s.ends_with(c)))

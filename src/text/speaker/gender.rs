@@ -352,13 +352,13 @@ const FEMALE_BEFORE: &[&str] = &[
     "姨妈",
     "姨媽",
 ];
-/// Verbs that name someone just introduced (书童名唤茗烟).
-const NAMING: &[&str] = &["名唤", "名喚", "名叫", "叫做", "唤作", "喚作", "名字叫"];
 const MALE_BEFORE: &[&str] = &[
     "书童", "書童", "小厮", "小廝", "儿子", "兒子", "哥哥", "弟弟", "兄弟", "侄儿", "侄兒", "丈夫",
     "老爷", "老爺", "公子", "少爷", "少爺", "先生", "小子", "汉子", "漢子", "和尚", "道士", "父亲",
     "父親", "爸爸", "叔叔", "伯伯", "男人", "男孩", "后生", "後生", "老汉", "老漢",
 ];
+/// Verbs that name someone just introduced (书童名唤茗烟).
+const NAMING: &[&str] = &["名唤", "名喚", "名叫", "叫做", "唤作", "喚作", "名字叫"];
 /// `<name>的丈夫` makes a woman, `<name>的媳妇` a man.
 const HAS_HUSBAND: &[&str] = &["的丈夫", "的男人", "的女婿", "的老公"];
 const HAS_WIFE: &[&str] = &[

@@ -350,17 +350,16 @@ pub(super) fn is_non_name_tail(c: char) -> bool {
             | '马'
             | '突'
             | '忽'
-            | '的'
-            | '得'
-            | '地'
-            | '着'
-            | '著'
-            | '了'
             | '里'
             | '裡'
             | '见'
             | '見'
-    )
+    ) || is_particle(c)
+}
+
+/// Particles that end a clause's first words but never a name (司机的, 高兴得).
+pub(super) fn is_particle(c: char) -> bool {
+    matches!(c, '的' | '得' | '地' | '着' | '著' | '了')
 }
 
 /// Characters that neither open nor appear inside a name: particles,
