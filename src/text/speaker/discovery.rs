@@ -752,7 +752,7 @@ mod tests {
 
     #[test]
     fn no_name_ends_in_a_particle() {
-        let text = ["司机的脸红了，说：“到了。”"; 10];
+        let text = ["司机的声音低低地说：“到了。”"; 10];
         let found = discovered(&text);
         assert!(
             found.iter().all(|d| !d.character.name.ends_with('的')),
