@@ -32,9 +32,11 @@ for p in range(parts):
             out.write("\n".join(lines[i:i + 26]) + "\n")
 PY
 for ((p = 0; p < PARTS; p++)); do
-    S=$(NO_CAST=1 scripts/eval-speakers.sh "$WORK/part$p.txt" "$NAMES" 2>/dev/null | grep '^overall')
+    R=$(NO_CAST=1 scripts/eval-speakers.sh "$WORK/part$p.txt" "$NAMES" 2>/dev/null)
+    S=$(grep '^overall' <<<"$R")
+    E=$(grep '^errors' <<<"$R")
     G=$(scripts/eval-genders.sh wp2021 "$WORK/part$p.txt" "$NAMES" 2>/dev/null | grep -E '^(gender right|quotes)' | tr '\n' ' ')
-    echo "part $p: speakers ${S#overall } | $G"
+    echo "part $p: speakers ${S#overall } | $G| ${E#errors }"
 done | tee "$WORK/all.txt"
 python3 - "$WORK/all.txt" <<'PY'
 import re, sys
@@ -48,4 +50,8 @@ gr, gt, gu = (sum(int(x[k]) for x in g) for k in (0, 1, 3))
 print(f" | genders right {gr}/{gt} = {100 * gr / gt:.1f}%, unknown {gu}", end="")
 qt, qw = sum(int(x[0]) for x in q), sum(int(x[2]) for x in q)
 print(f" | quotes in a voice of the wrong gender {qw}/{qt} = {100 * qw / qt:.1f}%")
+kinds = {}
+for k, v in re.findall(r"(speaker never found|no speaker given|another speaker) (\d+)", t):
+    kinds[k] = kinds.get(k, 0) + int(v)
+print("errors: " + ", ".join(f"{k} {v}" for k, v in sorted(kinds.items())))
 PY

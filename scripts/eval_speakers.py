@@ -108,6 +108,18 @@ def score(workdir, jsonl, show_errors=0, map_names=False):
             errors.append((n, category, speaker, got, text))
     for key in ["overall"] + sorted(k for k in total if k != "overall"):
         print(f"{key:<10} {right[key]:>4}/{total[key]:<4} {100 * right[key] / total[key]:5.1f}%")
+    # What the wrong ones were: the speaker never given any quote of the
+    # book (not found as a character), no speaker given, or another one.
+    found = set(predicted.values())
+    kinds = defaultdict(int)
+    for _, _, speaker, got, _ in errors:
+        if speaker not in found:
+            kinds["speaker never found"] += 1
+        elif got in (None, "<no dialogue>"):
+            kinds["no speaker given"] += 1
+        else:
+            kinds["another speaker"] += 1
+    print("errors     " + ", ".join(f"{k} {v}" for k, v in sorted(kinds.items())))
     for n, category, speaker, got, text in errors[:show_errors]:
         print(f"  #{n - 1} {category}: gold {speaker}, got {got}: {text}")
 

@@ -71,6 +71,8 @@ pub(super) struct Mention {
     pub(super) who: Option<Who>,
     /// Set for 他/她 that had no antecedent yet.
     pub(super) pronoun: Option<Gender>,
+    /// For 他/她: the other character of that gender named lately.
+    pub(super) other: Option<Who>,
 }
 
 /// The matcher over a cast's names and aliases, the crowds and 他/她, with
@@ -187,6 +189,7 @@ impl Attributor {
         let (mut clause, mut scanned) = (span.start, span.start);
         for m in self.matcher.find_iter(narration) {
             let (mut start, end) = (span.start + m.start(), span.start + m.end());
+            let mut other = None;
             let (who, pronoun) = match self.patterns[m.pattern().as_usize()] {
                 Pattern::Name(c) | Pattern::TitledName(c, _) => {
                     // 司机金俊海, 副书记金俊山: a title right before a name is
@@ -236,8 +239,12 @@ impl Attributor {
                 }
                 Pattern::Crowd(c) => (Some(Who::Crowd(c)), None),
                 Pattern::Pronoun(g) => {
-                    match gender_slot(g).and_then(|s| last.resolve(s, paragraph, text, start)) {
-                        Some(c) => (Some(Who::Character(c)), None),
+                    let slot = gender_slot(g);
+                    match slot.and_then(|s| last.resolve(s, paragraph, text, start)) {
+                        Some(c) => {
+                            other = slot.and_then(|s| last.other(s, c)).map(Who::Character);
+                            (Some(Who::Character(c)), None)
+                        }
                         None => (None, Some(g)),
                     }
                 }
@@ -264,6 +271,7 @@ impl Attributor {
                 end,
                 who,
                 pronoun,
+                other,
             });
         }
     }
@@ -342,6 +350,14 @@ impl Recency {
             .named
             .filter(|(_, p)| *p == paragraph)
             .map(|(c, _)| c)
+    }
+
+    /// The latest character of a slot other than `c`.
+    fn other(&self, slot: usize, c: usize) -> Option<usize> {
+        let s = self.slots[slot];
+        s.previous
+            .filter(|p| *p != c)
+            .or(s.latest.map(|l| l.0).filter(|l| *l != c))
     }
 
     /// The character a pronoun at `text[at..]` stands for: the latest subject

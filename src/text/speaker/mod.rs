@@ -277,6 +277,13 @@ mod tests {
     }
 
     #[test]
+    fn a_pronoun_after_a_reply_is_not_the_one_who_spoke_before() {
+        let c = cast(&[("林一舟", &[], M), ("老周", &[], M)]);
+        let text = "林一舟推开老周的门。\n“你吃了饭没？”\n老周问。\n“吃了。”\n他随口说。";
+        assert_eq!(names(&speakers(&c, text)), ["老周", "林一舟"]);
+    }
+
+    #[test]
     fn turn_taking_alternates() {
         let c = cast(&[("林一舟", &[], M), ("苏晚", &[], F)]);
         let text = "林一舟问苏晚：“几点了？”\n“三点。”\n“还早。”\n“不早了。”";

@@ -41,6 +41,9 @@ struct Candidate {
     who: Who,
     strength: Strength,
     addressee: Option<Who>,
+    /// When `who` is a 他/她 after the quote: the other character of that
+    /// gender named lately.
+    other: Option<Who>,
 }
 
 /// A paragraph with dialogue, as one turn of a conversation.
@@ -120,6 +123,19 @@ impl Context<'_, '_> {
             .spans
             .first()
             .is_some_and(|s| s.kind == SegmentKind::Dialogue);
+        // `“你吃了饭没？”贾冰问。` / `“吃了。”他说。`: a 他 after a reply is
+        // not the one who spoke the turn before, but the other one.
+        let last_speaker = turns.last().and_then(|t| t.speaker);
+        let reply = |c: Candidate| match c.other {
+            Some(o) if prev_is_turn && opens_with_quote && Some(c.who) == last_speaker => {
+                Candidate {
+                    who: o,
+                    other: None,
+                    ..c
+                }
+            }
+            _ => c,
+        };
         let prev_colon = previous
             .filter(|_| opens_with_quote)
             .and_then(|j| self.colon_before(j));
@@ -134,7 +150,7 @@ impl Context<'_, '_> {
         } else {
             [strong, prev_colon, medium, next()]
         };
-        for c in order.into_iter().flatten() {
+        for c in order.into_iter().flatten().map(reply) {
             // The narration's subject is the one the quote calls by name
             // (…金俊武…对他招呼说：“少安，…”): the other character of that
             // sentence speaks to them.
@@ -147,7 +163,6 @@ impl Context<'_, '_> {
                 return (Some(c.who), c.addressee, own);
             }
         }
-        let last_speaker = turns.last().and_then(|t| t.speaker);
         let recent =
             self.recent_mention(i, &[last_speaker.filter(|_| !turns.is_empty()), vocative]);
         let turn = turn_taking(turns, vocative, recent);
@@ -167,7 +182,7 @@ impl Context<'_, '_> {
                 .filter(|_| opens_with_quote && !prev_is_turn)
                 .and_then(|j| self.action_beat(j))
         });
-        if let Some(c) = beat.filter(|c| accept(*c)) {
+        if let Some(c) = beat.map(reply).filter(|c| accept(*c)) {
             return (Some(c.who), c.addressee, own);
         }
         if let Some(who) = turn {
@@ -252,6 +267,7 @@ impl Context<'_, '_> {
                 who,
                 strength,
                 addressee: None,
+                other: None,
             });
         }
         // `他让润叶坐下；一边抱歉地说：` the subject of the sentence before.
@@ -271,6 +287,7 @@ impl Context<'_, '_> {
                 who,
                 strength,
                 addressee,
+                other: None,
             });
         }
         // `过了一会，才痛苦地说：` with no subject in the whole paragraph.
@@ -373,6 +390,7 @@ impl Context<'_, '_> {
             who: m.who?,
             strength,
             addressee: other_mention(mentions, m.who),
+            other: m.other,
         })
     }
 
@@ -432,6 +450,7 @@ impl Context<'_, '_> {
             who: m.who?,
             strength: Strength::Weak,
             addressee: None,
+            other: m.other,
         })
     }
 
@@ -454,6 +473,7 @@ impl Context<'_, '_> {
             who: m.who?,
             strength: Strength::Weak,
             addressee: other_mention(mentions, m.who),
+            other: None,
         })
     }
 
