@@ -284,6 +284,14 @@ mod tests {
     }
 
     #[test]
+    fn one_who_names_themselves_speaks() {
+        let c = cast(&[("林一舟", &[], M), ("老周", &[], M), ("苏晚", &[], F)]);
+        let text =
+            "苏晚推开门。\n背后有人叫她。\n“谁？”\n“我……老周。快回去吧！”\n“我是说老周不在。”";
+        assert_eq!(names(&speakers(&c, text)), ["苏晚", "老周", "苏晚"]);
+    }
+
+    #[test]
     fn turn_taking_alternates() {
         let c = cast(&[("林一舟", &[], M), ("苏晚", &[], F)]);
         let text = "林一舟问苏晚：“几点了？”\n“三点。”\n“还早。”\n“不早了。”";

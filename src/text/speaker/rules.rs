@@ -145,10 +145,19 @@ impl Context<'_, '_> {
         // `白明川问徐治功：` / `“你看怎办？”徐治功立刻说：“…”`: the strong
         // candidate speaks a later quote; the colon before speaks the first.
         let first_quote = p.spans.iter().position(|s| s.kind == SegmentKind::Dialogue);
+        // “我是孙少平。…”: one who names themselves speaks, unless a tag says otherwise.
+        let named = first_quote
+            .and_then(|k| self.attributor.self_named(p.spans[k].text(p.text)))
+            .map(|who| Candidate {
+                who,
+                strength: Strength::Strong,
+                addressee: None,
+                other: None,
+            });
         let order = if prev_colon.is_some() && strong.is_some() && Some(best_at) != first_quote {
-            [prev_colon, strong, medium, next()]
+            [prev_colon, strong, named, medium, next()]
         } else {
-            [strong, prev_colon, medium, next()]
+            [strong, prev_colon, named, medium, next()]
         };
         for c in order.into_iter().flatten().map(reply) {
             // The narration's subject is the one the quote calls by name
