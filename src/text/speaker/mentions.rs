@@ -437,7 +437,7 @@ fn reports(before: &str) -> bool {
     .any(|v| rest.ends_with(v))
 }
 
-fn gender_slot(g: Gender) -> Option<usize> {
+pub(super) fn gender_slot(g: Gender) -> Option<usize> {
     match g {
         Gender::Male => Some(0),
         Gender::Female => Some(1),

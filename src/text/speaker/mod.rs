@@ -292,6 +292,14 @@ mod tests {
     }
 
     #[test]
+    fn a_pronoun_with_no_one_before_it_takes_the_turn_of_its_gender() {
+        let c = cast(&[("林一舟", &["一舟"], M), ("苏晚", &[], F), ("阿梅", &[], F)]);
+        let text =
+            "“一舟，几点了？”苏晚问。\n“三点。”\n他说。\n“阿梅，走吧。”苏晚说。\n“好。”\n他说。";
+        assert_eq!(names(&speakers(&c, text)), ["苏晚", "林一舟", "苏晚", "-"]);
+    }
+
+    #[test]
     fn turn_taking_alternates() {
         let c = cast(&[("林一舟", &[], M), ("苏晚", &[], F)]);
         let text = "林一舟问苏晚：“几点了？”\n“三点。”\n“还早。”\n“不早了。”";

@@ -4,7 +4,7 @@
 use super::clause::{
     clause_start, is_punct, is_subject, last_clause, sentence_end, sentence_start,
 };
-use super::mentions::Mention;
+use super::mentions::{Mention, gender_slot};
 use super::words::has_speech_verb;
 use super::{Attributor, ParagraphView, Who};
 use crate::text::quote::{SegmentKind, SpanRange};
@@ -118,7 +118,10 @@ impl Context<'_, '_> {
                 }
             }
         }
-        let accept = |c: Candidate| Some(c.who) != vocative || c.strength == Strength::Strong;
+        let accept = |c: Candidate| {
+            !matches!(c.who, Who::Someone(_))
+                && (Some(c.who) != vocative || c.strength == Strength::Strong)
+        };
         let opens_with_quote = p
             .spans
             .first()
@@ -159,7 +162,14 @@ impl Context<'_, '_> {
         } else {
             [strong, prev_colon, named, medium, next()]
         };
+        // `他问。` where no man was named yet: a man speaks, but which one the
+        // turns may tell.
+        let mut someone: Option<(Candidate, usize)> = None;
         for c in order.into_iter().flatten().map(reply) {
+            if let Who::Someone(slot) = c.who {
+                someone = someone.or(Some((c, slot)));
+                continue;
+            }
             // The narration's subject is the one the quote calls by name
             // (…金俊武…对他招呼说：“少安，…”): the other character of that
             // sentence speaks to them.
@@ -174,7 +184,18 @@ impl Context<'_, '_> {
         }
         let recent =
             self.recent_mention(i, &[last_speaker.filter(|_| !turns.is_empty()), vocative]);
-        let turn = turn_taking(turns, vocative, recent);
+        let fits = |w: &Who| match (someone, w) {
+            (Some((_, slot)), Who::Character(c)) => {
+                gender_slot(self.attributor.genders[*c]).is_none_or(|s| s == slot)
+            }
+            _ => true,
+        };
+        let turn = turn_taking(turns, vocative, recent).filter(fits);
+        if let Some((c, _)) = someone
+            && turn.is_none()
+        {
+            return (Some(c.who), c.addressee, own);
+        }
         // The one who spoke last reacting (少安不好意思地笑了。) is the listener.
         if prev_is_turn
             && let Some(c) = self
