@@ -19,6 +19,10 @@ pub(super) fn has_surname(name: &str) -> bool {
 
 /// Common words that open clauses in speaker positions but name nobody.
 const NOT_NAMES: &[&str] = &[
+    "主动",
+    "主動",
+    "随口",
+    "隨口",
     "似乎",
     "常常",
     "严肃",
