@@ -12,6 +12,7 @@ use super::names::{
     COMPOUND_SURNAMES, OFFICE_TITLES, ROLE_NOUNS, has_surname, is_non_name_char, is_non_name_inner,
     is_non_name_tail, is_not_name, is_particle, is_surname,
 };
+use super::rules::KIN_BEFORE_NAME;
 use super::words::{CONNECTIVES, CROWDS, has_speech_verb, starts_with_speech_verb};
 use crate::text::cast::Character;
 use crate::text::decode::is_han;
@@ -516,9 +517,17 @@ fn select_names(
             let two = s.char_indices().nth(2).map_or(s, |(at, _)| &s[..at]);
             opens(s) >= 8 && opens(s) * 5 >= opens(two) * 4
         };
-        chars
-            .next()
-            .is_some_and(|c| !is_non_name_char(c) || often_subject || given_name)
+        // 和父亲, 跟周文: a conjunction before a role noun or another name.
+        let joined = n == 3
+            && s.starts_with(['和', '跟', '同', '与', '與'])
+            && s.char_indices().nth(1).is_some_and(|(at, c)| {
+                let rest = &s[at..];
+                is_surname(c) || ROLE_NOUNS.contains(&rest) || KIN_BEFORE_NAME.contains(&rest)
+            });
+        !joined
+            && chars
+                .next()
+                .is_some_and(|c| !is_non_name_char(c) || often_subject || given_name)
             && chars.all(|c| is_han(c) && (!is_non_name_inner(c) || full_subject))
             && !CROWDS.contains(&s)
             && !is_not_name(s)
@@ -757,6 +766,25 @@ mod tests {
         assert!(
             found.iter().all(|d| !d.character.name.ends_with('的')),
             "{found:?}"
+        );
+    }
+
+    #[test]
+    fn a_conjunction_before_kin_or_a_surname_opens_no_name() {
+        let mut text = Vec::new();
+        for _ in 0..6 {
+            text.extend([
+                "和父亲说：“走吧。”",
+                "跟周大山说：“好。”",
+                "周大山说：“来了。”",
+            ]);
+        }
+        let found = discovered(&text);
+        let names: Vec<&str> = found.iter().map(|d| d.character.name.as_str()).collect();
+        assert!(names.contains(&"周大山"), "{names:?}");
+        assert!(
+            !names.iter().any(|n| n.starts_with(['和', '跟'])),
+            "{names:?}"
         );
     }
 

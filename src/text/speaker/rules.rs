@@ -17,7 +17,7 @@ const MAX_POSSESSIVE_CHARS: usize = 4;
 
 /// Kin between a possessor and a name (他儿子润生, 他哥金光亮): the name
 /// is the subject.
-const KIN_BEFORE_NAME: &[&str] = &[
+pub(super) const KIN_BEFORE_NAME: &[&str] = &[
     "儿子", "兒子", "女儿", "女兒", "哥", "哥哥", "大哥", "二哥", "姐", "姐姐", "大姐", "弟",
     "弟弟", "妹", "妹妹", "父亲", "父親", "母亲", "母親", "爸", "妈", "媽", "妻子", "丈夫", "老婆",
     "爱人", "愛人", "媳妇", "媳婦", "侄子", "侄女", "女婿", "外甥",
