@@ -47,6 +47,9 @@ impl SpanRange {
     }
 }
 
+/// Longest nickname in quote marks that may be the subject of a speech verb.
+const NICKNAME_MAX_CHARS: usize = 4;
+
 /// Longest quoted term (in characters) that may still be a scare quote.
 const SCARE_MAX_CHARS: usize = 12;
 
@@ -325,8 +328,15 @@ fn is_scare_quote(
                 })
         }
         // A quote that opens a sentence is speech unless the sentence runs on.
+        // “萝卜花”说: a nickname as the subject of a speech verb right after it.
         None | Some('。' | '！' | '？' | '!' | '?' | '…' | '—' | '」' | '』' | '”' | '’') => {
-            !clauses && runs_on && after.is_some_and(is_han_char) && !verb_after()
+            !clauses
+                && runs_on
+                && after.is_some_and(is_han_char)
+                && (!verb_after()
+                    || (n <= NICKNAME_MAX_CHARS
+                        && inner.chars().all(is_han_char)
+                        && after.is_some_and(is_speech_tail)))
         }
         // After a comma: a term only when the sentence runs on through it.
         Some('，' | ',' | '；' | ';') => !clauses && runs_on && !verb_after(),
@@ -444,6 +454,13 @@ mod tests {
         assert_eq!(kinds("“放风筝”是一种打法。").len(), 1);
         assert_eq!(kinds("他说“好”。")[1].0, Dialogue);
         assert_eq!(kinds("他停了停，“走！”")[1].0, Dialogue);
+        // A nickname in quote marks as the subject of a speech verb.
+        assert_eq!(
+            kinds("“铁脚”说：“走。”")[0],
+            (Narration, "“铁脚”说：".into())
+        );
+        assert_eq!(kinds("“好”他说。")[0].0, Dialogue);
+        assert_eq!(kinds("“走，”说着他站起来。")[0].0, Dialogue);
     }
 
     #[test]

@@ -68,7 +68,8 @@ const MAX_TITLE_BYTES: usize = 18;
 /// True when `prefix` (clause start up to a mention) is empty or connectives
 /// only, or a title or pronoun in apposition (小学教师金成, 他田福堂).
 pub(super) fn opens_clause(prefix: &str) -> bool {
-    let mut prefix = prefix.trim_start();
+    // “萝卜花”说: a nickname in quote marks inside narration.
+    let mut prefix = prefix.trim_start().trim_end_matches(['“', '「', '『']);
     if prefix.is_empty() {
         return true;
     }

@@ -34,6 +34,9 @@ pub struct Discovered {
 pub fn discover<'a>(chapters: &[Vec<ParagraphView<'a>>]) -> Vec<Discovered> {
     // (times in a speaker position, times right before a verb or the clause end)
     let mut counts: rustc_hash::FxHashMap<&str, (usize, usize)> = rustc_hash::FxHashMap::default();
+    // The same for nicknames in quote marks (“萝卜花”说).
+    let mut nicknames: rustc_hash::FxHashMap<&str, (usize, usize)> =
+        rustc_hash::FxHashMap::default();
     let mut add_clause = |text: &'a str, start: usize, end: usize| {
         let clause = &text[start..end];
         let mut rest = clause.trim_start();
@@ -42,6 +45,23 @@ pub fn discover<'a>(chapters: &[Vec<ParagraphView<'a>>]) -> Vec<Discovered> {
                 Some(c) => rest = &rest[c.len()..],
                 None => break,
             }
+        }
+        // “萝卜花”说: a nickname in quote marks, whole.
+        if let Some(inner) = rest.strip_prefix(['“', '「', '『'])
+            && let Some(close) = inner.find(['”', '」', '』'])
+            && (2..=4).contains(&inner[..close].chars().count())
+            && inner[..close].chars().all(is_han)
+        {
+            let after = &inner[close..];
+            let after = after
+                .get(after.chars().next().map_or(0, char::len_utf8)..)
+                .unwrap_or("");
+            let entry = nicknames.entry(&inner[..close]).or_default();
+            entry.0 += 1;
+            if after.is_empty() || starts_with_speech_verb(after) {
+                entry.1 += 1;
+            }
+            return;
         }
         let mut ends = Vec::with_capacity(4);
         for (n, (j, c)) in rest.char_indices().enumerate() {
@@ -108,7 +128,8 @@ pub fn discover<'a>(chapters: &[Vec<ParagraphView<'a>>]) -> Vec<Discovered> {
                 let mut first = true;
                 for (j, c) in p.text[s.start..s.end].char_indices() {
                     let at = s.start + j;
-                    if !is_punct(c) {
+                    // “萝卜花”说: the closing mark of a nickname ends no clause.
+                    if !is_punct(c) || closes_nickname(&p.text[clause_from..at], c) {
                         continue;
                     }
                     add_subject(p.text, clause_from, at);
@@ -133,7 +154,20 @@ pub fn discover<'a>(chapters: &[Vec<ParagraphView<'a>>]) -> Vec<Discovered> {
             }
         }
     }
-    let names = by_usage(select_names(&counts, &subjects), &subjects, chapters);
+    let mut names = by_usage(select_names(&counts, &subjects), &subjects, chapters);
+    // A nickname the book puts in quote marks is a name when it stands right
+    // before a speech verb at least once and opens speaker clauses twice.
+    for (name, (n, direct)) in nicknames {
+        if n >= MIN_NICKNAME_CLAUSES
+            && direct > 0
+            && !is_not_name(name)
+            && !CROWDS.contains(&name)
+            && !has_speech_verb(name)
+            && !names.iter().any(|(other, _)| other == name)
+        {
+            names.push((name.to_owned(), n));
+        }
+    }
     let mut found = into_cast(names);
     fold_titles(&mut found, chapters);
     found
@@ -166,6 +200,19 @@ fn with_given_names(
     names.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     names
 }
+
+/// True when `c` closes a nickname of 2–4 Han characters that opens `clause`.
+fn closes_nickname(clause: &str, c: char) -> bool {
+    let Some(inner) = clause.trim_start().strip_prefix(['“', '「', '『']) else {
+        return false;
+    };
+    matches!(c, '”' | '」' | '』')
+        && (2..=4).contains(&inner.chars().count())
+        && inner.chars().all(is_han)
+}
+
+/// How many speaker clauses a nickname in quote marks must open to be a name.
+const MIN_NICKNAME_CLAUSES: usize = 2;
 
 /// How many clauses a full name's given name must open to be its alias.
 const MIN_GIVEN_SUBJECT: usize = 3;
@@ -767,6 +814,21 @@ mod tests {
             found.iter().all(|d| !d.character.name.ends_with('的')),
             "{found:?}"
         );
+    }
+
+    #[test]
+    fn a_nickname_in_quote_marks_is_a_name() {
+        let mut text = Vec::new();
+        for _ in 0..3 {
+            text.extend([
+                "“铁脚”说：“走吧。”",
+                "苏晚问：“去哪？”",
+                "“铁脚”笑了笑，说：“河边。”",
+            ]);
+        }
+        let found = discovered(&text);
+        let names: Vec<&str> = found.iter().map(|d| d.character.name.as_str()).collect();
+        assert!(names.contains(&"铁脚"), "{names:?}");
     }
 
     #[test]

@@ -453,6 +453,9 @@ pub fn guess_genders(found: &mut [Discovered], chapters: &[Vec<ParagraphView<'_>
     let mut evidence = vec![GenderEvidence::default(); found.len()];
     let mut contexts: Vec<rustc_hash::FxHashMap<u64, u32>> = vec![Default::default(); found.len()];
     let (mut she_total, mut he_total) = (0usize, 0usize);
+    // How often each name stands in quote marks, and in all.
+    let mut quoted = vec![0usize; found.len()];
+    let mut written = vec![0usize; found.len()];
     for p in chapters.iter().flatten() {
         // The last name, and where it ends.
         let mut last: Option<(usize, usize)> = None;
@@ -467,9 +470,18 @@ pub fn guess_genders(found: &mut [Discovered], chapters: &[Vec<ParagraphView<'_>
                     last = Some((i, m.end()));
                 }
                 Some(i) => {
+                    written[i] += 1;
                     let e = &mut evidence[i];
-                    let after = &p.text[m.end()..];
-                    let before = &p.text[..m.start()];
+                    let (mut before, mut after) = (&p.text[..m.start()], &p.text[m.end()..]);
+                    // “萝卜花”立刻…: a nickname in quote marks, read without them.
+                    for (open, close) in [('“', '”'), ('「', '」'), ('『', '』')] {
+                        if let (Some(b), Some(a)) =
+                            (before.strip_suffix(open), after.strip_prefix(close))
+                        {
+                            (before, after) = (b, a);
+                            quoted[i] += 1;
+                        }
+                    }
                     context_words(before, after, |w| *contexts[i].entry(w).or_default() += 1);
                     if any_prefix(after, NOT_TITLES) {
                     } else if any_prefix(after, FEMALE_AFTER) || any_prefix(after, HAS_HUSBAND) {
@@ -528,10 +540,15 @@ pub fn guess_genders(found: &mut [Discovered], chapters: &[Vec<ParagraphView<'_>
     }
     let book_has_she = she_total * 50 >= she_total + he_total && she_total > 0;
     let she_percent = (she_total * 100 / (she_total + he_total).max(1)) as u8;
-    for (d, e) in found.iter().zip(evidence.iter_mut()) {
+    for (k, (d, e)) in found.iter().zip(evidence.iter_mut()).enumerate() {
         e.book_has_she = book_has_she;
         e.she_percent = she_percent;
         (e.name, e.name_strong) = name_gender(&d.character.name, book_has_she);
+        // A nickname the book mostly puts in quote marks (“萝卜花”) is no given
+        // name: its characters say nothing of its owner.
+        if quoted[k] * 2 > written[k] && !e.name_strong {
+            e.name = Gender::Unknown;
+        }
         e.name_role = role_gender(&d.character.name).is_some();
     }
     context_leanings(&mut evidence, &contexts);
@@ -1021,6 +1038,17 @@ mod tests {
         let got = guessed(&[("平儿", &[])], &lines);
         assert!(!got[0].1.book_has_she);
         assert_eq!(got[0].0, Gender::Female, "{:?}", got[0].1);
+    }
+
+    #[test]
+    fn a_nickname_in_quote_marks_has_no_name_prior() {
+        // 翠 and 花 name women, but a nickname says nothing of its owner.
+        let lines = ["“翠花”说：“来。”", "“翠花”站起来。", "她笑了。"];
+        let got = guessed(&[("翠花", &[]), ("苏翠花", &[])], &lines);
+        assert_eq!(got[0].1.name, Gender::Unknown, "{:?}", got[0].1);
+        let lines = ["苏翠花说：“来。”"];
+        let got = guessed(&[("苏翠花", &[])], &lines);
+        assert_eq!(got[0].1.name, Gender::Female, "{:?}", got[0].1);
     }
 
     #[test]
