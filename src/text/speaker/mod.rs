@@ -300,6 +300,13 @@ mod tests {
     }
 
     #[test]
+    fn the_one_whose_voice_is_heard_speaks() {
+        let c = cast(&[("老周", &[], M), ("苏晚", &[], F)]);
+        let text = "苏晚正要睡，窗外传来老周焦急的声音：“快起来！”";
+        assert_eq!(names(&speakers(&c, text)), ["老周"]);
+    }
+
+    #[test]
     fn turn_taking_alternates() {
         let c = cast(&[("林一舟", &[], M), ("苏晚", &[], F)]);
         let text = "林一舟问苏晚：“几点了？”\n“三点。”\n“还早。”\n“不早了。”";

@@ -28,6 +28,24 @@ const HEARING: &[&str] = &[
     "听见", "聽見", "听到", "聽到", "听得", "聽得", "只听", "只聽",
 ];
 
+/// What is heard of one who speaks (运生的声音：).
+const VOICES: &[&str] = &[
+    "声音",
+    "聲音",
+    "喊声",
+    "喊聲",
+    "叫声",
+    "叫聲",
+    "话音",
+    "話音",
+    "嗓音",
+    "喊叫声",
+    "喊叫聲",
+];
+
+/// Longest `的焦急而嘶哑的声音` between a name and its voice, in bytes.
+const MAX_VOICE_BYTES: usize = 10 * 3;
+
 /// How sure a rule is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Strength {
@@ -329,15 +347,25 @@ impl Context<'_, '_> {
         .flatten()
     }
 
-    /// `他听见孙玉亭嘟囔说：`: the one heard speaking in `text[start..end]`.
+    /// `他听见孙玉亭嘟囔说：`, `传来运生焦急的声音：`: the one heard speaking
+    /// in `text[start..end]`.
     fn heard(&self, i: usize, start: usize, end: usize) -> Option<Who> {
         let text = self.paragraphs[i].text;
-        self.mentions_in(i, start, end)
+        let mentions = self.mentions_in(i, start, end);
+        let voice = |m: &Mention| {
+            let rest = &text[m.end..end];
+            rest.contains('的')
+                && rest.len() <= MAX_VOICE_BYTES
+                && VOICES.iter().any(|v| rest.ends_with(v))
+                && !mentions.iter().any(|o| o.start > m.start)
+        };
+        mentions
             .iter()
             .find(|m| {
                 m.who.is_some()
-                    && HEARING.iter().any(|h| text[..m.start].ends_with(h))
-                    && has_speech_verb(&text[m.end..end])
+                    && ((HEARING.iter().any(|h| text[..m.start].ends_with(h))
+                        && has_speech_verb(&text[m.end..end]))
+                        || voice(m))
             })
             .and_then(|m| m.who)
     }
