@@ -10,7 +10,7 @@ use super::clause::is_punct;
 use super::gender::{GenderEvidence, gender_hint};
 use super::names::{
     COMPOUND_SURNAMES, OFFICE_TITLES, ROLE_NOUNS, has_surname, is_non_name_char, is_non_name_inner,
-    is_non_name_tail, is_not_name, is_particle, is_surname,
+    is_non_name_tail, is_not_name, is_particle, is_role_word, is_surname,
 };
 use super::rules::KIN_BEFORE_NAME;
 use super::words::{CONNECTIVES, CROWDS, has_speech_verb, starts_with_speech_verb};
@@ -256,6 +256,8 @@ struct Usage {
     after_pronoun: usize,
     /// Right after a word that takes a person as its object (对, 给, 和).
     object: usize,
+    /// Right after a word of place (在, 到, 从): 在石圪节, 到黄原.
+    place: usize,
     before_comma: usize,
     /// Right before a speech verb (探春笑道); counted for words of the
     /// dictionary only, the only ones asked.
@@ -268,6 +270,9 @@ const OBJECT_MARKERS: &[char] = &[
     '对', '對', '给', '給', '和', '跟', '向', '问', '問', '叫', '让', '讓', '同', '与', '與', '把',
     '被', '朝', '冲', '衝',
 ];
+
+/// Words before a place (在石圪节, 到黄原, 从县城); 向 and 往 are objects too.
+const PLACE_MARKERS: &[char] = &['在', '到', '从', '從', '去', '离', '離', '于', '於'];
 
 /// How often a name must be written before its usage can rule it out.
 const MIN_USES: usize = 8;
@@ -312,6 +317,7 @@ fn by_usage(
                 Some(c) if BEFORE_ADVERBS.contains(&c) => u.after_adverb += 1,
                 Some(c) if PRONOUNS.contains(&c) => u.after_pronoun += 1,
                 Some(c) if OBJECT_MARKERS.contains(&c) => u.object += 1,
+                Some(c) if PLACE_MARKERS.contains(&c) => u.place += 1,
                 _ => {}
             }
             let after = &p.text[m.end()..];
@@ -343,7 +349,10 @@ fn by_usage(
             && u.before_verb * 20 < u.written
             && !ROLE_NOUNS.contains(&name)
             && u.in_dictionary;
+        // 石圪节, 黄原: a place is written after 在/到/从 (在少平身边 is rarer).
+        let place = u.written >= MIN_USES && u.place * 4 > u.written;
         after * 10 <= u.written
+            && !place
             && !comma_word
             && !plain_word
             && (rank < CORE_NAMES || u.written >= MIN_WRITTEN)
@@ -564,6 +573,11 @@ fn select_names(
             let two = s.char_indices().nth(2).map_or(s, |(at, _)| &s[..at]);
             opens(s) >= 8 && opens(s) * 5 >= opens(two) * 4
         };
+        // 司机金 of 司机金俊海: a post before a name is no part of it.
+        let post = n == 3
+            && s.char_indices()
+                .nth(2)
+                .is_some_and(|(at, _)| is_role_word(&s[..at]));
         // 和父亲, 跟周文: a conjunction before a role noun or another name.
         let joined = n == 3
             && s.starts_with(['和', '跟', '同', '与', '與'])
@@ -572,6 +586,7 @@ fn select_names(
                 is_surname(c) || ROLE_NOUNS.contains(&rest) || KIN_BEFORE_NAME.contains(&rest)
             });
         !joined
+            && !post
             && chars
                 .next()
                 .is_some_and(|c| !is_non_name_char(c) || often_subject || given_name)
@@ -829,6 +844,24 @@ mod tests {
         let found = discovered(&text);
         let names: Vec<&str> = found.iter().map(|d| d.character.name.as_str()).collect();
         assert!(names.contains(&"铁脚"), "{names:?}");
+    }
+
+    #[test]
+    fn places_and_posts_before_names_are_no_names() {
+        let mut text = Vec::new();
+        for _ in 0..5 {
+            text.extend([
+                "石桥镇说：“下雨了。”",
+                "他在石桥镇住了三年，又到石桥镇去了。",
+                "司机周大山说：“上车。”",
+                "周大山笑道：“走。”",
+            ]);
+        }
+        let found = discovered(&text);
+        let names: Vec<&str> = found.iter().map(|d| d.character.name.as_str()).collect();
+        assert!(names.contains(&"周大山"), "{names:?}");
+        assert!(!names.contains(&"石桥镇"), "{names:?}");
+        assert!(!names.contains(&"司机周"), "{names:?}");
     }
 
     #[test]
