@@ -279,37 +279,36 @@ impl Attributor {
     /// A character who names themselves in a quote (“我是孙少平。”, “我……运生。”,
     /// “我叫侯生贵，…”): the name right after 我是/我叫 and before a pause.
     pub(super) fn self_named(&self, quote: &str) -> Option<Who> {
-        const INTRODUCTIONS: &[&str] = &[
-            "我是",
-            "我就是",
-            "我叫",
-            "我名叫",
-            "我……",
-            "我…",
-            "我，",
-            "我，是",
-        ];
-        for m in self.matcher.find_iter(quote) {
-            let (Pattern::Name(c) | Pattern::TitledName(c, _)) =
-                self.patterns[m.pattern().as_usize()]
-            else {
-                continue;
-            };
-            let before = &quote[..m.start()];
-            let introduced = INTRODUCTIONS.iter().any(|i| {
-                before.strip_suffix(i).is_some_and(|b| {
-                    // 我是 at the start of a sentence of the quote, not 说我是.
-                    b.chars()
-                        .next_back()
-                        .is_none_or(|c| is_punct(c) || matches!(c, '“' | '「' | '『' | '…'))
-                })
-            });
-            let paused = quote[m.end()..]
+        const INTRODUCTIONS: &[&str] = &["是", "就是", "叫", "名叫", "……", "…", "，", "，是"];
+        for (at, _) in quote.match_indices('我') {
+            // 我是 at the start of a sentence of the quote, not 说我是.
+            let opens = quote[..at]
                 .chars()
-                .next()
-                .is_none_or(|c| is_punct(c) || matches!(c, '”' | '」' | '』' | '…'));
-            if introduced && paused {
-                return Some(Who::Character(c));
+                .next_back()
+                .is_none_or(|c| is_punct(c) || matches!(c, '“' | '「' | '『' | '…'));
+            if !opens {
+                continue;
+            }
+            let rest = &quote[at + '我'.len_utf8()..];
+            for intro in INTRODUCTIONS {
+                let Some(named) = rest.strip_prefix(intro) else {
+                    continue;
+                };
+                let Some(m) = self.matcher.find(named).filter(|m| m.start() == 0) else {
+                    continue;
+                };
+                let (Pattern::Name(c) | Pattern::TitledName(c, _)) =
+                    self.patterns[m.pattern().as_usize()]
+                else {
+                    continue;
+                };
+                let paused = named[m.end()..]
+                    .chars()
+                    .next()
+                    .is_none_or(|c| is_punct(c) || matches!(c, '”' | '」' | '』' | '…'));
+                if paused {
+                    return Some(Who::Character(c));
+                }
             }
         }
         None
