@@ -307,6 +307,13 @@ mod tests {
     }
 
     #[test]
+    fn a_quote_with_no_one_named_before_it_takes_the_first_named_after_it() {
+        let c = cast(&[("老周", &[], M), ("苏晚", &[], F)]);
+        let text = "“天快黑了。”\n雨一直打在老周的伞上。";
+        assert_eq!(names(&speakers(&c, text)), ["老周"]);
+    }
+
+    #[test]
     fn turn_taking_alternates() {
         let c = cast(&[("林一舟", &[], M), ("苏晚", &[], F)]);
         let text = "林一舟问苏晚：“几点了？”\n“三点。”\n“还早。”\n“不早了。”";

@@ -236,7 +236,26 @@ impl Context<'_, '_> {
         if let Some(who) = turn {
             return (Some(who), turns.last().and_then(|t| t.speaker), own);
         }
+        // Nobody named before the quote: the first one named after it.
+        if let Some(who) = self
+            .next_mention(i, vocative)
+            .filter(|w| Some(*w) != last_speaker)
+        {
+            return (Some(who), None, own);
+        }
         (None, None, own)
+    }
+
+    /// The first character mentioned in the narration of the few paragraphs
+    /// after `i`, other than `exclude`.
+    fn next_mention(&self, i: usize, exclude: Option<Who>) -> Option<Who> {
+        let end = (i + 1 + RECENT_PARAGRAPHS).min(self.mentions.len());
+        (i + 1..end).find_map(|j| {
+            self.mentions[j]
+                .iter()
+                .filter_map(|m| m.who)
+                .find(|w| matches!(w, Who::Character(_)) && Some(*w) != exclude)
+        })
     }
 
     /// True when narration paragraph `i` opens with a speech tag (`她问。`)
