@@ -311,6 +311,9 @@ mod tests {
         let c = cast(&[("老周", &[], M), ("苏晚", &[], F)]);
         let text = "“天快黑了。”\n雨一直打在老周的伞上。";
         assert_eq!(names(&speakers(&c, text)), ["老周"]);
+        // Introduced by a colon, the quote is the unnamed one's.
+        let text = "阿梅蹲在门口，站起身：\n“天快黑了。”\n雨一直打在老周的伞上。";
+        assert_eq!(names(&speakers(&c, text)), ["-"]);
     }
 
     #[test]

@@ -236,10 +236,32 @@ impl Context<'_, '_> {
         if let Some(who) = turn {
             return (Some(who), turns.last().and_then(|t| t.speaker), own);
         }
-        // Nobody named before the quote: the first one named after it.
-        if let Some(who) = self
-            .next_mention(i, vocative)
-            .filter(|w| Some(*w) != last_speaker)
+        // Nobody named before the quote: the first one named after it, unless
+        // a colon introduced it (老周蹲在码头边，站起身：): that one speaks,
+        // named or not.
+        let ends_in_colon = |j: usize, n: &SpanRange| {
+            n.kind == SegmentKind::Narration
+                && self.paragraphs[j].text[n.start..n.end]
+                    .trim_end()
+                    .ends_with(['：', ':'])
+        };
+        let introduced = first_quote.is_some_and(|k| match k {
+            0 => previous.is_some_and(|j| {
+                self.paragraphs[j]
+                    .spans
+                    .last()
+                    .is_some_and(|n| ends_in_colon(j, n))
+            }),
+            k => ends_in_colon(i, &p.spans[k - 1]),
+        });
+        // Only for the first quote of a conversation: inside one, a quote
+        // nobody can be given is often an unnamed one's (老周 undiscovered),
+        // and a wrong voice is worse than the neutral one.
+        if !introduced
+            && turns.is_empty()
+            && let Some(who) = self
+                .next_mention(i, vocative)
+                .filter(|w| Some(*w) != last_speaker)
         {
             return (Some(who), None, own);
         }
