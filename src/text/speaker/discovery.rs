@@ -34,6 +34,8 @@ pub struct Discovered {
 pub fn discover<'a>(chapters: &[Vec<ParagraphView<'a>>]) -> Vec<Discovered> {
     // (times in a speaker position, times right before a verb or the clause end)
     let mut counts: rustc_hash::FxHashMap<&str, (usize, usize)> = rustc_hash::FxHashMap::default();
+    // How often each 2–3 character string opens a quote before a comma (“少平，…”).
+    let mut vocatives: rustc_hash::FxHashMap<&str, usize> = rustc_hash::FxHashMap::default();
     // The same for nicknames in quote marks (“萝卜花”说).
     let mut nicknames: rustc_hash::FxHashMap<&str, (usize, usize)> =
         rustc_hash::FxHashMap::default();
@@ -108,6 +110,21 @@ pub fn discover<'a>(chapters: &[Vec<ParagraphView<'a>>]) -> Vec<Discovered> {
             }
             for (k, s) in p.spans.iter().enumerate() {
                 if s.kind != SegmentKind::Narration {
+                    // “少平，你…”: who the quote calls by name.
+                    let quote = &p.text[s.start..s.end];
+                    let inner = quote
+                        .char_indices()
+                        .nth(1)
+                        .map_or("", |(at, _)| &quote[at..]);
+                    let end = inner
+                        .char_indices()
+                        .take(4)
+                        .find(|(_, c)| !is_han(*c))
+                        .filter(|(_, c)| matches!(c, '，' | '！' | ','))
+                        .map(|(at, _)| at);
+                    if let Some(end) = end.filter(|e| (6..=9).contains(e)) {
+                        *vocatives.entry(&inner[..end]).or_default() += 1;
+                    }
                     continue;
                 }
                 let before_quote = p
@@ -168,6 +185,24 @@ pub fn discover<'a>(chapters: &[Vec<ParagraphView<'a>>]) -> Vec<Discovered> {
             names.push((name.to_owned(), n));
         }
     }
+    // Called by name at least twice and the subject of narration at least
+    // twice, outside the dictionary: a name, though never in a speaker position.
+    let dictionary = crate::frontend::dictionary::Dictionary::get();
+    let mut called: Vec<(&str, usize)> = vocatives
+        .into_iter()
+        .filter(|(name, n)| {
+            *n >= MIN_VOCATIVES
+                && subjects.get(name).copied().unwrap_or(0) >= MIN_VOCATIVES
+                && dictionary.phrase(name).is_none()
+                && !ROLE_NOUNS.contains(name)
+                && !KIN_BEFORE_NAME.contains(name)
+                && !is_not_name(name)
+                && !names.iter().any(|(other, _)| other.contains(name))
+                && vocative_name(name)
+        })
+        .collect();
+    called.sort();
+    names.extend(called.into_iter().map(|(name, n)| (name.to_owned(), n)));
     let mut found = into_cast(names);
     fold_titles(&mut found, chapters);
     found
@@ -210,6 +245,26 @@ fn closes_nickname(clause: &str, c: char) -> bool {
         && (2..=4).contains(&inner.chars().count())
         && inner.chars().all(is_han)
 }
+
+/// True when a string a quote opens with may be a name: not a form of
+/// address or kin (少安哥, 二爸), a crowd (兄弟们), an exclamation (天啊), nor
+/// a string opening or ending as no name does (站着, 女儿悲).
+fn vocative_name(s: &str) -> bool {
+    let (Some(first), Some(last)) = (s.chars().next(), s.chars().next_back()) else {
+        return false;
+    };
+    let kin = KIN_BEFORE_NAME
+        .iter()
+        .chain(ROLE_NOUNS)
+        .any(|k| s.starts_with(k) || s.ends_with(k));
+    !kin && (!is_non_name_char(first) || is_surname(first))
+        && !is_non_name_tail(last)
+        && !is_particle(last)
+        && !"啊呀哪吧呢们們哥姐叔婶嬸爸妈媽爷爺伯娘".contains(last)
+}
+
+/// How often a string must be called by name and open narration to be a name.
+const MIN_VOCATIVES: usize = 2;
 
 /// How many speaker clauses a nickname in quote marks must open to be a name.
 const MIN_NICKNAME_CLAUSES: usize = 2;
@@ -862,6 +917,26 @@ mod tests {
         assert!(names.contains(&"周大山"), "{names:?}");
         assert!(!names.contains(&"石桥镇"), "{names:?}");
         assert!(!names.contains(&"司机周"), "{names:?}");
+    }
+
+    #[test]
+    fn one_called_by_name_who_acts_in_the_narration_is_a_name() {
+        let mut text = Vec::new();
+        for _ in 0..2 {
+            text.extend([
+                "周大山说：“黑皮，过来。”",
+                "黑皮跑了过来。",
+                "“天啊，下雨了。”",
+                "“二爸，你坐。”",
+                "二爸坐下了。",
+                "天啊这雨真大。",
+            ]);
+        }
+        let found = discovered(&text);
+        let names: Vec<&str> = found.iter().map(|d| d.character.name.as_str()).collect();
+        assert!(names.contains(&"黑皮"), "{names:?}");
+        assert!(!names.contains(&"天啊"), "{names:?}");
+        assert!(!names.contains(&"二爸"), "{names:?}");
     }
 
     #[test]
