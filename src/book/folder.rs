@@ -74,7 +74,6 @@ pub fn read_source(
         chapters,
         skipped: Vec::new(),
         discovered: None,
-        discovered_evidence: Vec::new(),
     };
     Ok(Book {
         readings,

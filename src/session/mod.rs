@@ -203,7 +203,7 @@ impl RenderSession {
         // Without a cast file, the characters found in the book (and their
         // genders) cast the voices.
         if voices.cast.is_none()
-            && let Some(found) = &book.script.discovered
+            && let Some(found) = book.script.discovered_cast()
         {
             let file = format!("{} (characters found in the book)", book.stem);
             let toml = found.to_toml_with_counts(&[]);

@@ -238,12 +238,12 @@ fn speakers(studio: &Studio) -> Vec<Value> {
     let lines = line_counts(script);
     let config = &loaded.session.renderer.config;
     let found = |name: &str| {
-        let found = script.discovered.as_ref()?;
-        let i = found.characters.iter().position(|c| c.name == name)?;
-        Some((
-            found.characters[i].gender,
-            script.discovered_evidence.get(i)?,
-        ))
+        let d = script
+            .discovered
+            .as_ref()?
+            .iter()
+            .find(|d| d.character.name == name)?;
+        Some((d.character.gender, &d.evidence))
     };
     let entry = |name: &str, gender: &str, voice: Option<&str>, in_cast: bool| {
         let guess = (!in_cast).then(|| found(name)).flatten();

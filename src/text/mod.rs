@@ -63,14 +63,11 @@ pub struct Script {
     pub chapters: Vec<ScriptChapter>,
     /// Chapters left out (empty ones, author's notes, a title page), in book order.
     pub skipped: Vec<SkippedChapter>,
-    /// The characters found in the book (with their genders) when it was
-    /// split without a cast file: what casts its voices then.
+    /// The characters found in the book (with their genders and what the
+    /// book says of them) when it was split without a cast file: what casts
+    /// its voices then.
     #[serde(skip)]
-    pub discovered: Option<Cast>,
-    /// What the book says of each discovered character's gender, in the
-    /// order of `discovered`.
-    #[serde(skip)]
-    pub discovered_evidence: Vec<speaker::GenderEvidence>,
+    pub discovered: Option<Vec<speaker::Discovered>>,
 }
 
 /// A chapter of the book that is not in the reading script.
@@ -143,6 +140,13 @@ pub fn discover_cast(text: &str, book: &str) -> Vec<speaker::Discovered> {
     discover_in(&scan(text, book, SplitOptions::default()))
 }
 
+/// The cast of characters found in a book.
+fn discovered_cast(found: &[speaker::Discovered]) -> Cast {
+    Cast {
+        characters: found.iter().map(|d| d.character.clone()).collect(),
+    }
+}
+
 fn discover_in(scanned: &[Scanned]) -> Vec<speaker::Discovered> {
     let views: Vec<Vec<ParagraphView<'_>>> = scanned.iter().map(Scanned::views).collect();
     let mut found = speaker::discover(&views);
@@ -175,17 +179,9 @@ impl Script {
     }
 
     fn from_scanned(scanned: Vec<Scanned>, book: &str, cast: Option<&Cast>) -> Script {
-        let found = cast.is_none().then(|| discover_in(&scanned));
-        let discovered_evidence = found.iter().flatten().map(|d| d.evidence).collect();
-        let discovered = found.map(|found| Cast {
-            characters: found.into_iter().map(|d| d.character).collect(),
-        });
-        let cast = match (cast, &discovered) {
-            (Some(cast), _) => cast,
-            (None, Some(found)) => found,
-            (None, None) => unreachable!("a cast is discovered when none is given"),
-        };
-        let attributor = Attributor::new(cast);
+        let discovered = cast.is_none().then(|| discover_in(&scanned));
+        let found = discovered.as_deref().map(discovered_cast);
+        let attributor = Attributor::new(cast.or(found.as_ref()).unwrap_or(&Cast::default()));
         let mut chapters = Vec::new();
         let mut skipped = Vec::new();
         for (k, s) in scanned.iter().enumerate() {
@@ -223,8 +219,13 @@ impl Script {
             chapters,
             skipped,
             discovered,
-            discovered_evidence,
         }
+    }
+
+    /// The cast of the characters found in the book, when it was split
+    /// without a cast file.
+    pub fn discovered_cast(&self) -> Option<Cast> {
+        self.discovered.as_deref().map(discovered_cast)
     }
 
     /// Like [`Script::from_text_with_cast`], for chapters split elsewhere
