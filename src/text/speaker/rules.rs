@@ -259,9 +259,7 @@ impl Context<'_, '_> {
         // and a wrong voice is worse than the neutral one.
         if !introduced
             && turns.is_empty()
-            && let Some(who) = self
-                .next_mention(i, vocative)
-                .filter(|w| Some(*w) != last_speaker)
+            && let Some(who) = self.next_mention(i, vocative)
         {
             return (Some(who), None, own);
         }
