@@ -174,6 +174,9 @@ pub fn discover<'a>(chapters: &[Vec<ParagraphView<'a>>]) -> Vec<Discovered> {
     let mut names = by_usage(select_names(&counts, &subjects), &subjects, chapters);
     // A nickname the book puts in quote marks is a name when it stands right
     // before a speech verb at least once and opens speaker clauses twice.
+    // (In a fixed order: the cast must come out the same on every run.)
+    let mut nicknames: Vec<(&str, (usize, usize))> = nicknames.into_iter().collect();
+    nicknames.sort();
     for (name, (n, direct)) in nicknames {
         if n >= MIN_NICKNAME_CLAUSES
             && direct > 0
