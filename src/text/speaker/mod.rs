@@ -304,6 +304,9 @@ mod tests {
         let c = cast(&[("老周", &[], M), ("苏晚", &[], F)]);
         let text = "苏晚正要睡，窗外传来老周焦急的声音：“快起来！”";
         assert_eq!(names(&speakers(&c, text)), ["老周"]);
+        // After the quote, too.
+        let text = "苏晚坐在河边。\n“噢——苏晚！”\n村头猛然传来老周拖长了音调的呼唤声。";
+        assert_eq!(names(&speakers(&c, text)), ["老周"]);
     }
 
     #[test]

@@ -36,6 +36,10 @@ const VOICES: &[&str] = &[
     "喊聲",
     "叫声",
     "叫聲",
+    "唤声",
+    "喚聲",
+    "吼声",
+    "吼聲",
     "话音",
     "話音",
     "嗓音",
@@ -430,6 +434,16 @@ impl Context<'_, '_> {
         let end = sentence_end(text, start, n.end);
         let sentence = &text[start..end];
         let mentions = self.mentions_in(i, start, end);
+        // `猛然传来田福堂拖长了音调的呼唤声。`: the one whose voice it was.
+        let body = sentence.trim_end_matches(|c: char| is_punct(c) || c.is_whitespace());
+        if let Some(who) = self.heard(i, start, start + body.len()) {
+            return Some(Candidate {
+                who,
+                strength: Strength::Strong,
+                addressee: None,
+                other: None,
+            });
+        }
         // A mention in the first clause (這是毛仲的命令), else the first
         // subject of the sentence, else its first mention.
         let first_clause_end = text[start..end]
