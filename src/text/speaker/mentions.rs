@@ -262,7 +262,8 @@ impl Attributor {
                     clause = scanned + j + ch.len_utf8();
                 }
                 scanned = start;
-                let subject = opens_clause(&text[clause..start]) && !reports(&text[..clause]);
+                let subject = (opens_clause(&text[clause..start]) && !reports(&text[..clause]))
+                    || seen_doing(&text[..start], &text[end..]);
                 let role = matches!(self.patterns[m.pattern().as_usize()], Pattern::Role(_));
                 last.note(slot, c, paragraph, end, subject, role);
             }
@@ -420,6 +421,22 @@ impl Recency {
             _ => s.previous.filter(|p| *p != first.0).or(Some(first.0)),
         }
     }
+}
+
+/// True when a mention between `before` and `after` is seen doing something
+/// (看见田福堂正站在路边): the subject of what is seen, and the one the
+/// next 他/她 stands for.
+fn seen_doing(before: &str, after: &str) -> bool {
+    [
+        "看见", "看見", "看到", "发现", "發現", "望见", "望見", "瞧见", "瞧見",
+    ]
+    .iter()
+    .any(|v| before.ends_with(v))
+        && [
+            "正", "在", "站", "坐", "蹲", "躺", "已经", "已經", "还在", "還在",
+        ]
+        .iter()
+        .any(|a| after.starts_with(a))
 }
 
 /// True when `before` (the text before a clause) ends in a verb of saying

@@ -320,6 +320,13 @@ mod tests {
     }
 
     #[test]
+    fn one_seen_doing_something_is_the_next_pronouns() {
+        let c = cast(&[("林一舟", &[], M), ("老周", &[], M)]);
+        let text = "林一舟抬起头，看见老周正站在路边。\n他没有走过来，只是叫着说：\n“回家吃饭！”";
+        assert_eq!(names(&speakers(&c, text)), ["老周"]);
+    }
+
+    #[test]
     fn turn_taking_alternates() {
         let c = cast(&[("林一舟", &[], M), ("苏晚", &[], F)]);
         let text = "林一舟问苏晚：“几点了？”\n“三点。”\n“还早。”\n“不早了。”";
