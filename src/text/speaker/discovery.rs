@@ -51,8 +51,7 @@ pub fn discover<'a>(chapters: &[Vec<ParagraphView<'a>>]) -> Vec<Discovered> {
         // “萝卜花”说: a nickname in quote marks, whole.
         if let Some(inner) = rest.strip_prefix(['“', '「', '『'])
             && let Some(close) = inner.find(['”', '」', '』'])
-            && (2..=4).contains(&inner[..close].chars().count())
-            && inner[..close].chars().all(is_han)
+            && is_nickname(&inner[..close])
         {
             let after = &inner[close..];
             let after = after
@@ -239,14 +238,18 @@ fn with_given_names(
     names
 }
 
-/// True when `c` closes a nickname of 2–4 Han characters that opens `clause`.
+/// True when `s` may be a nickname in quote marks: 2–4 Han characters.
+fn is_nickname(s: &str) -> bool {
+    (2..=4).contains(&s.chars().count()) && s.chars().all(is_han)
+}
+
+/// True when `c` closes a nickname that opens `clause`.
 fn closes_nickname(clause: &str, c: char) -> bool {
-    let Some(inner) = clause.trim_start().strip_prefix(['“', '「', '『']) else {
-        return false;
-    };
     matches!(c, '”' | '」' | '』')
-        && (2..=4).contains(&inner.chars().count())
-        && inner.chars().all(is_han)
+        && clause
+            .trim_start()
+            .strip_prefix(['“', '「', '『'])
+            .is_some_and(is_nickname)
 }
 
 /// True when a string a quote opens with may be a name: not a form of

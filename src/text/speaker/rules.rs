@@ -186,10 +186,10 @@ impl Context<'_, '_> {
         };
         // `他问。` where no man was named yet: a man speaks, but which one the
         // turns may tell.
-        let mut someone: Option<(Candidate, usize)> = None;
+        let mut someone: Option<Candidate> = None;
         for c in order.into_iter().flatten().map(reply) {
-            if let Who::Someone(slot) = c.who {
-                someone = someone.or(Some((c, slot)));
+            if let Who::Someone(_) = c.who {
+                someone = someone.or(Some(c));
                 continue;
             }
             // The narration's subject is the one the quote calls by name
@@ -206,14 +206,14 @@ impl Context<'_, '_> {
         }
         let recent =
             self.recent_mention(i, &[last_speaker.filter(|_| !turns.is_empty()), vocative]);
-        let fits = |w: &Who| match (someone, w) {
-            (Some((_, slot)), Who::Character(c)) => {
+        let fits = |w: &Who| match (someone.map(|c| c.who), w) {
+            (Some(Who::Someone(slot)), Who::Character(c)) => {
                 gender_slot(self.attributor.genders[*c]).is_none_or(|s| s == slot)
             }
             _ => true,
         };
         let turn = turn_taking(turns, vocative, recent).filter(fits);
-        if let Some((c, _)) = someone
+        if let Some(c) = someone
             && turn.is_none()
         {
             return (Some(c.who), c.addressee, own);
@@ -243,20 +243,9 @@ impl Context<'_, '_> {
         // Nobody named before the quote: the first one named after it, unless
         // a colon introduced it (老周蹲在码头边，站起身：): that one speaks,
         // named or not.
-        let ends_in_colon = |j: usize, n: &SpanRange| {
-            n.kind == SegmentKind::Narration
-                && self.paragraphs[j].text[n.start..n.end]
-                    .trim_end()
-                    .ends_with(['：', ':'])
-        };
         let introduced = first_quote.is_some_and(|k| match k {
-            0 => previous.is_some_and(|j| {
-                self.paragraphs[j]
-                    .spans
-                    .last()
-                    .is_some_and(|n| ends_in_colon(j, n))
-            }),
-            k => ends_in_colon(i, &p.spans[k - 1]),
+            0 => previous.is_some_and(|j| self.closing_colon(j).is_some()),
+            k => self.ends_in_colon(i, &p.spans[k - 1]),
         });
         // Only for the first quote of a conversation: inside one, a quote
         // nobody can be given is often an unnamed one's (老周 undiscovered),
@@ -505,17 +494,25 @@ impl Context<'_, '_> {
         })
     }
 
-    /// The previous paragraph ends in a colon: its subject speaks.
-    fn colon_before(&self, j: usize) -> Option<Candidate> {
-        let p = &self.paragraphs[j];
-        let n = p
+    /// True when `n` of paragraph `j` is narration that ends in a colon.
+    fn ends_in_colon(&self, j: usize, n: &SpanRange) -> bool {
+        n.kind == SegmentKind::Narration
+            && self.paragraphs[j].text[n.start..n.end]
+                .trim_end()
+                .ends_with(['：', ':'])
+    }
+
+    /// The narration that ends paragraph `j` with a colon, if it does.
+    fn closing_colon(&self, j: usize) -> Option<&SpanRange> {
+        self.paragraphs[j]
             .spans
             .last()
-            .filter(|s| s.kind == SegmentKind::Narration)?;
-        let body = p.text[n.start..n.end].trim_end();
-        if !body.ends_with(['：', ':']) {
-            return None;
-        }
+            .filter(|n| self.ends_in_colon(j, n))
+    }
+
+    /// The previous paragraph ends in a colon: its subject speaks.
+    fn colon_before(&self, j: usize) -> Option<Candidate> {
+        let n = self.closing_colon(j)?;
         self.before_quote(j, n).map(|c| Candidate {
             strength: Strength::Strong,
             ..c
