@@ -48,7 +48,7 @@ impl SpanRange {
 }
 
 /// Longest nickname in quote marks that may be the subject of a speech verb.
-const NICKNAME_MAX_CHARS: usize = 4;
+pub(crate) const NICKNAME_MAX_CHARS: usize = 4;
 
 /// Longest quoted term (in characters) that may still be a scare quote.
 const SCARE_MAX_CHARS: usize = 12;

@@ -16,6 +16,7 @@ use super::rules::KIN_BEFORE_NAME;
 use super::words::{CONNECTIVES, CROWDS, has_speech_verb, starts_with_speech_verb};
 use crate::text::cast::Character;
 use crate::text::decode::is_han;
+use crate::text::quote::NICKNAME_MAX_CHARS;
 use crate::text::quote::SegmentKind;
 
 /// A discovered character with the number of speaker positions it holds
@@ -238,9 +239,10 @@ fn with_given_names(
     names
 }
 
-/// True when `s` may be a nickname in quote marks: 2–4 Han characters.
+/// True when `s` may be a nickname in quote marks: 2 to
+/// [`NICKNAME_MAX_CHARS`] Han characters, as the quote scanner reads them.
 fn is_nickname(s: &str) -> bool {
-    (2..=4).contains(&s.chars().count()) && s.chars().all(is_han)
+    (2..=NICKNAME_MAX_CHARS).contains(&s.chars().count()) && s.chars().all(is_han)
 }
 
 /// True when `c` closes a nickname that opens `clause`.
