@@ -315,6 +315,17 @@ impl Attributor {
         None
     }
 
+    /// The characters a quote names, anywhere in it.
+    pub(super) fn named_in(&self, quote: &str) -> Vec<Who> {
+        self.matcher
+            .find_iter(quote)
+            .filter_map(|m| match self.patterns[m.pattern().as_usize()] {
+                Pattern::Name(c) | Pattern::TitledName(c, _) => Some(Who::Character(c)),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// A character addressed by name at the start of a quote (“少平，你…”),
     /// also with a form of address after the name (“少安哥，…”, “玉亭叔，…”).
     pub(super) fn vocative(&self, quote: &str) -> Option<Who> {

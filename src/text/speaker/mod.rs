@@ -11,7 +11,11 @@
 //! - turn-taking in a back-and-forth exchange (the one addressed by name or
 //!   the addressee of the last turn, else the speaker before the last one,
 //!   else the character last mentioned who is not the last speaker),
-//! - the character acting in the sentence just before the quote.
+//! - the character acting in the sentence just before the quote;
+//!
+//! the first three are tags. A quote no tag names is given by `scorer`,
+//! which weighs what the other rules (and a few more signs) say of each
+//! candidate.
 //!
 //! 他/她 resolve to the latest subject of that gender, skipping the subject
 //! of their own clause (老周问他); one with no antecedent in the chapter is
@@ -24,6 +28,8 @@
 //!   mentions it finds in the narration, with 他/她 resolved;
 //! - `rules`: the rules that give one paragraph's quotes their speaker,
 //!   and turn-taking;
+//! - `scorer`: the candidates of a quote no tag names, their features and
+//!   the weights fitted on WP2021 train;
 //! - `clause`: clause and sentence bounds, and whether a mention is the
 //!   subject of its clause;
 //! - `words`: the word tables of attribution (crowds, connectives, speech
@@ -39,6 +45,7 @@ mod gender;
 mod mentions;
 mod names;
 mod rules;
+mod scorer;
 mod words;
 
 use aho_corasick::AhoCorasick;
@@ -163,6 +170,7 @@ impl Attributor {
                 _ => None,
             };
             turns.push(Turn {
+                paragraph: i,
                 speaker,
                 addressee,
                 vocative: p
@@ -296,7 +304,15 @@ mod tests {
         let c = cast(&[("林一舟", &["一舟"], M), ("苏晚", &[], F), ("阿梅", &[], F)]);
         let text =
             "“一舟，几点了？”苏晚问。\n“三点。”\n他说。\n“阿梅，走吧。”苏晚说。\n“好。”\n他说。";
-        assert_eq!(names(&speakers(&c, text)), ["苏晚", "林一舟", "苏晚", "-"]);
+        // 阿梅 is addressed, but 他 says a man answers: the man of the scene.
+        assert_eq!(
+            names(&speakers(&c, text)),
+            ["苏晚", "林一舟", "苏晚", "林一舟"]
+        );
+        // With no man in the scene, someone unnamed.
+        let c = cast(&[("林一舟", &[], M), ("苏晚", &[], F), ("阿梅", &[], F)]);
+        let text = "“阿梅，几点了？”苏晚问。\n“三点。”\n他说。";
+        assert_eq!(names(&speakers(&c, text)), ["苏晚", "-"]);
     }
 
     #[test]

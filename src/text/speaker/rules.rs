@@ -5,12 +5,22 @@ use super::clause::{
     clause_start, is_punct, is_subject, last_clause, sentence_end, sentence_start,
 };
 use super::mentions::{Mention, gender_slot};
+use super::scorer::{self, Candidates, FEATURE_NAMES, Feature};
 use super::words::has_speech_verb;
 use super::{Attributor, ParagraphView, Who};
 use crate::text::quote::{SegmentKind, SpanRange};
 
 /// How far back a quote looks for a character mentioned in the narration.
 const RECENT_PARAGRAPHS: usize = 10;
+
+/// Words a quote opens with when it answers the one before.
+const ANSWERS: &[&str] = &[
+    "嗯", "是", "好", "对", "對", "不", "没", "沒", "哦", "噢", "行", "可以", "谢谢", "謝謝",
+    "知道",
+];
+
+/// How far back the scorer takes everyone named as a candidate.
+const WINDOW_PARAGRAPHS: usize = 3;
 
 /// Longest `旁边的` between a possessor and the one possessed (他旁边的老周).
 const MAX_POSSESSIVE_CHARS: usize = 4;
@@ -68,9 +78,29 @@ struct Candidate {
     other: Option<Who>,
 }
 
+/// What the rules know of a quote no tag names.
+struct Latent<'t> {
+    i: usize,
+    previous: Option<usize>,
+    prev_is_turn: bool,
+    opens_with_quote: bool,
+    turns: &'t [Turn],
+    vocative: Option<Who>,
+    /// The best weak candidate of the quote's own paragraph.
+    best: Option<Candidate>,
+    /// A 他/她 tag that names nobody (`他问。` with no man named yet).
+    someone: Option<Candidate>,
+    /// The character last named before (not the last speaker, not the one addressed).
+    recent: Option<Who>,
+    /// A colon before introduces the quote (老周蹲在码头边，站起身：).
+    introduced: bool,
+    first_quote: Option<usize>,
+}
+
 /// A paragraph with dialogue, as one turn of a conversation.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Turn {
+    pub(super) paragraph: usize,
     pub(super) speaker: Option<Who>,
     pub(super) addressee: Option<Who>,
     pub(super) vocative: Option<Who>,
@@ -206,6 +236,87 @@ impl Context<'_, '_> {
         }
         let recent =
             self.recent_mention(i, &[last_speaker.filter(|_| !turns.is_empty()), vocative]);
+        let introduced = first_quote.is_some_and(|k| match k {
+            0 => previous.is_some_and(|j| self.closing_colon(j).is_some()),
+            k => self.ends_in_colon(i, &p.spans[k - 1]),
+        });
+        let l = Latent {
+            i,
+            previous,
+            prev_is_turn,
+            opens_with_quote,
+            turns,
+            vocative,
+            best,
+            someone,
+            recent,
+            introduced,
+            first_quote,
+        };
+        let cascade = self.cascade(&l);
+        let mut candidates = self.latent_candidates(&l, cascade.0);
+        let pronoun = someone.map(|c| c.who);
+        // A crowd shouts on (“快追！” “别让他们跑了！”); a quote a colon
+        // introduced is that unnamed one's; `他问。` is a man's.
+        let who = match last_speaker {
+            Some(crowd @ Who::Crowd(_)) => Some(crowd),
+            _ if introduced => pronoun,
+            _ => {
+                if let Some(Who::Someone(slot)) = pronoun {
+                    let genders = &self.attributor.genders;
+                    candidates.retain(
+                        |w| matches!(w, Who::Character(k) if gender_slot(genders[k]) == Some(slot)),
+                    );
+                }
+                self.trace(i, cascade.0, &candidates);
+                // One who just asked does not answer (“船票呢？” / 林一舟掏出船票。
+                // / “明早六点。”), though a question that ends a turn is
+                // followed by its asker in about 1 of 10 WP2021 quotes: the
+                // weights alone let them speak again.
+                candidates.drop_unless_alone(Feature::AskedLast);
+                candidates.best(&scorer::WEIGHTS).or(pronoun)
+            }
+        };
+        let addressee = last_speaker.filter(|l| Some(*l) != who && !turns.is_empty());
+        (who, addressee, own)
+    }
+
+    /// What the rules alone would say of a quote no tag names (one of the
+    /// scorer's features): the listener reacting, turn-taking, the one
+    /// acting around the quote, the first named after it.
+    fn cascade(&self, l: &Latent<'_>) -> (Option<Who>, Option<Who>) {
+        let Latent {
+            i,
+            previous,
+            prev_is_turn,
+            turns,
+            vocative,
+            best,
+            someone,
+            recent,
+            introduced,
+            ..
+        } = *l;
+        let p = &self.paragraphs[i];
+        let last_speaker = turns.last().and_then(|t| t.speaker);
+        let opens_with_quote = p
+            .spans
+            .first()
+            .is_some_and(|s| s.kind == SegmentKind::Dialogue);
+        let accept = |c: Candidate| {
+            !matches!(c.who, Who::Someone(_))
+                && (Some(c.who) != vocative || c.strength == Strength::Strong)
+        };
+        let reply = |c: Candidate| match c.other {
+            Some(o) if prev_is_turn && opens_with_quote && Some(c.who) == last_speaker => {
+                Candidate {
+                    who: o,
+                    other: None,
+                    ..c
+                }
+            }
+            _ => c,
+        };
         let fits = |w: &Who| match (someone.map(|c| c.who), w) {
             (Some(Who::Someone(slot)), Who::Character(c)) => {
                 gender_slot(self.attributor.genders[*c]).is_none_or(|s| s == slot)
@@ -216,7 +327,7 @@ impl Context<'_, '_> {
         if let Some(c) = someone
             && turn.is_none()
         {
-            return (Some(c.who), c.addressee, own);
+            return (Some(c.who), c.addressee);
         }
         // The one who spoke last reacting (少安不好意思地笑了。) is the listener.
         if prev_is_turn
@@ -224,10 +335,10 @@ impl Context<'_, '_> {
                 .next_paragraph_subject(i)
                 .filter(|c| accept(*c) && (turn.is_none() || Some(c.who) != last_speaker))
         {
-            return (Some(c.who), c.addressee, own);
+            return (Some(c.who), c.addressee);
         }
         if prev_is_turn && let Some(who) = turn {
-            return (Some(who), last_speaker, own);
+            return (Some(who), last_speaker);
         }
         let beat = best.or_else(|| self.next_paragraph_subject(i)).or_else(|| {
             previous
@@ -235,18 +346,14 @@ impl Context<'_, '_> {
                 .and_then(|j| self.action_beat(j))
         });
         if let Some(c) = beat.map(reply).filter(|c| accept(*c)) {
-            return (Some(c.who), c.addressee, own);
+            return (Some(c.who), c.addressee);
         }
         if let Some(who) = turn {
-            return (Some(who), turns.last().and_then(|t| t.speaker), own);
+            return (Some(who), turns.last().and_then(|t| t.speaker));
         }
         // Nobody named before the quote: the first one named after it, unless
         // a colon introduced it (老周蹲在码头边，站起身：): that one speaks,
         // named or not.
-        let introduced = first_quote.is_some_and(|k| match k {
-            0 => previous.is_some_and(|j| self.closing_colon(j).is_some()),
-            k => self.ends_in_colon(i, &p.spans[k - 1]),
-        });
         // Only for the first quote of a conversation: inside one, a quote
         // nobody can be given is often an unnamed one's (老周 undiscovered),
         // and a wrong voice is worse than the neutral one.
@@ -254,9 +361,160 @@ impl Context<'_, '_> {
             && turns.is_empty()
             && let Some(who) = self.next_mention(i, vocative)
         {
-            return (Some(who), None, own);
+            return (Some(who), None);
         }
-        (None, None, own)
+        (None, None)
+    }
+
+    /// The candidates of paragraph `i`'s quote and their features, for
+    /// `scripts/train-speaker-scorer.sh` (`RUST_LOG=tingshu::speaker::features=trace`).
+    fn trace(&self, i: usize, cascade: Option<Who>, candidates: &Candidates) {
+        if !tracing::enabled!(target: "tingshu::speaker::features", tracing::Level::TRACE) {
+            return;
+        }
+        let json = serde_json::json!({
+            "i": i,
+            "text": self.paragraphs[i].text,
+            "cascade": cascade.and_then(|w| self.attributor.name(w)),
+            "candidates": candidates.0.iter().map(|c| serde_json::json!({
+                "name": self.attributor.name(c.who),
+                "f": c.features
+                    .iter()
+                    .zip(FEATURE_NAMES)
+                    .filter(|(f, _)| **f)
+                    .map(|(_, name)| name)
+                    .collect::<Vec<_>>(),
+            })).collect::<Vec<_>>(),
+        });
+        tracing::trace!(target: "tingshu::speaker::features", "FEATURES {json}");
+    }
+
+    /// The candidates of a quote no tag names, with what each has for it.
+    fn latent_candidates(&self, l: &Latent<'_>, cascade: Option<Who>) -> Candidates {
+        let mut c = Candidates::default();
+        let last = l.turns.last();
+        let last_speaker = last.and_then(|t| t.speaker);
+        let fits = |w: &Who| match (l.someone.map(|c| c.who), w) {
+            (Some(Who::Someone(slot)), Who::Character(c)) => {
+                gender_slot(self.attributor.genders[*c]).is_none_or(|s| s == slot)
+            }
+            _ => true,
+        };
+        let turn = turn_taking(l.turns, l.vocative, l.recent).filter(fits);
+        c.mark(turn, Feature::Turn);
+        if l.prev_is_turn {
+            c.mark(turn, Feature::TurnAdjacent);
+        }
+        if let Some(t) = last {
+            c.mark(
+                t.vocative.filter(|v| Some(*v) != t.speaker),
+                Feature::LastVocative,
+            );
+            c.mark(t.addressee, Feature::LastAddressee);
+            c.mark(
+                l.turns
+                    .iter()
+                    .rev()
+                    .skip(1)
+                    .take(3)
+                    .find_map(|t| t.speaker.filter(|s| Some(*s) != last_speaker)),
+                Feature::BeforeLast,
+            );
+            c.mark(last_speaker, Feature::LastSpeaker);
+            if l.prev_is_turn {
+                c.mark(last_speaker, Feature::LastSpeakerAdjacent);
+            }
+        }
+        let next = self.next_paragraph_subject(l.i).map(|n| n.who);
+        c.mark(next, Feature::NextSubject);
+        if l.prev_is_turn {
+            c.mark(next, Feature::NextSubjectAdjacent);
+        }
+        if l.opens_with_quote && !l.prev_is_turn {
+            c.mark(
+                l.previous.and_then(|j| self.action_beat(j)).map(|a| a.who),
+                Feature::ActionBefore,
+            );
+        }
+        c.mark(l.recent, Feature::Recent);
+        let p = &self.paragraphs[l.i];
+        let own_before = l.first_quote.filter(|&k| k > 0).and_then(|k| {
+            let n = &p.spans[k - 1];
+            self.mentions_in(l.i, n.start, n.end)
+                .iter()
+                .rev()
+                .find_map(|m| m.who.filter(|w| matches!(w, Who::Character(_))))
+        });
+        c.mark(
+            own_before.or_else(|| self.recent_mention(l.i, &[])),
+            Feature::Nearest,
+        );
+        let after = self.next_mention(l.i, l.vocative);
+        c.mark(after, Feature::NextMention);
+        if !l.introduced && l.turns.is_empty() {
+            c.mark(after, Feature::NextMentionOpening);
+        }
+        c.mark_all(Feature::Crowd, |w| matches!(w, Who::Crowd(_)));
+        c.mark(cascade, Feature::Cascade);
+        if let Some(j) = last.map(|t| t.paragraph) {
+            let q = &self.paragraphs[j];
+            let asked = q
+                .spans
+                .iter()
+                .rev()
+                .find(|s| s.kind == SegmentKind::Dialogue)
+                .is_some_and(|s| {
+                    s.text(q.text)
+                        .trim_end_matches(['”', '」', '』', '"'])
+                        .ends_with(['？', '?'])
+                });
+            if asked {
+                c.mark(last_speaker, Feature::AskedLast);
+            }
+            let answers = l.first_quote.is_some_and(|k| {
+                let t = p.spans[k].text(p.text);
+                let inner = t
+                    .get(t.chars().next().map_or(0, char::len_utf8)..)
+                    .unwrap_or("");
+                ANSWERS.iter().any(|a| inner.starts_with(a))
+            });
+            if answers {
+                c.mark(last_speaker, Feature::AnsweredLast);
+            }
+        }
+        let any_before = l.previous.and_then(|j| self.action_beat(j)).map(|a| a.who);
+        c.mark(any_before, Feature::ActionBeforeAny);
+        if let Some(j) = l.previous {
+            let before: Vec<Who> = self.mentions[j].iter().filter_map(|m| m.who).collect();
+            c.mark_all(Feature::PreviousParagraph, |w| before.contains(&w));
+        }
+        let named: Vec<Who> = p
+            .spans
+            .iter()
+            .filter(|s| s.kind == SegmentKind::Dialogue)
+            .flat_map(|s| self.attributor.named_in(s.text(p.text)))
+            .collect();
+        c.mark_all(Feature::NamedInQuote, |w| named.contains(&w));
+        c.mark_all(Feature::SpokeBefore, |w| {
+            l.turns.iter().any(|t| t.speaker == Some(w))
+        });
+        if l.prev_is_turn && l.turns.len() >= 2 {
+            c.mark(l.turns[l.turns.len() - 2].speaker, Feature::TwoBack);
+        }
+        if let Some(j) = (l.i + 1..self.paragraphs.len()).find(|&j| !self.paragraphs[j].skipped) {
+            let after: Vec<Who> = self.mentions[j].iter().filter_map(|m| m.who).collect();
+            c.mark_all(Feature::NextParagraph, |w| after.contains(&w));
+        }
+        for j in l.i.saturating_sub(WINDOW_PARAGRAPHS)..l.i {
+            for m in &self.mentions[j] {
+                c.mark(
+                    m.who.filter(|w| matches!(w, Who::Character(_))),
+                    Feature::Window,
+                );
+            }
+        }
+        c.0.retain(|x| Some(x.who) != l.vocative);
+        c
     }
 
     /// The first character mentioned in the narration of the few paragraphs
