@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Fits the weights of the latent-quote scorer (src/text/speaker/scorer.rs).
 
-  train_speaker_scorer.py collect BIN DATA NAMES PARTS OUT.jsonl
+  train_speaker_scorer.py collect BIN DATA NAMES PARTS OUT.jsonl [--cast]
       cuts the WP2021 instances of DATA into PARTS books (as
-      eval-parts.sh does), splits each without a cast with the scorer's
+      eval-parts.sh does), splits each without a cast (with the name
+      list's cast with --cast) with the scorer's
       trace on, and writes one record per target quote that reached the
       scorer: its part, gold speaker, the cascade's pick and the
       candidates with their features (names mapped to canonical ones).
@@ -38,7 +39,7 @@ def feature_names():
     return re.findall(r'"([a-z_]+)"', block)
 
 
-def collect(binary, data, names, parts, out):
+def collect(binary, data, names, parts, out, with_cast=False):
     lines = open(data, encoding="utf-8").read().split("\n")
     starts = [i for i, l in enumerate(lines) if l.startswith("Instance index:")]
     size = len(starts) // parts
@@ -55,8 +56,9 @@ def collect(binary, data, names, parts, out):
                 for line in open(f"{work}/gold.tsv", encoding="utf-8"):
                     n, speaker, category, text = line.rstrip("\n").split("\t")
                     gold.append((int(n), speaker, category, text))
+                cast = ["--cast", f"{work}/cast.toml"] if with_cast else []
                 run = subprocess.run(
-                    [binary, "split", f"{work}/book.txt", "--format", "jsonl"],
+                    [binary, "split", f"{work}/book.txt", "--format", "jsonl", *cast],
                     env=env,
                     capture_output=True,
                     text=True,
@@ -80,6 +82,7 @@ def collect(binary, data, names, parts, out):
                         ]
                         rec = {
                             "part": part,
+                            "cast": with_cast,
                             "n": n,
                             "category": category,
                             "gold": speaker,
@@ -140,8 +143,8 @@ def accuracy(records, w):
 
 def main():
     a = sys.argv[1:]
-    if len(a) == 6 and a[0] == "collect":
-        collect(a[1], a[2], a[3], int(a[4]), a[5])
+    if len(a) in (6, 7) and a[0] == "collect":
+        collect(a[1], a[2], a[3], int(a[4]), a[5], with_cast="--cast" in a)
         return
     if len(a) >= 2 and a[0] == "fit":
         names = feature_names()
