@@ -495,9 +495,12 @@ impl Context<'_, '_> {
             .flat_map(|s| self.attributor.named_in(s.text(p.text)))
             .collect();
         c.mark_all(Feature::NamedInQuote, |w| named.contains(&w));
-        c.mark_all(Feature::SpokeBefore, |w| {
-            l.turns.iter().any(|t| t.speaker == Some(w))
-        });
+        for t in l.turns {
+            c.mark(
+                t.speaker.filter(|w| matches!(w, Who::Character(_))),
+                Feature::SpokeBefore,
+            );
+        }
         if l.prev_is_turn && l.turns.len() >= 2 {
             c.mark(l.turns[l.turns.len() - 2].speaker, Feature::TwoBack);
         }
@@ -510,6 +513,14 @@ impl Context<'_, '_> {
                 c.mark(
                     m.who.filter(|w| matches!(w, Who::Character(_))),
                     Feature::Window,
+                );
+            }
+        }
+        for mentions in self.mentions {
+            for m in mentions {
+                c.mark(
+                    m.who.filter(|w| matches!(w, Who::Character(_))),
+                    Feature::Chapter,
                 );
             }
         }

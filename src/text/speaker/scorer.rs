@@ -64,10 +64,12 @@ pub(super) enum Feature {
     AskedLast,
     /// The last speaker, when this quote opens with an answer (嗯, 好, 不…).
     AnsweredLast,
+    /// Named anywhere in the chapter's narration.
+    Chapter,
 }
 
 /// How many features there are.
-pub(super) const FEATURES: usize = Feature::AnsweredLast as usize + 1;
+pub(super) const FEATURES: usize = Feature::Chapter as usize + 1;
 
 /// The features' names, as `scripts/train-speaker-scorer.sh` writes them.
 pub(super) const FEATURE_NAMES: [&str; FEATURES] = [
@@ -96,6 +98,7 @@ pub(super) const FEATURE_NAMES: [&str; FEATURES] = [
     "window",
     "asked_last",
     "answered_last",
+    "chapter",
 ];
 
 /// A candidate and its features.
@@ -173,8 +176,9 @@ fn score(features: &[bool; FEATURES], weights: &[f32; FEATURES]) -> f32 {
 
 /// Weights fitted on WP2021 train without a cast.
 pub(super) const WEIGHTS: [f32; FEATURES] = [
-    -0.151, 0.438, 0.165, 0.167, 0.022, 0.329, -1.233, 0.842, 0.629, -0.608, 0.163, -0.055, 0.055,
-    -0.098, -0.081, -0.252, 0.272, -0.772, 0.733, 0.849, 0.158, 0.043, 0.174, -0.552, -0.182,
+    0.115, 0.300, 0.152, -0.004, 0.114, 0.599, -0.931, 0.708, 0.335, -0.586, 0.483, -0.005, 0.270,
+    0.253, -0.206, -0.773, 0.041, -0.885, 0.860, 1.014, -0.001, -0.073, 0.120, -0.611, -0.065,
+    0.206,
 ];
 
 #[cfg(test)]
@@ -193,7 +197,7 @@ mod tests {
     fn the_names_follow_the_features() {
         assert_eq!(FEATURE_NAMES[Feature::Turn as usize], "turn");
         assert_eq!(FEATURE_NAMES[Feature::Cascade as usize], "cascade");
-        assert_eq!(FEATURE_NAMES[FEATURES - 1], "answered_last");
+        assert_eq!(FEATURE_NAMES[FEATURES - 1], "chapter");
         let mut names = FEATURE_NAMES.to_vec();
         names.sort_unstable();
         names.dedup();
