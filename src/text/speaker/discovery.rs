@@ -37,6 +37,8 @@ pub fn discover<'a>(chapters: &[Vec<ParagraphView<'a>>]) -> Vec<Discovered> {
     let mut counts: rustc_hash::FxHashMap<&str, (usize, usize)> = rustc_hash::FxHashMap::default();
     // How often each 2–3 character string opens a quote before a comma (“少平，…”).
     let mut vocatives: rustc_hash::FxHashMap<&str, usize> = rustc_hash::FxHashMap::default();
+    // Names characters give themselves (“我叫侯生贵，…”).
+    let mut introduced: rustc_hash::FxHashMap<&str, usize> = rustc_hash::FxHashMap::default();
     // The same for nicknames in quote marks (“萝卜花”说).
     let mut nicknames: rustc_hash::FxHashMap<&str, (usize, usize)> =
         rustc_hash::FxHashMap::default();
@@ -125,6 +127,9 @@ pub fn discover<'a>(chapters: &[Vec<ParagraphView<'a>>]) -> Vec<Discovered> {
                     if let Some(end) = end.filter(|e| (6..=9).contains(e)) {
                         *vocatives.entry(&inner[..end]).or_default() += 1;
                     }
+                    for name in self_introductions(quote) {
+                        *introduced.entry(name).or_default() += 1;
+                    }
                     continue;
                 }
                 let before_quote = p
@@ -206,6 +211,31 @@ pub fn discover<'a>(chapters: &[Vec<ParagraphView<'a>>]) -> Vec<Discovered> {
         .collect();
     called.sort();
     names.extend(called.into_iter().map(|(name, n)| (name.to_owned(), n)));
+    // One who introduces themselves with a surname and a given name
+    // outside the dictionary (我叫侯生贵，) …
+    let mut introduced: Vec<(&str, usize)> = introduced
+        .into_iter()
+        .filter(|(name, _)| {
+            has_surname(name)
+                && surname_and_title(name).is_none()
+                && dictionary.phrase(name).is_none()
+                && !ROLE_NOUNS.contains(name)
+                && !is_not_name(name)
+                && !names
+                    .iter()
+                    .any(|(other, _)| other.contains(name) || name.contains(other.as_str()))
+        })
+        .collect();
+    introduced.sort();
+    // … and is named again (等我叫时再来 is said once).
+    let written = count_written(chapters, introduced.iter().map(|(name, _)| *name));
+    names.extend(
+        introduced
+            .into_iter()
+            .zip(written)
+            .filter(|(_, written)| *written >= 2)
+            .map(|((name, n), _)| (name.to_owned(), n)),
+    );
     let mut found = into_cast(names);
     fold_titles(&mut found, chapters);
     found
@@ -237,6 +267,51 @@ fn with_given_names(
     names.extend(given);
     names.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     names
+}
+
+/// How often each of `names` is written in the book (quotes included).
+fn count_written<'n>(
+    chapters: &[Vec<ParagraphView<'_>>],
+    names: impl Iterator<Item = &'n str>,
+) -> Vec<usize> {
+    let names: Vec<&str> = names.collect();
+    let mut counts = vec![0; names.len()];
+    if names.is_empty() {
+        return counts;
+    }
+    let Ok(matcher) = AhoCorasickBuilder::new()
+        .match_kind(MatchKind::LeftmostLongest)
+        .build(&names)
+    else {
+        return counts;
+    };
+    for p in chapters.iter().flatten().filter(|p| !p.skipped) {
+        for m in matcher.find_iter(p.text) {
+            counts[m.pattern().as_usize()] += 1;
+        }
+    }
+    counts
+}
+
+/// What follows 我 when a character gives their name (我叫侯生贵，).
+/// (Not 我是: 我是说, 我是时再来 are no names.)
+const INTRODUCTIONS: &[&str] = &["我叫", "我名叫"];
+
+/// The names `quote` gives its speaker (“我叫侯生贵，…”, “我是孙少平。”): 2 or
+/// 3 Han characters right after an introduction and before a pause.
+fn self_introductions(quote: &str) -> impl Iterator<Item = &str> {
+    INTRODUCTIONS.iter().flat_map(move |intro| {
+        quote.match_indices(intro).filter_map(move |(at, _)| {
+            let rest = &quote[at + intro.len()..];
+            let end = rest
+                .char_indices()
+                .take(4)
+                .find(|(_, c)| !is_han(*c))
+                .filter(|(_, c)| is_punct(*c) || matches!(c, '”' | '」' | '』'))
+                .map(|(e, _)| e)?;
+            (6..=9).contains(&end).then(|| &rest[..end])
+        })
+    })
 }
 
 /// True when `s` may be a nickname in quote marks: 2 to
@@ -874,6 +949,26 @@ mod tests {
         let found = discovered(&text);
         let names: Vec<&str> = found.iter().map(|d| d.character.name.as_str()).collect();
         assert!(names.contains(&"向东"), "{names:?}");
+    }
+
+    #[test]
+    fn one_who_gives_their_name_and_is_named_again_is_a_character() {
+        let mut text = vec![
+            "院门口站着一个陌生人。",
+            "“我叫韩冬青，从县里来的。”",
+            "老周把他让进屋里。",
+            "“等我叫时再来。”",
+        ];
+        let found = discovered(&text);
+        assert!(
+            found.iter().all(|d| d.character.name != "韩冬青"),
+            "{found:?}"
+        );
+        text.push("屋里的人都看着韩冬青。");
+        let found = discovered(&text);
+        let names: Vec<&str> = found.iter().map(|d| d.character.name.as_str()).collect();
+        assert!(names.contains(&"韩冬青"), "{names:?}");
+        assert!(!names.contains(&"时再来"), "{names:?}");
     }
 
     #[test]
