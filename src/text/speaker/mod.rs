@@ -113,6 +113,16 @@ impl Attributor {
     /// (`None` for narration and for quotes nobody can be found for).
     pub fn attribute(&self, paragraphs: &[ParagraphView<'_>]) -> Vec<Vec<Option<Who>>> {
         let mentions = self.chapter_mentions(paragraphs);
+        // Everyone the chapter's narration names, in the order first named.
+        let mut named: Vec<Who> = Vec::new();
+        let mut seen = vec![false; self.names.len()];
+        for m in mentions.iter().flatten() {
+            if let Some(who @ Who::Character(c)) = m.who
+                && !std::mem::replace(&mut seen[c], true)
+            {
+                named.push(who);
+            }
+        }
         let mut out: Vec<Vec<Option<Who>>> = paragraphs
             .iter()
             .map(|p| vec![None; p.spans.len()])
@@ -131,6 +141,7 @@ impl Attributor {
                 attributor: self,
                 paragraphs,
                 mentions: &mentions,
+                named: &named,
             };
             let has_dialogue = p.spans.iter().any(|s| s.kind == SegmentKind::Dialogue);
             if !has_dialogue {

@@ -120,6 +120,8 @@ pub(super) struct Context<'c, 'a> {
     pub(super) attributor: &'c Attributor,
     pub(super) paragraphs: &'c [ParagraphView<'a>],
     pub(super) mentions: &'c [Vec<Mention>],
+    /// Every character the chapter's narration names, in the order first named.
+    pub(super) named: &'c [Who],
 }
 
 impl Context<'_, '_> {
@@ -516,13 +518,8 @@ impl Context<'_, '_> {
                 );
             }
         }
-        for mentions in self.mentions {
-            for m in mentions {
-                c.mark(
-                    m.who.filter(|w| matches!(w, Who::Character(_))),
-                    Feature::Chapter,
-                );
-            }
+        for who in self.named {
+            c.mark(Some(*who), Feature::Chapter);
         }
         c.0.retain(|x| Some(x.who) != l.vocative);
         c
