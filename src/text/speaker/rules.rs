@@ -172,27 +172,13 @@ impl Context<'_, '_> {
                 }
             }
         }
-        let accept = |c: Candidate| {
-            !matches!(c.who, Who::Someone(_))
-                && (Some(c.who) != vocative || c.strength == Strength::Strong)
-        };
+        let accept = |c: Candidate| acceptable(c, vocative);
         let opens_with_quote = p
             .spans
             .first()
             .is_some_and(|s| s.kind == SegmentKind::Dialogue);
-        // `“你吃了饭没？”贾冰问。` / `“吃了。”他说。`: a 他 after a reply is
-        // not the one who spoke the turn before, but the other one.
         let last_speaker = turns.last().and_then(|t| t.speaker);
-        let reply = |c: Candidate| match c.other {
-            Some(o) if prev_is_turn && opens_with_quote && Some(c.who) == last_speaker => {
-                Candidate {
-                    who: o,
-                    other: None,
-                    ..c
-                }
-            }
-            _ => c,
-        };
+        let reply = |c: Candidate| reply_to(c, prev_is_turn && opens_with_quote, last_speaker);
         let prev_colon = previous
             .filter(|_| opens_with_quote)
             .and_then(|j| self.colon_before(j));
@@ -256,7 +242,7 @@ impl Context<'_, '_> {
             first_quote,
         };
         let cascade = self.cascade(&l);
-        let mut candidates = self.latent_candidates(&l, cascade.0);
+        let mut candidates = self.latent_candidates(&l, cascade);
         let pronoun = someone.map(|c| c.who);
         // A crowd shouts on (“快追！” “别让他们跑了！”); a quote a colon
         // introduced is that unnamed one's; `他问。` is a man's.
@@ -270,7 +256,7 @@ impl Context<'_, '_> {
                         |w| matches!(w, Who::Character(k) if gender_slot(genders[k]) == Some(slot)),
                     );
                 }
-                self.trace(i, cascade.0, &candidates);
+                self.trace(i, cascade, &candidates);
                 // One who just asked does not answer (“船票呢？” / 林一舟掏出船票。
                 // / “明早六点。”), though a question that ends a turn is
                 // followed by its asker in about 1 of 10 WP2021 quotes: the
@@ -286,11 +272,12 @@ impl Context<'_, '_> {
     /// What the rules alone would say of a quote no tag names (one of the
     /// scorer's features): the listener reacting, turn-taking, the one
     /// acting around the quote, the first named after it.
-    fn cascade(&self, l: &Latent<'_>) -> (Option<Who>, Option<Who>) {
+    fn cascade(&self, l: &Latent<'_>) -> Option<Who> {
         let Latent {
             i,
             previous,
             prev_is_turn,
+            opens_with_quote,
             turns,
             vocative,
             best,
@@ -299,37 +286,15 @@ impl Context<'_, '_> {
             introduced,
             ..
         } = *l;
-        let p = &self.paragraphs[i];
         let last_speaker = turns.last().and_then(|t| t.speaker);
-        let opens_with_quote = p
-            .spans
-            .first()
-            .is_some_and(|s| s.kind == SegmentKind::Dialogue);
-        let accept = |c: Candidate| {
-            !matches!(c.who, Who::Someone(_))
-                && (Some(c.who) != vocative || c.strength == Strength::Strong)
-        };
-        let reply = |c: Candidate| match c.other {
-            Some(o) if prev_is_turn && opens_with_quote && Some(c.who) == last_speaker => {
-                Candidate {
-                    who: o,
-                    other: None,
-                    ..c
-                }
-            }
-            _ => c,
-        };
-        let fits = |w: &Who| match (someone.map(|c| c.who), w) {
-            (Some(Who::Someone(slot)), Who::Character(c)) => {
-                gender_slot(self.attributor.genders[*c]).is_none_or(|s| s == slot)
-            }
-            _ => true,
-        };
+        let accept = |c: Candidate| acceptable(c, vocative);
+        let reply = |c: Candidate| reply_to(c, prev_is_turn && opens_with_quote, last_speaker);
+        let fits = |w: &Who| self.fits_pronoun(someone.map(|c| c.who), *w);
         let turn = turn_taking(turns, vocative, recent).filter(fits);
         if let Some(c) = someone
             && turn.is_none()
         {
-            return (Some(c.who), c.addressee);
+            return Some(c.who);
         }
         // The one who spoke last reacting (少安不好意思地笑了。) is the listener.
         if prev_is_turn
@@ -337,10 +302,10 @@ impl Context<'_, '_> {
                 .next_paragraph_subject(i)
                 .filter(|c| accept(*c) && (turn.is_none() || Some(c.who) != last_speaker))
         {
-            return (Some(c.who), c.addressee);
+            return Some(c.who);
         }
         if prev_is_turn && let Some(who) = turn {
-            return (Some(who), last_speaker);
+            return Some(who);
         }
         let beat = best.or_else(|| self.next_paragraph_subject(i)).or_else(|| {
             previous
@@ -348,10 +313,10 @@ impl Context<'_, '_> {
                 .and_then(|j| self.action_beat(j))
         });
         if let Some(c) = beat.map(reply).filter(|c| accept(*c)) {
-            return (Some(c.who), c.addressee);
+            return Some(c.who);
         }
         if let Some(who) = turn {
-            return (Some(who), turns.last().and_then(|t| t.speaker));
+            return Some(who);
         }
         // Nobody named before the quote: the first one named after it, unless
         // a colon introduced it (老周蹲在码头边，站起身：): that one speaks,
@@ -363,9 +328,20 @@ impl Context<'_, '_> {
             && turns.is_empty()
             && let Some(who) = self.next_mention(i, vocative)
         {
-            return (Some(who), None);
+            return Some(who);
         }
-        (None, None)
+        None
+    }
+
+    /// True unless `someone` is a 他/她 nobody was named for and `w` a
+    /// character known to be of the other gender.
+    fn fits_pronoun(&self, someone: Option<Who>, w: Who) -> bool {
+        match (someone, w) {
+            (Some(Who::Someone(slot)), Who::Character(c)) => {
+                gender_slot(self.attributor.genders[c]).is_none_or(|s| s == slot)
+            }
+            _ => true,
+        }
     }
 
     /// The candidates of paragraph `i`'s quote and their features, for
@@ -396,12 +372,7 @@ impl Context<'_, '_> {
         let mut c = Candidates::default();
         let last = l.turns.last();
         let last_speaker = last.and_then(|t| t.speaker);
-        let fits = |w: &Who| match (l.someone.map(|c| c.who), w) {
-            (Some(Who::Someone(slot)), Who::Character(c)) => {
-                gender_slot(self.attributor.genders[*c]).is_none_or(|s| s == slot)
-            }
-            _ => true,
-        };
+        let fits = |w: &Who| self.fits_pronoun(l.someone.map(|c| c.who), *w);
         let turn = turn_taking(l.turns, l.vocative, l.recent).filter(fits);
         c.mark(turn, Feature::Turn);
         if l.prev_is_turn {
@@ -892,6 +863,26 @@ impl Context<'_, '_> {
         };
         Some((m.who?, other_mention(mentions, m.who)))
     }
+}
+
+/// `“你吃了饭没？”贾冰问。` / `“吃了。”他说。`: a 他 after a reply (a quote
+/// opening the paragraph right after a turn) is not the one who spoke the
+/// turn before, but the other one.
+fn reply_to(c: Candidate, after_turn: bool, last_speaker: Option<Who>) -> Candidate {
+    match c.other {
+        Some(o) if after_turn && Some(c.who) == last_speaker => Candidate {
+            who: o,
+            other: None,
+            ..c
+        },
+        _ => c,
+    }
+}
+
+/// A candidate may speak unless it is someone unnamed, or the one the quote
+/// calls by name without a strong tag saying so.
+fn acceptable(c: Candidate, vocative: Option<Who>) -> bool {
+    !matches!(c.who, Who::Someone(_)) && (Some(c.who) != vocative || c.strength == Strength::Strong)
 }
 
 /// The speaker of the next turn from the turns so far: the one addressed by
