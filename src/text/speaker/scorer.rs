@@ -4,7 +4,11 @@
 //! Each candidate is a character some rule points at (turn-taking, the one
 //! acting after the quote, the one acting before it, the one last named…);
 //! its score is the sum of the weights of the features it has. The best
-//! score speaks; ties go to the earlier candidate.
+//! score speaks; ties go to the earlier candidate. The weights are those of
+//! a conditional logit (a softmax over each quote's candidates), so the
+//! scores also give each candidate a probability, though nothing uses it
+//! yet. `RUST_LOG=tingshu::speaker::features=trace` prints every scored
+//! quote's candidates and features as JSON, which the script fits on.
 
 use super::Who;
 
@@ -174,7 +178,10 @@ fn score(features: &[bool; FEATURES], weights: &[f32; FEATURES]) -> f32 {
         .sum()
 }
 
-/// Weights fitted on WP2021 train without a cast.
+/// Weights fitted on WP2021 train without a cast, cut into 6 books
+/// (`scripts/train-speaker-scorer.sh`, in [`FEATURE_NAMES`] order). The
+/// features depend on the speakers already given, so the script is run
+/// again after pasting its output until the weights settle; never on dev.
 pub(super) const WEIGHTS: [f32; FEATURES] = [
     0.115, 0.300, 0.152, -0.004, 0.114, 0.599, -0.931, 0.708, 0.335, -0.586, 0.483, -0.005, 0.270,
     0.253, -0.206, -0.773, 0.041, -0.885, 0.860, 1.014, -0.001, -0.073, 0.120, -0.611, -0.065,
