@@ -297,8 +297,8 @@ fn count_written<'n>(
 /// (Not 我是: 我是说, 我是时再来 are no names.)
 const INTRODUCTIONS: &[&str] = &["我叫", "我名叫"];
 
-/// The names `quote` gives its speaker (“我叫侯生贵，…”, “我是孙少平。”): 2 or
-/// 3 Han characters right after an introduction and before a pause.
+/// The names `quote` gives its speaker (“我叫侯生贵，…”): 2 or 3 Han
+/// characters right after an introduction and before a pause.
 fn self_introductions(quote: &str) -> impl Iterator<Item = &str> {
     INTRODUCTIONS.iter().flat_map(move |intro| {
         quote.match_indices(intro).filter_map(move |(at, _)| {

@@ -92,6 +92,12 @@ struct Latent<'t> {
     someone: Option<Candidate>,
     /// The character last named before (not the last speaker, not the one addressed).
     recent: Option<Who>,
+    /// Turn-taking's pick, of the pronoun's gender if a 他/她 tag names nobody.
+    turn: Option<Who>,
+    /// The one acting at the start of the next paragraph.
+    next_subject: Option<Candidate>,
+    /// The one acting at the end of the paragraph before.
+    beat_before: Option<Candidate>,
     /// A colon before introduces the quote (老周蹲在码头边，站起身：).
     introduced: bool,
     first_quote: Option<usize>,
@@ -228,6 +234,8 @@ impl Context<'_, '_> {
             0 => previous.is_some_and(|j| self.closing_colon(j).is_some()),
             k => self.ends_in_colon(i, &p.spans[k - 1]),
         });
+        let turn = turn_taking(turns, vocative, recent)
+            .filter(|w| self.fits_pronoun(someone.map(|c| c.who), *w));
         let l = Latent {
             i,
             previous,
@@ -238,6 +246,9 @@ impl Context<'_, '_> {
             best,
             someone,
             recent,
+            turn,
+            next_subject: self.next_paragraph_subject(i),
+            beat_before: previous.and_then(|j| self.action_beat(j)),
             introduced,
             first_quote,
         };
@@ -275,22 +286,21 @@ impl Context<'_, '_> {
     fn cascade(&self, l: &Latent<'_>) -> Option<Who> {
         let Latent {
             i,
-            previous,
             prev_is_turn,
             opens_with_quote,
             turns,
             vocative,
             best,
             someone,
-            recent,
+            turn,
+            next_subject,
+            beat_before,
             introduced,
             ..
         } = *l;
         let last_speaker = turns.last().and_then(|t| t.speaker);
         let accept = |c: Candidate| acceptable(c, vocative);
         let reply = |c: Candidate| reply_to(c, prev_is_turn && opens_with_quote, last_speaker);
-        let fits = |w: &Who| self.fits_pronoun(someone.map(|c| c.who), *w);
-        let turn = turn_taking(turns, vocative, recent).filter(fits);
         if let Some(c) = someone
             && turn.is_none()
         {
@@ -298,8 +308,7 @@ impl Context<'_, '_> {
         }
         // The one who spoke last reacting (少安不好意思地笑了。) is the listener.
         if prev_is_turn
-            && let Some(c) = self
-                .next_paragraph_subject(i)
+            && let Some(c) = next_subject
                 .filter(|c| accept(*c) && (turn.is_none() || Some(c.who) != last_speaker))
         {
             return Some(c.who);
@@ -307,11 +316,9 @@ impl Context<'_, '_> {
         if prev_is_turn && let Some(who) = turn {
             return Some(who);
         }
-        let beat = best.or_else(|| self.next_paragraph_subject(i)).or_else(|| {
-            previous
-                .filter(|_| opens_with_quote && !prev_is_turn)
-                .and_then(|j| self.action_beat(j))
-        });
+        let beat = best
+            .or(next_subject)
+            .or(beat_before.filter(|_| opens_with_quote && !prev_is_turn));
         if let Some(c) = beat.map(reply).filter(|c| accept(*c)) {
             return Some(c.who);
         }
@@ -372,11 +379,9 @@ impl Context<'_, '_> {
         let mut c = Candidates::default();
         let last = l.turns.last();
         let last_speaker = last.and_then(|t| t.speaker);
-        let fits = |w: &Who| self.fits_pronoun(l.someone.map(|c| c.who), *w);
-        let turn = turn_taking(l.turns, l.vocative, l.recent).filter(fits);
-        c.mark(turn, Feature::Turn);
+        c.mark(l.turn, Feature::Turn);
         if l.prev_is_turn {
-            c.mark(turn, Feature::TurnAdjacent);
+            c.mark(l.turn, Feature::TurnAdjacent);
         }
         if let Some(t) = last {
             c.mark(
@@ -398,16 +403,13 @@ impl Context<'_, '_> {
                 c.mark(last_speaker, Feature::LastSpeakerAdjacent);
             }
         }
-        let next = self.next_paragraph_subject(l.i).map(|n| n.who);
+        let next = l.next_subject.map(|n| n.who);
         c.mark(next, Feature::NextSubject);
         if l.prev_is_turn {
             c.mark(next, Feature::NextSubjectAdjacent);
         }
         if l.opens_with_quote && !l.prev_is_turn {
-            c.mark(
-                l.previous.and_then(|j| self.action_beat(j)).map(|a| a.who),
-                Feature::ActionBefore,
-            );
+            c.mark(l.beat_before.map(|a| a.who), Feature::ActionBefore);
         }
         c.mark(l.recent, Feature::Recent);
         let p = &self.paragraphs[l.i];
@@ -455,19 +457,18 @@ impl Context<'_, '_> {
                 c.mark(last_speaker, Feature::AnsweredLast);
             }
         }
-        let any_before = l.previous.and_then(|j| self.action_beat(j)).map(|a| a.who);
-        c.mark(any_before, Feature::ActionBeforeAny);
+        c.mark(l.beat_before.map(|a| a.who), Feature::ActionBeforeAny);
         if let Some(j) = l.previous {
             let before: Vec<Who> = self.mentions[j].iter().filter_map(|m| m.who).collect();
             c.mark_all(Feature::PreviousParagraph, |w| before.contains(&w));
         }
-        let named: Vec<Who> = p
+        let in_quotes: Vec<Who> = p
             .spans
             .iter()
             .filter(|s| s.kind == SegmentKind::Dialogue)
             .flat_map(|s| self.attributor.named_in(s.text(p.text)))
             .collect();
-        c.mark_all(Feature::NamedInQuote, |w| named.contains(&w));
+        c.mark_all(Feature::NamedInQuote, |w| in_quotes.contains(&w));
         for t in l.turns {
             c.mark(
                 t.speaker.filter(|w| matches!(w, Who::Character(_))),
