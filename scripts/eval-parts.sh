@@ -19,18 +19,7 @@ if [[ ! -f $DATA || ! -f $NAMES ]]; then
 fi
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
-python3 - "$DATA" "$PARTS" "$WORK" <<'PY'
-import sys
-data, parts, work = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-lines = open(data, encoding="utf-8").read().split("\n")
-starts = [i for i, l in enumerate(lines) if l.startswith("Instance index:")]
-size = len(starts) // parts
-for p in range(parts):
-    chunk = starts[p * size:(p + 1) * size]
-    with open(f"{work}/part{p}.txt", "w", encoding="utf-8") as out:
-        for i in chunk:
-            out.write("\n".join(lines[i:i + 26]) + "\n")
-PY
+python3 scripts/eval_speakers.py cut "$DATA" "$PARTS" "$WORK"
 for ((p = 0; p < PARTS; p++)); do
     R=$(NO_CAST=1 scripts/eval-speakers.sh "$WORK/part$p.txt" "$NAMES" 2>/dev/null)
     S=$(grep '^overall' <<<"$R")

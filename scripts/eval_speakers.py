@@ -2,6 +2,7 @@
 """Speaker-attribution evaluation on the WP2021 format (see eval-speakers.sh).
 
   eval_speakers.py make DATA NAMES WORKDIR   -> WORKDIR/book.txt, WORKDIR/cast.toml, WORKDIR/gold.tsv
+  eval_speakers.py cut DATA PARTS WORKDIR    -> WORKDIR/part0.txt … (instances in PARTS equal books)
   eval_speakers.py score WORKDIR SCRIPT.jsonl [--errors N] [--map-names]
 
 --map-names maps predicted names through the cast's aliases (for a run
@@ -16,6 +17,8 @@ import sys
 from collections import defaultdict
 
 CONTEXT = 21
+# Lines of one instance: its index line, the context, three metadata lines, a blank.
+INSTANCE = 1 + CONTEXT + 4
 TARGET = 11
 
 
@@ -64,6 +67,18 @@ def make(data, names, workdir):
                 f"[[character]]\nname = {toml_str(name)}\naliases = [{', '.join(map(toml_str, aliases))}]\ngender = \"{gender}\"\n\n"
             )
     print(f"{len(instances)} instances", file=sys.stderr)
+
+
+def cut(data, parts):
+    """The instances of DATA in PARTS books of equal size (what is left over
+    is dropped), each as the text of a WP2021 file."""
+    lines = open(data, encoding="utf-8").read().split("\n")
+    starts = [i for i, l in enumerate(lines) if l.startswith("Instance index:")]
+    size = len(starts) // parts
+    return [
+        "".join("\n".join(lines[i : i + INSTANCE]) + "\n" for i in starts[p * size : (p + 1) * size])
+        for p in range(parts)
+    ]
 
 
 def alias_map(workdir):
@@ -127,6 +142,10 @@ def score(workdir, jsonl, show_errors=0, map_names=False):
 if __name__ == "__main__":
     if len(sys.argv) >= 5 and sys.argv[1] == "make":
         make(sys.argv[2], sys.argv[3], sys.argv[4])
+    elif len(sys.argv) >= 5 and sys.argv[1] == "cut":
+        for p, text in enumerate(cut(sys.argv[2], int(sys.argv[3]))):
+            with open(f"{sys.argv[4]}/part{p}.txt", "w", encoding="utf-8") as out:
+                out.write(text)
     elif len(sys.argv) >= 4 and sys.argv[1] == "score":
         rest = sys.argv[4:]
         n = int(rest[rest.index("--errors") + 1]) if "--errors" in rest else 0

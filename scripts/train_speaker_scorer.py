@@ -40,16 +40,12 @@ def feature_names():
 
 
 def collect(binary, data, names, parts, out, with_cast=False):
-    lines = open(data, encoding="utf-8").read().split("\n")
-    starts = [i for i, l in enumerate(lines) if l.startswith("Instance index:")]
-    size = len(starts) // parts
     env = dict(os.environ, RUST_LOG="tingshu::speaker::features=trace", NO_COLOR="1")
     with open(out, "w", encoding="utf-8") as sink:
-        for part in range(parts):
+        for part, text in enumerate(eval_speakers.cut(data, parts)):
             with tempfile.TemporaryDirectory() as work:
                 with open(f"{work}/part.txt", "w", encoding="utf-8") as f:
-                    for i in starts[part * size : (part + 1) * size]:
-                        f.write("\n".join(lines[i : i + 26]) + "\n")
+                    f.write(text)
                 eval_speakers.make(f"{work}/part.txt", names, work)
                 aliases = eval_speakers.alias_map(work)
                 gold = []
