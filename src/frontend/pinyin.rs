@@ -158,8 +158,12 @@ const PARTICLES: &str = "得地着著只儿子";
 
 /// Everyday words whose second syllable is neutral (轻声) but which the
 /// phrase data writes in full tones (知道 dao4, 衣服 fu2) or lacks (告诉,
-/// 东西 as a thing, 故事). Words whose full-tone reading is a different
-/// word (兄弟 brothers, 地道 a tunnel, 人家 a household) are left out.
+/// 东西 as a thing, 故事). Most are from the neutral-tone word list of the
+/// national Putonghua proficiency test (普通话水平测试用必读轻声词语). Words
+/// whose full-tone reading is a different word (兄弟 brothers, 地道 a
+/// tunnel, 人家 a household, 门道 a doorway, 字号 a font size) are chosen
+/// by context in [`Analysis::neutral_in_context`]; left in full tones as
+/// the CPP set writes them: 关系, 知识, 码头, 妥当, 耽搁, 街坊, 作坊, 裁缝.
 static NEUTRAL_SECOND: std::sync::LazyLock<rustc_hash::FxHashSet<[char; 2]>> =
     std::sync::LazyLock::new(|| {
         const WORDS: &str = "知道 衣服 漂亮 认识 舒服 地方 打算 豆腐 商量 收拾 休息 凉快 \
@@ -169,7 +173,12 @@ static NEUTRAL_SECOND: std::sync::LazyLock<rustc_hash::FxHashSet<[char; 2]>> =
             生意 故事 外甥 木匠 哆嗦 啰嗦 高粱 \
             吩咐 念叨 嘱咐 哈欠 晃荡 在乎 磨蹭 招呼 嘀咕 张罗 比划 巴结 挖苦 \
             合同 队伍 眉毛 葫芦 师傅 相声 苍蝇 蘑菇 算盘 芝麻 棉花 庄稼 粮食 亮堂 利索 麻利 \
-            机灵 客气 勤快 记性 脾气 福气 小气 窝囊 疙瘩";
+            机灵 客气 勤快 记性 脾气 福气 小气 窝囊 疙瘩 \
+            白净 本事 别扭 包涵 扁担 补丁 答应 打发 道士 提防 弟兄 动弹 贩子 膏药 闺女 \
+            行当 红火 火候 记号 见识 将就 金子 口袋 老婆 累赘 利落 连累 冒失 苗条 能耐 \
+            娘家 盘算 铺盖 上司 少爷 师父 石榴 拾掇 收成 首饰 岁数 挑剔 跳蚤 委屈 稳当 \
+            吓唬 乡下 胭脂 烟筒 吆喝 应酬 月饼 扎实 栅栏 丈人 转悠 状元 祖宗 财主 差事 \
+            称呼 耷拉 拨弄 棒槌 帮手 思量 皇上";
         WORDS
             .split_whitespace()
             .filter_map(|w| {
@@ -432,8 +441,18 @@ impl<'l> Analysis<'l> {
             candidates,
             neutral: self.neutral_second(i, word),
             after_adverbial: c == '地' && self.after_adverbial(i),
+            chess: c == '车' && self.about_chess(),
         };
         Some((features, text))
+    }
+
+    /// Whether the line is about Chinese chess: it names the game or a
+    /// side (棋, 红方, 黑方, 楚河). Not 帅 or 卒, which 元帅 and 士卒 use.
+    fn about_chess(&self) -> bool {
+        self.simplified_text.contains('棋')
+            || ["红方", "黑方", "楚河"]
+                .iter()
+                .any(|w| self.simplified_text.contains(w))
     }
 
     /// Whether a word of [`Dictionary::is_adverbial`] ends just before
@@ -509,7 +528,11 @@ impl<'l> Analysis<'l> {
             let next = self.simplified.get(i + 1).copied().unwrap_or(' ');
             return !crate::text::is_han(next) || "了过什么这那谁你我他她钱的别".contains(next);
         }
-        let pair = word.len == 2 && i == word.start + 1;
+        // The last two characters of a word of two or three (知道, 回娘家,
+        // 苦差事), but not of 大丈夫 (a real man, fu1). Idioms of four keep
+        // their full tones (一发不可收拾, 糊里糊涂).
+        let pair = i == word.start + word.len - 1
+            && (word.len == 2 || word.len == 3 && self.simplified[i - 2..=i] != ['大', '丈', '夫']);
         // Two lone characters the phrase data lacks (告诉, 东西, 故事).
         let lone =
             word.len == 1 && i > 0 && self.word_of[i - 1].is_some_and(|w| self.words[w].len == 1);
@@ -536,7 +559,9 @@ impl<'l> Analysis<'l> {
     ///   段落大意, 大意是…);
     /// - 人家 standing for a person (人家不愿意, 给人家添麻烦), not a
     ///   household (一户人家, 这里人家, 人家庄院);
-    /// - 多少 asking how many (多少钱, 有多少？), not "more or less" (多少有点).
+    /// - 多少 asking how many (多少钱, 有多少？), not "more or less" (多少有点);
+    /// - 大方, 实在, 世故 as adjectives, 兄弟 a pal, 干事 an officer, 门道 a
+    ///   knack, 老字号, 个子 height (each against its full-tone word).
     fn neutral_in_context(&self, start: usize, word: [char; 2], next: char) -> bool {
         const DEGREE: &str = "很真挺太好够更最蛮极得不";
         const PERSON_BEFORE: &str = "给跟和对让叫被求怪帮替问";
@@ -558,6 +583,35 @@ impl<'l> Analysis<'l> {
             // Only where a pronoun stands: opening a clause or after a
             // verb of giving or asking, and not before what a household
             // has (庄, 院, 门 …): 西游记's 一村人家, 这里人家 are households.
+            // Generous (很大方, 大方地), not the experts of 贻笑大方.
+            ['大', '方'] => DEGREE.contains(before) || next == '地',
+            // Honest (人很实在), worldly-wise (太世故), not really (实在走不动)
+            // or the ways of the world (人情世故).
+            ['实', '在'] | ['世', '故'] => DEGREE.contains(before),
+            // A brother or a pal (是我兄弟, 好兄弟), not brothers (兄弟俩,
+            // 他们兄弟, 西游记's 我兄弟 for "we brothers").
+            ['兄', '弟'] => {
+                (before == '好' || "我你他她".contains(before) && "是的个".contains(at(2)))
+                    && !"俩们两二三四五几姐之各等众".contains(next)
+            }
+            // An officer (当干事, 宣传干事); not 干事 (to work: 他干事从不拖拉).
+            ['干', '事'] => "当个位名任传部".contains(before),
+            // The knack (门道), not a doorway (门道里) or a gate and "said"
+            // (到于门道：“…).
+            ['门', '道'] => !"里口中上内外：:“\"".contains(next),
+            // A shop's name (老字号), not a font size (字号太小).
+            ['字', '号'] => before == '老',
+            // Height (个子不高, 大个子), not a measure word before 子…
+            // (三个子分期).
+            ['个', '子'] => {
+                !"一二三四五六七八九十两几这那每某哪".contains(before) && next != '弹'
+            }
+            // Embarrassing (难为情) keeps wei2; 难为你了 is neutral.
+            ['难', '为'] => next != '情',
+            // The young man (你这小子), not 小子弹.
+            ['小', '子'] => next != '弹',
+            // Attending to (打点行李), not a drip (打点滴).
+            ['打', '点'] => next != '滴',
             ['人', '家'] => {
                 (!crate::text::is_han(before) || PERSON_BEFORE.contains(before))
                     && !HOUSEHOLD_AFTER.contains(next)

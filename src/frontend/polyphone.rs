@@ -48,6 +48,9 @@ pub struct Features {
     /// characters ends just before it (兴奋地, 手忙脚乱地): a lone 地 there
     /// is the adverbial particle de5.
     pub after_adverbial: bool,
+    /// For 车: whether the line is about Chinese chess (棋, 红方, 黑方,
+    /// 楚河): a lone 车 there is the chariot ju1.
+    pub chess: bool,
 }
 
 const BIAS: u8 = 0;
@@ -358,13 +361,33 @@ fn context_rule(f: &Features) -> Option<&'static str> {
         '打' if in_set(p, "一两几半") && in_set(n, "啤鸡铅毛袜信纸瓶罐盒笔玫") => {
             "da2"
         }
-        // Mahjong: winning a hand (和牌, 自摸和, 我和了！).
+        // Mahjong: winning a hand (和牌, 自摸和, 我和了！, “和了！”, 他和了个
+        // 大的, 一连和了三把, 截和).
         '和' if n == '牌'
-            || p == '摸'
-            || n == '了' && !han(n2) && in_set(p, "我你他她谁又就也") =>
+            || in_set(p, "摸截")
+            || n == '了' && !han(n2) && (in_set(p, "我你他她谁又就也") || !han(p))
+            || n == '了'
+                && in_set(p, "我你他她谁又就也连")
+                && in_set(n2, "个好三两几把")
+                && !in_set(f.next3, "人句声口")
+            || p == '连' && f.prev2 == '一' && n == '了' =>
         {
             "hu2"
         }
+        // Chess: 弃车保帅, 车马炮, a lone 车 on a line about the game.
+        '车' if p == '弃' && n == '保' || n == '马' && n2 == '炮' || f.chess && f.single => {
+            "ju1"
+        }
+        // Placing a piece (落子无悔, 一落子).
+        '落' if n == '子' && (!han(n2) || in_set(n2, "无有后前即便就")) => "luo4",
+        // A peck of grain after a numeral (一斗米, 三斗粮).
+        '斗' if in_set(p, "一二两三四五六七八九十百千万几半") && in_set(n, "米粮酒金谷麦豆") => {
+            "dou3"
+        }
+        // A move lost (走错一着, 输了一着).
+        '着' | '著' if p == '一' && in_set(f.prev2, "错输差让") => "zhao1",
+        // Fond of (好打抱不平, 好管闲事).
+        '好' if n == '打' && n2 == '抱' || n == '管' && n2 == '闲' => "hao4",
         // 为人民服务: for, not 为人 (conduct).
         '为' if n == '人' && n2 == '民' => "wei4",
         '似' if in_set(n, "的地") && !"类相近酷貌形神疑看好恰胜".contains(p) => {
@@ -481,7 +504,19 @@ fn context_rule(f: &Features) -> Option<&'static str> {
         '得' if p == '不' && f.prev2 == '少' => "de5",
         // The particle before 确定/确实 (暂时的确定, 我说的确实是真话), not
         // 的确 (indeed) — but 的确实力 is 的确 + 实力.
-        '的' if n == '确' && (n2 == '定' || n2 == '实' && !in_set(f.next3, "力在")) => "de5",
+        '的' if n == '确'
+            && (n2 == '定'
+                || n2 == '实' && !in_set(f.next3, "力在")
+                // 我的确认码, 你的确认。 (not 的确认为, 的确认识).
+                || n2 == '认' && (!han(f.next3) || in_set(f.next3, "码书单函信键件"))) =>
+        {
+            "de5"
+        }
+        // Not acceptable (这么做要不得。).
+        '得' if p == '不' && f.prev2 == '要' && !han(n) => "de5",
+        // Must, before 好好 and a verb (这病得好好治), not a complement
+        // (过得好好的).
+        '得' if n == '好' && n2 == '好' && han(f.next3) && !in_set(f.next3, "的地") => "dei3",
         // A taxi (打的回去, 打的走了).
         '的' if p == '打' && in_set(n, "回去走过到来") => "di1",
         // Chess: the elephant (飞相), a move (这一着棋, 走错了一着, 高着).
@@ -490,7 +525,9 @@ fn context_rule(f: &Features) -> Option<&'static str> {
         '数' if n == '了' && !in_set(p, "岁次人多少无分倍整半定算报心有") => {
             "shu3"
         }
-        '着' if in_set(p, "一高妙绝险昏损怪") && (n == '棋' || !han(n)) => "zhao1",
+        '着' | '著' if in_set(p, "一高妙绝险昏损怪") && (n == '棋' || !han(n)) => {
+            "zhao1"
+        }
         // Beaming (乐得合不拢嘴, 乐得直拍手), not the verb 乐得 (glad to).
         '得' if p == '乐' && in_set(n, "合直眉手脚嘴跳哈不什前东西") => "de5",
         // A ponytail or a horse's tail (扎马尾, 马尾辫): mǎwěi; the phrase
@@ -515,11 +552,15 @@ fn context_rule(f: &Features) -> Option<&'static str> {
             || n == '出' && !han(p)
             || n == '到'
             || n == '起' && n2 == '来'
-            || in_set(n, "这那") && n2 == '么' =>
+            || in_set(n, "这那") && n2 == '么'
+            // Grew taller (长高了, 长胖了).
+            || in_set(n, "高胖壮") && (n2 == '了' || !han(n2)) =>
         {
             "zhang3"
         }
         '还' if in_set(n, "钱给债清账书")
+            // Paid back to someone (明天就还你。).
+            || in_set(n, "你我他她") && (!han(n2) || in_set(n2, "钱债"))
             || (!han(n) && in_set(p, "要得去来不没该归"))
             // Paid back (还了我, 还了钱), not 这还了得.
             || n == '了' && in_set(n2, "我你他她它钱债账款回") =>
@@ -528,7 +569,8 @@ fn context_rule(f: &Features) -> Option<&'static str> {
         }
         // Won or caught (得奖, 得了第一, 得了重感冒, 得了癌症).
         '得' if in_set(n, "奖分胜逞")
-            || n == '了' && in_set(n2, "第一奖冠病重感癌绝肺胃肝心什") =>
+            || n == '了' && in_set(n2, "第一奖冠病重感癌绝肺胃肝心什")
+            || n == '了' && n2 == '个' && in_set(f.next3, "第奖冠满大") =>
         {
             "de2"
         }
@@ -878,6 +920,7 @@ mod tests {
             single: false,
             neutral: false,
             after_adverbial: false,
+            chess: false,
             word: word_hash(&c.to_string()),
             dict,
             candidates: cands.to_vec().into(),

@@ -17,7 +17,7 @@ static MONEY: LazyLock<Regex> = LazyLock::new(|| {
     )
 });
 
-static PERCENT: LazyLock<Regex> = LazyLock::new(|| re(r"(-|负)?(\d+(?:\.\d+)?)%"));
+static PERCENT: LazyLock<Regex> = LazyLock::new(|| re(r"(-|负)?(\d+(?:\.\d+)?)([%‰‱])"));
 
 static NEG_WORDS: LazyLock<Regex> = LazyLock::new(|| re(r"-(百分之|\d+分之)"));
 
@@ -70,7 +70,12 @@ pub(super) fn amounts(text: &str) -> String {
     });
     let text = rewrite(&text, &PERCENT, |_, c| {
         let sign = if c.get(1).is_some() { "负" } else { "" };
-        Some(format!("{sign}百分之{}", decimal_words(&c[2])))
+        let per = match &c[3] {
+            "‰" => "千分之",
+            "‱" => "万分之",
+            _ => "百分之",
+        };
+        Some(format!("{sign}{per}{}", decimal_words(&c[2])))
     });
     let text = NEG_WORDS.replace_all(&text, "负$1").into_owned();
     let text = rewrite(&text, &FRACTION, |t, c| {

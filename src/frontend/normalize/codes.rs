@@ -13,15 +13,16 @@ static THOUSANDS: LazyLock<Regex> = LazyLock::new(|| re(r"\d{1,3}(?:,\d{3})+"));
 
 static SPACED_THOUSANDS: LazyLock<Regex> = LazyLock::new(|| re(r"\d{1,3}(?: \d{3})+"));
 
-/// Mobile numbers written in groups (138-0013-8000, +86 138 0013 8000) and
-/// a country code before one.
+/// Mobile numbers written in groups (138-0013-8000, +86 138 0013 8000,
+/// 138.0013.8000) and a country code before one.
 static PHONE: LazyLock<Regex> =
-    LazyLock::new(|| re(r"(?:\+(\d{1,3})[ -]?)?(1[3-9]\d)[- ](\d{4})[- ](\d{4})"));
+    LazyLock::new(|| re(r"(?:\+(\d{1,3})[ -]?)?(1[3-9]\d)[- .](\d{4})[- .](\d{4})"));
 /// Landlines and service lines written in groups: an area code and the
 /// number (010-62345678, 0755-8866 2211, 010 6552 3399) or 400/800 lines
-/// in three groups (400-820-8820).
+/// in three groups (400-820-8820), with an extension after 转 read digit
+/// by digit too (021-5888 6666转302).
 static LANDLINE: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"(?:0\d{2,3}[- ](?:\d{7,8}|\d{3,4}[- ]\d{4})|[48]00[- ]\d{3,4}[- ]\d{3,4})")
+    re(r"(?:0\d{2,3}[- ](?:\d{7,8}|\d{3,4}[- ]\d{4})|[48]00[- ]\d{3,4}[- ]\d{3,4})(?:转(\d{1,5}))?")
 });
 /// Licence plates: a province (or, with a dot, any Han character: 江A·88888),
 /// a letter, five or six more letters and digits.
@@ -70,12 +71,14 @@ pub(super) fn codes(text: &str, digits: &CodeDigits) -> String {
         if is_digit(before) || is_digit(after) || before == Some('.') {
             return None;
         }
-        let groups: Vec<String> = m
-            .as_str()
-            .split(['-', ' '])
-            .map(|g| digits.spell(g))
-            .collect();
-        Some(groups.join("，"))
+        let number = m.as_str().split('转').next().unwrap_or_default();
+        let groups: Vec<String> = number.split(['-', ' ']).map(|g| digits.spell(g)).collect();
+        let mut out = groups.join("，");
+        if let Some(extension) = c.get(1) {
+            out.push('转');
+            out.push_str(&digits.spell(extension.as_str()));
+        }
+        Some(out)
     });
     let text = rewrite(&text, &PLATE, |t, c| {
         let m = c.get(0)?;

@@ -35,6 +35,10 @@ static YEAR_RANGE: LazyLock<Regex> =
 static DAY_RANGE: LazyLock<Regex> =
     LazyLock::new(|| re(r"([日号號月])\s?[-—–~～]\s?(\d{1,2}[日号號月])"));
 
+/// A dash between two clock times: 9:00-18:00 → 九点到十八点.
+static TIME_RANGE: LazyLock<Regex> =
+    LazyLock::new(|| re(r"(\d{1,2}[:：]\d{2}(?:[:：]\d{2})?)\s?[-—–~～]\s?(\d{1,2}[:：]\d{2})"));
+
 static MONTH_DAY: LazyLock<Regex> = LazyLock::new(|| re(r"(\d{1,2})([月日号])"));
 
 /// Rewrites eras, ranges of years and days, written dates, version
@@ -55,6 +59,7 @@ pub(super) fn clock_and_calendar(text: &str) -> String {
         ))
     });
     let text = DAY_RANGE.replace_all(&text, "${1}到$2");
+    let text = TIME_RANGE.replace_all(&text, "${1}到$2");
     let text = rewrite(&text, &ERA, |_, c| {
         let prefix = if c[3].to_ascii_lowercase().starts_with('b') {
             "公元前"

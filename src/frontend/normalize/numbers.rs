@@ -52,7 +52,7 @@ const DIGIT_WORDS: [&str; 21] = [
 
 /// Characters after a number that make it a count or amount (120米,
 /// 520元), not a digit word.
-const COUNT_AFTER: &str = "人元块塊毛角分秒岁歲年月日号號米克斤升吨度多余来万萬亿億千百十倍辆輛位名层層楼樓室平亩步公厘毫英码尺寸寸%";
+const COUNT_AFTER: &str = "人元块塊毛角分秒岁歲年月日号號米克斤升吨度多余来万萬亿億千百十倍辆輛位名层層楼樓室平亩步公厘毫英码尺寸寸%‰‱";
 
 static SPOKEN_RANGE: LazyLock<Regex> = LazyLock::new(|| {
     re(
