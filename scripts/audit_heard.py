@@ -34,6 +34,10 @@ another tone; split into tingshu's reading and the rest).
 Pace: syllables per second of each segment against the length of its
 longest chunk, with the SER of each length band.
 
+Position: how often a chunk's first, middle and last syllables are wrong
+(any class but inserted), and the last ones by the mark that ends the
+chunk (。，：！？…; a narrator's 说： before a quote is the suspect).
+
 Usage: audit_heard.py REQUESTS.jsonl ASR.json [--worst N] [--json OUT]
 Run with the meter's venv python (pypinyin, opencc, rapidfuzz).
 """
@@ -88,10 +92,17 @@ def heard_syllables(text):
     return lazy_pinyin(text, style=Style.TONE3, neutral_tone_with_five=True, errors="ignore")
 
 
+def end_mark(text):
+    """The mark that ends a chunk's text (closing quotes skipped), or "none"."""
+    t = text.rstrip().rstrip("”」』’\"'")
+    return t[-1] if t and not HAN.match(t[-1]) else "none"
+
+
 def sent_segment(chunks):
-    """(chars, syllables, chunk edge flags) of a segment's chunks, or None
-    when a chunk's characters and syllables do not pair one to one."""
-    chars, syls, edge = [], [], []
+    """(chars, syllables, chunk edge flags, positions) of a segment's chunks,
+    or None when a chunk's characters and syllables do not pair one to one.
+    A position is "first", "middle" or "last <mark>"."""
+    chars, syls, edge, where = [], [], [], []
     for c in chunks:
         h = han(c["text"])
         s = SYL.findall(c["pinyin"].lower())
@@ -100,7 +111,12 @@ def sent_segment(chunks):
         chars.extend(h)
         syls.extend(s)
         edge.extend(i == 0 or i == len(s) - 1 for i in range(len(s)))
-    return chars, syls, edge
+        mark = end_mark(c["text"])
+        where.extend(
+            f"last {mark}" if i == len(s) - 1 else "first" if i == 0 else "middle"
+            for i in range(len(s))
+        )
+    return chars, syls, edge, where
 
 
 def audit(requests, meter):
@@ -113,6 +129,7 @@ def audit(requests, meter):
     unaligned = []
     segments = []
     bands = collections.defaultdict(lambda: [0, 0, 0, 0.0])  # syl, err, n, seconds
+    positions = collections.defaultdict(lambda: [0, 0])  # syllables, wrong
     examples = collections.defaultdict(list)
     for item in meter["items"]:
         chunks = sorted(by_segment.get(item["id"], []), key=lambda c: c["chunk"])
@@ -120,7 +137,9 @@ def audit(requests, meter):
         if sent is None:
             unaligned.append(item["id"])
             continue
-        chars, syls, edge = sent
+        chars, syls, edge, where = sent
+        for w in where:
+            positions[w][0] += 1
         # The dictionary's reading in context, with 一/不 sandhi as tingshu sends it.
         gold = lazy_pinyin(
             "".join(chars), style=Style.TONE3, neutral_tone_with_five=True,
@@ -154,6 +173,7 @@ def audit(requests, meter):
                     note("inserted", f"+{hyp[j]}({hyp_chars[j:j + 1]})")
                 continue
             for k, i in enumerate(src):
+                positions[where[i]][1] += 1
                 j = dst[k] if k < len(dst) else None
                 heard = f"{hyp[j]}({hyp_chars[j:j + 1]})" if j is not None else "-"
                 detail = f"{chars[i]} sent {syls[i]} dict {gold[i]} heard {heard}"
@@ -185,7 +205,7 @@ def audit(requests, meter):
             "n_syl": item["n_syl"], "classes": dict(classes),
             "sent": " ".join(syls), "ref": "".join(chars), "hyp": hyp_chars,
         })
-    return counts, tones, homophones, unaligned, segments, bands, examples
+    return counts, tones, homophones, unaligned, segments, bands, examples, positions
 
 
 def main():
@@ -197,7 +217,9 @@ def main():
     args = ap.parse_args()
     requests = [json.loads(line) for line in open(args.requests, encoding="utf-8") if line.strip()]
     meter = json.load(open(args.asr_json, encoding="utf-8"))
-    counts, tones, homophones, unaligned, segments, bands, examples = audit(requests, meter)
+    counts, tones, homophones, unaligned, segments, bands, examples, positions = audit(
+        requests, meter
+    )
     total = sum(counts.values())
     o = meter["overall"]
     print(f"# {meter['meta'].get('source')}: SER {o['ser']:.2f} % ({o['syl_err']}/{o['n_syl']}), "
@@ -213,6 +235,9 @@ def main():
         syl, err, n, sec = bands.get(band, [0, 0, 0, 0.0])
         if n:
             print(f"| {band} | {n} | {err / syl * 100:.2f} % | {syl / sec:.2f} |")
+    print("\n| position in its chunk | syllables | wrong | share |\n|---|---:|---:|---:|")
+    for w, (n, wrong) in sorted(positions.items(), key=lambda x: (x[0] != "first", x[0] != "middle", -x[1][0])):
+        print(f"| {w} | {n} | {wrong} | {wrong / n * 100:.1f} % |")
     print("\nexamples:")
     for c in CLASSES:
         for e in examples[c][:6]:
@@ -227,7 +252,8 @@ def main():
     if args.json:
         json.dump({"classes": dict(counts), "tones": dict(tones), "homophones": homophones,
                    "unaligned": unaligned, "segments": segments,
-                   "bands": {k: v for k, v in bands.items()}},
+                   "bands": {k: v for k, v in bands.items()},
+                   "positions": {k: v for k, v in positions.items()}},
                   open(args.json, "w", encoding="utf-8"), ensure_ascii=False, indent=1)
 
 

@@ -277,7 +277,7 @@ fn broken_installations_are_one_line_errors_naming_the_file() {
     let data = staged(&files);
     let dir = tempfile::tempdir().unwrap();
     let v = std::fs::read_to_string(&voices).unwrap().replace(
-        "voice = \"zm_yunxi\"",
+        "voice = \"zm_yunxi:0.7,zm_yunjian:0.3\"",
         "voice = \"zm_nobody:0.5,zf_xiaobei:0.5\"",
     );
     let vfile = dir.path().join("v.toml");

@@ -25,7 +25,7 @@ static FRACTION: LazyLock<Regex> = LazyLock::new(|| re(r"(-)?(\d+)/(\d+)"));
 
 static MEASURE: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r"(-)?(\d+(?:\.\d+)?)\s?(km/h|km²|m²|m³|cm²|°C|℃|°F|℉|°|kg|km|cm|mm|ml|mL|mg|ms|Hz|kW|kw|min|g|m|s|h|L|t)",
+        r"(-)?(\d+(?:\.\d+)?)\s?(km/h|km/s|m/s|km²|m²|m³|cm²|°C|℃|°F|℉|°|kg|km|cm|mm|ml|mL|mg|ms|Hz|kW|kw|min|g|m|s|h|L|t)",
     )
 });
 
@@ -103,6 +103,8 @@ pub(super) fn amounts(text: &str) -> String {
         }
         let unit = match &c[3] {
             "km/h" => "公里每小时",
+            "km/s" => "公里每秒",
+            "m/s" => "米每秒",
             "km²" => "平方公里",
             "m²" => "平方米",
             "m³" => "立方米",

@@ -56,7 +56,7 @@ const COUNT_AFTER: &str = "人元块塊毛角分秒岁歲年月日号號米克�
 
 static SPOKEN_RANGE: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r"([零一二三四五六七八九十百千万亿两点][\p{Han}]{0,4}?)[～~]([负零一二三四五六七八九十百千万亿两])",
+        r"([零一二三四五六七八九十百千万亿两点][\p{Han}]{0,4}?)[～~—–]([负零一二三四五六七八九十百千万亿两])",
     )
 });
 
@@ -89,7 +89,8 @@ pub(super) fn numbers(text: &str, digits: &CodeDigits) -> String {
         Some(format!("{}到{}", decimal_words(a), decimal_words(b)))
     });
     let text = rewrite(&text, &NUMBER, |t, c| Some(speak_number(t, c, digits)));
-    // Ranges whose ends carry units: 负五摄氏度～三摄氏度 → …到….
+    // Ranges whose ends carry units: 负五摄氏度～三摄氏度, 三十岁—四十岁 →
+    // …到….
     let text = SPOKEN_RANGE.replace_all(&text, "${1}到$2");
     PER_UNIT.replace_all(&text, "${1}每$2").into_owned()
 }
