@@ -580,9 +580,6 @@ impl<'l> Analysis<'l> {
             // The gist has its markers (文章的大意, 段落大意, 大意是…);
             // otherwise 大意 is careless (不能大意, 一时大意).
             ['大', '意'] => !"的文段章落句主".contains(before) && !"是为如".contains(next),
-            // Only where a pronoun stands: opening a clause or after a
-            // verb of giving or asking, and not before what a household
-            // has (庄, 院, 门 …): 西游记's 一村人家, 这里人家 are households.
             // Generous (很大方, 大方地), not the experts of 贻笑大方.
             ['大', '方'] => DEGREE.contains(before) || next == '地',
             // Honest (人很实在), worldly-wise (太世故), not really (实在走不动)
@@ -612,6 +609,9 @@ impl<'l> Analysis<'l> {
             ['小', '子'] => next != '弹',
             // Attending to (打点行李), not a drip (打点滴).
             ['打', '点'] => next != '滴',
+            // Only where a pronoun stands: opening a clause or after a
+            // verb of giving or asking, and not before what a household
+            // has (庄, 院, 门 …): 西游记's 一村人家, 这里人家 are households.
             ['人', '家'] => {
                 (!crate::text::is_han(before) || PERSON_BEFORE.contains(before))
                     && !HOUSEHOLD_AFTER.contains(next)
