@@ -1,5 +1,6 @@
 //! Numbers written in a form of their own, read before any other number
-//! rule: mobile numbers, landlines and service lines in groups, licence plates, thousands separators,
+//! rule: mobile numbers, landlines and service lines in groups, card, order
+//! and account numbers in groups, licence plates, thousands separators,
 //! decades (1990s), generations (80后), calibres (.22口径) and 7-11.
 
 use std::sync::LazyLock;
@@ -24,6 +25,11 @@ static PHONE: LazyLock<Regex> =
 static LANDLINE: LazyLock<Regex> = LazyLock::new(|| {
     re(r"(?:0\d{2,3}[- ](?:\d{7,8}|\d{3,4}[- ]\d{4})|[48]00[- ]\d{3,4}[- ]\d{3,4})(?:转(\d{1,5}))?")
 });
+/// Long numbers in three or more groups, two of them of four digits or
+/// more (6222 0201 2345 6789, 2024-0305-0001, 12 3456 7890): card, order
+/// and account numbers, read digit by digit with a pause between groups.
+static GROUPED: LazyLock<Regex> = LazyLock::new(|| re(r"\d{1,6}(?:[- ]\d{1,6}){2,}"));
+
 /// Licence plates: a province (or, with a dot, any Han character: 江A·88888),
 /// a letter, five or six more letters and digits.
 static PLATE: LazyLock<Regex> =
@@ -68,7 +74,8 @@ pub(super) fn codes(text: &str, digits: &CodeDigits) -> String {
     let text = rewrite(&text, &LANDLINE, |t, c| {
         let m = c.get(0)?;
         let (before, after) = around(t, m.start(), m.end());
-        if is_digit(before) || is_digit(after) || before == Some('.') {
+        if is_digit(before) || is_digit(after) || before == Some('.') || inside_groups(t, m.start())
+        {
             return None;
         }
         let number = m.as_str().split('转').next().unwrap_or_default();
@@ -79,6 +86,23 @@ pub(super) fn codes(text: &str, digits: &CodeDigits) -> String {
             out.push_str(&digits.spell(extension.as_str()));
         }
         Some(out)
+    });
+    let text = rewrite(&text, &GROUPED, |t, c| {
+        let m = c.get(0)?;
+        let (before, after) = around(t, m.start(), m.end());
+        let groups: Vec<&str> = m.as_str().split(['-', ' ']).collect();
+        if is_digit(before)
+            || is_digit(after)
+            || before == Some('.')
+            || after == Some('.')
+            || groups.iter().filter(|g| g.len() >= 4).count() < 2
+            // A list of round amounts (1000 2000 3000), not a code.
+            || groups.iter().all(|g| g.ends_with("00") && !g.starts_with('0'))
+        {
+            return None;
+        }
+        let spoken: Vec<String> = groups.iter().map(|g| digits.spell(g)).collect();
+        Some(spoken.join("，"))
     });
     let text = rewrite(&text, &PLATE, |t, c| {
         let m = c.get(0)?;
@@ -137,4 +161,11 @@ pub(super) fn codes(text: &str, digits: &CodeDigits) -> String {
         Some(format!("点{}{}", digit_string(&c[1]), &c[2]))
     });
     SEVEN_ELEVEN.replace_all(&text, "七十一$1").into_owned()
+}
+
+/// Whether the number starting at byte `start` continues a run of digit
+/// groups (the 0201 of 6222 0201 2345): a separator with a digit before it.
+fn inside_groups(text: &str, start: usize) -> bool {
+    let mut back = text[..start].chars().rev();
+    matches!(back.next(), Some(' ' | '-')) && back.next().is_some_and(|c| c.is_ascii_digit())
 }
