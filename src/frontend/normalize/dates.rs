@@ -94,7 +94,15 @@ pub(super) fn clock_and_calendar(text: &str) -> String {
         if is_digit(before) || is_digit(after) {
             return None;
         }
-        let parts: Vec<String> = m.as_str().split('.').map(number_words).collect();
+        // An IPv4 address (192.168.1.1) says its digits; a version number
+        // (V2.5.1) its numbers.
+        let fields: Vec<&str> = m.as_str().split('.').collect();
+        let address = fields.len() == 4
+            && fields
+                .iter()
+                .all(|f| f.parse::<u16>().is_ok_and(|v| v <= 255));
+        let say = if address { digit_string } else { number_words };
+        let parts: Vec<String> = fields.into_iter().map(say).collect();
         Some(parts.join("点"))
     });
     let text = rewrite(&text, &TIME, |t, c| {

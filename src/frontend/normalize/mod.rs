@@ -280,6 +280,7 @@ mod tests {
                 "卡号六二二二，零二零一，二三四五，六七八九",
             ),
             ("1000 2000 3000", "一千 两千 三千"),
+            ("连上192.168.1.1", "连上一九二点一六八点一点一"),
         ];
         for (written, spoken) in cases {
             assert_eq!(normalize(written), spoken, "{written}");
