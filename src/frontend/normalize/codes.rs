@@ -79,8 +79,7 @@ pub(super) fn codes(text: &str, digits: &CodeDigits) -> String {
             return None;
         }
         let number = m.as_str().split('转').next().unwrap_or_default();
-        let groups: Vec<String> = number.split(['-', ' ']).map(|g| digits.spell(g)).collect();
-        let mut out = groups.join("，");
+        let mut out = spell_groups(number, digits);
         if let Some(extension) = c.get(1) {
             out.push('转');
             out.push_str(&digits.spell(extension.as_str()));
@@ -101,8 +100,7 @@ pub(super) fn codes(text: &str, digits: &CodeDigits) -> String {
         {
             return None;
         }
-        let spoken: Vec<String> = groups.iter().map(|g| digits.spell(g)).collect();
-        Some(spoken.join("，"))
+        Some(spell_groups(m.as_str(), digits))
     });
     let text = rewrite(&text, &PLATE, |t, c| {
         let m = c.get(0)?;
@@ -161,6 +159,13 @@ pub(super) fn codes(text: &str, digits: &CodeDigits) -> String {
         Some(format!("点{}{}", digit_string(&c[1]), &c[2]))
     });
     SEVEN_ELEVEN.replace_all(&text, "七十一$1").into_owned()
+}
+
+/// Digit groups separated by dashes or spaces, each said digit by digit,
+/// with a pause between groups (0571-8765 4321 → 零五七一，八七六五，四三二一).
+fn spell_groups(number: &str, digits: &CodeDigits) -> String {
+    let groups: Vec<String> = number.split(['-', ' ']).map(|g| digits.spell(g)).collect();
+    groups.join("，")
 }
 
 /// Whether the number starting at byte `start` continues a run of digit
