@@ -9,7 +9,8 @@
       that would be voiced with the wrong gender without a cast file: the
       predicted speaker's suggested gender against the gold speaker's; a
       quote with no speaker or a speaker of unknown gender gets the neutral
-      dialogue voice (counted apart, not as wrong)
+      dialogue voice (counted apart, not as wrong), unless the script gives
+      the gender of someone unnamed (她父亲说：)
 
 TRUTH has one character a line: `0|1 name alias…` (0 female, 1 male), as
 WP2021's name_list.txt; lines starting with # are comments.
@@ -106,25 +107,30 @@ def lines(workdir, jsonl, toml, truth_path):
             continue
         n = int(title[1:-1])
         if seg["paragraph"] == 11 and seg["kind"] == "dialogue" and n not in predicted:
-            predicted[n] = seg["speaker"]
-    wrong = neutral = right = nogold = 0
+            predicted[n] = (seg["speaker"], seg.get("unnamed"))
+    wrong = neutral = right = nogold = guessed = 0
     for n, speaker in gold.items():
         g = known.get(speaker, (None, None))[1]
         if g is None:
             nogold += 1
             continue
-        p = predicted.get(n)
-        voice = gender_of.get(p, "unknown") if p else "unknown"
+        p, unnamed = predicted.get(n, (None, None))
+        # Someone the book does not name (她父亲说：) has that gender's voice.
+        voice = gender_of.get(p, "unknown") if p else unnamed or "unknown"
         if voice == "unknown":
             neutral += 1
         elif voice == g:
             right += 1
         else:
             wrong += 1
+            # The right speaker whose gender was guessed wrong, against
+            # another speaker of the other gender.
+            guessed += known.get(p, (None, None))[0] == speaker
     total = wrong + neutral + right
     print(
         f"quotes {total}: voice of the right gender {right} ({100 * right / total:.1f}%), "
         f"wrong gender {wrong} ({100 * wrong / total:.1f}%), neutral voice {neutral} ({100 * neutral / total:.1f}%)"
+        + f" [gender guessed wrong {guessed}, speaker wrong {wrong - guessed}]"
         + (f"; {nogold} gold speakers without a gender" if nogold else "")
     )
 

@@ -215,9 +215,7 @@ impl Renderer {
     /// long first chunk is split after its first clause, so that a
     /// listener waiting for the first audio waits for a few syllables only.
     fn plan_segment(&self, segment: &Segment, short_first: bool) -> SegmentPlan {
-        let voice_name = self
-            .config
-            .voice_for(segment.kind, segment.speaker.as_deref());
+        let voice_name = self.config.segment_voice(segment);
         let voice = self.config.voice_settings(voice_name);
         let simplified = self.config.voices[voice_name].simplified;
         let backend = Arc::clone(&self.backends[&self.config.voices[voice_name].backend]);
@@ -844,6 +842,7 @@ fn with_spoken_title(mut job: ChapterJob) -> ChapterJob {
         let segment = Segment {
             kind: SegmentKind::Narration,
             speaker: None,
+            unnamed: None,
             paragraph: 0,
             text: title.to_owned(),
         };

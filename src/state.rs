@@ -316,6 +316,7 @@ mod tests {
             segments: vec![Segment {
                 kind: SegmentKind::Narration,
                 speaker: None,
+                unnamed: None,
                 paragraph: 1,
                 text: text.to_owned(),
             }],

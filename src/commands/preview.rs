@@ -85,7 +85,7 @@ pub async fn run(args: &PreviewArgs, worker_program: Option<PathBuf>) -> anyhow:
     session.ready()?;
     let config = &session.renderer.config;
     for segment in &chapter.segments {
-        let voice = config.voice_for(segment.kind, segment.speaker.as_deref());
+        let voice = config.segment_voice(segment);
         let kind = serde_json::to_value(segment.kind)
             .ok()
             .and_then(|v| v.as_str().map(str::to_owned))

@@ -9,7 +9,7 @@ use serde::Serialize;
 use super::EXIT_OK;
 use crate::book::{read_book_with_options, read_text};
 use crate::cli::{SplitArgs, SplitFormat};
-use crate::text::{Cast, Script, SegmentKind, SplitOptions};
+use crate::text::{Cast, Gender, Script, SegmentKind, SplitOptions};
 
 /// One line of `--format jsonl`.
 #[derive(Debug, Serialize)]
@@ -19,6 +19,9 @@ struct JsonSegment<'a> {
     paragraph: usize,
     kind: SegmentKind,
     speaker: Option<&'a str>,
+    /// The gender of a speaker the book does not name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    unnamed: Option<Gender>,
     text: &'a str,
 }
 
@@ -74,6 +77,7 @@ fn write_jsonl(out: &mut impl Write, script: &Script) -> std::io::Result<()> {
                 paragraph: s.paragraph,
                 kind: s.kind,
                 speaker: s.speaker.as_deref(),
+                unnamed: s.unnamed,
                 text: &s.text,
             };
             serde_json::to_writer(&mut *out, &line)?;

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use super::{CastMember, ConfigError, VoicesConfig, keys};
 use crate::synth::VoiceSettings;
-use crate::text::{Gender, SegmentKind};
+use crate::text::{Gender, Segment, SegmentKind};
 
 /// One voice of `first` and `more` for the character `name`, by a hash of
 /// the name that is the same on every machine and in every run (FNV-1a).
@@ -56,6 +56,23 @@ impl VoicesConfig {
             self.cast.insert(name, member);
         }
         Ok(())
+    }
+
+    /// The voice (by name) that reads a segment of the script: as
+    /// [`VoicesConfig::voice_for`], and a quote of someone the book does not
+    /// name (`她父亲说：`) by the voice of that one's gender.
+    pub fn segment_voice(&self, segment: &Segment) -> &str {
+        if segment.kind == SegmentKind::Dialogue
+            && segment.speaker.is_none()
+            && let Some(voice) = match segment.unnamed {
+                Some(Gender::Male) => self.casting.male.as_deref(),
+                Some(Gender::Female) => self.casting.female.as_deref(),
+                _ => None,
+            }
+        {
+            return voice;
+        }
+        self.voice_for(segment.kind, segment.speaker.as_deref())
     }
 
     /// The voice (by name) that reads a segment: the character's voice from
@@ -157,6 +174,24 @@ mod tests {
             config.voice_for(SegmentKind::Narration, Some("润叶")),
             "narrator"
         );
+        // Someone unnamed of a known gender (她父亲说：) gets that gender's voice.
+        let quote = |speaker: Option<&str>, unnamed| Segment {
+            kind: d,
+            speaker: speaker.map(str::to_owned),
+            unnamed,
+            paragraph: 1,
+            text: "“走吧。”".into(),
+        };
+        assert_eq!(
+            config.segment_voice(&quote(None, Some(Gender::Female))),
+            "heroine"
+        );
+        assert_eq!(
+            config.segment_voice(&quote(None, Some(Gender::Male))),
+            "hero"
+        );
+        assert_eq!(config.segment_voice(&quote(None, None)), "hero");
+        assert_eq!(config.segment_voice(&quote(Some("毛仲"), None)), "narrator");
         let err = config
             .set_cast(
                 "cast.toml",

@@ -697,7 +697,7 @@ fn segment_json(s: &crate::text::Segment, config: &VoicesConfig) -> Value {
         "kind": kind_name(s.kind),
         "speaker": s.speaker,
         "text": s.text,
-        "voice": config.voice_for(s.kind, s.speaker.as_deref()),
+        "voice": config.segment_voice(s),
     })
 }
 

@@ -29,6 +29,10 @@ pub struct Segment {
     pub kind: SegmentKind,
     /// Canonical name of the speaker of a dialogue segment, when known.
     pub speaker: Option<String>,
+    /// The gender of a speaker the book does not name (`她父亲说：`), when
+    /// no `speaker` is given: that gender's voice reads the quote.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unnamed: Option<Gender>,
     /// 1-based index of the paragraph within its chapter (heading excluded).
     pub paragraph: usize,
     /// Original text, original script.
@@ -308,6 +312,7 @@ fn script_chapter(scanned: &Scanned, attributor: &Attributor) -> ScriptChapter {
             segments.push(Segment {
                 kind: span.kind,
                 speaker: who.and_then(|w| attributor.name(w)).map(str::to_owned),
+                unnamed: who.and_then(speaker::unnamed_gender),
                 paragraph: i + 1,
                 text: text.to_owned(),
             });

@@ -315,6 +315,7 @@ fn with_speaker(
         for s in &mut segments {
             s.kind = SegmentKind::Narration;
             s.speaker = None;
+            s.unnamed = None;
         }
         return Ok(segments);
     }
@@ -340,6 +341,7 @@ fn with_speaker(
         if s.kind == SegmentKind::Dialogue || !has_quotes {
             s.kind = SegmentKind::Dialogue;
             s.speaker = Some(character.name.clone());
+            s.unnamed = None;
         }
     }
     Ok(segments)

@@ -64,6 +64,38 @@ fn jsonl_schema_is_exact() {
 }
 
 #[test]
+fn someone_unnamed_keeps_their_gender_in_the_script() {
+    let dir = tempfile::tempdir().unwrap();
+    let book = dir.path().join("家.txt");
+    std::fs::write(
+        &book,
+        "第一章 回家\n林一舟和苏晚回到家。\n她父亲听她说完，忧愁地说：\n“你说的也是实情。”\n“我知道。”苏晚说。\n",
+    )
+    .unwrap();
+    let cast = dir.path().join("cast.toml");
+    std::fs::write(
+        &cast,
+        "[[character]]\nname = \"林一舟\"\ngender = \"male\"\n\n[[character]]\nname = \"苏晚\"\ngender = \"female\"\n",
+    )
+    .unwrap();
+    let out = ok(&split(&[
+        path_str(&book),
+        "--cast",
+        path_str(&cast),
+        "--format",
+        "jsonl",
+    ]));
+    let lines = json_lines(&out);
+    let quotes: Vec<_> = lines.iter().filter(|v| v["kind"] == "dialogue").collect();
+    assert_eq!(quotes.len(), 2, "{out}");
+    // Her father is neither of the cast: no name, a man's voice.
+    assert!(quotes[0]["speaker"].is_null(), "{out}");
+    assert_eq!(quotes[0]["unnamed"], "male", "{out}");
+    assert_eq!(quotes[1]["speaker"], "苏晚", "{out}");
+    assert!(quotes[1].get("unnamed").is_none(), "{out}");
+}
+
+#[test]
 fn numbered_lines_become_chapters_when_consistent() {
     let out = ok(&split(&[path_str(&fixture("numbered.txt"))]));
     golden("numbered.txt", &out);

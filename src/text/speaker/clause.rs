@@ -87,13 +87,30 @@ pub(super) fn opens_clause(prefix: &str) -> bool {
         return false;
     }
     for _ in 0..3 {
+        if describes(prefix) {
+            return true;
+        }
         match CONNECTIVES.iter().find(|c| prefix.starts_with(**c)) {
             Some(c) => prefix = prefix[c.len()..].trim_start(),
             None => return false,
         }
-        if prefix.is_empty() {
+        if prefix.is_empty() || describes(prefix) {
             return true;
         }
     }
     false
+}
+
+/// A word that describes the subject after it (心虚的女儿, 瘦弱的润生):
+/// two or three characters and 的, none of them a verb's mark or a
+/// preposition (打了的, 对他的 describe nobody).
+fn describes(prefix: &str) -> bool {
+    let Some(word) = prefix.strip_suffix('的') else {
+        return false;
+    };
+    let n = word.chars().count();
+    (2..=3).contains(&n)
+        && word.chars().all(|c| {
+            crate::text::decode::is_han(c) && !"了着著过過把给給对對向被跟和同他她你我".contains(c)
+        })
 }

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
 
 use super::clause::{MAX_CLAUSE_BYTES, is_punct, opens_clause};
-use super::names::{OFFICE_TITLES, is_role_word};
+use super::names::{OFFICE_TITLES, UNNAMED_PEOPLE, Unnamed, is_role_word};
 use super::words::{CROWDS, starts_with_speech_verb};
 use super::{Attributor, ParagraphView, Who};
 use crate::text::cast::{Cast, Gender};
@@ -59,6 +59,9 @@ pub(super) enum Pattern {
     /// A name that ends in an office title (曹书记), with the title.
     TitledName(usize, &'static str),
     Crowd(usize),
+    /// A person the narration does not name (她父亲, 那女人): someone of
+    /// that gender, or for a description the character just named.
+    Unnamed(Gender, Unnamed),
     /// 他们, 其他 …: consumed so they are not read as 他.
     Ignore,
 }
@@ -73,6 +76,8 @@ pub(super) struct Mention {
     pub(super) pronoun: Option<Gender>,
     /// For 他/她: the other character of that gender named lately.
     pub(super) other: Option<Who>,
+    /// A word for a person not named (父亲, 女人) that names nobody of the cast.
+    pub(super) unnamed: bool,
 }
 
 /// The matcher over a cast's names and aliases, the crowds and 他/她, with
@@ -108,6 +113,12 @@ pub(super) fn cast_matcher(cast: &Cast) -> (AhoCorasick, Vec<Pattern>) {
         if seen.insert((*crowd).to_owned(), ()).is_none() {
             words.push((*crowd).to_owned());
             patterns.push(Pattern::Crowd(i));
+        }
+    }
+    for (word, gender, kind) in UNNAMED_PEOPLE {
+        if seen.insert((*word).to_owned(), ()).is_none() {
+            words.push((*word).to_owned());
+            patterns.push(Pattern::Unnamed(*gender, *kind));
         }
     }
     for (word, pattern) in [
@@ -190,14 +201,16 @@ impl Attributor {
         for m in self.matcher.find_iter(narration) {
             let (mut start, end) = (span.start + m.start(), span.start + m.end());
             let mut other = None;
+            let mut unnamed = false;
             let (who, pronoun) = match self.patterns[m.pattern().as_usize()] {
                 Pattern::Name(c) | Pattern::TitledName(c, _) => {
-                    // 司机金俊海, 副书记金俊山: a title right before a name is
-                    // that character's, one mention with the name.
+                    // 司机金俊海, 副书记金俊山, 他媳妇银花: a title or kin
+                    // right before a name is that character's, one mention
+                    // with the name.
                     if let Some(last) = out.last()
                         && last.end == start
                         && last.who.is_some_and(|w| w != Who::Character(c))
-                        && is_role_word(&text[last.start..last.end])
+                        && (last.unnamed || is_role_word(&text[last.start..last.end]))
                     {
                         start = last.start;
                         out.pop();
@@ -238,6 +251,30 @@ impl Attributor {
                     (Some(Who::Character(c)), None)
                 }
                 Pattern::Crowd(c) => (Some(Who::Crowd(c)), None),
+                Pattern::Unnamed(g, kind) => {
+                    // 他妈的 is an oath, not his mother.
+                    if text[end..].starts_with('的') && text[start..end].starts_with(['他', '她'])
+                    {
+                        continue;
+                    }
+                    let Some(slot) = gender_slot(g) else {
+                        continue;
+                    };
+                    // 她父亲, 少平他妈, 润叶的母亲: the possessor does not
+                    // act; one mention with the kin.
+                    if kind == Unnamed::Kin
+                        && let Some(last) = out.last()
+                        && (last.end == start || text[last.end..start] == *"的")
+                    {
+                        start = last.start;
+                        out.pop();
+                    }
+                    let named = (kind == Unnamed::Described)
+                        .then(|| last.named_subject(slot, paragraph))
+                        .flatten();
+                    unnamed = named.is_none();
+                    (Some(named.map_or(Who::Someone(slot), Who::Character)), None)
+                }
                 Pattern::Pronoun(g) => {
                     let slot = gender_slot(g);
                     match slot.and_then(|s| last.resolve(s, paragraph, text, start)) {
@@ -264,7 +301,10 @@ impl Attributor {
                 scanned = start;
                 let subject = (opens_clause(&text[clause..start]) && !reports(&text[..clause]))
                     || seen_doing(&text[..start], &text[end..]);
-                let role = matches!(self.patterns[m.pattern().as_usize()], Pattern::Role(_));
+                let role = matches!(
+                    self.patterns[m.pattern().as_usize()],
+                    Pattern::Role(_) | Pattern::Unnamed(..)
+                );
                 last.note(slot, c, paragraph, end, subject, role);
             }
             out.push(Mention {
@@ -273,6 +313,7 @@ impl Attributor {
                 who,
                 pronoun,
                 other,
+                unnamed,
             });
         }
     }

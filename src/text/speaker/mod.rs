@@ -69,6 +69,16 @@ pub enum Who {
     Someone(usize),
 }
 
+/// The gender of someone unnamed (他 0, 她 1): a tag such as `她父亲说：`
+/// or a pronoun nobody of the cast stands for.
+pub fn unnamed_gender(who: Who) -> Option<Gender> {
+    match who {
+        Who::Someone(0) => Some(Gender::Male),
+        Who::Someone(1) => Some(Gender::Female),
+        _ => None,
+    }
+}
+
 /// A paragraph as the attributor sees it.
 #[derive(Debug, Clone, Copy)]
 pub struct ParagraphView<'a> {
@@ -264,7 +274,12 @@ mod tests {
         for (p, who) in views.iter().zip(result) {
             for (s, w) in p.spans.iter().zip(who) {
                 if s.kind == SegmentKind::Dialogue {
-                    out.push(w.and_then(|w| a.name(w)).map(str::to_owned));
+                    // Someone unnamed by gender: (male), (female).
+                    out.push(w.and_then(|w| {
+                        a.name(w)
+                            .map(str::to_owned)
+                            .or_else(|| unnamed_gender(w).map(|g| format!("({})", g.as_str())))
+                    }));
                 }
             }
         }
@@ -323,7 +338,7 @@ mod tests {
         // With no man in the scene, someone unnamed.
         let c = cast(&[("林一舟", &[], M), ("苏晚", &[], F), ("阿梅", &[], F)]);
         let text = "“阿梅，几点了？”苏晚问。\n“三点。”\n他说。";
-        assert_eq!(names(&speakers(&c, text)), ["苏晚", "-"]);
+        assert_eq!(names(&speakers(&c, text)), ["苏晚", "(male)"]);
     }
 
     #[test]
@@ -391,6 +406,61 @@ mod tests {
         let c = cast(&[("林一舟", &[], M), ("苏晚", &[], F)]);
         let text = "苏晚说：“第一件事，\n“第二件事。”\n林一舟点头。";
         assert_eq!(names(&speakers(&c, text)), ["苏晚", "苏晚"]);
+    }
+
+    #[test]
+    fn kin_and_people_not_named_speak_as_someone_of_their_gender() {
+        let c = cast(&[("林一舟", &[], M), ("苏晚", &[], F)]);
+        // 她父亲: her father speaks, neither she nor the man of the scene.
+        let text = "苏晚和林一舟回到家。\n她父亲听她说完，忧愁地说：\n“你说的也是实情。”";
+        assert_eq!(names(&speakers(&c, text)), ["(male)"]);
+        let text = "林一舟回到家。\n父亲沉下脸问：“去哪儿了？”";
+        assert_eq!(names(&speakers(&c, text)), ["(male)"]);
+        let text = "林一舟在屋里坐着。\n林一舟他妈已经下了炕，对儿子说：\n“吃饭吧。”";
+        assert_eq!(names(&speakers(&c, text)), ["(female)"]);
+        // Kin before a name is that character (他媳妇苏晚).
+        let text = "林一舟推门进来。\n他媳妇苏晚对他说：“回来了？”";
+        assert_eq!(names(&speakers(&c, text)), ["苏晚"]);
+        // A description right after one named is that one (老汉 = 林一舟).
+        let c = cast(&[("林一舟", &[], M), ("老周", &[], M)]);
+        let text = "林一舟蹲在码头边，老汉抽了一口烟，说：“要下雨了。”";
+        assert_eq!(names(&speakers(&c, text)), ["林一舟"]);
+    }
+
+    #[test]
+    fn an_oath_is_no_mother() {
+        let c = cast(&[("林一舟", &[], M)]);
+        let views_of = |text: &'static str| {
+            let lines: Vec<&str> = text.lines().collect();
+            let spans = test_spans(&lines);
+            let a = Attributor::new(&c);
+            let views = test_views(&lines, &spans);
+            a.chapter_mentions(&views)
+                .concat()
+                .iter()
+                .filter(|m| m.unnamed)
+                .count()
+        };
+        assert_eq!(views_of("林一舟骂了一声他妈的，走了。"), 0);
+        assert_eq!(views_of("林一舟看见他妈在门口。"), 1);
+    }
+
+    #[test]
+    fn a_described_subject_opens_its_clause() {
+        let c = cast(&[("林一舟", &[], M), ("苏晚", &[], F)]);
+        // 心虚的苏晚 is the subject of the last clause, not 林一舟 of the first.
+        let text = "林一舟没有提起这事，但心虚的苏晚立刻给他解释说：\n“我没去。”";
+        assert_eq!(names(&speakers(&c, text)), ["苏晚"]);
+    }
+
+    #[test]
+    fn one_named_does_not_answer_themselves_in_an_exchange_with_someone() {
+        let c = cast(&[("林一舟", &[], M), ("老周", &[], M)]);
+        let text = "林一舟走进屋。\n她突然红着脸说：\n“你的书还了没有？”\n他说：\n“还没。”\n“能借我看一下吗？”";
+        assert_eq!(
+            names(&speakers(&c, text)),
+            ["(female)", "林一舟", "(female)"]
+        );
     }
 
     #[test]

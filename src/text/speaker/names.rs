@@ -2,6 +2,8 @@
 //! common words that stand where a speaker's name would, role nouns, and
 //! characters that never open, end or stand inside a name.
 
+use crate::text::cast::Gender;
+
 /// Common surnames, simplified and traditional.
 const SURNAMES: &str = "王李张張刘劉陈陳杨楊黄黃赵趙吴吳周徐孙孫马馬朱胡郭何高林罗羅郑鄭梁谢謝宋唐许許韩韓冯馮邓鄧曹彭曾肖萧蕭田董袁潘于蒋蔣蔡余杜叶葉程苏蘇魏吕呂丁任沈姚卢盧姜崔钟鍾谭譚陆陸汪范金石廖贾賈夏韦韋付方白邹鄒孟熊秦邱江尹薛闫阎閻段雷侯龙龍史陶黎贺賀顾顧毛郝龚龔邵万萬钱錢严嚴覃武戴莫孔向汤湯常温溫康施文牛樊葛邢安齐齊易乔喬伍庞龐颜顏倪庄莊聂聶章鲁魯岳翟殷詹申欧歐耿关關兰蘭焦俞左柳甘祝包宁寧尚符舒阮柯纪紀梅童凌毕畢单單季裴霍涂成苗谷盛曲翁冉骆駱蓝藍路游辛靳管柴蒙鲍鮑华華喻祁蒲房滕屈饶饒解牟艾尤阳陽时時穆农農司卓古吉缪繆简簡车車项項连連芦蘆麦麥褚娄婁窦竇戚岑景党黨宫宮费費卜冷晏席卫衛米柏宗瞿桂全佟应應臧闵閔苟邬鄔边邊卞姬师師和仇栾欒隋商刁沙荣榮巫寇桑郎甄丛叢仲虞敖巩鞏明佘池查麻苑迟遲邝鄺猪豬";
 
@@ -227,6 +229,81 @@ pub(super) const ROLE_NOUNS: &[&str] = &[
     "公主", "小妖", "妖精", "众人", "眾人", "孩子", "姑娘", "大哥", "二哥", "三哥", "大嫂", "老板",
     "老闆", "村长", "村長", "书记", "書記", "队长", "隊長", "县长", "縣長", "乡长", "鄉長",
 ];
+
+/// Words for a person the narration does not name, with the gender they
+/// carry: kin (她父亲, 少平他妈, 他老婆) and people described (那女人, 一个
+/// 后生). As the subject of a speech tag (`父亲沉下脸问。`, `她父亲忧愁地说：`)
+/// they say that someone unnamed of that gender speaks — not the possessor,
+/// not another character of the sentence. Kin is never the character just
+/// named (少安回家，父亲问他); a described person may be (孙玉厚…，老汉…).
+pub(super) const UNNAMED_PEOPLE: &[(&str, Gender, Unnamed)] = &[
+    ("父亲", Gender::Male, Unnamed::Kin),
+    ("父親", Gender::Male, Unnamed::Kin),
+    ("爸爸", Gender::Male, Unnamed::Kin),
+    ("他爸", Gender::Male, Unnamed::Kin),
+    ("她爸", Gender::Male, Unnamed::Kin),
+    ("他爹", Gender::Male, Unnamed::Kin),
+    ("她爹", Gender::Male, Unnamed::Kin),
+    ("丈夫", Gender::Male, Unnamed::Kin),
+    ("儿子", Gender::Male, Unnamed::Kin),
+    ("兒子", Gender::Male, Unnamed::Kin),
+    ("爷爷", Gender::Male, Unnamed::Kin),
+    ("爺爺", Gender::Male, Unnamed::Kin),
+    ("叔叔", Gender::Male, Unnamed::Kin),
+    ("舅舅", Gender::Male, Unnamed::Kin),
+    ("姐夫", Gender::Male, Unnamed::Kin),
+    ("女婿", Gender::Male, Unnamed::Kin),
+    ("母亲", Gender::Female, Unnamed::Kin),
+    ("母親", Gender::Female, Unnamed::Kin),
+    ("妈妈", Gender::Female, Unnamed::Kin),
+    ("媽媽", Gender::Female, Unnamed::Kin),
+    ("他妈", Gender::Female, Unnamed::Kin),
+    ("她妈", Gender::Female, Unnamed::Kin),
+    ("他媽", Gender::Female, Unnamed::Kin),
+    ("她媽", Gender::Female, Unnamed::Kin),
+    ("他娘", Gender::Female, Unnamed::Kin),
+    ("她娘", Gender::Female, Unnamed::Kin),
+    ("妻子", Gender::Female, Unnamed::Kin),
+    ("老婆", Gender::Female, Unnamed::Kin),
+    ("媳妇", Gender::Female, Unnamed::Kin),
+    ("媳婦", Gender::Female, Unnamed::Kin),
+    ("女儿", Gender::Female, Unnamed::Kin),
+    ("女兒", Gender::Female, Unnamed::Kin),
+    ("奶奶", Gender::Female, Unnamed::Kin),
+    ("嫂子", Gender::Female, Unnamed::Kin),
+    ("婶子", Gender::Female, Unnamed::Kin),
+    ("嬸子", Gender::Female, Unnamed::Kin),
+    ("男人", Gender::Male, Unnamed::Described),
+    ("老汉", Gender::Male, Unnamed::Described),
+    ("老漢", Gender::Male, Unnamed::Described),
+    ("老头", Gender::Male, Unnamed::Described),
+    ("老頭", Gender::Male, Unnamed::Described),
+    ("汉子", Gender::Male, Unnamed::Described),
+    ("漢子", Gender::Male, Unnamed::Described),
+    ("后生", Gender::Male, Unnamed::Described),
+    ("後生", Gender::Male, Unnamed::Described),
+    ("小伙子", Gender::Male, Unnamed::Described),
+    ("小夥子", Gender::Male, Unnamed::Described),
+    ("女人", Gender::Female, Unnamed::Described),
+    ("妇女", Gender::Female, Unnamed::Described),
+    ("婦女", Gender::Female, Unnamed::Described),
+    ("妇人", Gender::Female, Unnamed::Described),
+    ("婦人", Gender::Female, Unnamed::Described),
+    ("姑娘", Gender::Female, Unnamed::Described),
+    ("老太太", Gender::Female, Unnamed::Described),
+    ("老太婆", Gender::Female, Unnamed::Described),
+    ("老婆子", Gender::Female, Unnamed::Described),
+];
+
+/// How an unnamed person's word relates to the characters just named.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Unnamed {
+    /// Kin of someone (父亲, 妻子): never the one just named.
+    Kin,
+    /// A description (老汉, 姑娘): the character of its gender named as the
+    /// subject in the same paragraph, if any.
+    Described,
+}
 
 /// Titles of office or trade that follow a surname (徐主任, 王老师): such a
 /// name is someone the book also names in full. Kinship and courtesy titles

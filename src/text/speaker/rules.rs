@@ -273,7 +273,18 @@ impl Context<'_, '_> {
                 // followed by its asker in about 1 of 10 WP2021 quotes: the
                 // weights alone let them speak again.
                 candidates.drop_unless_alone(Feature::AskedLast);
-                candidates.best(&scorer::WEIGHTS).or(pronoun)
+                match candidates.best(&scorer::WEIGHTS) {
+                    // An exchange with someone unnamed (她红着脸说：“…” / 他说：
+                    // “…” / “…”): the one named does not answer themselves.
+                    Some(best)
+                        if prev_is_turn
+                            && Some(best) == last_speaker
+                            && matches!(turn, Some(Who::Someone(_))) =>
+                    {
+                        turn
+                    }
+                    best => best.or(pronoun),
+                }
             }
         };
         let addressee = last_speaker.filter(|l| Some(*l) != who && !turns.is_empty());
@@ -860,7 +871,8 @@ impl Context<'_, '_> {
                         || KIN_BEFORE_NAME.contains(&between)
                 })
                 .unwrap_or(m),
-            None => mentions.iter().find(|m| m.who.is_some())?,
+            // Anyone but a person not named (她接上丈夫的话碴，说：).
+            None => mentions.iter().find(|m| m.who.is_some() && !m.unnamed)?,
         };
         Some((m.who?, other_mention(mentions, m.who)))
     }
