@@ -511,8 +511,17 @@ fn by_usage(
         .collect()
 }
 
-/// (surname, title) when `name` is a surname and an office title (徐主任).
+/// (surname, title) when `name` is a surname and an office title (徐主任),
+/// or 老/小 and a surname (老冯, 小吴: the title is the prefix).
 fn surname_and_title(name: &str) -> Option<(&str, &str)> {
+    if let Some((prefix, surname)) = ["老", "小"]
+        .iter()
+        .find_map(|p| name.strip_prefix(p).map(|s| (*p, s)))
+        && surname.chars().count() == 1
+        && surname.chars().all(is_surname)
+    {
+        return Some((surname, prefix));
+    }
     let title = OFFICE_TITLES.iter().find(|t| name.ends_with(**t))?;
     let surname = &name[..name.len() - title.len()];
     let one = surname.chars().count() == 1 && surname.chars().all(is_surname);
@@ -1115,6 +1124,27 @@ mod tests {
         let found = discovered(&text);
         let names: Vec<&str> = found.iter().map(|d| d.character.name.as_str()).collect();
         assert_eq!(names, ["周远山"]);
+    }
+
+    #[test]
+    fn old_or_young_and_the_surname_of_one_character_is_that_character() {
+        let text = [
+            "“开会了。”冯国斌说。",
+            "“知道了。”吴月琴小声说。",
+            "“人齐了吗？”冯国斌说。",
+            "“还没有。”吴月琴小声说。",
+            "“再等五分钟。”老冯说。",
+            "“好吧。”老冯说。",
+            "“我去叫人。”吴月琴说。",
+        ];
+        let spans = test_spans(&text);
+        let views = test_views(&text, &spans);
+        let found = discover(std::slice::from_ref(&views));
+        let names: Vec<&str> = found.iter().map(|d| d.character.name.as_str()).collect();
+        assert!(!names.contains(&"老冯"), "{names:?}");
+        assert!(!names.contains(&"小声"), "{names:?}");
+        let feng = found.iter().find(|d| d.character.name == "冯国斌").unwrap();
+        assert_eq!(feng.character.aliases, ["老冯"]);
     }
 
     #[test]

@@ -21,6 +21,17 @@ pub(super) fn has_surname(name: &str) -> bool {
 
 /// Common words that open clauses in speaker positions but name nobody.
 const NOT_NAMES: &[&str] = &[
+    // How one speaks (小声说, 低声道).
+    "小声",
+    "小聲",
+    "大声",
+    "大聲",
+    "低声",
+    "低聲",
+    "高声",
+    "高聲",
+    "轻声",
+    "輕聲",
     "主动",
     "主動",
     "随口",

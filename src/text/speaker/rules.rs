@@ -871,8 +871,13 @@ impl Context<'_, '_> {
                         || KIN_BEFORE_NAME.contains(&between)
                 })
                 .unwrap_or(m),
-            // Anyone but a person not named (她接上丈夫的话碴，说：).
-            None => mentions.iter().find(|m| m.who.is_some() && !m.unnamed)?,
+            // Anyone but a person not named (她接上丈夫的话碴，说：) or
+            // one spoken to (几乎是对着她喊：).
+            None => mentions.iter().find(|m| {
+                m.who.is_some()
+                    && !m.unnamed
+                    && !after_preposition(text[..m.start].trim_end_matches(['着', '著']))
+            })?,
         };
         Some((m.who?, other_mention(mentions, m.who)))
     }
