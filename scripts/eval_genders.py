@@ -10,7 +10,8 @@
       predicted speaker's suggested gender against the gold speaker's; a
       quote with no speaker or a speaker of unknown gender gets the neutral
       dialogue voice (counted apart, not as wrong), unless the script gives
-      the gender of someone unnamed (她父亲说：)
+      the gender of someone unnamed (她父亲说：); a quote marked
+      gender_unsure gets the neutral voice
 
 TRUTH has one character a line: `0|1 name alias…` (0 female, 1 male), as
 WP2021's name_list.txt; lines starting with # are comments.
@@ -107,16 +108,19 @@ def lines(workdir, jsonl, toml, truth_path):
             continue
         n = int(title[1:-1])
         if seg["paragraph"] == 11 and seg["kind"] == "dialogue" and n not in predicted:
-            predicted[n] = (seg["speaker"], seg.get("unnamed"))
+            predicted[n] = (seg["speaker"], seg.get("unnamed"), seg.get("gender_unsure", False))
     wrong = neutral = right = nogold = guessed = 0
     for n, speaker in gold.items():
         g = known.get(speaker, (None, None))[1]
         if g is None:
             nogold += 1
             continue
-        p, unnamed = predicted.get(n, (None, None))
-        # Someone the book does not name (她父亲说：) has that gender's voice.
+        p, unnamed, unsure = predicted.get(n, (None, None, False))
+        # Someone the book does not name (她父亲说：) has that gender's
+        # voice; a guess between genders the neutral one.
         voice = gender_of.get(p, "unknown") if p else unnamed or "unknown"
+        if unsure:
+            voice = "unknown"
         if voice == "unknown":
             neutral += 1
         elif voice == g:

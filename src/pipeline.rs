@@ -843,6 +843,7 @@ fn with_spoken_title(mut job: ChapterJob) -> ChapterJob {
             kind: SegmentKind::Narration,
             speaker: None,
             unnamed: None,
+            gender_unsure: false,
             paragraph: 0,
             text: title.to_owned(),
         };

@@ -317,6 +317,7 @@ mod tests {
                 kind: SegmentKind::Narration,
                 speaker: None,
                 unnamed: None,
+                gender_unsure: false,
                 paragraph: 1,
                 text: text.to_owned(),
             }],

@@ -22,6 +22,9 @@ struct JsonSegment<'a> {
     /// The gender of a speaker the book does not name.
     #[serde(skip_serializing_if = "Option::is_none")]
     unnamed: Option<Gender>,
+    /// A guess among characters of both genders.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    gender_unsure: bool,
     text: &'a str,
 }
 
@@ -78,6 +81,7 @@ fn write_jsonl(out: &mut impl Write, script: &Script) -> std::io::Result<()> {
                 kind: s.kind,
                 speaker: s.speaker.as_deref(),
                 unnamed: s.unnamed,
+                gender_unsure: s.gender_unsure,
                 text: &s.text,
             };
             serde_json::to_writer(&mut *out, &line)?;

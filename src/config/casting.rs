@@ -62,6 +62,9 @@ impl VoicesConfig {
     /// [`VoicesConfig::voice_for`], and a quote of someone the book does not
     /// name (`她父亲说：`) by the voice of that one's gender.
     pub fn segment_voice(&self, segment: &Segment) -> &str {
+        if segment.kind == SegmentKind::Dialogue && segment.gender_unsure {
+            return self.voice_for(segment.kind, None);
+        }
         if segment.kind == SegmentKind::Dialogue
             && segment.speaker.is_none()
             && let Some(voice) = match segment.unnamed {
@@ -179,6 +182,7 @@ mod tests {
             kind: d,
             speaker: speaker.map(str::to_owned),
             unnamed,
+            gender_unsure: false,
             paragraph: 1,
             text: "“走吧。”".into(),
         };
@@ -192,6 +196,14 @@ mod tests {
         );
         assert_eq!(config.segment_voice(&quote(None, None)), "hero");
         assert_eq!(config.segment_voice(&quote(Some("毛仲"), None)), "narrator");
+        // A guess between a man and a woman: a voice of neither.
+        let unsure = Segment {
+            gender_unsure: true,
+            ..quote(Some("润叶"), None)
+        };
+        assert_eq!(config.voice_for(d, None), "hero");
+        assert_eq!(config.segment_voice(&quote(Some("润叶"), None)), "heroine");
+        assert_eq!(config.segment_voice(&unsure), config.voice_for(d, None));
         let err = config
             .set_cast(
                 "cast.toml",

@@ -33,6 +33,10 @@ pub struct Segment {
     /// no `speaker` is given: that gender's voice reads the quote.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unnamed: Option<Gender>,
+    /// The speaker is a guess among characters of both genders: a voice of
+    /// neither gender (`[casting] unknown`) reads the quote.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub gender_unsure: bool,
     /// 1-based index of the paragraph within its chapter (heading excluded).
     pub paragraph: usize,
     /// Original text, original script.
@@ -311,8 +315,9 @@ fn script_chapter(scanned: &Scanned, attributor: &Attributor) -> ScriptChapter {
             }
             segments.push(Segment {
                 kind: span.kind,
-                speaker: who.and_then(|w| attributor.name(w)).map(str::to_owned),
-                unnamed: who.and_then(speaker::unnamed_gender),
+                speaker: who.who.and_then(|w| attributor.name(w)).map(str::to_owned),
+                unnamed: who.who.and_then(speaker::unnamed_gender),
+                gender_unsure: who.gender_unsure,
                 paragraph: i + 1,
                 text: text.to_owned(),
             });

@@ -316,6 +316,7 @@ fn with_speaker(
             s.kind = SegmentKind::Narration;
             s.speaker = None;
             s.unnamed = None;
+            s.gender_unsure = false;
         }
         return Ok(segments);
     }
@@ -342,6 +343,7 @@ fn with_speaker(
             s.kind = SegmentKind::Dialogue;
             s.speaker = Some(character.name.clone());
             s.unnamed = None;
+            s.gender_unsure = false;
         }
     }
     Ok(segments)

@@ -45,12 +45,23 @@ fn jsonl_schema_is_exact() {
     assert!(!lines.is_empty());
     for v in &lines {
         let obj = v.as_object().expect("object");
-        let keys: Vec<&str> = obj.keys().map(String::as_str).collect();
+        // Two keys appear only when they say something: the gender of
+        // someone unnamed, and a guess between genders.
+        let keys: Vec<&str> = obj
+            .keys()
+            .map(String::as_str)
+            .filter(|k| !matches!(*k, "unnamed" | "gender_unsure"))
+            .collect();
         assert_eq!(
             keys,
             ["chapter", "kind", "paragraph", "speaker", "text", "title"],
             "{v}"
         );
+        assert!(matches!(
+            obj.get("unnamed").map(|u| u.as_str()),
+            None | Some(Some("male" | "female"))
+        ));
+        assert!(obj.get("gender_unsure").is_none_or(|u| u == true));
         assert!(v["chapter"].is_u64() && v["paragraph"].as_u64().unwrap() >= 1);
         assert!(matches!(v["kind"].as_str(), Some("narration" | "dialogue")));
         assert!(v["speaker"].is_null() || v["speaker"].is_string());

@@ -57,7 +57,7 @@ pub use discovery::{Discovered, discover};
 pub use gender::{GenderEvidence, GenderGuess, guess_genders};
 
 use mentions::Pattern;
-use rules::{Context, Turn, continues_speech};
+use rules::{Context, Decision, Turn, continues_speech};
 use words::CROWDS;
 
 /// A speaker: a character of the cast or a crowd.
@@ -77,6 +77,15 @@ pub fn unnamed_gender(who: Who) -> Option<Gender> {
         Who::Someone(1) => Some(Gender::Female),
         _ => None,
     }
+}
+
+/// Who speaks one span.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Spoken {
+    pub who: Option<Who>,
+    /// The speaker is a guess among characters of both genders: a voice of
+    /// neither gender reads the quote.
+    pub gender_unsure: bool,
 }
 
 /// A paragraph as the attributor sees it.
@@ -120,8 +129,8 @@ impl Attributor {
     }
 
     /// Speakers of one chapter: for each paragraph, one entry per span
-    /// (`None` for narration and for quotes nobody can be found for).
-    pub fn attribute(&self, paragraphs: &[ParagraphView<'_>]) -> Vec<Vec<Option<Who>>> {
+    /// (no one for narration and for quotes nobody can be found for).
+    pub fn attribute(&self, paragraphs: &[ParagraphView<'_>]) -> Vec<Vec<Spoken>> {
         let mentions = self.chapter_mentions(paragraphs);
         // Everyone the chapter's narration names, in the order first named.
         let mut named: Vec<Who> = Vec::new();
@@ -133,14 +142,14 @@ impl Attributor {
                 named.push(who);
             }
         }
-        let mut out: Vec<Vec<Option<Who>>> = paragraphs
+        let mut out: Vec<Vec<Spoken>> = paragraphs
             .iter()
-            .map(|p| vec![None; p.spans.len()])
+            .map(|p| vec![Spoken::default(); p.spans.len()])
             .collect();
         let mut turns: Vec<Turn> = Vec::new();
         // Index of the previous paragraph that takes part (not skipped).
         let mut previous: Option<usize> = None;
-        let mut continued: Option<Who> = None;
+        let mut continued: Option<Spoken> = None;
         // The previous paragraph is a turn, or the tag (`她问。`) of the turn before it.
         let mut adjacent = false;
         for (i, p) in paragraphs.iter().enumerate() {
@@ -166,27 +175,38 @@ impl Attributor {
                 s.kind == SegmentKind::Dialogue
                     && previous.is_some_and(|j| continues_speech(&paragraphs[j], s))
             });
-            let (speaker, addressee, own) = if let (true, Some(who)) = (opens_continued, continued)
-            {
-                (
-                    Some(who),
-                    turns.last().and_then(|t| t.addressee),
-                    Vec::new(),
-                )
-            } else {
-                ctx.decide(i, previous, prev_is_turn, &turns)
+            let Decision {
+                speaker,
+                addressee,
+                own,
+                gender_unsure,
+            } = match (opens_continued, continued) {
+                (true, Some(spoken)) => Decision {
+                    speaker: spoken.who,
+                    addressee: turns.last().and_then(|t| t.addressee),
+                    own: Vec::new(),
+                    gender_unsure: spoken.gender_unsure,
+                },
+                _ => ctx.decide(i, previous, prev_is_turn, &turns),
             };
             for (k, s) in p.spans.iter().enumerate() {
                 if s.kind == SegmentKind::Dialogue {
                     // `own` is in span order.
-                    out[i][k] = own
-                        .binary_search_by_key(&k, |(at, _)| *at)
-                        .map_or(speaker, |found| Some(own[found].1));
+                    out[i][k] = match own.binary_search_by_key(&k, |(at, _)| *at) {
+                        Ok(found) => Spoken {
+                            who: Some(own[found].1),
+                            gender_unsure: false,
+                        },
+                        Err(_) => Spoken {
+                            who: speaker,
+                            gender_unsure,
+                        },
+                    };
                 }
             }
             continued = match p.spans.last() {
                 Some(last) if last.kind == SegmentKind::Dialogue && !last.closed => {
-                    out[i][p.spans.len() - 1]
+                    Some(out[i][p.spans.len() - 1]).filter(|s| s.who.is_some())
                 }
                 _ => None,
             };
@@ -275,7 +295,7 @@ mod tests {
             for (s, w) in p.spans.iter().zip(who) {
                 if s.kind == SegmentKind::Dialogue {
                     // Someone unnamed by gender: (male), (female).
-                    out.push(w.and_then(|w| {
+                    out.push(w.who.and_then(|w| {
                         a.name(w)
                             .map(str::to_owned)
                             .or_else(|| unnamed_gender(w).map(|g| format!("({})", g.as_str())))

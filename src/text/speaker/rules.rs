@@ -103,6 +103,18 @@ struct Latent<'t> {
     first_quote: Option<usize>,
 }
 
+/// Who speaks a paragraph's quotes.
+pub(super) struct Decision {
+    /// The speaker of its quotes (but those in `own`).
+    pub(super) speaker: Option<Who>,
+    pub(super) addressee: Option<Who>,
+    /// Quotes with a speaker of their own: (span index, speaker), in span order.
+    pub(super) own: Vec<(usize, Who)>,
+    /// The scorer chose `speaker` among candidates of both genders without
+    /// being sure of the gender: a voice of neither reads it.
+    pub(super) gender_unsure: bool,
+}
+
 /// A paragraph with dialogue, as one turn of a conversation.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Turn {
@@ -132,14 +144,14 @@ pub(super) struct Context<'c, 'a> {
 
 impl Context<'_, '_> {
     /// Speaker of paragraph `i` (default for its quotes), its addressee, and
-    /// quotes with a speaker of their own: (span index, speaker).
+    /// quotes with a speaker of their own.
     pub(super) fn decide(
         &self,
         i: usize,
         previous: Option<usize>,
         prev_is_turn: bool,
         turns: &[Turn],
-    ) -> (Option<Who>, Option<Who>, Vec<(usize, Who)>) {
+    ) -> Decision {
         let p = &self.paragraphs[i];
         let vocative = p
             .spans
@@ -222,10 +234,20 @@ impl Context<'_, '_> {
             if Some(c.who) == vocative
                 && let Some(other) = c.addressee.filter(|a| Some(*a) != vocative)
             {
-                return (Some(other), Some(c.who), own);
+                return Decision {
+                    speaker: Some(other),
+                    addressee: Some(c.who),
+                    own,
+                    gender_unsure: false,
+                };
             }
             if accept(c) {
-                return (Some(c.who), c.addressee, own);
+                return Decision {
+                    speaker: Some(c.who),
+                    addressee: c.addressee,
+                    own,
+                    gender_unsure: false,
+                };
             }
         }
         let recent =
@@ -254,6 +276,7 @@ impl Context<'_, '_> {
         };
         let cascade = self.cascade(&l);
         let mut candidates = self.latent_candidates(&l, cascade);
+        let mut gender_unsure = false;
         let pronoun = someone.map(|c| c.who);
         // A crowd shouts on (“快追！” “别让他们跑了！”); a quote a colon
         // introduced is that unnamed one's; `他问。` is a man's.
@@ -283,12 +306,26 @@ impl Context<'_, '_> {
                     {
                         turn
                     }
-                    best => best.or(pronoun),
+                    Some(best) => {
+                        let genders = &self.attributor.genders;
+                        let share = candidates.gender_share(&scorer::WEIGHTS, best, |w| match w {
+                            Who::Character(k) => gender_slot(genders[k]),
+                            _ => None,
+                        });
+                        gender_unsure = share < scorer::GENDER_SURE;
+                        Some(best)
+                    }
+                    None => pronoun,
                 }
             }
         };
         let addressee = last_speaker.filter(|l| Some(*l) != who && !turns.is_empty());
-        (who, addressee, own)
+        Decision {
+            speaker: who,
+            addressee,
+            own,
+            gender_unsure,
+        }
     }
 
     /// What the rules alone would say of a quote no tag names (one of the

@@ -169,6 +169,31 @@ impl Candidates {
     }
 }
 
+impl Candidates {
+    /// The probability, under `weights`' softmax over the candidates, that
+    /// the speaker has the gender of `best` (`gender` of each candidate; an
+    /// unknown gender agrees with nobody).
+    pub(super) fn gender_share(
+        &self,
+        weights: &[f32; FEATURES],
+        best: Who,
+        gender: impl Fn(Who) -> Option<usize>,
+    ) -> f32 {
+        let scores: Vec<f32> = self.0.iter().map(|c| score(&c.features, weights)).collect();
+        let top = scores.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        let want = gender(best);
+        let (mut same, mut all) = (0.0, 0.0);
+        for (c, s) in self.0.iter().zip(&scores) {
+            let p = (s - top).exp();
+            all += p;
+            if want.is_some() && gender(c.who) == want {
+                same += p;
+            }
+        }
+        if all > 0.0 { same / all } else { 0.0 }
+    }
+}
+
 fn score(features: &[bool; FEATURES], weights: &[f32; FEATURES]) -> f32 {
     features
         .iter()
@@ -177,6 +202,11 @@ fn score(features: &[bool; FEATURES], weights: &[f32; FEATURES]) -> f32 {
         .map(|(_, w)| w)
         .sum()
 }
+
+/// Below this probability that the speaker has the chosen candidate's
+/// gender, the quote is read by a voice of neither gender (the speaker
+/// stays named).
+pub(super) const GENDER_SURE: f32 = 0.7;
 
 /// Weights fitted on WP2021 train without a cast, cut into 6 books
 /// (`scripts/train-speaker-scorer.sh`, in [`FEATURE_NAMES`] order). The
@@ -241,6 +271,29 @@ mod tests {
         assert_eq!(c.best(&w), Some(b), "the only candidate stays");
         c.retain(|_| false);
         assert_eq!(c.best(&w), None);
+    }
+
+    #[test]
+    fn the_gender_share_adds_up_the_candidates_of_the_best_ones_gender() {
+        let (a, b, c) = (Who::Character(0), Who::Character(1), Who::Character(2));
+        // a and c are men, b a woman.
+        let gender = |w: Who| match w {
+            Who::Character(1) => Some(1),
+            _ => Some(0),
+        };
+        let mut cands = Candidates::default();
+        cands.mark(Some(a), Feature::Turn);
+        cands.mark(Some(b), Feature::NextSubject);
+        let even = weights(&[(Feature::Turn, 1.0), (Feature::NextSubject, 1.0)]);
+        assert!((cands.gender_share(&even, a, gender) - 0.5).abs() < 1e-6);
+        let sure = weights(&[(Feature::Turn, 5.0)]);
+        assert!(cands.gender_share(&sure, a, gender) > 0.99);
+        // Another man shares his gender: a man speaks, whichever.
+        cands.mark(Some(c), Feature::Turn);
+        let share = cands.gender_share(&even, a, gender);
+        assert!((share - 2.0 / 3.0).abs() < 1e-6, "{share}");
+        // An unknown gender agrees with nobody.
+        assert_eq!(cands.gender_share(&even, a, |_| None), 0.0);
     }
 
     #[test]
