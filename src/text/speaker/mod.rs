@@ -466,6 +466,24 @@ mod tests {
     }
 
     #[test]
+    fn one_who_hears_someone_unnamed_does_not_speak() {
+        let c = cast(&[("林一舟", &[], M), ("苏晚", &[], F)]);
+        let text = "苏晚走到柜台前。\n这时，她听见柜台后面有个人说：\n“这不是苏晚吗？”";
+        assert_eq!(names(&speakers(&c, text)), ["-"]);
+        // Named after the verb of hearing, that one speaks.
+        let text = "苏晚走到柜台前。\n这时，她听见林一舟在柜台后面说：\n“这不是苏晚吗？”";
+        assert_eq!(names(&speakers(&c, text)), ["林一舟"]);
+    }
+
+    #[test]
+    fn a_subject_after_an_adverb_of_sequence_speaks() {
+        let c = cast(&[("林一舟", &[], M), ("苏晚", &[], F)]);
+        let text =
+            "林一舟走进屋。\n他睡不着，首先苏晚就不能让他安宁，开始骂起了他：\n“你装什么死？”";
+        assert_eq!(names(&speakers(&c, text)), ["苏晚"]);
+    }
+
+    #[test]
     fn a_described_subject_opens_its_clause() {
         let c = cast(&[("林一舟", &[], M), ("苏晚", &[], F)]);
         // 心虚的苏晚 is the subject of the last clause, not 林一舟 of the first.

@@ -636,6 +636,11 @@ impl Context<'_, '_> {
                 other: None,
             });
         }
+        // `她听见柜台后面有个人说：`: one heard whom nobody names; the one
+        // who hears does not speak.
+        if self.hears_someone(i, start, end) {
+            return None;
+        }
         // `他让润叶坐下；一边抱歉地说：` the subject of the sentence before.
         let found = self.subject_in(i, start, end, true).or_else(|| {
             (start > n.start && self.mentions_in(i, start, end).is_empty())
@@ -686,6 +691,22 @@ impl Context<'_, '_> {
                         || voice(m))
             })
             .and_then(|m| m.who)
+    }
+
+    /// True when `text[start..end]` hears someone speak (听见…说) and names
+    /// nobody after the verb of hearing.
+    fn hears_someone(&self, i: usize, start: usize, end: usize) -> bool {
+        let text = self.paragraphs[i].text;
+        HEARING.iter().any(|h| {
+            text[start..end].find(h).is_some_and(|at| {
+                let after = start + at + h.len();
+                has_speech_verb(&text[after..end])
+                    && !self
+                        .mentions_in(i, after, end)
+                        .iter()
+                        .any(|m| m.who.is_some_and(|w| !matches!(w, Who::Someone(_))))
+            })
+        })
     }
 
     /// The one acting at the end of the paragraph before `i`, when that one
