@@ -1022,11 +1022,13 @@ mod tests {
                 "他在石桥镇住了三年，又到石桥镇去了。",
                 "司机周大山说：“上车。”",
                 "周大山笑道：“走。”",
+                "路上面有个妇女问他：“回来了？”",
             ]);
         }
         let found = discovered(&text);
         let names: Vec<&str> = found.iter().map(|d| d.character.name.as_str()).collect();
         assert!(names.contains(&"周大山"), "{names:?}");
+        assert!(!names.iter().any(|n| n.starts_with("路上")), "{names:?}");
         assert!(!names.contains(&"石桥镇"), "{names:?}");
         assert!(!names.contains(&"司机周"), "{names:?}");
     }

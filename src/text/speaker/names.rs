@@ -21,6 +21,19 @@ pub(super) fn has_surname(name: &str) -> bool {
 
 /// Common words that open clauses in speaker positions but name nobody.
 const NOT_NAMES: &[&str] = &[
+    // Where (路上面的地畔上有个妇女问他: no 路上面).
+    "上面",
+    "下面",
+    "里面",
+    "裡面",
+    "外面",
+    "前面",
+    "后面",
+    "後面",
+    "对面",
+    "對面",
+    "旁边",
+    "旁邊",
     // How one speaks (小声说, 低声道).
     "小声",
     "小聲",
