@@ -693,10 +693,11 @@ impl Context<'_, '_> {
             .and_then(|m| m.who)
     }
 
-    /// True when `text[start..end]` hears someone speak (听见…说) and names
-    /// nobody after the verb of hearing.
+    /// True when the last clause of `text[start..end]` hears someone speak
+    /// (听见…说) and names nobody after the verb of hearing.
     fn hears_someone(&self, i: usize, start: usize, end: usize) -> bool {
         let text = self.paragraphs[i].text;
+        let start = clause_start(text, end, start);
         HEARING.iter().any(|h| {
             text[start..end].find(h).is_some_and(|at| {
                 let after = start + at + h.len();
