@@ -32,9 +32,10 @@ fn preview_prints_the_script_and_writes_the_default_file() {
         None,
     );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    // 她, named nowhere: a woman nobody named, read by the female voice.
     assert_eq!(
         text(&out.stdout),
-        "[narration → narrator] 她问：\n[dialogue → dialogue] “灯还亮着吗？”\n[narration → narrator] 他点点头。\n"
+        "[narration → narrator] 她问：\n[dialogue → female] “灯还亮着吗？”\n[narration → narrator] 他点点头。\n"
     );
     let wav = dir.path().join("output/preview.wav");
     assert!(wav::duration_s(&wav) > 1.5);
