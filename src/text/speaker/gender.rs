@@ -312,6 +312,9 @@ const NOT_TITLES: &[&str] = &[
 ];
 /// Titles and roles right before a name (丫头平儿, 小厮茗烟, 他妹妹探春).
 const FEMALE_BEFORE: &[&str] = &[
+    // he takes her as a wife
+    "娶了",
+    "娶",
     "丫头子",
     "丫头",
     "丫頭",
@@ -353,15 +356,65 @@ const FEMALE_BEFORE: &[&str] = &[
     "姨媽",
 ];
 const MALE_BEFORE: &[&str] = &[
-    "书童", "書童", "小厮", "小廝", "儿子", "兒子", "哥哥", "弟弟", "兄弟", "侄儿", "侄兒", "丈夫",
-    "老爷", "老爺", "公子", "少爷", "少爺", "先生", "小子", "汉子", "漢子", "和尚", "道士", "父亲",
-    "父親", "爸爸", "叔叔", "伯伯", "男人", "男孩", "后生", "後生", "老汉", "老漢",
+    "嫁给",
+    "嫁給",
+    "嫁给了",
+    "嫁給了", // she marries him
+    "书童",
+    "書童",
+    "小厮",
+    "小廝",
+    "儿子",
+    "兒子",
+    "哥哥",
+    "弟弟",
+    "兄弟",
+    "侄儿",
+    "侄兒",
+    "丈夫",
+    "老爷",
+    "老爺",
+    "公子",
+    "少爷",
+    "少爺",
+    "先生",
+    "小子",
+    "汉子",
+    "漢子",
+    "和尚",
+    "道士",
+    "父亲",
+    "父親",
+    "爸爸",
+    "叔叔",
+    "伯伯",
+    "男人",
+    "男孩",
+    "后生",
+    "後生",
+    "老汉",
+    "老漢",
 ];
 /// Verbs that name someone just introduced (书童名唤茗烟).
 const NAMING: &[&str] = &["名唤", "名喚", "名叫", "叫做", "唤作", "喚作", "名字叫"];
 /// `<name>的丈夫` makes a woman, `<name>的媳妇` a man.
-const HAS_HUSBAND: &[&str] = &["的丈夫", "的男人", "的女婿", "的老公"];
+const HAS_HUSBAND: &[&str] = &[
+    "的丈夫",
+    "的男人",
+    "的女婿",
+    "的老公", // and a woman marries or carries a child:
+    "嫁给",
+    "嫁給",
+    "出嫁",
+    "怀孕",
+    "懷孕",
+    "怀了孕",
+    "懷了孕",
+];
 const HAS_WIFE: &[&str] = &[
+    // a man takes a wife:
+    "娶了",
+    "娶",
     "的妻子",
     "的媳妇",
     "的媳婦",
@@ -1125,6 +1178,25 @@ mod tests {
         assert_eq!(got[0].0, Gender::Male, "{:?}", got[0].1);
         assert_eq!(got[0].1.male_titles, 1);
         assert_eq!(got[1].1.female_titles, 1);
+    }
+
+    #[test]
+    fn marrying_says_who_is_the_bride() {
+        let got = guessed(
+            &[("墨川", &[]), ("青禾", &[]), ("远山", &[]), ("晚晴", &[])],
+            &[
+                "第二年，青禾嫁给了墨川。",
+                "远山娶了晚晴。",
+                "墨川道：“走。”",
+                "青禾道：“好。”",
+            ],
+        );
+        let titles: Vec<(u32, u32)> = got
+            .iter()
+            .map(|g| (g.1.female_titles as u32, g.1.male_titles as u32))
+            .collect();
+        // 墨川 and 远山 marry a woman, 青禾 and 晚晴 a man.
+        assert_eq!(titles, [(0, 1), (1, 0), (0, 1), (1, 0)]);
     }
 
     #[test]

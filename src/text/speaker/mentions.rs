@@ -260,8 +260,9 @@ impl Attributor {
                 }
                 Pattern::Crowd(c) => (Some(Who::Crowd(c)), None),
                 Pattern::Unnamed(g, kind) => {
-                    // 他妈的 is an oath, not his mother.
-                    if text[end..].starts_with('的') && text[start..end].starts_with(['他', '她'])
+                    // 他妈的, 他娘的 are oaths, not his mother (她妈的病 is hers).
+                    if text[end..].starts_with('的')
+                        && matches!(&text[start..end], "他妈" | "他媽" | "他娘")
                     {
                         continue;
                     }

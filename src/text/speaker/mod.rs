@@ -462,6 +462,7 @@ mod tests {
                 .count()
         };
         assert_eq!(views_of("林一舟骂了一声他妈的，走了。"), 0);
+        assert_eq!(views_of("林一舟问起她妈的病。"), 1);
         assert_eq!(views_of("林一舟看见他妈在门口。"), 1);
     }
 
