@@ -121,6 +121,10 @@ pub struct GenderEvidence {
     /// 她 / 他 opening a clause after the name (co-referring pronouns).
     pub she: usize,
     pub he: usize,
+    /// 她 / 他 right after the name as a subject (少平他妈, 润叶她二爸): a
+    /// resumptive pronoun, the name's own.
+    pub she_after: usize,
+    pub he_after: usize,
     /// Titles and kinship terms around the name (丫头平儿, 宝姐姐, 润叶姐,
     /// 少平哥, 小厮茗烟, …的丈夫 / …的媳妇), including how others address it.
     pub female_titles: usize,
@@ -188,8 +192,10 @@ impl GenderEvidence {
             ),
             None => (1.0, HE_WITHOUT_SHE),
         };
-        let mut f = she * self.she as f32 + 2.0 * self.female_titles as f32;
-        let mut m = he * self.he as f32 + 2.0 * self.male_titles as f32;
+        // A resumptive 他 says little where the book writes 他 for everyone.
+        let he_after = if self.book_has_she { self.he_after } else { 0 };
+        let mut f = she * self.she as f32 + 2.0 * (self.female_titles + self.she_after) as f32;
+        let mut m = he * self.he as f32 + 2.0 * (self.male_titles + he_after) as f32;
         let prior = if self.name_strong { 8.0 } else { 1.5 };
         match self.name {
             Gender::Female => f += prior,
@@ -205,8 +211,8 @@ impl GenderEvidence {
     }
 
     /// The evidence in a line: `gender female, confidence 0.87: 她 12, 他 3,
-    /// titles 4 female / 0 male, name female (weak), words around female
-    /// (+0.152 over 340)`.
+    /// right after 2 / 0, titles 4 female / 0 male, name female (weak), words
+    /// around female (+0.152 over 340)`.
     pub fn note(&self) -> String {
         let guess = self.guess();
         let name = match (self.name, self.name_strong) {
@@ -218,8 +224,8 @@ impl GenderEvidence {
             (g, false) => format!("{} (weak)", g.as_str()),
         };
         format!(
-            "gender {}, confidence {:.2}: 她 {}, 他 {}{}, titles {} female / {} male, name {name}, \
-             words around {} ({:+.3} over {})",
+            "gender {}, confidence {:.2}: 她 {}, 他 {}{}, right after {} / {}, titles {} female / {} male, \
+             name {name}, words around {} ({:+.3} over {})",
             guess.gender.as_str(),
             guess.confidence,
             self.she,
@@ -229,6 +235,8 @@ impl GenderEvidence {
             } else {
                 " (book writes no 她)"
             },
+            self.she_after,
+            self.he_after,
             self.female_titles,
             self.male_titles,
             match self.context() {
@@ -561,6 +569,15 @@ pub fn guess_genders(found: &mut [Discovered], chapters: &[Vec<ParagraphView<'_>
                         opens_clause(&p.text[clause_start(p.text, m.start(), 0)..m.start()]);
                     if subject && !any_prefix(after, POSSESSIVE) {
                         last = Some((i, m.end()));
+                    }
+                    // 少平他妈, 润叶她二爸, 金秀她一下子…: a pronoun right after
+                    // a subject is that one's (not 告诉少平她…: no subject).
+                    if subject && !any_prefix(after, &["他们", "她们", "他們", "她們"]) {
+                        if after.starts_with('他') {
+                            e.he_after += 1;
+                        } else if after.starts_with('她') {
+                            e.she_after += 1;
+                        }
                     }
                 }
                 None => {
@@ -1178,6 +1195,23 @@ mod tests {
         assert_eq!(got[0].0, Gender::Male, "{:?}", got[0].1);
         assert_eq!(got[0].1.male_titles, 1);
         assert_eq!(got[1].1.female_titles, 1);
+    }
+
+    #[test]
+    fn a_pronoun_right_after_a_subject_is_its_own() {
+        let got = guessed(
+            &[("青禾", &[]), ("墨川", &[])],
+            &[
+                "青禾她妈早就回来了。",
+                "墨川他一下子站了起来。",
+                // Not a subject: 她 is someone else.
+                "他告诉墨川她要走了。",
+            ],
+        );
+        assert_eq!((got[0].1.she_after, got[0].1.he_after), (1, 0));
+        assert_eq!((got[1].1.she_after, got[1].1.he_after), (0, 1));
+        assert_eq!(got[0].0, Gender::Female, "{:?}", got[0].1);
+        assert_eq!(got[1].0, Gender::Male, "{:?}", got[1].1);
     }
 
     #[test]
