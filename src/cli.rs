@@ -1,6 +1,10 @@
 //! Command-line arguments (clap derive). Every option can also come from a
 //! `TINGSHU_*` environment variable.
 
+// Doc comments here are clap's help text, where <book> and <stem> are
+// literal placeholders, not HTML.
+#![allow(rustdoc::invalid_html_tags)]
+
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};

@@ -1,6 +1,10 @@
 //! The names of what a render writes: the book's folder, chapter files.
 //! Titles come from books, so every name is made safe for any file system.
 
+// Doc comments here are clap's help text, where <book> and <stem> are
+// literal placeholders, not HTML.
+#![allow(rustdoc::invalid_html_tags)]
+
 use std::path::{Path, PathBuf};
 
 /// The hidden folder in a book directory that holds the batch state, the

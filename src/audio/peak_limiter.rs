@@ -30,7 +30,7 @@ pub fn limit(samples: &mut [f32], ceiling: f32, sample_rate: u32) {
     apply(samples, &mut peaks, &gains, |_, _, _| ());
 }
 
-/// The largest absolute sample of every block of [`BLOCK`] samples.
+/// The largest absolute sample of every block of `BLOCK` samples.
 pub fn block_peaks(samples: &[f32]) -> Vec<f32> {
     samples.chunks(BLOCK).map(peak).collect()
 }

@@ -55,7 +55,7 @@ pub struct StudioOptions {
     pub lexicon: PathBuf,
     /// The line overrides read and written (may not exist yet).
     pub overrides: PathBuf,
-    /// Renders go to OUT/<stem>/, the synthesis cache to OUT/.cache.
+    /// Renders go to `OUT/<stem>/`, the synthesis cache to `OUT/.cache`.
     pub out: PathBuf,
     pub token: String,
     /// The names accepted in the `Host` header (DNS rebinding).

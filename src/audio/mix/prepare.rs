@@ -193,7 +193,7 @@ pub fn prepare(clip: AudioClip, rate: u32) -> PreparedClip {
     }
 }
 
-/// [`SegmentAudio`] whose chunks went through [`prepare`].
+/// `SegmentAudio` whose chunks went through [`prepare`].
 #[derive(Debug, Clone)]
 pub struct PreparedSegment {
     /// Narration or dialogue.

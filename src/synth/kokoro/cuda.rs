@@ -132,7 +132,7 @@ pub fn library_dirs(files: &KokoroFiles) -> Vec<PathBuf> {
 }
 
 /// The libraries to load before the provider: the first of each name in
-/// `dirs`, in the order of [`PRELOAD`].
+/// `dirs`, in the order of `PRELOAD`.
 pub fn libraries(dirs: &[PathBuf]) -> Vec<PathBuf> {
     let mut found: Vec<(usize, String, PathBuf)> = Vec::new();
     for dir in dirs {

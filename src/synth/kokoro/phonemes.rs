@@ -435,7 +435,7 @@ fn from_ipa(ipa: &str) -> String {
 }
 
 /// Whether speakable pinyin has a Latin token (what [`phonemize`] reads
-/// with [`latin`]).
+/// with `latin`).
 pub fn has_latin(pinyin: &str) -> bool {
     pinyin.split_whitespace().any(|token| {
         let body = token.trim_end_matches(|c: char| punctuation(c).is_some());

@@ -11,13 +11,13 @@
 //! ONNX Runtime's `Sin` costs about 2 ns a value on this CPU, ten times its
 //! `Tanh`, and the four element-wise passes around it each read and write
 //! the whole tensor again: on 2 cores the chains took about a fifth of an
-//! inference. [`fuse_graph`] replaces each chain by one `Snake(x, α, 1/α)`
-//! node of tingshu's domain ([`super::DOMAIN`]), which [`Snake`] computes
+//! inference. `fuse_graph` replaces each chain by one `Snake(x, α, 1/α)`
+//! node of tingshu's domain ([`super::DOMAIN`]), which `Snake` computes
 //! in one pass over the tensor, on ONNX Runtime's own threads.
 //!
 //! The same bits: every product and sum is the one the graph makes, in
 //! the same order, and the sine is ONNX Runtime's own, written again
-//! ([`ort_sin`]): its build computes `Sin` with Eigen's vectorized sine four
+//! (`ort_sin`): its build computes `Sin` with Eigen's vectorized sine four
 //! values at a time and the C library's `sinf` for a tensor's last
 //! (length mod 4) values, and so does this operator. Tests check the sine
 //! and a fused graph against ONNX Runtime bit for bit, and the CLI tests
@@ -277,7 +277,7 @@ fn compute(ctx: &ComputeContext) -> ort::Result<()> {
 
 /// `y = x + β·sin²(α·x)` for one channel's `x`, the products and sums as
 /// the model's graph makes them (β is the graph's 1/α) and the sine as
-/// ONNX Runtime's `Sin` computes it ([`ort_sin`]): the values from
+/// ONNX Runtime's `Sin` computes it (`ort_sin`): the values from
 /// `vector_len` on are the tensor's last few, which ONNX Runtime computes
 /// one by one with the C library's `sinf` (as `f32::sin` does here).
 pub fn snake_row(x: &[f32], y: &mut [f32], alpha: f32, beta: f32, vector_len: usize) {

@@ -7,7 +7,7 @@
 //! of two, so Bluestein's: the frame times a chirp, a 64-point FFT, a
 //! product with the chirp filter's FFT, an inverse FFT, the chirp again),
 //! allocating and clearing its buffers per frame on one thread: 59 ms of a
-//! 0.98 s inference for 4.6 s of audio. [`Stft`] does the same steps, in the
+//! 0.98 s inference for 4.6 s of audio. `Stft` does the same steps, in the
 //! same order with the same twiddles and the C library's `sinf`/`cosf` for
 //! them, once per frame on ONNX Runtime's threads; the filter and twiddles
 //! are computed once a call. The steps were read from ONNX Runtime's
