@@ -223,6 +223,13 @@ impl Attributor {
             previous = Some(i);
             adjacent = true;
         }
+        // A chapter that writes no 她 writes 他 for women too (classical
+        // texts): a man unnamed may be a woman, read by a voice of neither.
+        if !paragraphs.iter().any(|p| p.text.contains('她')) {
+            for s in out.iter_mut().flatten() {
+                s.gender_unsure |= s.who == Some(Who::Someone(0));
+            }
+        }
         out
     }
 }
@@ -445,6 +452,29 @@ mod tests {
         let c = cast(&[("林一舟", &[], M), ("老周", &[], M)]);
         let text = "林一舟蹲在码头边，老汉抽了一口烟，说：“要下雨了。”";
         assert_eq!(names(&speakers(&c, text)), ["林一舟"]);
+    }
+
+    #[test]
+    fn in_a_chapter_without_she_an_unnamed_he_is_of_either_gender() {
+        let c = cast(&[("林一舟", &[], M)]);
+        let lines = "林一舟坐在门口。\n他嫂子笑道：\n“回来了？”\n他父亲问：\n“吃了吗？”";
+        let spoken = |text: &str| {
+            let lines: Vec<&str> = text.lines().collect();
+            let spans = test_spans(&lines);
+            let views = test_views(&lines, &spans);
+            Attributor::new(&c)
+                .attribute(&views)
+                .concat()
+                .into_iter()
+                .filter(|s| s.who.is_some())
+                .map(|s| (s.who.and_then(unnamed_gender), s.gender_unsure))
+                .collect::<Vec<_>>()
+        };
+        // 他嫂子 is a woman whatever the book writes; 他父亲 a man, unless
+        // the book writes 他 for everyone, where a man unnamed is a guess.
+        assert_eq!(spoken(lines), [(Some(F), false), (Some(M), true)],);
+        let with_she = format!("{lines}\n她笑了。");
+        assert_eq!(spoken(&with_she), [(Some(F), false), (Some(M), false)],);
     }
 
     #[test]
