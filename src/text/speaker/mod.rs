@@ -478,6 +478,18 @@ mod tests {
     }
 
     #[test]
+    fn one_who_calls_herself_laoniang_is_a_woman() {
+        let c = cast(&[("林一舟", &[], M), ("苏晚", &[], F)]);
+        let text = "苏晚站在门口，林一舟走了过来。\n“老娘等你半天了！”";
+        assert_eq!(names(&speakers(&c, text)), ["苏晚"]);
+        let text = "苏晚站在门口，林一舟走了过来。\n“等你半天了！”";
+        assert_eq!(names(&speakers(&c, text)), ["林一舟"]);
+        // His father is not himself.
+        let text = "苏晚站在门口，林一舟走了过来。\n“你老娘等你半天了！”";
+        assert_eq!(names(&speakers(&c, text)), ["林一舟"]);
+    }
+
+    #[test]
     fn an_oath_is_no_mother() {
         let c = cast(&[("林一舟", &[], M)]);
         let views_of = |text: &'static str| {

@@ -284,11 +284,18 @@ impl Context<'_, '_> {
             Some(crowd @ Who::Crowd(_)) => Some(crowd),
             _ if introduced => pronoun,
             _ => {
+                let genders = &self.attributor.genders;
+                let of_slot = |slot| move |w: Who| matches!(w, Who::Character(k) if gender_slot(genders[k]) == Some(slot));
                 if let Some(Who::Someone(slot)) = pronoun {
-                    let genders = &self.attributor.genders;
-                    candidates.retain(
-                        |w| matches!(w, Who::Character(k) if gender_slot(genders[k]) == Some(slot)),
-                    );
+                    candidates.retain(of_slot(slot));
+                }
+                // “…叫老娘…”: one who calls herself 老娘 is a woman, 老子 a man
+                // (when one of that gender is a candidate).
+                if let Some(slot) = first_quote
+                    .and_then(|k| self_reference(p.spans[k].text(p.text)))
+                    .filter(|slot| candidates.0.iter().any(|c| of_slot(*slot)(c.who)))
+                {
+                    candidates.retain(of_slot(slot));
                 }
                 self.trace(i, cascade, &candidates);
                 // One who just asked does not answer (“船票呢？” / 林一舟掏出船票。
@@ -942,6 +949,23 @@ impl Context<'_, '_> {
     }
 }
 
+/// The gender slot of one who names themselves by a brash word in `quote`:
+/// 老娘 a woman, 老子 a man — not 你老子 (your father), 老娘们 (women),
+/// 老子曰 (the sage).
+fn self_reference(quote: &str) -> Option<usize> {
+    for (word, slot) in [("老娘", 1), ("老子", 0)] {
+        for (at, _) in quote.match_indices(word) {
+            let before = quote[..at].chars().next_back();
+            let after = &quote[at + word.len()..];
+            let owned = before.is_some_and(|c| "你他她我的们們咱俺".contains(c));
+            if !owned && !after.starts_with(['们', '們', '家', '曰']) {
+                return Some(slot);
+            }
+        }
+    }
+    None
+}
+
 /// `“你吃了饭没？”贾冰问。` / `“吃了。”他说。`: a 他 after a reply (a quote
 /// opening the paragraph right after a turn) is not the one who spoke the
 /// turn before, but the other one.
@@ -1001,4 +1025,23 @@ fn other_mention(mentions: &[Mention], who: Option<Who>) -> Option<Who> {
         .iter()
         .filter_map(|m| m.who)
         .find(|w| Some(*w) != who && matches!(w, Who::Character(_)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::self_reference;
+
+    #[test]
+    fn brash_self_reference_and_what_is_not() {
+        assert_eq!(self_reference("“老娘偏不走！”"), Some(1));
+        assert_eq!(self_reference("“这事老子说了算。”"), Some(0));
+        for not in [
+            "“你老子回来了。”",
+            "“那些老娘们懂什么。”",
+            "“老子曰：道可道。”",
+            "“我老娘病了。”",
+        ] {
+            assert_eq!(self_reference(not), None, "{not}");
+        }
+    }
 }
