@@ -696,6 +696,8 @@ fn segment_json(s: &crate::text::Segment, config: &VoicesConfig) -> Value {
     json!({
         "kind": kind_name(s.kind),
         "speaker": s.speaker,
+        "unnamed": s.unnamed,
+        "gender_unsure": s.gender_unsure,
         "text": s.text,
         "voice": config.segment_voice(s),
     })

@@ -1517,6 +1517,47 @@ async fn the_page_shows_a_found_characters_gender_and_why() {
 }
 
 #[tokio::test]
+async fn the_page_labels_someone_the_book_does_not_name() {
+    let fixture = Fixture::new();
+    std::fs::write(
+        fixture.path("山路.txt"),
+        "第一章 山路\n　　韩小雨走进院子。\n　　她母亲在屋里问：\n　　“回来了？”\n　　“回来了。”韩小雨说。\n",
+    )
+    .unwrap();
+    let studio = Studio::start(&fixture);
+    // Her mother: no name, a woman's voice.
+    let chapter = get_json(&studio, "/api/chapters/1").await;
+    let quotes: Vec<&Value> = chapter["paragraphs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|p| p["segments"].as_array().unwrap())
+        .filter(|s| s["kind"] == "dialogue")
+        .collect();
+    assert_eq!(quotes.len(), 2, "{chapter}");
+    assert_eq!(quotes[0]["speaker"], Value::Null, "{chapter}");
+    assert_eq!(quotes[0]["unnamed"], "female", "{chapter}");
+    assert_eq!(quotes[0]["voice"], "female", "{chapter}");
+    assert_eq!(quotes[1]["speaker"], "韩小雨", "{chapter}");
+    assert_eq!(quotes[1]["unnamed"], Value::Null, "{chapter}");
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    browser
+        .call(reqwest::Method::POST, "/url", json!({"url": studio.url}))
+        .await;
+    browser.wait_for("return document.body.dataset.ready").await;
+    let labels = browser
+        .script("return [...document.querySelectorAll('.para .who')].map(b => b.textContent)")
+        .await;
+    assert_eq!(labels, json!(["? (a woman)", "韩小雨"]));
+    let titles = browser
+        .script("return [...document.querySelectorAll('.para .seg.dialogue')].map(s => s.title)")
+        .await;
+    assert_eq!(titles, json!(["dialogue → female", "dialogue → female"]));
+}
+
+#[tokio::test]
 async fn the_page_works_in_a_real_browser() {
     let Some(browser) = Browser::start().await else {
         return;

@@ -166,7 +166,8 @@ async function openChapter(n) {
       if (s.kind === "dialogue") {
         for (const [k, v] of Object.entries(colours(s.speaker || "?"))) seg.style.setProperty(k, v);
         seg.dataset.speaker = s.speaker || "";
-        const who = el("b", { class: "who", style: colours(s.speaker || "?") }, s.speaker || "?");
+        const who = el("b", { class: "who", style: colours(s.speaker || "?") }, speakerLabel(s));
+        if (s.gender_unsure) who.title = "a guess between a man and a woman: read by a voice of neither";
         para.append(who);
       }
       seg.append(s.text);
@@ -192,6 +193,16 @@ function onParagraph(para) {
       previewStream({ chapter: state.chapter, paragraphs: [paragraph, paragraph] }, para);
     }
   }
+}
+
+// Who a quote's label names: the speaker (with "?" when the attribution
+// could not tell a man from a woman), or someone the book does not name
+// but whose gender it says (她父亲说：).
+function speakerLabel(s) {
+  if (s.speaker) return s.gender_unsure ? `${s.speaker}?` : s.speaker;
+  if (s.unnamed === "female") return "? (a woman)";
+  if (s.unnamed === "male") return "? (a man)";
+  return "?";
 }
 
 // The line editor: the paragraph's text as it is read now, and its speaker.
