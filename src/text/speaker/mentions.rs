@@ -79,8 +79,13 @@ pub(super) struct Mention {
     pub(super) pronoun: Option<Gender>,
     /// For 他/她: the other character of that gender named lately.
     pub(super) other: Option<Who>,
+}
+
+impl Mention {
     /// A word for a person not named (父亲, 女人) that names nobody of the cast.
-    pub(super) unnamed: bool,
+    pub(super) fn unnamed(&self) -> bool {
+        matches!(self.who, Some(Who::Unnamed(_)))
+    }
 }
 
 /// The matcher over a cast's names and aliases, the crowds and 他/她, with
@@ -209,7 +214,6 @@ impl Attributor {
         for m in self.matcher.find_iter(narration) {
             let (mut start, end) = (span.start + m.start(), span.start + m.end());
             let mut other = None;
-            let mut unnamed = false;
             let (who, pronoun) = match self.patterns[m.pattern().as_usize()] {
                 Pattern::Name(c) | Pattern::TitledName(c, _) => {
                     // 司机金俊海, 副书记金俊山, 他媳妇银花: a title or kin
@@ -218,7 +222,7 @@ impl Attributor {
                     if let Some(last) = out.last()
                         && last.end == start
                         && last.who.is_some_and(|w| w != Who::Character(c))
-                        && (last.unnamed || is_role_word(&text[last.start..last.end]))
+                        && (last.unnamed() || is_role_word(&text[last.start..last.end]))
                     {
                         start = last.start;
                         out.pop();
@@ -281,8 +285,7 @@ impl Attributor {
                     let named = (kind == Unnamed::Described)
                         .then(|| last.named_subject(slot, paragraph))
                         .flatten();
-                    unnamed = named.is_none();
-                    (Some(named.map_or(Who::Someone(slot), Who::Character)), None)
+                    (Some(named.map_or(Who::Unnamed(slot), Who::Character)), None)
                 }
                 Pattern::Pronoun(g) => {
                     let slot = gender_slot(g);
@@ -322,7 +325,6 @@ impl Attributor {
                 who,
                 pronoun,
                 other,
-                unnamed,
             });
         }
     }

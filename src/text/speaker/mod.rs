@@ -67,14 +67,17 @@ pub enum Who {
     Crowd(usize),
     /// 他 (0) or 她 (1) that names nobody in the cast: someone, unnamed.
     Someone(usize),
+    /// A man (0) or a woman (1) the narration names by a word, not a name
+    /// (她父亲, 那姑娘): someone unnamed whose gender the word says.
+    Unnamed(usize),
 }
 
 /// The gender of someone unnamed (他 0, 她 1): a tag such as `她父亲说：`
 /// or a pronoun nobody of the cast stands for.
 pub fn unnamed_gender(who: Who) -> Option<Gender> {
     match who {
-        Who::Someone(0) => Some(Gender::Male),
-        Who::Someone(1) => Some(Gender::Female),
+        Who::Someone(0) | Who::Unnamed(0) => Some(Gender::Male),
+        Who::Someone(1) | Who::Unnamed(1) => Some(Gender::Female),
         _ => None,
     }
 }
@@ -124,7 +127,7 @@ impl Attributor {
         match who {
             Who::Character(i) => Some(&self.names[i]),
             Who::Crowd(i) => Some(CROWDS[i]),
-            Who::Someone(_) => None,
+            Who::Someone(_) | Who::Unnamed(_) => None,
         }
     }
 
@@ -224,7 +227,8 @@ impl Attributor {
             adjacent = true;
         }
         // A chapter that writes no 她 writes 他 for women too (classical
-        // texts): a man unnamed may be a woman, read by a voice of neither.
+        // texts): a 他 nobody was named for may be a woman, read by a voice
+        // of neither (not 他父亲: the word says a man).
         if !paragraphs.iter().any(|p| p.text.contains('她')) {
             for s in out.iter_mut().flatten() {
                 s.gender_unsure |= s.who == Some(Who::Someone(0));
@@ -456,13 +460,11 @@ mod tests {
 
     #[test]
     fn in_a_chapter_without_she_an_unnamed_he_is_of_either_gender() {
-        let c = cast(&[("林一舟", &[], M)]);
-        let lines = "林一舟坐在门口。\n他嫂子笑道：\n“回来了？”\n他父亲问：\n“吃了吗？”";
-        let spoken = |text: &str| {
+        let spoken = |c: &Cast, text: &str| {
             let lines: Vec<&str> = text.lines().collect();
             let spans = test_spans(&lines);
             let views = test_views(&lines, &spans);
-            Attributor::new(&c)
+            Attributor::new(c)
                 .attribute(&views)
                 .concat()
                 .into_iter()
@@ -470,11 +472,17 @@ mod tests {
                 .map(|s| (s.who.and_then(unnamed_gender), s.gender_unsure))
                 .collect::<Vec<_>>()
         };
-        // 他嫂子 is a woman whatever the book writes; 他父亲 a man, unless
-        // the book writes 他 for everyone, where a man unnamed is a guess.
-        assert_eq!(spoken(lines), [(Some(F), false), (Some(M), true)],);
-        let with_she = format!("{lines}\n她笑了。");
-        assert_eq!(spoken(&with_she), [(Some(F), false), (Some(M), false)],);
+        // 他嫂子 is a woman and 他父亲 a man whatever the book writes.
+        let c = cast(&[("林一舟", &[], M)]);
+        let kin = "林一舟坐在门口。\n他嫂子笑道：\n“回来了？”\n他父亲问：\n“吃了吗？”";
+        assert_eq!(spoken(&c, kin), [(Some(F), false), (Some(M), false)]);
+        // A 他 nobody was named for is a guess where the book writes 他 for
+        // everyone (no 她 in the chapter), a man where it writes 她 too.
+        let c = cast(&[("苏晚", &[], F)]);
+        let pronoun = "门口坐着一个人。\n他笑道：\n“回来了？”";
+        assert_eq!(spoken(&c, pronoun), [(Some(M), true)]);
+        let with_she = format!("{pronoun}\n她笑了。");
+        assert_eq!(spoken(&c, &with_she), [(Some(M), false)]);
     }
 
     #[test]
@@ -500,7 +508,7 @@ mod tests {
             a.chapter_mentions(&views)
                 .concat()
                 .iter()
-                .filter(|m| m.unnamed)
+                .filter(|m| m.unnamed())
                 .count()
         };
         assert_eq!(views_of("林一舟骂了一声他妈的，走了。"), 0);

@@ -224,7 +224,7 @@ impl Context<'_, '_> {
         // turns may tell.
         let mut someone: Option<Candidate> = None;
         for c in order.into_iter().flatten().map(reply) {
-            if let Who::Someone(_) = c.who {
+            if let Who::Someone(_) | Who::Unnamed(_) = c.who {
                 someone = someone.or(Some(c));
                 continue;
             }
@@ -286,7 +286,7 @@ impl Context<'_, '_> {
             _ => {
                 let genders = &self.attributor.genders;
                 let of_slot = |slot| move |w: Who| matches!(w, Who::Character(k) if gender_slot(genders[k]) == Some(slot));
-                if let Some(Who::Someone(slot)) = pronoun {
+                if let Some(Who::Someone(slot) | Who::Unnamed(slot)) = pronoun {
                     candidates.retain(of_slot(slot));
                 }
                 // “…叫老娘…”: one who calls herself 老娘 is a woman, 老子 a man
@@ -309,7 +309,7 @@ impl Context<'_, '_> {
                     Some(best)
                         if prev_is_turn
                             && Some(best) == last_speaker
-                            && matches!(turn, Some(Who::Someone(_))) =>
+                            && matches!(turn, Some(Who::Someone(_) | Who::Unnamed(_))) =>
                     {
                         turn
                     }
@@ -399,7 +399,7 @@ impl Context<'_, '_> {
     /// character known to be of the other gender.
     fn fits_pronoun(&self, someone: Option<Who>, w: Who) -> bool {
         match (someone, w) {
-            (Some(Who::Someone(slot)), Who::Character(c)) => {
+            (Some(Who::Someone(slot) | Who::Unnamed(slot)), Who::Character(c)) => {
                 gender_slot(self.attributor.genders[c]).is_none_or(|s| s == slot)
             }
             _ => true,
@@ -709,10 +709,10 @@ impl Context<'_, '_> {
             text[start..end].find(h).is_some_and(|at| {
                 let after = start + at + h.len();
                 has_speech_verb(&text[after..end])
-                    && !self
-                        .mentions_in(i, after, end)
-                        .iter()
-                        .any(|m| m.who.is_some_and(|w| !matches!(w, Who::Someone(_))))
+                    && !self.mentions_in(i, after, end).iter().any(|m| {
+                        m.who
+                            .is_some_and(|w| matches!(w, Who::Character(_) | Who::Crowd(_)))
+                    })
             })
         })
     }
@@ -941,7 +941,7 @@ impl Context<'_, '_> {
             // one spoken to (几乎是对着她喊：).
             None => mentions.iter().find(|m| {
                 m.who.is_some()
-                    && !m.unnamed
+                    && !m.unnamed()
                     && !after_preposition(text[..m.start].trim_end_matches(['着', '著']))
             })?,
         };
@@ -983,7 +983,8 @@ fn reply_to(c: Candidate, after_turn: bool, last_speaker: Option<Who>) -> Candid
 /// A candidate may speak unless it is someone unnamed, or the one the quote
 /// calls by name without a strong tag saying so.
 fn acceptable(c: Candidate, vocative: Option<Who>) -> bool {
-    !matches!(c.who, Who::Someone(_)) && (Some(c.who) != vocative || c.strength == Strength::Strong)
+    !matches!(c.who, Who::Someone(_) | Who::Unnamed(_))
+        && (Some(c.who) != vocative || c.strength == Strength::Strong)
 }
 
 /// The speaker of the next turn from the turns so far: the one addressed by

@@ -119,7 +119,7 @@ pub(super) struct Candidates(pub(super) Vec<Candidate>);
 impl Candidates {
     /// Marks `who` with `feature`, adding it as a candidate if it is new.
     pub(super) fn mark(&mut self, who: Option<Who>, feature: Feature) {
-        let Some(who) = who.filter(|w| !matches!(w, Who::Someone(_))) else {
+        let Some(who) = who.filter(|w| !matches!(w, Who::Someone(_) | Who::Unnamed(_))) else {
             return;
         };
         let at = match self.0.iter().position(|c| c.who == who) {
