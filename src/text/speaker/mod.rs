@@ -229,9 +229,10 @@ impl Attributor {
         // A chapter that writes no 她 writes 他 for women too (classical
         // texts): a 他 nobody was named for may be a woman, read by a voice
         // of neither (not 他父亲: the word says a man).
-        if !paragraphs.iter().any(|p| p.text.contains('她')) {
+        let someone = |s: &Spoken| s.who == Some(Who::Someone(0));
+        if out.iter().flatten().any(someone) && !paragraphs.iter().any(|p| p.text.contains('她')) {
             for s in out.iter_mut().flatten() {
-                s.gender_unsure |= s.who == Some(Who::Someone(0));
+                s.gender_unsure |= someone(s);
             }
         }
         out
@@ -294,27 +295,38 @@ mod tests {
         }
     }
 
-    /// Speakers of every dialogue span, paragraph by paragraph.
-    fn speakers(cast: &Cast, text: &str) -> Vec<Option<String>> {
+    /// Who speaks every dialogue span, paragraph by paragraph, and the
+    /// attributor that found them.
+    fn spoken(cast: &Cast, text: &str) -> (Attributor, Vec<Spoken>) {
         let lines: Vec<&str> = text.lines().collect();
         let spans = test_spans(&lines);
         let views = test_views(&lines, &spans);
         let a = Attributor::new(cast);
         let result = a.attribute(&views);
-        let mut out = Vec::new();
-        for (p, who) in views.iter().zip(result) {
-            for (s, w) in p.spans.iter().zip(who) {
-                if s.kind == SegmentKind::Dialogue {
-                    // Someone unnamed by gender: (male), (female).
-                    out.push(w.who.and_then(|w| {
-                        a.name(w)
-                            .map(str::to_owned)
-                            .or_else(|| unnamed_gender(w).map(|g| format!("({})", g.as_str())))
-                    }));
-                }
-            }
-        }
-        out
+        let out = views
+            .iter()
+            .zip(result)
+            .flat_map(|(p, who)| p.spans.iter().zip(who))
+            .filter(|(s, _)| s.kind == SegmentKind::Dialogue)
+            .map(|(_, w)| w)
+            .collect();
+        (a, out)
+    }
+
+    /// Speakers of every dialogue span by name; someone unnamed by gender:
+    /// (male), (female).
+    fn speakers(cast: &Cast, text: &str) -> Vec<Option<String>> {
+        let (a, spoken) = spoken(cast, text);
+        spoken
+            .iter()
+            .map(|w| {
+                w.who.and_then(|w| {
+                    a.name(w)
+                        .map(str::to_owned)
+                        .or_else(|| unnamed_gender(w).map(|g| format!("({})", g.as_str())))
+                })
+            })
+            .collect()
     }
 
     fn names(v: &[Option<String>]) -> Vec<&str> {
@@ -461,14 +473,9 @@ mod tests {
     #[test]
     fn in_a_chapter_without_she_an_unnamed_he_is_of_either_gender() {
         let spoken = |c: &Cast, text: &str| {
-            let lines: Vec<&str> = text.lines().collect();
-            let spans = test_spans(&lines);
-            let views = test_views(&lines, &spans);
-            Attributor::new(c)
-                .attribute(&views)
-                .concat()
+            spoken(c, text)
+                .1
                 .into_iter()
-                .filter(|s| s.who.is_some())
                 .map(|s| (s.who.and_then(unnamed_gender), s.gender_unsure))
                 .collect::<Vec<_>>()
         };
