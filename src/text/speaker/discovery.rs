@@ -400,6 +400,8 @@ struct Usage {
     /// Right before a speech verb (探春笑道); counted for words of the
     /// dictionary only, the only ones asked.
     before_verb: usize,
+    /// Right after another name (晓霞继续说): a word of the predicate.
+    after_name: usize,
     in_dictionary: bool,
 }
 
@@ -448,9 +450,16 @@ fn by_usage(
         })
         .collect();
     for p in chapters.iter().flatten().filter(|p| !p.skipped) {
+        // Where the last name matched ends, unless it is a role (书记田福堂).
+        let mut name_end = None;
         for m in matcher.find_iter(p.text) {
+            let after_name = name_end == Some(m.start());
+            name_end = (!ROLE_NOUNS.contains(&all[m.pattern().as_usize()])).then_some(m.end());
             let u = &mut usage[m.pattern().as_usize()];
             u.written += 1;
+            if after_name {
+                u.after_name += 1;
+            }
             match p.text[..m.start()].chars().next_back() {
                 Some(c) if BEFORE_ADVERBS.contains(&c) => u.after_adverb += 1,
                 Some(c) if PRONOUNS.contains(&c) => u.after_pronoun += 1,
@@ -473,7 +482,7 @@ fn by_usage(
         let after = if full {
             u.after_adverb
         } else {
-            u.after_adverb + u.after_pronoun
+            u.after_adverb + u.after_pronoun + u.after_name
         };
         // 另外，… / 说完这话后，…: a name seldom stands before a comma.
         let comma_word = u.written >= MIN_USES && u.before_comma * 3 > u.written;
@@ -700,6 +709,22 @@ fn select_names(
         }
     }
     let count_of = |s: &str| counts.get(s).copied().unwrap_or(0);
+    // Full names that open many clauses and whose every character may
+    // stand in a name, by their first two characters (田福 → 田福堂, 田福军).
+    let mut siblings: HashMap<&str, Vec<&str>> = HashMap::new();
+    for (k, n) in subjects {
+        if *n >= 8
+            && k.chars().count() == 3
+            && has_surname(k)
+            && k.chars()
+                .skip(1)
+                .all(|c| is_han(c) && !is_non_name_inner(c))
+            && !k.chars().last().is_some_and(is_non_name_tail)
+            && let Some((at, _)) = k.char_indices().nth(2)
+        {
+            siblings.entry(&k[..at]).or_default().push(k);
+        }
+    }
     let plausible = |s: &str| {
         let mut chars = s.chars();
         let n = s.chars().count();
@@ -715,10 +740,20 @@ fn select_names(
         // character that seldom stands inside or at the end of a name.
         // Nearly every clause its first two characters open goes on with
         // its third (not 文龙在 of 文龙在家).
+        // Brothers who share a surname and a generation character (田福堂,
+        // 田福军, 田福高) open clauses with the same two characters: the
+        // share is taken of the clauses the others do not open.
         let full_subject = n == 3 && has_surname(s) && {
             let opens = |s: &str| subjects.get(s).copied().unwrap_or(0);
             let two = s.char_indices().nth(2).map_or(s, |(at, _)| &s[..at]);
-            opens(s) >= 8 && opens(s) * 5 >= opens(two) * 4
+            let brothers: usize = siblings
+                .get(two)
+                .into_iter()
+                .flatten()
+                .filter(|k| **k != s)
+                .map(|k| opens(k))
+                .sum();
+            opens(s) >= 8 && opens(s) * 5 >= opens(two).saturating_sub(brothers) * 4
         };
         // 司机金 of 司机金俊海: a post before a name is no part of it.
         let post = n == 3
@@ -826,7 +861,12 @@ fn select_names(
                     .collect();
                 let covered: usize = shared.iter().map(|(_, c)| c).sum();
                 if shared.len() >= 2 && covered as f64 >= 0.6 * n2 as f64 {
-                    found.extend(shared);
+                    // … and 金俊山 beside 金俊武 and 金俊文, named less often.
+                    found.extend(ext.iter().copied().filter(|(name, c)| {
+                        *c >= MIN_COUNT
+                            && (*c as f64 >= 0.2 * n2 as f64
+                                || subjects.get(name).copied().unwrap_or(0) >= 2)
+                    }));
                 } else if !starts_a_word(two, n2, &longer) {
                     found.push((two, n2));
                 }
@@ -1070,6 +1110,52 @@ mod tests {
             !names.iter().any(|n| n.starts_with(['和', '跟'])),
             "{names:?}"
         );
+    }
+
+    #[test]
+    fn brothers_who_share_a_generation_character_are_each_a_name() {
+        let mut text = Vec::new();
+        for _ in 0..10 {
+            text.extend([
+                "邵承山说：“水渠要修。”",
+                "邵承海问：“谁出工？”",
+                "邵承山点点头。",
+                "邵承海笑了。",
+            ]);
+        }
+        // The youngest speaks twice, and opens fewer clauses than either
+        // brother: 高 often ends no name (少平高兴地说).
+        for _ in 0..3 {
+            text.extend(["邵承高站起来。", "邵承高走到门口。", "邵承高看着河。"]);
+        }
+        text.extend(["邵承高说：“我也去。”", "邵承高喊道：“等等我！”"]);
+        let found = discovered(&text);
+        let names: Vec<&str> = found.iter().map(|d| d.character.name.as_str()).collect();
+        for name in ["邵承山", "邵承海", "邵承高"] {
+            assert!(names.contains(&name), "{name}: {names:?}");
+        }
+        assert!(!names.contains(&"邵承"), "{names:?}");
+    }
+
+    #[test]
+    fn a_word_that_follows_names_is_no_name() {
+        let mut text = Vec::new();
+        for _ in 0..5 {
+            text.extend([
+                "晚晴说：“你来了。”",
+                "远山问：“等很久了吗？”",
+                "晚晴继续说：“你听我讲完。”",
+                "远山继续问：“后来呢？”",
+                "继续说：“还有一件事。”",
+            ]);
+        }
+        let found = discovered(&text);
+        let names: Vec<&str> = found.iter().map(|d| d.character.name.as_str()).collect();
+        assert!(
+            names.contains(&"晚晴") && names.contains(&"远山"),
+            "{names:?}"
+        );
+        assert!(!names.contains(&"继续"), "{names:?}");
     }
 
     #[test]
