@@ -505,6 +505,15 @@ mod tests {
     }
 
     #[test]
+    fn a_wife_calls_her_husband_laogong() {
+        let c = cast(&[("林一舟", &[], M), ("苏晚", &[], F)]);
+        let text = "苏晚站在门口，林一舟走了过来。\n“老公，你看这是什么？”";
+        assert_eq!(names(&speakers(&c, text)), ["苏晚"]);
+        let text = "林一舟站在门口，苏晚走了过来。\n“媳妇儿，你看这是什么？”";
+        assert_eq!(names(&speakers(&c, text)), ["林一舟"]);
+    }
+
+    #[test]
     fn an_oath_is_no_mother() {
         let c = cast(&[("林一舟", &[], M)]);
         let views_of = |text: &'static str| {

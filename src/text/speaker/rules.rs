@@ -951,21 +951,76 @@ impl Context<'_, '_> {
     }
 }
 
-/// The gender slot of one who names themselves by a brash word in `quote`:
-/// 老娘 a woman, 老子 a man — not 你老子 (your father), 老娘们 (women),
-/// 老子曰 (the sage).
+/// Words a speaker calls themselves by, with the gender they say (slot 0 a
+/// man, 1 a woman) and what may not follow them (老夫人 is no 老夫):
+/// brash (老娘, 老子), old and classical (老身, 老夫), a rank (本宫, 本王),
+/// a calling (贫僧, 洒家), the young (本姑娘, 本少爷).
+const SELF_WORDS: &[(&str, usize, &str)] = &[
+    ("老娘", 1, "们們家"),
+    ("老子", 0, "们們家曰"),
+    ("本姑娘", 1, ""),
+    ("本小姐", 1, ""),
+    ("小女子", 1, ""),
+    ("奴家", 1, ""),
+    ("妾身", 1, ""),
+    ("臣妾", 1, ""),
+    ("本宫", 1, ""),
+    ("本宮", 1, ""),
+    ("哀家", 1, ""),
+    ("老身", 1, "子"),
+    ("为娘", 1, "家亲"),
+    ("為娘", 1, "家親"),
+    ("本大爷", 0, ""),
+    ("本大爺", 0, ""),
+    ("本少爷", 0, ""),
+    ("本少爺", 0, ""),
+    ("本公子", 0, ""),
+    ("本王", 0, "朝"),
+    ("老夫", 0, "妻人子婦妇少"),
+    ("洒家", 0, ""),
+    ("灑家", 0, ""),
+    ("贫僧", 0, ""),
+    ("貧僧", 0, ""),
+    ("老衲", 0, ""),
+    ("为父", 0, "亲親母"),
+    ("為父", 0, "亲親母"),
+];
+
+/// What a quote opens by calling the one it speaks to, with the gender it
+/// says the speaker is: a wife calls her husband 老公 or 相公, a husband
+/// his wife 老婆 or 娘子.
+const SPOUSE_CALLS: &[(&str, usize)] = &[
+    ("老公", 1),
+    ("相公", 1),
+    ("夫君", 1),
+    ("官人", 1),
+    ("老婆", 0),
+    ("媳妇", 0),
+    ("媳婦", 0),
+    ("娘子", 0),
+];
+
+/// The gender slot that `quote` says its speaker is of: a word they call
+/// themselves by (not 你老子, your father; not 老娘们, women), or the
+/// word for a spouse they open by calling (“老公，…”).
 fn self_reference(quote: &str) -> Option<usize> {
-    for (word, slot) in [("老娘", 1), ("老子", 0)] {
+    for &(word, slot, not_after) in SELF_WORDS {
         for (at, _) in quote.match_indices(word) {
             let before = quote[..at].chars().next_back();
-            let after = &quote[at + word.len()..];
+            let after = quote[at + word.len()..].chars().next();
             let owned = before.is_some_and(|c| "你他她我的们們咱俺".contains(c));
-            if !owned && !after.starts_with(['们', '們', '家', '曰']) {
+            if !owned && !after.is_some_and(|c| not_after.contains(c)) {
                 return Some(slot);
             }
         }
     }
-    None
+    let opening = quote.trim_start_matches(['“', '「', '『', '"']);
+    SPOUSE_CALLS.iter().find_map(|&(word, slot)| {
+        let rest = opening.strip_prefix(word)?;
+        let rest = rest.strip_prefix('儿').unwrap_or(rest);
+        rest.starts_with(['，', ',', '！', '!', '？', '?', '…', '。', '~', '～'])
+            .then_some(slot)
+    })
 }
 
 /// `“你吃了饭没？”贾冰问。` / `“吃了。”他说。`: a 他 after a reply (a quote
@@ -1043,6 +1098,31 @@ mod tests {
             "“那些老娘们懂什么。”",
             "“老子曰：道可道。”",
             "“我老娘病了。”",
+        ] {
+            assert_eq!(self_reference(not), None, "{not}");
+        }
+    }
+
+    #[test]
+    fn what_a_speaker_calls_themselves_or_their_spouse_says_their_gender() {
+        for (quote, slot) in [
+            ("“本姑娘今天不高兴。”", 1),
+            ("“贫僧从东边来。”", 0),
+            ("「妾身不敢。」", 1),
+            ("“老夫活了七十年，没见过这样的事。”", 0),
+            ("“为娘只盼你平安。”", 1),
+            ("“老公，饭好了。”", 1),
+            ("“媳妇儿，把灯点上！”", 0),
+            ("「相公，天涼了。」", 1),
+        ] {
+            assert_eq!(self_reference(quote), Some(slot), "{quote}");
+        }
+        for not in [
+            "“老夫人请你过去。”",
+            "“他们是一对老夫妻。”",
+            "“你老公回来了没有？”",
+            "“我跟老婆说好了，明天回去。”",
+            "“她成为娘家的骄傲。”",
         ] {
             assert_eq!(self_reference(not), None, "{not}");
         }
