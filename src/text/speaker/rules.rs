@@ -1004,14 +1004,18 @@ const SPOUSE_CALLS: &[(&str, usize)] = &[
 /// themselves by (not 你老子, your father; not 老娘们, women), or the
 /// word for a spouse they open by calling (“老公，…”).
 fn self_reference(quote: &str) -> Option<usize> {
-    for &(word, slot, not_after) in SELF_WORDS {
-        for (at, _) in quote.match_indices(word) {
-            let before = quote[..at].chars().next_back();
-            let after = quote[at + word.len()..].chars().next();
-            let owned = before.is_some_and(|c| "你他她我的们們咱俺".contains(c));
-            if !owned && !after.is_some_and(|c| not_after.contains(c)) {
-                return Some(slot);
-            }
+    static SELF_MATCHER: std::sync::LazyLock<aho_corasick::AhoCorasick> =
+        std::sync::LazyLock::new(|| {
+            aho_corasick::AhoCorasick::new(SELF_WORDS.iter().map(|w| w.0))
+                .expect("a few fixed words build a matcher")
+        });
+    for m in SELF_MATCHER.find_overlapping_iter(quote) {
+        let (_, slot, not_after) = SELF_WORDS[m.pattern().as_usize()];
+        let before = quote[..m.start()].chars().next_back();
+        let after = quote[m.end()..].chars().next();
+        let owned = before.is_some_and(|c| "你他她我的们們咱俺".contains(c));
+        if !owned && !after.is_some_and(|c| not_after.contains(c)) {
+            return Some(slot);
         }
     }
     let opening = quote.trim_start_matches(['“', '「', '『', '"']);
