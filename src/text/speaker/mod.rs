@@ -505,6 +505,17 @@ mod tests {
     }
 
     #[test]
+    fn one_not_heard_does_not_speak() {
+        let c = cast(&[("林一舟", &[], M), ("苏晚", &[], F)]);
+        let text = "林一舟推门进来，苏晚坐在桌边。\n“汤还热着，快喝吧。”\n林一舟端起碗来，好象根本没听见苏晚说什么。";
+        assert_eq!(names(&speakers(&c, text)), ["林一舟"]);
+        // Heard, she spoke.
+        let text =
+            "林一舟推门进来，苏晚坐在桌边。\n“汤还热着，快喝吧。”\n林一舟端起碗来，听见苏晚说。";
+        assert_eq!(names(&speakers(&c, text)), ["苏晚"]);
+    }
+
+    #[test]
     fn a_wife_calls_her_husband_laogong() {
         let c = cast(&[("林一舟", &[], M), ("苏晚", &[], F)]);
         let text = "苏晚站在门口，林一舟走了过来。\n“老公，你看这是什么？”";

@@ -695,8 +695,12 @@ impl Context<'_, '_> {
             .iter()
             .find(|m| {
                 m.who.is_some()
-                    && ((HEARING.iter().any(|h| text[..m.start].ends_with(h))
-                        && has_speech_verb(&text[m.end..end]))
+                    && ((HEARING.iter().any(|h| {
+                        // 没听见女儿说什么: what was not heard was not said.
+                        text[..m.start]
+                            .strip_suffix(h)
+                            .is_some_and(|before| !before.ends_with(['没', '沒', '未', '不']))
+                    }) && has_speech_verb(&text[m.end..end]))
                         || voice(m))
             })
             .and_then(|m| m.who)
@@ -770,12 +774,16 @@ impl Context<'_, '_> {
             }
             let clause_end = if last { end } else { at };
             // The mention must come before the verb (not 问秀莲), and not be
-            // the one spoken to (对书记建议).
+            // the one spoken to (对书记建议) nor one not heard (没听见她说什么;
+            // one heard is found above).
             if let Some(m) = mentions.iter().find(|m| {
                 m.who.is_some()
                     && m.start >= clause_from
                     && m.end <= clause_end
                     && !after_preposition(&text[clause_from..m.start])
+                    && !HEARING
+                        .iter()
+                        .any(|h| text[clause_from..m.start].ends_with(h))
                     && has_speech_verb(&text[m.end..clause_end])
             }) {
                 verb_clause = Some(m);
