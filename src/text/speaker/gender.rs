@@ -4,7 +4,9 @@
 use aho_corasick::{AhoCorasickBuilder, MatchKind};
 
 use super::clause::{clause_start, is_punct, opens_clause};
+use super::words::has_speech_verb;
 use super::{Discovered, ParagraphView};
+use crate::text::quote::SegmentKind;
 
 use crate::text::cast::Gender;
 
@@ -125,6 +127,10 @@ pub struct GenderEvidence {
     /// resumptive pronoun, the name's own.
     pub she_after: usize,
     pub he_after: usize,
+    /// 她 / 他 opening the paragraph after one whose last sentence the name
+    /// is the subject of (少平也看见了。/ 他感到…).
+    pub she_next: usize,
+    pub he_next: usize,
     /// Titles and kinship terms around the name (丫头平儿, 宝姐姐, 润叶姐,
     /// 少平哥, 小厮茗烟, …的丈夫 / …的媳妇), including how others address it.
     pub female_titles: usize,
@@ -160,6 +166,11 @@ impl GenderEvidence {
 /// stands for women too): a hint that many men are men, no more.
 const HE_WITHOUT_SHE: f32 = 0.05;
 
+/// Weight of a pronoun opening the paragraph after the name's, against
+/// one in the name's own sentence: the paragraph after may turn to the one
+/// spoken to or looked at.
+const NEXT_PARAGRAPH: f32 = 0.5;
+
 /// Weight of the words around a name (a weak hint, as a given-name
 /// character is): enough alone to say a gender with little confidence,
 /// never enough against pronouns or titles.
@@ -194,8 +205,11 @@ impl GenderEvidence {
         };
         // A resumptive 他 says little where the book writes 他 for everyone.
         let he_after = if self.book_has_she { self.he_after } else { 0 };
-        let mut f = she * self.she as f32 + 2.0 * (self.female_titles + self.she_after) as f32;
-        let mut m = he * self.he as f32 + 2.0 * (self.male_titles + he_after) as f32;
+        let he_next = if self.book_has_she { self.he_next } else { 0 };
+        let mut f = she * (self.she as f32 + NEXT_PARAGRAPH * self.she_next as f32)
+            + 2.0 * (self.female_titles + self.she_after) as f32;
+        let mut m = he * (self.he as f32 + NEXT_PARAGRAPH * he_next as f32)
+            + 2.0 * (self.male_titles + he_after) as f32;
         let prior = if self.name_strong { 8.0 } else { 1.5 };
         match self.name {
             Gender::Female => f += prior,
@@ -224,8 +238,8 @@ impl GenderEvidence {
             (g, false) => format!("{} (weak)", g.as_str()),
         };
         format!(
-            "gender {}, confidence {:.2}: 她 {}, 他 {}{}, right after {} / {}, titles {} female / {} male, \
-             name {name}, words around {} ({:+.3} over {})",
+            "gender {}, confidence {:.2}: 她 {}, 他 {}{}, right after {} / {}, next paragraph {} / {}, \
+             titles {} female / {} male, name {name}, words around {} ({:+.3} over {})",
             guess.gender.as_str(),
             guess.confidence,
             self.she,
@@ -237,6 +251,8 @@ impl GenderEvidence {
             },
             self.she_after,
             self.he_after,
+            self.she_next,
+            self.he_next,
             self.female_titles,
             self.male_titles,
             match self.context() {
@@ -517,10 +533,25 @@ pub fn guess_genders(found: &mut [Discovered], chapters: &[Vec<ParagraphView<'_>
     // How often each name stands in quote marks, and in all.
     let mut quoted = vec![0usize; found.len()];
     let mut written = vec![0usize; found.len()];
+    // The subject of the last sentence of the paragraph before.
+    let mut carried: Option<usize> = None;
     for p in chapters.iter().flatten() {
+        if let Some(i) = carried.take()
+            && !any_prefix(p.text, &["他们", "她们", "他們", "她們"])
+        {
+            if p.text.starts_with('他') {
+                evidence[i].he_next += 1;
+            } else if p.text.starts_with('她') {
+                evidence[i].she_next += 1;
+            }
+        }
         // The last name, and where it ends.
         let mut last: Option<(usize, usize)> = None;
+        let mut sentence_subject = false;
+        // Where the last person named (or 他, 她) ends.
+        let mut last_person = 0;
         for m in matcher.find_iter(p.text) {
+            last_person = m.end();
             let pat = m.pattern().as_usize();
             match owner[pat] {
                 Some(i) if pat >= first_address => {
@@ -569,6 +600,17 @@ pub fn guess_genders(found: &mut [Discovered], chapters: &[Vec<ParagraphView<'_>
                         opens_clause(&p.text[clause_start(p.text, m.start(), 0)..m.start()]);
                     if subject && !any_prefix(after, POSSESSIVE) {
                         last = Some((i, m.end()));
+                        // …and the subject of its whole sentence when it
+                        // opens the sentence's first clause (not 不过，他又
+                        // 想，爱云在哩。).
+                        let clause = clause_start(p.text, m.start(), 0);
+                        let sentence = p.text[..clause]
+                            .rfind(['。', '！', '？', '!', '?', '；'])
+                            .map_or(0, |at| {
+                                at + p.text[at..].chars().next().map_or(0, char::len_utf8)
+                            });
+                        sentence_subject = clause == sentence
+                            || !p.text[sentence..clause].contains(|c: char| is_punct(c));
                     }
                     // 少平他妈, 润叶她二爸, 金秀她一下子…: a pronoun right after
                     // a subject is that one's (not 告诉少平她…: no subject).
@@ -607,6 +649,23 @@ pub fn guess_genders(found: &mut [Discovered], chapters: &[Vec<ParagraphView<'_>
                 }
             }
         }
+        // Not after a turn of dialogue, nor after its tag (“…”少平说。/
+        // 他…: the one spoken to reacts).
+        let narration = p.spans.iter().all(|s| s.kind == SegmentKind::Narration);
+        carried = last
+            // …nor when someone else comes after it (润生挡住了她。/ 她…).
+            .filter(|&(_, from)| {
+                narration
+                    && sentence_subject
+                    && from == last_person
+                    && !has_speech_verb(&p.text[from..])
+            })
+            // A statement (润叶要结婚了？ / 他… is one who wonders).
+            .filter(|&(_, from)| {
+                let rest = p.text[from..].trim_end();
+                rest.ends_with(['。', '…']) && !ends_sentence(rest.trim_end_matches(['。', '…']))
+            })
+            .map(|(i, _)| i);
     }
     let book_has_she = she_total * 50 >= she_total + he_total && she_total > 0;
     let she_percent = (she_total * 100 / (she_total + he_total).max(1)) as u8;
@@ -1195,6 +1254,45 @@ mod tests {
         assert_eq!(got[0].0, Gender::Male, "{:?}", got[0].1);
         assert_eq!(got[0].1.male_titles, 1);
         assert_eq!(got[1].1.female_titles, 1);
+    }
+
+    #[test]
+    fn a_pronoun_opening_the_next_paragraph_goes_on_with_the_subject() {
+        let got = guessed(
+            &[("青禾", &[]), ("墨川", &[])],
+            &[
+                "墨川也看见了。",
+                "他感到眼前一阵发黑。",
+                "墨川推开门。",
+                "他走进院子，站住了。",
+                "青禾坐在窗前。",
+                "她放下针线，想了一会。",
+                // Not after a turn, a question, or one looked at.
+                "“走吧。”墨川说。",
+                "她点点头。",
+                "墨川来了吗？",
+                "她不知道。",
+                "墨川看着青禾。",
+                "她笑了。",
+                // Nor after one who is not the subject of the whole sentence.
+                "不过，他又想，青禾在家。",
+                "他就放心了。",
+            ],
+        );
+        assert_eq!(
+            (got[0].1.she_next, got[0].1.he_next),
+            (1, 0),
+            "{:?}",
+            got[0].1
+        );
+        assert_eq!(
+            (got[1].1.she_next, got[1].1.he_next),
+            (0, 2),
+            "{:?}",
+            got[1].1
+        );
+        assert_eq!(got[0].0, Gender::Female, "{:?}", got[0].1);
+        assert_eq!(got[1].0, Gender::Male, "{:?}", got[1].1);
     }
 
     #[test]
