@@ -400,8 +400,6 @@ struct Usage {
     /// Right before a speech verb (探春笑道); counted for words of the
     /// dictionary only, the only ones asked.
     before_verb: usize,
-    /// Right after another name (晓霞继续说): a word of the predicate.
-    after_name: usize,
     in_dictionary: bool,
 }
 
@@ -450,16 +448,9 @@ fn by_usage(
         })
         .collect();
     for p in chapters.iter().flatten().filter(|p| !p.skipped) {
-        // Where the last name matched ends, unless it is a role (书记田福堂).
-        let mut name_end = None;
         for m in matcher.find_iter(p.text) {
-            let after_name = name_end == Some(m.start());
-            name_end = (!ROLE_NOUNS.contains(&all[m.pattern().as_usize()])).then_some(m.end());
             let u = &mut usage[m.pattern().as_usize()];
             u.written += 1;
-            if after_name {
-                u.after_name += 1;
-            }
             match p.text[..m.start()].chars().next_back() {
                 Some(c) if BEFORE_ADVERBS.contains(&c) => u.after_adverb += 1,
                 Some(c) if PRONOUNS.contains(&c) => u.after_pronoun += 1,
@@ -482,7 +473,7 @@ fn by_usage(
         let after = if full {
             u.after_adverb
         } else {
-            u.after_adverb + u.after_pronoun + u.after_name
+            u.after_adverb + u.after_pronoun
         };
         // 另外，… / 说完这话后，…: a name seldom stands before a comma.
         let comma_word = u.written >= MIN_USES && u.before_comma * 3 > u.written;
@@ -1135,27 +1126,6 @@ mod tests {
             assert!(names.contains(&name), "{name}: {names:?}");
         }
         assert!(!names.contains(&"邵承"), "{names:?}");
-    }
-
-    #[test]
-    fn a_word_that_follows_names_is_no_name() {
-        let mut text = Vec::new();
-        for _ in 0..5 {
-            text.extend([
-                "晚晴说：“你来了。”",
-                "远山问：“等很久了吗？”",
-                "晚晴继续说：“你听我讲完。”",
-                "远山继续问：“后来呢？”",
-                "继续说：“还有一件事。”",
-            ]);
-        }
-        let found = discovered(&text);
-        let names: Vec<&str> = found.iter().map(|d| d.character.name.as_str()).collect();
-        assert!(
-            names.contains(&"晚晴") && names.contains(&"远山"),
-            "{names:?}"
-        );
-        assert!(!names.contains(&"继续"), "{names:?}");
     }
 
     #[test]
