@@ -41,10 +41,32 @@ static TIME_RANGE: LazyLock<Regex> =
 
 static MONTH_DAY: LazyLock<Regex> = LazyLock::new(|| re(r"(\d{1,2})([月日号])"));
 
+/// Minutes and seconds in primes (a race, a song): 3'45" → 三分四十五秒,
+/// 12′08″5 → 十二分零八秒五.
+static DURATION: LazyLock<Regex> =
+    LazyLock::new(|| re(r#"(\d{1,3})['′](\d{2})(?:["″]|'')(\d{1,2})?"#));
+
 /// Rewrites eras, ranges of years and days, written dates, version
 /// numbers, clock times and ratios.
 pub(super) fn clock_and_calendar(text: &str) -> String {
-    let text = rewrite(text, &YEAR_RANGE, |t, c| {
+    let text = rewrite(text, &DURATION, |t, c| {
+        let m = c.get(0)?;
+        let (before, after) = around(t, m.start(), m.end());
+        let seconds: u64 = c[2].parse().ok()?;
+        if is_digit(before) || is_digit(after) || seconds > 59 {
+            return None;
+        }
+        let mut out = format!("{}分", cardinal(c[1].parse().ok()?));
+        if seconds < 10 {
+            out.push('零');
+        }
+        out.push_str(&format!("{}秒", cardinal(seconds)));
+        if let Some(tenths) = c.get(3) {
+            out.push_str(&digit_string(tenths.as_str()));
+        }
+        Some(out)
+    });
+    let text = rewrite(&text, &YEAR_RANGE, |t, c| {
         let m = c.get(0)?;
         let (before, _) = around(t, m.start(), m.end());
         let (from, to): (u32, u32) = (c[1].parse().ok()?, c[2].parse().ok()?);
