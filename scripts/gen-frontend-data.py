@@ -54,6 +54,8 @@ def tone3(syllable: str) -> str:
 # lao3 shi5, whose 是 a narrator says in full.
 EXCLUDE = {"打的", "的当", "都会", "和了", "一了", "落了", "那是", "老是"}
 
+DOCTORS = {"蒙古大夫", "棉大夫", "农大夫", "陆大夫"}
+
 SUSPECT = set("了的地着得与只把都相长数化为和要还行给看")
 
 
@@ -144,6 +146,11 @@ def main(src: Path, opencc: Path, dst: Path, extra: Path | None = None, jieba: d
             # mostly spurious (的真 di2, 与人 yu2, 只在 zhi1); idioms are kept.
             if unusual and (len(word) >= 4 or not any(c in SUSPECT for c in unusual)):
                 table[word] = readings
+    # The ancient ranks (上大夫, 三闾大夫, 御史大夫) are da4 fu1; the rarer
+    # phrases read them as a doctor (dai4), as only 蒙古大夫 and a doctor's
+    # surname (陆大夫) are.
+    for word in [w for w in table if w.endswith("大夫") and w not in DOCTORS]:
+        table[word] = table[word][:-2] + ["da4", "fu1"]
     # 扭转干坤 gan4 beside 扭转乾坤 qian2: the 干 twin is a conversion
     # artefact, and the front end reads 乾 as 干 before it looks phrases up.
     for word in [w for w in table if "干" in w and w.replace("干", "乾") in table]:

@@ -112,11 +112,14 @@ pub struct Model {
 static EMBEDDED: LazyLock<Model> = LazyLock::new(|| Model::parse(MODEL));
 
 /// FNV-1a hash of a word, the key of word features.
-pub fn word_hash(word: &str) -> u64 {
+pub const fn word_hash(word: &str) -> u64 {
+    let bytes = word.as_bytes();
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in word.bytes() {
-        h ^= u64::from(b);
+    let mut i = 0;
+    while i < bytes.len() {
+        h ^= bytes[i] as u64;
         h = h.wrapping_mul(0x0100_0000_01b3);
+        i += 1;
     }
     h
 }
@@ -351,8 +354,12 @@ fn context_rule(f: &Features) -> Option<&'static str> {
     }
     let r = match f.c {
         // A doctor (镇上的大夫, 王大夫), not the ancient rank (士大夫, 上大夫,
-        // 御史大夫).
-        '大' if n == '夫' && !in_set(p, "士卿上中下史医") && !(p == '的' && f.prev2 == '国') => {
+        // 御史大夫; a longer phrase, 三闾大夫, says which).
+        '大' if n == '夫'
+            && f.word == word_hash("大夫")
+            && !in_set(p, "士卿上中下史医")
+            && !(p == '的' && f.prev2 == '国') =>
+        {
             "dai4"
         }
         // Chess: the chariot takes a piece (车吃马, 出车吃炮).
