@@ -7,7 +7,7 @@ use super::select::ChapterSelection;
 use super::{EXIT_OK, EXIT_PARTIAL};
 use crate::cli::BuildArgs;
 use crate::session::book::BookTarget;
-use crate::session::{self, BookInput, CacheSpec, RenderSession, SessionSpec};
+use crate::session::{self, BookInput, CacheSpec, Listeners, RenderSession, SessionSpec};
 
 /// Runs `build`. Bad input is an `Err` (exit 2) before anything is written.
 pub async fn run(args: &BuildArgs, worker_program: Option<PathBuf>) -> anyhow::Result<u8> {
@@ -38,8 +38,7 @@ pub async fn run(args: &BuildArgs, worker_program: Option<PathBuf>) -> anyhow::R
             write_behind: true,
         }),
         worker_program,
-        listener_waits: false,
-        interactive: false,
+        listeners: Listeners::None,
     })?;
     let book = &session.book;
     let count = book.script.chapters.len();

@@ -10,7 +10,7 @@ use anyhow::{Context, bail};
 use super::{EXIT_OK, EXIT_PARTIAL};
 use crate::cli::PreviewArgs;
 use crate::pipeline::ChapterJob;
-use crate::session::{BookInput, CacheSpec, RenderSession, SessionSpec};
+use crate::session::{BookInput, CacheSpec, Listeners, RenderSession, SessionSpec};
 use crate::text::{Script, ScriptChapter};
 
 /// Players tried by `--play`, with their arguments to read a WAV from stdin.
@@ -75,8 +75,7 @@ pub async fn run(args: &PreviewArgs, worker_program: Option<PathBuf>) -> anyhow:
             write_behind: true,
         }),
         worker_program,
-        listener_waits: true,
-        interactive: true,
+        listeners: Listeners::One,
     })?;
     let chapter = passage(args, &session.book.script)?;
     if chapter.segments.is_empty() {

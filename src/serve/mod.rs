@@ -31,7 +31,7 @@ use tokio::sync::OwnedSemaphorePermit;
 
 pub use crate::admission::{HostRule, LOOPBACK_HOSTS, host_name};
 use crate::admission::{Slots, bearer_is, query_token_is};
-use crate::session::{BookInput, CacheSpec, RenderSession, SessionError, SessionSpec};
+use crate::session::{BookInput, CacheSpec, Listeners, RenderSession, SessionError, SessionSpec};
 
 /// What the server serves and how much it takes on, resolved once.
 #[derive(Debug, Clone)]
@@ -89,8 +89,7 @@ impl Server {
                 write_behind: true,
             }),
             worker_program,
-            listener_waits: false,
-            interactive: true,
+            listeners: Listeners::Some,
         })?;
         Ok(Server {
             slots: Slots::new(options.max_syntheses, options.max_queued),

@@ -76,17 +76,28 @@ pub struct SessionSpec {
     pub cache: Option<CacheSpec>,
     /// The binary that runs espeak-ng worker processes.
     pub worker_program: Option<PathBuf>,
-    /// A listener waits for the first audio of one passage (`preview`):
-    /// neural backends that leave `sessions` to the default load one
-    /// session, so a GPU starts after one load instead of four (the CPU's
-    /// default is one session already).
-    pub listener_waits: bool,
-    /// Listeners wait on some of this session's requests (the studio's
-    /// previews, the server's passages): neural threads spin between
-    /// parallel steps (35–40 ms of a first clause on 2 cores), but the
-    /// session count stays the default, since the same session also
-    /// renders whole chapters.
-    pub interactive: bool,
+    /// Who waits on this session's audio, which sets how its neural
+    /// backends run.
+    pub listeners: Listeners,
+}
+
+/// Who waits on a session's requests.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Listeners {
+    /// Nobody waits on one request (build, batch, queue workers): neural
+    /// threads sleep between parallel steps.
+    #[default]
+    None,
+    /// Listeners wait on some requests (the studio's previews, the server's
+    /// passages): neural threads spin between parallel steps (35–40 ms of a
+    /// first clause on 2 cores), but the session count stays the default,
+    /// since the same session also renders whole chapters.
+    Some,
+    /// One listener waits for the first audio of one passage (`preview`):
+    /// the threads spin, and neural backends that leave `sessions` to the
+    /// default load one session, so a GPU starts after one load instead of
+    /// four (the CPU's default is one session already).
+    One,
 }
 
 impl SessionSpec {
@@ -102,8 +113,7 @@ impl SessionSpec {
             overrides: None,
             cache: None,
             worker_program: None,
-            listener_waits: false,
-            interactive: false,
+            listeners: Listeners::None,
         }
     }
 
@@ -245,10 +255,10 @@ impl RenderSession {
             None => {
                 let cache = spec.cache.as_ref().map(open_cache).transpose()?;
                 let mut config = voices.parse_with(cast.as_ref())?;
-                if spec.listener_waits {
-                    config.for_a_listener();
-                } else if spec.interactive {
-                    config.spin_for_listeners();
+                match spec.listeners {
+                    Listeners::One => config.for_a_listener(),
+                    Listeners::Some => config.spin_for_listeners(),
+                    Listeners::None => {}
                 }
                 let renderer =
                     Renderer::with_cache(config, spec.worker_program.clone(), cache.clone())

@@ -30,7 +30,7 @@ use crate::names::Layout;
 use crate::pipeline::{ChapterJob, Renderer};
 use crate::session::book::{BookTarget, BuildError, lock_book_dir};
 use crate::session::voices::CastSource;
-use crate::session::{BookInput, CacheSpec, RenderSession, SessionError, SessionSpec};
+use crate::session::{BookInput, CacheSpec, Listeners, RenderSession, SessionError, SessionSpec};
 use crate::text::overrides::{LineOverride, paragraph_text};
 use crate::text::{Cast, ScriptChapter, Segment, SplitOptions};
 
@@ -598,8 +598,7 @@ fn session_spec(options: &StudioOptions) -> SessionSpec {
             write_behind: true,
         }),
         worker_program: None,
-        listener_waits: false,
-        interactive: true,
+        listeners: Listeners::Some,
     }
 }
 
