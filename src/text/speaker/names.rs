@@ -21,6 +21,31 @@ pub(super) fn has_surname(name: &str) -> bool {
 
 /// Common words that open clauses in speaker positions but name nobody.
 const NOT_NAMES: &[&str] = &[
+    // Classical narration's clause openers before 道/说 (心下想道, 方欲说时,
+    // 话未说完, 人回说, 早有人道, 旁有一人, 诗曰).
+    "心下",
+    "方欲",
+    "正欲",
+    "意欲",
+    "欲待",
+    "话未",
+    "話未",
+    "人回",
+    "今见",
+    "今見",
+    "方回",
+    "携手",
+    "攜手",
+    "早有",
+    "旁有",
+    "怪见",
+    "怪見",
+    "诗曰",
+    "詩曰",
+    "词曰",
+    "詞曰",
+    "赞曰",
+    "讚曰",
     // Where (路上面的地畔上有个妇女问他: no 路上面).
     "上面",
     "下面",
