@@ -11,7 +11,7 @@ pub(super) fn is_punct(c: char) -> bool {
     crate::text::quote::is_clause_punct(c) || matches!(c, '）' | ')' | '」' | '”' | '』' | '’')
 }
 
-fn is_sentence_end(c: char) -> bool {
+pub(super) fn is_sentence_end(c: char) -> bool {
     matches!(c, '。' | '！' | '？' | '!' | '?' | '；' | ';')
 }
 

@@ -3,7 +3,7 @@
 
 use aho_corasick::{AhoCorasickBuilder, MatchKind};
 
-use super::clause::{clause_start, is_punct, opens_clause};
+use super::clause::{clause_start, is_punct, is_sentence_end, opens_clause};
 use super::words::has_speech_verb;
 use super::{Discovered, ParagraphView};
 use crate::text::quote::SegmentKind;
@@ -575,6 +575,11 @@ pub fn guess_genders(found: &mut [Discovered], chapters: &[Vec<ParagraphView<'_>
         let mut sentence_subject = false;
         // Where the last person named (or 他, 她) ends.
         let mut last_person = 0;
+        let mut dialogue = p
+            .spans
+            .iter()
+            .filter(|s| s.kind == SegmentKind::Dialogue)
+            .peekable();
         for m in matcher.find_iter(p.text) {
             last_person = m.end();
             let pat = m.pattern().as_usize();
@@ -628,14 +633,14 @@ pub fn guess_genders(found: &mut [Discovered], chapters: &[Vec<ParagraphView<'_>
                         // …and the subject of its whole sentence when it
                         // opens the sentence's first clause (not 不过，他又
                         // 想，爱云在哩。).
+                        // (Only the character before its clause is looked
+                        // at: a paragraph of a million names stays linear.)
                         let clause = clause_start(p.text, m.start(), 0);
-                        let sentence = p.text[..clause]
-                            .rfind(['。', '！', '？', '!', '?', '；'])
-                            .map_or(0, |at| {
-                                at + p.text[at..].chars().next().map_or(0, char::len_utf8)
-                            });
-                        sentence_subject = clause == sentence
-                            || !p.text[sentence..clause].contains(|c: char| is_punct(c));
+                        sentence_subject = clause == 0
+                            || p.text[..clause]
+                                .chars()
+                                .next_back()
+                                .is_some_and(is_sentence_end);
                     }
                     // 少平他妈, 润叶她二爸, 金秀她一下子…: a pronoun right after
                     // a subject is that one's (not 告诉少平她…: no subject).
@@ -661,9 +666,16 @@ pub fn guess_genders(found: &mut [Discovered], chapters: &[Vec<ParagraphView<'_>
                         .is_none_or(|c| is_punct(c) || matches!(c, '”' | '」' | '’' | '』'));
                     // …and only within the name's sentence.
                     let same_sentence = |from: usize| !ends_sentence(&p.text[from..m.start()]);
+                    // …and outside quotes (“…文龙不批准，她就又跑来找我”:
+                    // what a speaker tells turns to others).
+                    while dialogue.peek().is_some_and(|s| s.end <= m.start()) {
+                        dialogue.next();
+                    }
+                    let quoted = dialogue.peek().is_some_and(|s| s.start <= m.start());
                     if let Some((i, from)) = last.take()
                         && opens_clause
                         && same_sentence(from)
+                        && !quoted
                     {
                         match words[pat] {
                             "他" => evidence[i].he += 1,
@@ -1196,6 +1208,16 @@ mod tests {
         let got = guessed(&[("平儿", &[])], &lines);
         assert!(!got[0].1.book_has_she);
         assert_eq!(got[0].0, Gender::Female, "{:?}", got[0].1);
+    }
+
+    #[test]
+    fn a_pronoun_inside_a_quote_says_nothing_of_the_name_before_it() {
+        let lines = [
+            "“墨川不批准，她就又跑来找我。”老人说。",
+            "墨川想了想，他没说话。",
+        ];
+        let got = guessed(&[("墨川", &[])], &lines);
+        assert_eq!((got[0].1.she, got[0].1.he), (0, 1), "{:?}", got[0].1);
     }
 
     #[test]
