@@ -548,11 +548,15 @@ pub fn guess_genders(found: &mut [Discovered], chapters: &[Vec<ParagraphView<'_>
     // How often each name stands in quote marks, and in all.
     let mut quoted = vec![0usize; found.len()];
     let mut written = vec![0usize; found.len()];
-    // The subject of the last sentence of the paragraph before.
-    let mut carried: Option<usize> = None;
+    // The subject of the last sentence of the paragraph before, and its chapter.
+    let mut carried: Option<(usize, usize)> = None;
     // Han characters, 的 and 道 of the book.
     let (mut han, mut de, mut dao) = (0usize, 0usize, 0usize);
-    for p in chapters.iter().flatten() {
+    let paragraphs = chapters
+        .iter()
+        .enumerate()
+        .flat_map(|(chapter, ps)| ps.iter().map(move |p| (chapter, p)));
+    for (chapter, p) in paragraphs {
         for c in p.text.chars() {
             match c {
                 '的' => de += 1,
@@ -561,7 +565,7 @@ pub fn guess_genders(found: &mut [Discovered], chapters: &[Vec<ParagraphView<'_>
             }
             han += usize::from(crate::text::decode::is_han(c));
         }
-        if let Some(i) = carried.take()
+        if let Some((i, _)) = carried.take().filter(|&(_, c)| c == chapter)
             && !any_prefix(p.text, &["他们", "她们", "他們", "她們"])
         {
             if p.text.starts_with('他') {
@@ -690,7 +694,7 @@ pub fn guess_genders(found: &mut [Discovered], chapters: &[Vec<ParagraphView<'_>
                 let rest = p.text[from..].trim_end();
                 rest.ends_with(['。', '…']) && !ends_sentence(rest.trim_end_matches(['。', '…']))
             })
-            .map(|(i, _)| i);
+            .map(|(i, _)| (i, chapter));
     }
     let book_has_she = she_total * 50 >= she_total + he_total && she_total > 0;
     // 的 is 19–20 in a thousand Han characters of 《红楼梦》, 9 of 西游记 and
@@ -1345,6 +1349,28 @@ mod tests {
         );
         assert_eq!(got[0].0, Gender::Female, "{:?}", got[0].1);
         assert_eq!(got[1].0, Gender::Male, "{:?}", got[1].1);
+    }
+
+    #[test]
+    fn the_next_paragraph_is_not_the_next_chapter() {
+        let (one, two) = (["墨川推开门。"], ["她笑了。"]);
+        let (s1, s2) = (test_spans(&one), test_spans(&two));
+        let chapters = [test_views(&one, &s1), test_views(&two, &s2)];
+        let mut found = vec![Discovered {
+            character: Character {
+                name: "墨川".into(),
+                aliases: Vec::new(),
+                gender: Gender::Unknown,
+                voice: None,
+            },
+            count: 1,
+            evidence: GenderEvidence::default(),
+        }];
+        guess_genders(&mut found, &chapters);
+        assert_eq!(found[0].evidence.she_next, 0, "{:?}", found[0].evidence);
+        // In one chapter it would count.
+        let got = guessed(&[("墨川", &[])], &["墨川推开门。", "她笑了。"]);
+        assert_eq!(got[0].1.she_next, 1);
     }
 
     #[test]
