@@ -111,6 +111,9 @@ pub struct Model {
 
 static EMBEDDED: LazyLock<Model> = LazyLock::new(|| Model::parse(MODEL));
 
+/// [`word_hash`] of 大夫, a word by itself (not 三闾大夫).
+const DAFU: u64 = word_hash("大夫");
+
 /// FNV-1a hash of a word, the key of word features.
 pub const fn word_hash(word: &str) -> u64 {
     let bytes = word.as_bytes();
@@ -356,7 +359,7 @@ fn context_rule(f: &Features) -> Option<&'static str> {
         // A doctor (镇上的大夫, 王大夫), not the ancient rank (士大夫, 上大夫,
         // 御史大夫; a longer phrase, 三闾大夫, says which).
         '大' if n == '夫'
-            && f.word == word_hash("大夫")
+            && f.word == DAFU
             && !in_set(p, "士卿上中下史医")
             && !(p == '的' && f.prev2 == '国') =>
         {

@@ -289,8 +289,9 @@ impl Context<'_, '_> {
                 if let Some(Who::Someone(slot) | Who::Unnamed(slot)) = pronoun {
                     candidates.retain(of_slot(slot));
                 }
-                // “…叫老娘…”: one who calls herself 老娘 is a woman, 老子 a man
-                // (when one of that gender is a candidate).
+                // “…叫老娘…”, “老公，…”: one who calls herself 老娘 or her
+                // husband 老公 is a woman, 老子 or 贫僧 a man (when one of that
+                // gender is a candidate).
                 if let Some(slot) = first_quote
                     .and_then(|k| self_reference(p.spans[k].text(p.text)))
                     .filter(|slot| candidates.0.iter().any(|c| of_slot(*slot)(c.who)))
