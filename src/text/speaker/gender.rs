@@ -1079,6 +1079,10 @@ const STRONG_MALE: &[&str] = &[
     "哥", "叔", "爷", "爺", "伯", "公", "王", "帝", "兄", "弟", "爹", "侯", "将", "將", "军", "軍",
     "僧", "父", "师", "師", "郎", "子", "道士", "道人", "和尚", "先生", "秀才", "员外", "員外",
     "太监", "太監", "相公", "掌柜", "掌櫃",
+    // Offices and callings of classical fiction that men hold.
+    "帝君", "星君", "真君", "老君", "昏君", "判官", "刺史", "星官", "丞相", "太尉", "知府", "知县",
+    "知縣", "县令", "縣令", "国丈", "國丈", "驸马", "駙馬", "书生", "書生", "樵夫", "渔翁", "漁翁",
+    "老翁", "仙童", "童儿", "童兒", "老儿", "老兒",
 ];
 #[cfg(test)]
 mod tests {
@@ -1419,6 +1423,10 @@ mod tests {
             ("胖子", Gender::Male),
             ("女王", Gender::Female),
             ("嫂子", Gender::Female),
+            // Offices of classical fiction.
+            ("判官", Gender::Male),
+            ("王刺史", Gender::Male),
+            ("东岳帝君", Gender::Male),
         ] {
             assert_eq!(name_gender(name, false), (gender, true), "{name}");
         }
