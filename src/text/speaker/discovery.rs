@@ -825,6 +825,10 @@ fn select_names(
         };
         let mut found: Vec<(&str, usize)> = Vec::new();
         let ext = extensions(two);
+        // A longer name beside the first (田福堂 beside 田福军), in speaker
+        // positions and opening clauses often enough.
+        let brother =
+            |name: &str, n: usize| n >= MIN_COUNT && subjects.get(name).copied().unwrap_or(0) >= 2;
         match ext.first() {
             Some(&(k, c)) if c as f64 >= 0.6 * n2 as f64 => {
                 // A fourth character only when nearly always there (明軍官兵).
@@ -839,9 +843,12 @@ fn select_names(
                     _ => found.push((k, c)),
                 }
                 // 田福 → 田福军, and also 田福堂 when he is named often enough.
-                found.extend(ext.iter().skip(1).copied().filter(|(name, n)| {
-                    *n >= MIN_COUNT && subjects.get(name).copied().unwrap_or(0) >= 2
-                }));
+                found.extend(
+                    ext.iter()
+                        .skip(1)
+                        .copied()
+                        .filter(|&(name, n)| brother(name, n)),
+                );
             }
             _ => {
                 // 孙少 → 孙少安 and 孙少平: a shared prefix is no name.
@@ -853,10 +860,8 @@ fn select_names(
                 let covered: usize = shared.iter().map(|(_, c)| c).sum();
                 if shared.len() >= 2 && covered as f64 >= 0.6 * n2 as f64 {
                     // … and 金俊山 beside 金俊武 and 金俊文, named less often.
-                    found.extend(ext.iter().copied().filter(|(name, c)| {
-                        *c >= MIN_COUNT
-                            && (*c as f64 >= 0.2 * n2 as f64
-                                || subjects.get(name).copied().unwrap_or(0) >= 2)
+                    found.extend(ext.iter().copied().filter(|&(name, c)| {
+                        c as f64 >= 0.2 * n2 as f64 && c >= MIN_COUNT || brother(name, c)
                     }));
                 } else if !starts_a_word(two, n2, &longer) {
                     found.push((two, n2));
