@@ -505,6 +505,19 @@ mod tests {
     }
 
     #[test]
+    fn the_one_asked_does_not_ask() {
+        let c = cast(&[("林一舟", &[], M), ("周远", &[], M)]);
+        let text =
+            "周远急忙抓了一个馍，狠狠咬了一口。\n等咽下这口饭后，才问林一舟：\n“船票买到了吗？”";
+        assert_eq!(names(&speakers(&c, text)), ["周远"]);
+        let text = "周远放下碗。\n他告诉林一舟：\n“船票买到了。”";
+        assert_eq!(names(&speakers(&c, text)), ["周远"]);
+        // Nor does the one acting before, when it is the one asked.
+        let text = "林一舟放下碗。\n等咽下这口饭后，才问林一舟：\n“船票买到了吗？”";
+        assert_ne!(names(&speakers(&c, text)), ["林一舟"]);
+    }
+
+    #[test]
     fn one_not_heard_does_not_speak() {
         let c = cast(&[("林一舟", &[], M), ("苏晚", &[], F)]);
         let text = "林一舟推门进来，苏晚坐在桌边。\n“汤还热着，快喝吧。”\n林一舟端起碗来，好象根本没听见苏晚说什么。";

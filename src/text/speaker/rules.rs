@@ -607,6 +607,15 @@ impl Context<'_, '_> {
             })
     }
 
+    /// True when paragraph `i` names nobody in `start..end` but the ones
+    /// spoken to (才问少平：).
+    fn names_only_listeners(&self, i: usize, start: usize, end: usize) -> bool {
+        let text = self.paragraphs[i].text;
+        self.mentions_in(i, start, end)
+            .iter()
+            .all(|m| after_preposition(&text[..m.start]))
+    }
+
     fn mentions_in(&self, i: usize, start: usize, end: usize) -> &[Mention] {
         let all = &self.mentions[i];
         let from = all.partition_point(|m| m.start < start);
@@ -651,7 +660,7 @@ impl Context<'_, '_> {
         }
         // `他让润叶坐下；一边抱歉地说：` the subject of the sentence before.
         let found = self.subject_in(i, start, end, true).or_else(|| {
-            (start > n.start && self.mentions_in(i, start, end).is_empty())
+            (start > n.start && self.names_only_listeners(i, start, end))
                 .then(|| {
                     let mark = text[..start]
                         .char_indices()
@@ -669,13 +678,20 @@ impl Context<'_, '_> {
                 other: None,
             });
         }
-        // `过了一会，才痛苦地说：` with no subject in the whole paragraph.
+        // `过了一会，才痛苦地说：` / `等咽下这口饭后，才问少平：` with no
+        // subject in the whole paragraph: the one acting before.
         (strength == Strength::Strong
             && start == n.start
             && n.start == 0
-            && self.mentions_in(i, n.start, body_end).is_empty())
+            && self.names_only_listeners(i, n.start, body_end))
         .then(|| self.actor_before(i))
         .flatten()
+        .filter(|c| {
+            !self
+                .mentions_in(i, n.start, body_end)
+                .iter()
+                .any(|m| m.who == Some(c.who))
+        })
     }
 
     /// `他听见孙玉亭嘟囔说：`, `传来运生焦急的声音：`: the one heard speaking
@@ -1086,9 +1102,14 @@ fn turn_taking(turns: &[Turn], vocative: Option<Who>, recent: Option<Who>) -> Op
 }
 
 /// True when a mention right after `before` is the object of a preposition
-/// (对书记建议, 向少平说): the one spoken to.
+/// (对书记建议, 向少平说) or of a verb of telling (才问少平：, 告诉润叶): the
+/// one spoken to.
 fn after_preposition(before: &str) -> bool {
-    before.ends_with(['对', '對', '向', '朝', '冲', '衝', '跟', '给', '給', '同'])
+    before.ends_with([
+        '对', '對', '向', '朝', '冲', '衝', '跟', '给', '給', '同', '问', '問',
+    ]) || ["告诉", "告訴", "吩咐", "嘱咐", "囑咐", "叮嘱", "叮囑"]
+        .iter()
+        .any(|v| before.ends_with(v))
 }
 
 fn other_mention(mentions: &[Mention], who: Option<Who>) -> Option<Who> {
