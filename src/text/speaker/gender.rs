@@ -550,21 +550,13 @@ pub fn guess_genders(found: &mut [Discovered], chapters: &[Vec<ParagraphView<'_>
     let mut written = vec![0usize; found.len()];
     // The subject of the last sentence of the paragraph before, and its chapter.
     let mut carried: Option<(usize, usize)> = None;
-    // Han characters, 的 and 道 of the book.
-    let (mut han, mut de, mut dao) = (0usize, 0usize, 0usize);
+    let mut register = Register::default();
     let paragraphs = chapters
         .iter()
         .enumerate()
         .flat_map(|(chapter, ps)| ps.iter().map(move |p| (chapter, p)));
     for (chapter, p) in paragraphs {
-        for c in p.text.chars() {
-            match c {
-                '的' => de += 1,
-                '道' => dao += 1,
-                _ => {}
-            }
-            han += usize::from(crate::text::decode::is_han(c));
-        }
+        register.add(p.text);
         if let Some((i, _)) = carried.take().filter(|&(_, c)| c == chapter)
             && !any_prefix(p.text, &["他们", "她们", "他們", "她們"])
         {
@@ -604,24 +596,7 @@ pub fn guess_genders(found: &mut [Discovered], chapters: &[Vec<ParagraphView<'_>
                         }
                     }
                     context_words(before, after, |w| *contexts[i].entry(w).or_default() += 1);
-                    if any_prefix(after, NOT_TITLES) {
-                    } else if any_prefix(after, FEMALE_AFTER) || any_prefix(after, HAS_HUSBAND) {
-                        e.female_titles += 1;
-                    } else if any_prefix(after, MALE_AFTER) || any_prefix(after, HAS_WIFE) {
-                        e.male_titles += 1;
-                    }
-                    // 他妹妹探春: a title right before the name, not the
-                    // tail of another word (不是她的姐姐宝钗 still counts).
-                    // 书童名唤茗烟, 丫鬟名叫…: the title before the naming verb.
-                    let before = NAMING
-                        .iter()
-                        .find_map(|v| before.strip_suffix(v))
-                        .unwrap_or(before);
-                    if any_suffix(before, FEMALE_BEFORE) {
-                        e.female_titles += 1;
-                    } else if any_suffix(before, MALE_BEFORE) {
-                        e.male_titles += 1;
-                    }
+                    titles_around(e, before, after);
                     // 李向前的病房前，她…: a possessor is not what the
                     // next pronoun stands for (the subject before it still is)…
                     // Nor is a name that does not open its clause (兰花听满银这么说，她…).
@@ -678,28 +653,12 @@ pub fn guess_genders(found: &mut [Discovered], chapters: &[Vec<ParagraphView<'_>
                 }
             }
         }
-        // Not after a turn of dialogue, nor after its tag (“…”少平说。/
-        // 他…: the one spoken to reacts).
-        let narration = p.spans.iter().all(|s| s.kind == SegmentKind::Narration);
         carried = last
-            // …nor when someone else comes after it (润生挡住了她。/ 她…).
-            .filter(|&(_, from)| {
-                narration
-                    && sentence_subject
-                    && from == last_person
-                    && !has_speech_verb(&p.text[from..])
-            })
-            // A statement (润叶要结婚了？ / 他… is one who wonders).
-            .filter(|&(_, from)| {
-                let rest = p.text[from..].trim_end();
-                rest.ends_with(['。', '…']) && !ends_sentence(rest.trim_end_matches(['。', '…']))
-            })
+            .filter(|&(_, from)| sentence_subject && goes_on(p, from, last_person))
             .map(|(i, _)| (i, chapter));
     }
     let book_has_she = she_total * 50 >= she_total + he_total && she_total > 0;
-    // 的 is 19–20 in a thousand Han characters of 《红楼梦》, 9 of 西游记 and
-    // 27–40 of modern prose; 道 (said) 16–19 against 2–3.
-    let vernacular = de * 1000 >= VERNACULAR_DE * han && dao * 1000 < VERNACULAR_DAO * han;
+    let vernacular = register.vernacular();
     let she_percent = (she_total * 100 / (she_total + he_total).max(1)) as u8;
     for (k, (d, e)) in found.iter().zip(evidence.iter_mut()).enumerate() {
         e.book_has_she = book_has_she;
@@ -717,6 +676,71 @@ pub fn guess_genders(found: &mut [Discovered], chapters: &[Vec<ParagraphView<'_>
     for (d, e) in found.iter_mut().zip(evidence) {
         d.character.gender = e.guess().gender;
         d.evidence = e;
+    }
+}
+
+/// Titles and kinship terms right after a name (润叶姐, 林姑娘, …嫁给了) or
+/// before it (丫头平儿, 他妹妹探春; 书童名唤茗烟: before the naming verb).
+fn titles_around(e: &mut GenderEvidence, before: &str, after: &str) {
+    if any_prefix(after, NOT_TITLES) {
+    } else if any_prefix(after, FEMALE_AFTER) || any_prefix(after, HAS_HUSBAND) {
+        e.female_titles += 1;
+    } else if any_prefix(after, MALE_AFTER) || any_prefix(after, HAS_WIFE) {
+        e.male_titles += 1;
+    }
+    // Not the tail of another word (不是她的姐姐宝钗 still counts).
+    let before = NAMING
+        .iter()
+        .find_map(|v| before.strip_suffix(v))
+        .unwrap_or(before);
+    if any_suffix(before, FEMALE_BEFORE) {
+        e.female_titles += 1;
+    } else if any_suffix(before, MALE_BEFORE) {
+        e.male_titles += 1;
+    }
+}
+
+/// Whether the story of a name ending at `from` in paragraph `p`, the
+/// subject of its sentence, goes on in a 他 or 她 opening the next
+/// paragraph: not after a turn of dialogue nor its tag (“…”少平说。/ 他…:
+/// the one spoken to reacts), nor when someone else is named after it
+/// (`last_person`: 润生挡住了她。/ 她…), and only after a statement (润叶要结婚
+/// 了？/ 他… is one who wonders).
+fn goes_on(p: &ParagraphView<'_>, from: usize, last_person: usize) -> bool {
+    let rest = p.text[from..].trim_end();
+    p.spans.iter().all(|s| s.kind == SegmentKind::Narration)
+        && from == last_person
+        && !has_speech_verb(rest)
+        && rest.ends_with(['。', '…'])
+        && !ends_sentence(rest.trim_end_matches(['。', '…']))
+}
+
+/// Which register a book is written in, from how often it writes 的 and 道
+/// (said): 的 is 19–20 in a thousand Han characters of 《红楼梦》, 9 of 西游记
+/// and 27–40 of modern prose; 道 16–19 against 2–3.
+#[derive(Debug, Default)]
+struct Register {
+    han: usize,
+    de: usize,
+    dao: usize,
+}
+
+impl Register {
+    fn add(&mut self, text: &str) {
+        for c in text.chars() {
+            match c {
+                '的' => self.de += 1,
+                '道' => self.dao += 1,
+                _ => {}
+            }
+            self.han += usize::from(crate::text::decode::is_han(c));
+        }
+    }
+
+    /// The modern vernacular: at least [`VERNACULAR_DE`] 的 and fewer than
+    /// [`VERNACULAR_DAO`] 道 in a thousand.
+    fn vernacular(&self) -> bool {
+        self.de * 1000 >= VERNACULAR_DE * self.han && self.dao * 1000 < VERNACULAR_DAO * self.han
     }
 }
 
