@@ -1397,6 +1397,14 @@ impl Browser {
         answer["value"].clone()
     }
 
+    /// Opens `url` (the studio's address with its token) and waits until
+    /// the page says it is ready.
+    async fn open(&self, url: &str) {
+        self.call(reqwest::Method::POST, "/url", json!({ "url": url }))
+            .await;
+        self.wait_for("return document.body.dataset.ready").await;
+    }
+
     async fn script(&self, script: &str) -> Value {
         self.call(
             reqwest::Method::POST,
@@ -1482,10 +1490,7 @@ async fn the_page_shows_a_found_characters_gender_and_why() {
     let fixture = Fixture::without_cast();
     let studio = Studio::start(&fixture);
     let book = get_json(&studio, "/api/book").await;
-    browser
-        .call(reqwest::Method::POST, "/url", json!({"url": studio.url}))
-        .await;
-    browser.wait_for("return document.body.dataset.ready").await;
+    browser.open(&studio.url).await;
     let rows = browser
         .script(
             "return [...document.querySelectorAll('#cast tr')].filter(tr => tr.querySelector('td.name')).map(tr => ({ \
@@ -1543,10 +1548,7 @@ async fn the_page_labels_someone_the_book_does_not_name() {
     let Some(browser) = Browser::start().await else {
         return;
     };
-    browser
-        .call(reqwest::Method::POST, "/url", json!({"url": studio.url}))
-        .await;
-    browser.wait_for("return document.body.dataset.ready").await;
+    browser.open(&studio.url).await;
     let labels = browser
         .script("return [...document.querySelectorAll('.para .who')].map(b => b.textContent)")
         .await;
@@ -1564,10 +1566,7 @@ async fn the_page_works_in_a_real_browser() {
     };
     let fixture = Fixture::new();
     let studio = Studio::start(&fixture);
-    browser
-        .call(reqwest::Method::POST, "/url", json!({"url": studio.url}))
-        .await;
-    browser.wait_for("return document.body.dataset.ready").await;
+    browser.open(&studio.url).await;
     // The token left the address bar.
     let href = browser.script("return location.href").await;
     assert!(!href.as_str().unwrap().contains("token"), "{href}");

@@ -1200,9 +1200,7 @@ mod tests {
             "“好吧。”老冯说。",
             "“我去叫人。”吴月琴说。",
         ];
-        let spans = test_spans(&text);
-        let views = test_views(&text, &spans);
-        let found = discover(std::slice::from_ref(&views));
+        let found = discovered(&text);
         let names: Vec<&str> = found.iter().map(|d| d.character.name.as_str()).collect();
         assert!(!names.contains(&"老冯"), "{names:?}");
         assert!(!names.contains(&"小声"), "{names:?}");
@@ -1225,9 +1223,7 @@ mod tests {
             "“我去叫人。”汪老师说。",
             "“快点。”汪老师说。",
         ];
-        let spans = test_spans(&text);
-        let views = test_views(&text, &spans);
-        let found = discover(std::slice::from_ref(&views));
+        let found = discovered(&text);
         let names: Vec<&str> = found.iter().map(|d| d.character.name.as_str()).collect();
         assert!(!names.contains(&"韩科长"), "{names:?}");
         let han = found.iter().find(|d| d.character.name == "韩立平").unwrap();

@@ -1116,8 +1116,20 @@ mod tests {
 
     /// Genders guessed for `names` (name, aliases) from `lines`.
     fn guessed(names: &[(&str, &[&str])], lines: &[&str]) -> Vec<(Gender, GenderEvidence)> {
-        let spans = test_spans(lines);
-        let views = test_views(lines, &spans);
+        guessed_in(names, &[lines])
+    }
+
+    /// [`guessed`] over a book of several chapters, each its lines.
+    fn guessed_in(
+        names: &[(&str, &[&str])],
+        chapters: &[&[&str]],
+    ) -> Vec<(Gender, GenderEvidence)> {
+        let spans: Vec<_> = chapters.iter().map(|lines| test_spans(lines)).collect();
+        let views: Vec<_> = chapters
+            .iter()
+            .zip(&spans)
+            .map(|(lines, spans)| test_views(lines, spans))
+            .collect();
         let mut found: Vec<Discovered> = names
             .iter()
             .map(|(n, a)| Discovered {
@@ -1131,7 +1143,7 @@ mod tests {
                 evidence: GenderEvidence::default(),
             })
             .collect();
-        guess_genders(&mut found, &[views]);
+        guess_genders(&mut found, &views);
         found
             .iter()
             .map(|d| (d.character.gender, d.evidence))
@@ -1381,21 +1393,8 @@ mod tests {
 
     #[test]
     fn the_next_paragraph_is_not_the_next_chapter() {
-        let (one, two) = (["墨川推开门。"], ["她笑了。"]);
-        let (s1, s2) = (test_spans(&one), test_spans(&two));
-        let chapters = [test_views(&one, &s1), test_views(&two, &s2)];
-        let mut found = vec![Discovered {
-            character: Character {
-                name: "墨川".into(),
-                aliases: Vec::new(),
-                gender: Gender::Unknown,
-                voice: None,
-            },
-            count: 1,
-            evidence: GenderEvidence::default(),
-        }];
-        guess_genders(&mut found, &chapters);
-        assert_eq!(found[0].evidence.she_next, 0, "{:?}", found[0].evidence);
+        let got = guessed_in(&[("墨川", &[])], &[&["墨川推开门。"], &["她笑了。"]]);
+        assert_eq!(got[0].1.she_next, 0, "{:?}", got[0].1);
         // In one chapter it would count.
         let got = guessed(&[("墨川", &[])], &["墨川推开门。", "她笑了。"]);
         assert_eq!(got[0].1.she_next, 1);

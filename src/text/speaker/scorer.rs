@@ -167,9 +167,7 @@ impl Candidates {
         }
         best.map(|(_, w)| w)
     }
-}
 
-impl Candidates {
     /// The probability, under `weights`' softmax over the candidates, that
     /// the speaker has the gender of `best` (`gender` of each candidate; an
     /// unknown gender agrees with nobody).
