@@ -75,10 +75,14 @@ pub fn discover<'a>(chapters: &[Vec<ParagraphView<'a>>]) -> Vec<Discovered> {
             ends.push(j + c.len_utf8());
         }
         for &e in ends.iter().skip(1) {
+            let after = &rest[e..];
+            // 挑战似地问: a manner, not someone.
+            if MANNER_AFTER.iter().any(|m| after.starts_with(m)) {
+                continue;
+            }
             let entry = counts.entry(&rest[..e]).or_default();
             entry.0 += 1;
             // Right before a speech verb or the end of the clause (毛仲說, 毛仲：).
-            let after = &rest[e..];
             if after.is_empty() || starts_with_speech_verb(after) {
                 entry.1 += 1;
             }
@@ -292,6 +296,9 @@ fn count_written<'n>(
     }
     counts
 }
+
+/// What turns the words before it into a manner (挑战似地问, 命令般地说).
+const MANNER_AFTER: &[&str] = &["似地", "似的", "般地", "般的", "一般地"];
 
 /// What follows 我 when a character gives their name (我叫侯生贵，).
 /// (Not 我是: 我是说, 我是时再来 are no names.)
@@ -1047,6 +1054,22 @@ mod tests {
         let found = discovered(&text);
         let names: Vec<&str> = found.iter().map(|d| d.character.name.as_str()).collect();
         assert!(names.contains(&"铁脚"), "{names:?}");
+    }
+
+    #[test]
+    fn manners_and_function_words_before_speech_verbs_are_no_names() {
+        let mut text = Vec::new();
+        for _ in 0..5 {
+            text.extend([
+                "周大山站起来，挑战似地问：“敢不敢？”",
+                "周大山喝了口水，继续说：“后来呢，雨停了。”",
+                "台下的人纷纷说：“好！”",
+                "周大山笑道：“走。”",
+            ]);
+        }
+        let found = discovered(&text);
+        let names: Vec<&str> = found.iter().map(|d| d.character.name.as_str()).collect();
+        assert_eq!(names, ["周大山"]);
     }
 
     #[test]

@@ -567,6 +567,18 @@ mod tests {
     }
 
     #[test]
+    fn one_the_clause_brings_in_speaks_not_the_one_asked() {
+        let c = cast(&[("林一舟", &[], M), ("苏晚", &[], F)]);
+        let text = "林一舟沿着河堤往回走。\n堤下的菜地里有个中年妇女问他：\n“你回来了？”";
+        assert_eq!(names(&speakers(&c, text)), ["(female)"]);
+        let text = "苏晚沿着河堤往回走。\n堤下有一位老汉叫住她，问：\n“你是谁家的闺女？”";
+        assert_eq!(names(&speakers(&c, text)), ["(male)"]);
+        // Someone brought in as the object is not the subject.
+        let text = "林一舟在街上碰见苏晚。\n他把那个姑娘拉到一边，问：\n“你怎么来了？”";
+        assert_eq!(names(&speakers(&c, text)), ["林一舟"]);
+    }
+
+    #[test]
     fn a_subject_after_an_adverb_of_sequence_speaks() {
         let c = cast(&[("林一舟", &[], M), ("苏晚", &[], F)]);
         let text =

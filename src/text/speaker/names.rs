@@ -259,6 +259,20 @@ const NOT_NAMES: &[&str] = &[
     "笑眯眯",
     "笑嘻嘻",
     "笑吟吟",
+    // Function words that open clauses before a speech verb (继续说,
+    // 何况…说, 纷纷说, 分别问).
+    "继续",
+    "繼續",
+    "何况",
+    "何況",
+    "许多",
+    "許多",
+    "关于",
+    "關於",
+    "分别",
+    "分別",
+    "纷纷",
+    "紛紛",
 ];
 
 /// Is `s` one of [`NOT_NAMES`]? (A set: asked for every candidate.)

@@ -964,13 +964,21 @@ impl Context<'_, '_> {
                         || KIN_BEFORE_NAME.contains(&between)
                 })
                 .unwrap_or(m),
-            // Anyone but a person not named (她接上丈夫的话碴，说：) or
-            // one spoken to (几乎是对着她喊：).
-            None => mentions.iter().find(|m| {
-                m.who.is_some()
-                    && !m.unnamed()
-                    && !after_preposition(text[..m.start].trim_end_matches(['着', '著']))
-            })?,
+            // One whom the clause brings in (路边有个妇女问他：), else
+            // anyone but a person not named (她接上丈夫的话碴，说：) or one
+            // spoken to (几乎是对着她喊：).
+            None => mentions
+                .iter()
+                .find(|m| {
+                    m.unnamed() && brought_in(&text[clause_start(text, m.start, start)..m.start])
+                })
+                .or_else(|| {
+                    mentions.iter().find(|m| {
+                        m.who.is_some()
+                            && !m.unnamed()
+                            && !after_preposition(text[..m.start].trim_end_matches(['着', '著']))
+                    })
+                })?,
         };
         Some((m.who?, other_mention(mentions, m.who)))
     }
@@ -1110,6 +1118,23 @@ fn after_preposition(before: &str) -> bool {
     ]) || ["告诉", "告訴", "吩咐", "嘱咐", "囑咐", "叮嘱", "叮囑"]
         .iter()
         .any(|v| before.ends_with(v))
+}
+
+/// Words that bring someone into a clause (有个, 有一位).
+const BRINGING_IN: &[&str] = &["有个", "有個", "有一个", "有一個", "有位", "有一位", "有一"];
+
+/// Longest description between those words and the one brought in
+/// (有个中年妇女: 2 characters).
+const MAX_BROUGHT_IN_BYTES: usize = 4 * 3;
+
+/// True when `prefix` (the clause up to a mention) brings the mention in:
+/// 有个妇女, 路边有一位年轻姑娘 (not 她把那个妇女, the object).
+fn brought_in(prefix: &str) -> bool {
+    BRINGING_IN.iter().any(|w| {
+        prefix
+            .rfind(w)
+            .is_some_and(|at| prefix.len() - at - w.len() <= MAX_BROUGHT_IN_BYTES)
+    })
 }
 
 fn other_mention(mentions: &[Mention], who: Option<Who>) -> Option<Who> {
