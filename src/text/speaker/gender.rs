@@ -3,7 +3,7 @@
 
 use aho_corasick::{AhoCorasickBuilder, MatchKind};
 
-use super::clause::{clause_start, is_punct, is_sentence_end, opens_clause};
+use super::clause::{clause_start, is_punct, opens_clause};
 use super::words::has_speech_verb;
 use super::{Discovered, ParagraphView};
 use crate::text::quote::SegmentKind;
@@ -188,8 +188,9 @@ const NEXT_PARAGRAPH: f32 = 0.5;
 
 /// Weight of the words around a name (a weak hint, as a given-name
 /// character is): enough alone to say a gender with little confidence,
-/// never enough against pronouns or titles.
-const CONTEXT_WEIGHT: f32 = 1.0;
+/// never enough against pronouns or titles, nor against two sentences
+/// that go on with 她 (where a heroine and a hero share a book's words).
+const CONTEXT_WEIGHT: f32 = 0.5;
 /// How far the words around a name must lean (mean log-odds per word, in
 /// thousandths) over how many words.
 const CONTEXT_MIN_MILLI: i16 = 50;
@@ -571,8 +572,19 @@ pub fn guess_genders(found: &mut [Discovered], chapters: &[Vec<ParagraphView<'_>
         let mut sentence_subject = false;
         // Where the last person named (or 他, 她) ends.
         let mut last_person = 0;
+        // The spans of the paragraph up to the current match (matches come in order).
+        let mut span = 0;
         for m in matcher.find_iter(p.text) {
-            last_person = m.end();
+            let person_before = std::mem::replace(&mut last_person, m.end());
+            while p.spans.get(span).is_some_and(|s| s.end <= m.start()) {
+                span += 1;
+            }
+            // “知意，我喜欢了他…”: who is named or meant inside a quote says
+            // nothing of whom the narration's pronouns stand for.
+            let in_quote = p
+                .spans
+                .get(span)
+                .is_some_and(|s| s.kind != SegmentKind::Narration && s.start <= m.start());
             let pat = m.pattern().as_usize();
             match owner[pat] {
                 Some(i) if pat >= first_address => {
@@ -600,21 +612,17 @@ pub fn guess_genders(found: &mut [Discovered], chapters: &[Vec<ParagraphView<'_>
                     // 李向前的病房前，她…: a possessor is not what the
                     // next pronoun stands for (the subject before it still is)…
                     // Nor is a name that does not open its clause (兰花听满银这么说，她…).
-                    let subject =
-                        opens_clause(&p.text[clause_start(p.text, m.start(), 0)..m.start()]);
+                    let subject = !in_quote
+                        && opens_clause(&p.text[clause_start(p.text, m.start(), 0)..m.start()]);
                     if subject && !any_prefix(after, POSSESSIVE) {
                         last = Some((i, m.end()));
                         // …and the subject of its whole sentence when it
-                        // opens the sentence's first clause (not 不过，他又
-                        // 想，爱云在哩。).
-                        // (Only the character before its clause is looked
-                        // at: a paragraph of a million names stays linear.)
-                        let clause = clause_start(p.text, m.start(), 0);
-                        sentence_subject = clause == 0
-                            || p.text[..clause]
-                                .chars()
-                                .next_back()
-                                .is_some_and(is_sentence_end);
+                        // is the first person the sentence names (周六一早，
+                        // 知意…; not 不过，他又想，爱云在哩。).
+                        // (Only the text since the last person is looked at:
+                        // a paragraph of a million names stays linear.)
+                        sentence_subject =
+                            person_before == 0 || ends_sentence(&p.text[person_before..m.start()]);
                     }
                     // 少平他妈, 润叶她二爸, 金秀她一下子…: a pronoun right after
                     // a subject is that one's (not 告诉少平她…: no subject).
@@ -640,15 +648,29 @@ pub fn guess_genders(found: &mut [Discovered], chapters: &[Vec<ParagraphView<'_>
                         .is_none_or(|c| is_punct(c) || matches!(c, '”' | '」' | '’' | '』'));
                     // …and only within the name's sentence.
                     let same_sentence = |from: usize| !ends_sentence(&p.text[from..m.start()]);
-                    if let Some((i, from)) = last.take()
-                        && opens_clause
-                        && same_sentence(from)
-                    {
-                        match words[pat] {
-                            "他" => evidence[i].he += 1,
-                            "她" => evidence[i].she += 1,
-                            _ => {}
+                    match if in_quote { None } else { last.take() } {
+                        Some((i, from)) if opens_clause && same_sentence(from) => {
+                            match words[pat] {
+                                "他" => evidence[i].he += 1,
+                                "她" => evidence[i].she += 1,
+                                _ => {}
+                            }
                         }
+                        // 知意没接话。她怕一开口…: the next sentence goes on
+                        // with the subject of the last, as the next paragraph
+                        // may (see `goes_on`), at the same weight.
+                        Some((i, from))
+                            if sentence_subject
+                                && person_before == from
+                                && next_sentence(&p.text[from..m.start()]) =>
+                        {
+                            match words[pat] {
+                                "他" => evidence[i].he_next += 1,
+                                "她" => evidence[i].she_next += 1,
+                                _ => {}
+                            }
+                        }
+                        _ => {}
                     }
                 }
             }
@@ -713,6 +735,17 @@ fn goes_on(p: &ParagraphView<'_>, from: usize, last_person: usize) -> bool {
         && !has_speech_verb(rest)
         && rest.ends_with(['。', '…'])
         && !ends_sentence(rest.trim_end_matches(['。', '…']))
+}
+
+/// True when `between` (from the end of a name to a pronoun) is the rest
+/// of the name's sentence, a statement of narration, and the pronoun opens
+/// the next one (知意没接话。她…; not 润叶要结婚了？她…, nor past a quote
+/// or a speech verb, where the one spoken to may react).
+fn next_sentence(between: &str) -> bool {
+    let Some(rest) = between.strip_suffix('。') else {
+        return false;
+    };
+    !ends_sentence(rest) && !rest.contains(['“', '「', '『']) && !has_speech_verb(rest)
 }
 
 /// Which register a book is written in, from how often it writes 的 and 道
@@ -1389,6 +1422,36 @@ mod tests {
         );
         assert_eq!(got[0].0, Gender::Female, "{:?}", got[0].1);
         assert_eq!(got[1].0, Gender::Male, "{:?}", got[1].1);
+    }
+
+    #[test]
+    fn a_pronoun_opening_the_next_sentence_goes_on_with_the_first_one_named() {
+        let got = guessed(
+            &[("青禾", &[]), ("墨川", &[])],
+            &[
+                "青禾没接话。她怕一开口就哭出来。",
+                "周六一早，青禾就醒了。她趿着拖鞋出去。",
+                // Not past a question or another one named.
+                "墨川来了吗？她不知道。",
+                "墨川看着青禾。她笑了。",
+                // A name inside a quote is not what the narration's
+                // pronouns stand for.
+                "“墨川，我等了他十年，他连一句话都没有。”",
+            ],
+        );
+        assert_eq!(
+            (got[0].1.she_next, got[0].1.he_next),
+            (2, 0),
+            "{:?}",
+            got[0].1
+        );
+        assert_eq!(
+            (got[1].1.she_next, got[1].1.he_next),
+            (0, 0),
+            "{:?}",
+            got[1].1
+        );
+        assert_eq!((got[1].1.she, got[1].1.he), (0, 0), "{:?}", got[1].1);
     }
 
     #[test]

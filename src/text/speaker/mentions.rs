@@ -384,7 +384,7 @@ impl Attributor {
         let inner = quote.get(quote.chars().next()?.len_utf8()..)?;
         let m = self.matcher.find(inner)?;
         if m.start() != 0 {
-            return None;
+            return self.asked_who(inner);
         }
         let (Pattern::Name(c) | Pattern::TitledName(c, _)) = self.patterns[m.pattern().as_usize()]
         else {
@@ -400,7 +400,41 @@ impl Attributor {
             .filter(|c| matches!(c, '，' | ',' | '！' | '!' | '、' | '…' | '？' | '?' | '。'))
             .map(|_| Who::Character(c))
     }
+
+    /// A character the quote asks about being (“你就是沈知意？”, “您是王老师吧？”):
+    /// the one spoken to.
+    fn asked_who(&self, inner: &str) -> Option<Who> {
+        ASKING_WHO.iter().find_map(|a| {
+            let at = inner.find(a)? + a.len();
+            // A name right there (at most 4 characters and a title).
+            let mut window = (at + MAX_ASKED_BYTES).min(inner.len());
+            while !inner.is_char_boundary(window) {
+                window -= 1;
+            }
+            let m = self
+                .matcher
+                .find(&inner[at..window])
+                .filter(|m| m.start() == 0)?;
+            let (Pattern::Name(c) | Pattern::TitledName(c, _)) =
+                self.patterns[m.pattern().as_usize()]
+            else {
+                return None;
+            };
+            let rest = &inner[at + m.end()..];
+            ["？", "?", "吧", "吗", "嗎", "啊", "呀"]
+                .iter()
+                .any(|e| rest.starts_with(e))
+                .then_some(Who::Character(c))
+        })
+    }
 }
+
+/// What asks the one spoken to whether they are someone (你就是…？).
+const ASKING_WHO: &[&str] = &["你就是", "您就是", "你是", "您是", "你叫", "您叫"];
+
+/// How far after 你是 a name is looked for (a name of 4 characters and a
+/// title of 2).
+const MAX_ASKED_BYTES: usize = 6 * 3;
 
 /// The latest characters of each gender, for 他/她.
 #[derive(Debug, Default)]

@@ -567,6 +567,46 @@ mod tests {
     }
 
     #[test]
+    fn an_action_before_the_quote_in_its_paragraph_names_the_speaker() {
+        let c = cast(&[("陆川", &[], M), ("苏晚", &[], F), ("周岚", &[], F)]);
+        // Web novels put the one acting and what they say in one paragraph.
+        let text = "苏晚和陆川坐在窗边，周岚在一旁看书。\n“那份图纸呢？”陆川问。\n苏晚放下杯子。“在我包里。”\n“拿来我看看。”";
+        assert_eq!(names(&speakers(&c, text)), ["陆川", "苏晚", "陆川"]);
+    }
+
+    #[test]
+    fn the_narration_may_say_who_just_spoke() {
+        let c = cast(&[("陆川", &[], M), ("苏晚", &[], F), ("老周", &[], M)]);
+        let text =
+            "苏晚、陆川和老周围着桌子坐下。\n“这堵墙为什么要拆？”\n问话的是陆川。他低头翻着图纸。";
+        assert_eq!(names(&speakers(&c, text)), ["陆川"]);
+    }
+
+    #[test]
+    fn one_who_speaks_again_is_not_swapped_for_someone_long_gone() {
+        let c = cast(&[("陆川", &[], M), ("苏晚", &[], F), ("周岚", &[], F)]);
+        // 周岚 was named pages before; 她 after 苏晚's own reply is 苏晚 again.
+        let mut text = String::from("周岚把苏晚送到门口就走了。\n");
+        for _ in 0..12 {
+            text.push_str("雨一直下着。\n");
+        }
+        text.push_str("苏晚走到窗边，陆川跟了过来。\n“你还好吗？”陆川问。\n“挺好的。”\n“陆川，”她攥紧了手指，“你走吧。”");
+        assert_eq!(
+            names(&speakers(&c, &text)),
+            ["陆川", "苏晚", "苏晚", "苏晚"]
+        );
+    }
+
+    #[test]
+    fn one_asked_whether_they_are_someone_is_spoken_to() {
+        let c = cast(&[("陆川", &[], M), ("苏晚", &[], F)]);
+        let (a, _) = spoken(&c, "苏晚。");
+        assert_eq!(a.vocative("“你就是苏晚？”"), a.vocative("“苏晚，你好。”"));
+        assert!(a.vocative("“你就是苏晚？”").is_some());
+        assert_eq!(a.vocative("“你是苏晚的什么人？”"), None);
+    }
+
+    #[test]
     fn one_the_clause_brings_in_speaks_not_the_one_asked() {
         let c = cast(&[("林一舟", &[], M), ("苏晚", &[], F)]);
         let text = "林一舟沿着河堤往回走。\n堤下的菜地里有个中年妇女问他：\n“你回来了？”";

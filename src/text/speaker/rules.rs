@@ -13,6 +13,9 @@ use crate::text::quote::{SegmentKind, SpanRange};
 /// How far back a quote looks for a character mentioned in the narration.
 const RECENT_PARAGRAPHS: usize = 10;
 
+/// Turns of a conversation looked back at for who takes part in it.
+const SCENE_TURNS: usize = 4;
+
 /// Words a quote opens with when it answers the one before.
 const ANSWERS: &[&str] = &[
     "嗯", "是", "好", "对", "對", "不", "没", "沒", "哦", "噢", "行", "可以", "谢谢", "謝謝",
@@ -196,7 +199,11 @@ impl Context<'_, '_> {
             .first()
             .is_some_and(|s| s.kind == SegmentKind::Dialogue);
         let last_speaker = turns.last().and_then(|t| t.speaker);
-        let reply = |c: Candidate| reply_to(c, prev_is_turn && opens_with_quote, last_speaker);
+        let reply = |c: Candidate| {
+            reply_to(c, prev_is_turn && opens_with_quote, last_speaker, |o| {
+                self.in_scene(i, o, turns)
+            })
+        };
         let prev_colon = previous
             .filter(|_| opens_with_quote)
             .and_then(|j| self.colon_before(j));
@@ -356,7 +363,11 @@ impl Context<'_, '_> {
         } = *l;
         let last_speaker = turns.last().and_then(|t| t.speaker);
         let accept = |c: Candidate| acceptable(c, vocative);
-        let reply = |c: Candidate| reply_to(c, prev_is_turn && opens_with_quote, last_speaker);
+        let reply = |c: Candidate| {
+            reply_to(c, prev_is_turn && opens_with_quote, last_speaker, |o| {
+                self.in_scene(i, o, turns)
+            })
+        };
         if let Some(c) = someone
             && turn.is_none()
         {
@@ -607,6 +618,20 @@ impl Context<'_, '_> {
             })
     }
 
+    /// True when `who` spoke or was spoken to in the last few turns, or the
+    /// narration of the paragraphs just before `i` names them.
+    fn in_scene(&self, i: usize, who: Who, turns: &[Turn]) -> bool {
+        turns
+            .iter()
+            .rev()
+            .take(SCENE_TURNS)
+            .any(|t| t.speaker == Some(who) || t.addressee == Some(who))
+            || self.mentions[i.saturating_sub(RECENT_PARAGRAPHS)..i]
+                .iter()
+                .flatten()
+                .any(|m| m.who == Some(who))
+    }
+
     /// True when paragraph `i` names nobody in `start..end` but the ones
     /// spoken to (才问少平：).
     fn names_only_listeners(&self, i: usize, start: usize, end: usize) -> bool {
@@ -639,7 +664,7 @@ impl Context<'_, '_> {
                     Strength::Medium
                 }
             }
-            '。' | '！' | '？' | '!' | '?' | '…' => Strength::Weak,
+            '。' | '！' | '？' | '!' | '?' | '…' => Strength::Medium,
             _ if has_speech_verb(last_clause(text, n.start, body_end)) => Strength::Strong,
             _ => return None,
         };
@@ -819,7 +844,12 @@ impl Context<'_, '_> {
             },
         };
         let verb = has_speech_verb(&text[m.end..end]);
+        // `问话的是陆景深。`: the one the narration says spoke.
+        let revealed = SPEAKER_REVEALED
+            .iter()
+            .any(|r| text[clause_start(text, m.start, start)..m.start].ends_with(r));
         let strength = match (subject, verb) {
+            _ if revealed => Strength::Strong,
             (true, true) => Strength::Strong,
             (true, false) | (false, true) => Strength::Medium,
             (false, false) => Strength::Weak,
@@ -1063,9 +1093,16 @@ fn self_reference(quote: &str) -> Option<usize> {
 /// `“你吃了饭没？”贾冰问。` / `“吃了。”他说。`: a 他 after a reply (a quote
 /// opening the paragraph right after a turn) is not the one who spoke the
 /// turn before, but the other one.
-fn reply_to(c: Candidate, after_turn: bool, last_speaker: Option<Who>) -> Candidate {
+fn reply_to(
+    c: Candidate,
+    after_turn: bool,
+    last_speaker: Option<Who>,
+    in_scene: impl Fn(Who) -> bool,
+) -> Candidate {
     match c.other {
-        Some(o) if after_turn && Some(c.who) == last_speaker => Candidate {
+        // (Unless the other one is nowhere near: “挺好的。” / “陆景深，”她…
+        // goes on where no other woman has been seen for pages.)
+        Some(o) if after_turn && Some(c.who) == last_speaker && in_scene(o) => Candidate {
             who: o,
             other: None,
             ..c
@@ -1119,6 +1156,24 @@ fn after_preposition(before: &str) -> bool {
         .iter()
         .any(|v| before.ends_with(v))
 }
+
+/// What the narration says before the one who just spoke (问话的是陆景深).
+const SPEAKER_REVEALED: &[&str] = &[
+    "问话的是",
+    "問話的是",
+    "说话的是",
+    "說話的是",
+    "开口的是",
+    "開口的是",
+    "出声的是",
+    "出聲的是",
+    "说话的人是",
+    "說話的人是",
+    "问话的人是",
+    "問話的人是",
+    "开口的人是",
+    "開口的人是",
+];
 
 /// Words that bring someone into a clause (有个, 有一位).
 const BRINGING_IN: &[&str] = &["有个", "有個", "有一个", "有一個", "有位", "有一位", "有一"];
