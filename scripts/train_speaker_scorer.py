@@ -8,10 +8,16 @@
       trace on, and writes one record per target quote that reached the
       scorer: its part, gold speaker, the cascade's pick and the
       candidates with their features (names mapped to canonical ones).
+  train_speaker_scorer.py collect-annotated BIN SOURCE TRUTH OUT.jsonl
+      the same for a book whose quotes carry their speakers
+      (eval_annotated.py's format), split without a cast: one record per
+      paragraph that reached the scorer whose first quote has a named
+      speaker (for WEIGHTS_INLINE, fitted on the web-novel fixture)
   train_speaker_scorer.py fit RECORDS.jsonl [--cv] [--l2 X] [--rust]
       fits a conditional logit (softmax over each quote's candidates) by
       gradient descent, L2-regularised. --cv: leave one part out, report
-      held-out accuracy per part against the cascade's. --rust: print the
+      held-out accuracy per part against the cascade's (records of one
+      part only: four folds of consecutive records, a book's chapters). --rust: print the
       weights as the WEIGHTS constant of scorer.rs.
 
 Only the standard library: the data is a few thousand small vectors.
@@ -89,6 +95,47 @@ def collect(binary, data, names, parts, out, with_cast=False):
                 print(f"part {part}: {k} target quotes reached the scorer", file=sys.stderr)
 
 
+def collect_annotated(binary, source, truth, out):
+    import eval_annotated  # noqa: E402
+    import eval_genders  # noqa: E402
+
+    known = eval_genders.truth(truth)
+    env = dict(os.environ, RUST_LOG="tingshu::speaker::features=trace", NO_COLOR="1")
+    with tempfile.TemporaryDirectory() as work, open(out, "w", encoding="utf-8") as sink:
+        eval_annotated.strip(source, work)
+        run = subprocess.run(
+            [binary, "split", f"{work}/book.txt", "--format", "jsonl"],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        gold = [json.loads(line) for line in open(f"{work}/gold.jsonl", encoding="utf-8")]
+        canonical = lambda x: known.get(x, (x,))[0] if x else None  # noqa: E731
+        n = 0
+        for line in run.stderr.splitlines():
+            at = line.find("FEATURES ")
+            if at < 0:
+                continue
+            r = json.loads(line[at + len("FEATURES ") :])
+            first = r["text"].find("“")
+            g = next((g for g in gold if r["text"].find(g["text"]) == first >= 0), None)
+            if g is None or g["speaker"].startswith(("-", ".")):
+                continue
+            rec = {
+                "part": 0,
+                "cast": False,
+                "n": n,
+                "category": "latent",
+                "gold": canonical(g["speaker"]),
+                "cascade": canonical(r["cascade"]),
+                "candidates": [{"name": canonical(c["name"]), "f": c["f"]} for c in r["candidates"]],
+            }
+            sink.write(json.dumps(rec, ensure_ascii=False) + "\n")
+            n += 1
+    print(f"{n} quotes reached the scorer", file=sys.stderr)
+
+
 def load(path, names):
     index = {n: k for k, n in enumerate(names)}
     out = []
@@ -139,6 +186,9 @@ def accuracy(records, w):
 
 def main():
     a = sys.argv[1:]
+    if len(a) == 5 and a[0] == "collect-annotated":
+        collect_annotated(a[1], a[2], a[3], a[4])
+        return
     if len(a) in (6, 7) and a[0] == "collect":
         collect(a[1], a[2], a[3], int(a[4]), a[5], with_cast="--cast" in a)
         return
@@ -148,6 +198,11 @@ def main():
         l2 = float(a[a.index("--l2") + 1]) if "--l2" in a else 0.003
         if "--cv" in a:
             parts = sorted({r["part"] for r in records})
+            if len(parts) == 1:
+                k = len(records)
+                for f, r in enumerate(records):
+                    r["part"] = f * 4 // max(k, 1)
+                parts = sorted({r["part"] for r in records})
             tot = [0, 0, 0, 0]
             for p in parts:
                 held = [r for r in records if r["part"] == p]

@@ -189,7 +189,15 @@ impl Script {
     fn from_scanned(scanned: Vec<Scanned>, book: &str, cast: Option<&Cast>) -> Script {
         let discovered = cast.is_none().then(|| discover_in(&scanned));
         let found = discovered.as_deref().map(discovered_cast);
-        let attributor = Attributor::new(cast.or(found.as_ref()).unwrap_or(&Cast::default()));
+        let style = speaker::TagStyle::of(
+            scanned
+                .iter()
+                .flat_map(Scanned::views)
+                .collect::<Vec<_>>()
+                .iter(),
+        );
+        let attributor =
+            Attributor::new(cast.or(found.as_ref()).unwrap_or(&Cast::default())).with_style(style);
         let mut chapters = Vec::new();
         let mut skipped = Vec::new();
         for (k, s) in scanned.iter().enumerate() {

@@ -55,6 +55,7 @@ use super::quote::{SegmentKind, SpanRange};
 
 pub use discovery::{Discovered, discover};
 pub use gender::{GenderEvidence, GenderGuess, guess_genders};
+pub use scorer::TagStyle;
 
 use mentions::Pattern;
 use rules::{Context, Decision, Turn, continues_speech};
@@ -107,6 +108,8 @@ pub struct Attributor {
     patterns: Vec<Pattern>,
     names: Vec<String>,
     genders: Vec<Gender>,
+    /// Where the book puts its tags (which weights score a quote no tag names).
+    style: TagStyle,
 }
 
 impl Attributor {
@@ -119,7 +122,13 @@ impl Attributor {
             patterns,
             names: cast.characters.iter().map(|c| c.name.clone()).collect(),
             genders: cast.characters.iter().map(|c| c.gender).collect(),
+            style: TagStyle::Apart,
         }
+    }
+
+    /// The same, for a book whose tags are placed as `style` says.
+    pub fn with_style(self, style: TagStyle) -> Attributor {
+        Attributor { style, ..self }
     }
 
     /// The name a speaker goes by in the script (none for someone unnamed).

@@ -311,7 +311,7 @@ impl Context<'_, '_> {
                 // followed by its asker in about 1 of 10 WP2021 quotes: the
                 // weights alone let them speak again.
                 candidates.drop_unless_alone(Feature::AskedLast);
-                match candidates.best(&scorer::WEIGHTS) {
+                match candidates.best(self.attributor.style.weights()) {
                     // An exchange with someone unnamed (她红着脸说：“…” / 他说：
                     // “…” / “…”): the one named does not answer themselves.
                     Some(best)
@@ -323,10 +323,13 @@ impl Context<'_, '_> {
                     }
                     Some(best) => {
                         let genders = &self.attributor.genders;
-                        let share = candidates.gender_share(&scorer::WEIGHTS, best, |w| match w {
-                            Who::Character(k) => gender_slot(genders[k]),
-                            _ => None,
-                        });
+                        let share =
+                            candidates.gender_share(self.attributor.style.weights(), best, |w| {
+                                match w {
+                                    Who::Character(k) => gender_slot(genders[k]),
+                                    _ => None,
+                                }
+                            });
                         gender_unsure = share < scorer::GENDER_SURE;
                         Some(best)
                     }
