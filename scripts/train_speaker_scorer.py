@@ -8,11 +8,12 @@
       trace on, and writes one record per target quote that reached the
       scorer: its part, gold speaker, the cascade's pick and the
       candidates with their features (names mapped to canonical ones).
-  train_speaker_scorer.py collect-annotated BIN SOURCE TRUTH OUT.jsonl
-      the same for a book whose quotes carry their speakers
-      (eval_annotated.py's format), split without a cast: one record per
-      paragraph that reached the scorer whose first quote has a named
-      speaker (for WEIGHTS_INLINE, fitted on the web-novel fixture)
+  train_speaker_scorer.py collect-annotated BIN OUT.jsonl SOURCE TRUTH [SOURCE TRUTH…]
+      the same for books whose quotes carry their speakers
+      (eval_annotated.py's format), each split without a cast and a part
+      of its own: one record per paragraph that reached the scorer whose
+      first quote has a named speaker (for WEIGHTS_INLINE, fitted on the
+      web-novel fixtures)
   train_speaker_scorer.py fit RECORDS.jsonl [--cv] [--l2 X] [--rust]
       fits a conditional logit (softmax over each quote's candidates) by
       gradient descent, L2-regularised. --cv: leave one part out, report
@@ -95,13 +96,20 @@ def collect(binary, data, names, parts, out, with_cast=False):
                 print(f"part {part}: {k} target quotes reached the scorer", file=sys.stderr)
 
 
-def collect_annotated(binary, source, truth, out):
+def collect_annotated(binary, out, books):
+    with open(out, "w", encoding="utf-8"):
+        pass
+    for part, (source, truth) in enumerate(books):
+        collect_book(binary, source, truth, part, out)
+
+
+def collect_book(binary, source, truth, part, out):
     import eval_annotated  # noqa: E402
     import eval_genders  # noqa: E402
 
     known = eval_genders.truth(truth)
     env = dict(os.environ, RUST_LOG="tingshu::speaker::features=trace", NO_COLOR="1")
-    with tempfile.TemporaryDirectory() as work, open(out, "w", encoding="utf-8") as sink:
+    with tempfile.TemporaryDirectory() as work, open(out, "a", encoding="utf-8") as sink:
         eval_annotated.strip(source, work)
         run = subprocess.run(
             [binary, "split", f"{work}/book.txt", "--format", "jsonl"],
@@ -123,7 +131,7 @@ def collect_annotated(binary, source, truth, out):
             if g is None or g["speaker"].startswith(("-", ".")):
                 continue
             rec = {
-                "part": 0,
+                "part": part,
                 "cast": False,
                 "n": n,
                 "category": "latent",
@@ -133,7 +141,7 @@ def collect_annotated(binary, source, truth, out):
             }
             sink.write(json.dumps(rec, ensure_ascii=False) + "\n")
             n += 1
-    print(f"{n} quotes reached the scorer", file=sys.stderr)
+    print(f"{source}: {n} quotes reached the scorer", file=sys.stderr)
 
 
 def load(path, names):
@@ -186,8 +194,8 @@ def accuracy(records, w):
 
 def main():
     a = sys.argv[1:]
-    if len(a) == 5 and a[0] == "collect-annotated":
-        collect_annotated(a[1], a[2], a[3], a[4])
+    if len(a) >= 5 and len(a) % 2 == 1 and a[0] == "collect-annotated":
+        collect_annotated(a[1], a[2], list(zip(a[3::2], a[4::2])))
         return
     if len(a) in (6, 7) and a[0] == "collect":
         collect(a[1], a[2], a[3], int(a[4]), a[5], with_cast="--cast" in a)

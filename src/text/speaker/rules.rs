@@ -527,7 +527,17 @@ impl Context<'_, '_> {
                 c.mark(last_speaker, Feature::AnsweredLast);
             }
         }
-        c.mark(l.beat_before.map(|a| a.who), Feature::ActionBeforeAny);
+        // `她答。` is a tag: who it names spoke the quote before.
+        let tag_before = l.previous.is_some_and(|j| self.is_tag(j));
+        let beat = l.beat_before.map(|a| a.who);
+        c.mark(
+            beat,
+            if tag_before {
+                Feature::TagBefore
+            } else {
+                Feature::ActionBeforeAny
+            },
+        );
         if let Some(j) = l.previous {
             let before: Vec<Who> = self.mentions[j].iter().filter_map(|m| m.who).collect();
             c.mark_all(Feature::PreviousParagraph, |w| before.contains(&w));

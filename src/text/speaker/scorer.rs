@@ -53,7 +53,8 @@ pub(super) enum Feature {
     NamedInQuote,
     /// Named in the narration of the paragraph before.
     PreviousParagraph,
-    /// Acting at the end of the paragraph before, whatever it holds.
+    /// Acting at the end of the paragraph before, whatever it holds but a
+    /// tag.
     ActionBeforeAny,
     /// Spoke a turn of this chapter before.
     SpokeBefore,
@@ -71,10 +72,13 @@ pub(super) enum Feature {
     AnsweredLast,
     /// Named anywhere in the chapter's narration.
     Chapter,
+    /// The one a tag paragraph right before names (“…” / 她答。): who spoke
+    /// the quote before this one.
+    TagBefore,
 }
 
 /// How many features there are.
-pub(super) const FEATURES: usize = Feature::Chapter as usize + 1;
+pub(super) const FEATURES: usize = Feature::TagBefore as usize + 1;
 
 /// The features' names, as `scripts/train-speaker-scorer.sh` writes them.
 pub(super) const FEATURE_NAMES: [&str; FEATURES] = [
@@ -104,6 +108,7 @@ pub(super) const FEATURE_NAMES: [&str; FEATURES] = [
     "asked_last",
     "answered_last",
     "chapter",
+    "tag_before",
 ];
 
 /// A candidate and its features.
@@ -212,9 +217,9 @@ pub(super) const GENDER_SURE: f32 = 0.7;
 /// features depend on the speakers already given, so the script is run
 /// again after pasting its output until the weights settle; never on dev.
 pub(super) const WEIGHTS: [f32; FEATURES] = [
-    0.115, 0.300, 0.152, -0.004, 0.114, 0.599, -0.931, 0.708, 0.335, -0.586, 0.483, -0.005, 0.270,
-    0.253, -0.206, -0.773, 0.041, -0.885, 0.860, 1.014, -0.001, -0.073, 0.120, -0.611, -0.065,
-    0.206,
+    0.039, 0.274, 0.173, -0.069, -0.136, 0.472, -0.856, 0.689, 0.303, -0.666, 0.696, 0.067, 0.212,
+    0.202, -0.212, -0.942, -0.189, -0.642, 0.827, 1.047, 0.105, 0.145, 0.088, -0.566, -0.226,
+    0.212, -0.517,
 ];
 
 /// Weights for books that put their speech tags in the quote's own
@@ -226,8 +231,9 @@ pub(super) const WEIGHTS: [f32; FEATURES] = [
 /// twice as [`WEIGHTS`] are; each chapter held out in turn, 76–83 right
 /// against 54 with [`WEIGHTS`]); `webnovel-b.txt` is held out.
 pub(super) const WEIGHTS_INLINE: [f32; FEATURES] = [
-    0.315, 0.543, 1.098, 0.230, -0.893, -0.493, 0.639, -1.258, -0.855, 1.434, 0.507, 0.395, 0.615,
-    0.004, -0.120, -0.477, -0.099, 0.634, 0.536, 0.407, 0.684, -0.627, 0.836, 0.175, -0.582, 0.120,
+    0.406, 0.596, 0.890, 0.300, -0.645, -0.272, 0.530, -0.488, 0.235, 0.549, 0.675, 0.146, 0.578,
+    -0.018, -0.093, -0.499, 0.068, 1.336, 0.408, 0.394, 0.619, -0.727, 0.723, -0.050, -0.819,
+    0.093, -0.150,
 ];
 
 /// Where a book puts the tags of its quotes.
@@ -317,7 +323,7 @@ mod tests {
     fn the_names_follow_the_features() {
         assert_eq!(FEATURE_NAMES[Feature::Turn as usize], "turn");
         assert_eq!(FEATURE_NAMES[Feature::Cascade as usize], "cascade");
-        assert_eq!(FEATURE_NAMES[FEATURES - 1], "chapter");
+        assert_eq!(FEATURE_NAMES[FEATURES - 1], "tag_before");
         let mut names = FEATURE_NAMES.to_vec();
         names.sort_unstable();
         names.dedup();
