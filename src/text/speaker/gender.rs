@@ -3,7 +3,7 @@
 
 use aho_corasick::{AhoCorasickBuilder, MatchKind};
 
-use super::clause::{clause_start, is_punct, opens_clause};
+use super::clause::{clause_start, is_punct, opens_clause, sentence_start};
 use super::words::has_speech_verb;
 use super::{Discovered, ParagraphView};
 use crate::text::quote::SegmentKind;
@@ -678,6 +678,31 @@ pub fn guess_genders(found: &mut [Discovered], chapters: &[Vec<ParagraphView<'_>
         carried = last
             .filter(|&(_, from)| sentence_subject && goes_on(p, from, last_person))
             .map(|(i, _)| (i, chapter));
+        // 靖王笑道：“本王…” / 赵琰竖起一根手指，“本王…”: what the one
+        // named right before a quote calls themselves says their gender, as
+        // a title does.
+        for pair in p.spans.windows(2) {
+            let [n, q] = pair else { continue };
+            let before = p.text[n.start..n.end].trim_end();
+            if n.kind != SegmentKind::Narration || q.kind == SegmentKind::Narration {
+                continue;
+            }
+            let Some(slot) = super::rules::self_reference(q.text(p.text)) else {
+                continue;
+            };
+            // The first one named in the sentence that runs into the quote.
+            let end = n.start + before.len() - before.chars().last().map_or(0, char::len_utf8);
+            let from = sentence_start(p.text, n.start, end);
+            if let Some(i) = matcher
+                .find_iter(&p.text[from..end])
+                .find_map(|m| owner[m.pattern().as_usize()])
+            {
+                match slot {
+                    0 => evidence[i].male_titles += 1,
+                    _ => evidence[i].female_titles += 1,
+                }
+            }
+        }
     }
     let book_has_she = she_total * 50 >= she_total + he_total && she_total > 0;
     let vernacular = register.vernacular();
@@ -1452,6 +1477,31 @@ mod tests {
             got[1].1
         );
         assert_eq!((got[1].1.she, got[1].1.he), (0, 0), "{:?}", got[1].1);
+    }
+
+    #[test]
+    fn what_one_named_before_a_quote_calls_themselves_is_a_title() {
+        let got = guessed(
+            &[("青禾", &[]), ("墨川", &[])],
+            &[
+                "墨川竖起一根手指，“本王只是路过。”",
+                "青禾冷冷道：“本宫不见客。”",
+                // Not one spoken to, nor 你老子 (your father).
+                "墨川看着青禾，问：“你老子呢？”",
+            ],
+        );
+        assert_eq!(
+            (got[0].1.female_titles, got[0].1.male_titles),
+            (1, 0),
+            "{:?}",
+            got[0].1
+        );
+        assert_eq!(
+            (got[1].1.female_titles, got[1].1.male_titles),
+            (0, 1),
+            "{:?}",
+            got[1].1
+        );
     }
 
     #[test]

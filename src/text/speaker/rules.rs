@@ -1040,6 +1040,8 @@ const SELF_WORDS: &[(&str, usize, &str)] = &[
     ("奴家", 1, ""),
     ("妾身", 1, ""),
     ("臣妾", 1, ""),
+    ("嫔妾", 1, ""),
+    ("嬪妾", 1, ""),
     ("本宫", 1, ""),
     ("本宮", 1, ""),
     ("哀家", 1, ""),
@@ -1079,7 +1081,7 @@ const SPOUSE_CALLS: &[(&str, usize)] = &[
 /// The gender slot that `quote` says its speaker is of: a word they call
 /// themselves by (not 你老子, your father; not 老娘们, women), or the
 /// word for a spouse they open by calling (“老公，…”).
-fn self_reference(quote: &str) -> Option<usize> {
+pub(super) fn self_reference(quote: &str) -> Option<usize> {
     static SELF_MATCHER: std::sync::LazyLock<aho_corasick::AhoCorasick> =
         std::sync::LazyLock::new(|| {
             aho_corasick::AhoCorasick::new(SELF_WORDS.iter().map(|w| w.0))
