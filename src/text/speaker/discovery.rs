@@ -10,7 +10,7 @@ use super::clause::is_punct;
 use super::gender::{GenderEvidence, gender_hint};
 use super::names::{
     COMPOUND_SURNAMES, OFFICE_TITLES, ROLE_NOUNS, has_surname, is_non_name_char, is_non_name_inner,
-    is_non_name_tail, is_not_name, is_particle, is_role_word, is_surname,
+    is_non_name_tail, is_not_name, is_palace_title, is_particle, is_role_word, is_surname,
 };
 use super::rules::KIN_BEFORE_NAME;
 use super::words::{CONNECTIVES, CROWDS, has_speech_verb, starts_with_speech_verb};
@@ -876,7 +876,7 @@ fn select_names(
             }
         }
         for (name, n) in found {
-            let surname = has_surname(name) || name.chars().count() > 3;
+            let surname = has_surname(name) || name.chars().count() > 3 || is_palace_title(name);
             // 晓霞 in 晓霞笑着对他说 / 晓霞问少平, 34 times and never right
             // before the verb: a word outside the dictionary that often opens speaker clauses.
             let often = n >= MIN_SPEAKER_CLAUSES && dictionary.phrase(name).is_none();
@@ -1054,6 +1054,21 @@ mod tests {
         let found = discovered(&text);
         let names: Vec<&str> = found.iter().map(|d| d.character.name.as_str()).collect();
         assert!(names.contains(&"铁脚"), "{names:?}");
+    }
+
+    #[test]
+    fn a_given_name_and_a_palace_rank_is_a_name() {
+        let mut text = Vec::new();
+        for _ in 0..3 {
+            text.extend([
+                "“娘娘息怒。”婉嫔笑着福了福身，轻声道，“她还小。”",
+                "婉嫔不卑不亢地答道：“臣妾不敢。”",
+            ]);
+        }
+        let found = discovered(&text);
+        let names: Vec<&str> = found.iter().map(|d| d.character.name.as_str()).collect();
+        assert_eq!(names, ["婉嫔"]);
+        assert!(is_palace_title("沈贵妃") && is_palace_title("苏常在") && !is_palace_title("太后"));
     }
 
     #[test]

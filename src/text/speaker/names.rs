@@ -458,6 +458,20 @@ pub(super) fn is_role_word(name: &str) -> bool {
     ROLE_NOUNS.contains(&name) || OFFICE_TITLES.contains(&name) || POSTS.contains(&name)
 }
 
+/// Ranks of the palace that follow a given name or a surname (婉嫔, 沈贵妃,
+/// 苏常在): such a string is as much a name as one with a surname.
+const PALACE_RANKS: &[&str] = &[
+    "嫔", "嬪", "妃", "贵人", "貴人", "常在", "答应", "答應", "昭仪", "昭儀", "婕妤",
+];
+
+/// True when `name` is one or two characters and a palace rank (婉嫔, 沈贵妃).
+pub(super) fn is_palace_title(name: &str) -> bool {
+    PALACE_RANKS.iter().any(|r| {
+        name.strip_suffix(r)
+            .is_some_and(|given| (1..=2).contains(&given.chars().count()))
+    })
+}
+
 /// Compound surnames: a four-character name needs one (欧阳明月).
 pub(super) const COMPOUND_SURNAMES: &[&str] = &[
     "欧阳", "歐陽", "司马", "司馬", "诸葛", "諸葛", "上官", "东方", "東方", "慕容", "令狐", "公孙",
