@@ -404,8 +404,15 @@ impl Attributor {
     /// A character the quote asks about being (“你就是沈知意？”, “您是王老师吧？”):
     /// the one spoken to.
     fn asked_who(&self, inner: &str) -> Option<Who> {
-        ASKING_WHO.iter().find_map(|a| {
-            let at = inner.find(a)? + a.len();
+        // One pass for 你/您, then the verb after it.
+        let asks = inner.match_indices(['你', '您']).filter_map(|(at, you)| {
+            let rest = &inner[at + you.len()..];
+            ASKING_WHO
+                .iter()
+                .find(|a| rest.starts_with(**a))
+                .map(|a| at + you.len() + a.len())
+        });
+        asks.take(MAX_ASKED).find_map(|at| {
             // A name right there (at most 4 characters and a title).
             let mut window = (at + MAX_ASKED_BYTES).min(inner.len());
             while !inner.is_char_boundary(window) {
@@ -429,8 +436,12 @@ impl Attributor {
     }
 }
 
-/// What asks the one spoken to whether they are someone (你就是…？).
-const ASKING_WHO: &[&str] = &["你就是", "您就是", "你是", "您是", "你叫", "您叫"];
+/// What follows 你/您 when a quote asks the one spoken to whether they are
+/// someone (你就是…？).
+const ASKING_WHO: &[&str] = &["就是", "是", "叫"];
+
+/// How many of those a quote is looked at for (bounded on any input).
+const MAX_ASKED: usize = 4;
 
 /// How far after 你是 a name is looked for (a name of 4 characters and a
 /// title of 2).

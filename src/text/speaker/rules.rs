@@ -858,9 +858,10 @@ impl Context<'_, '_> {
         };
         let verb = has_speech_verb(&text[m.end..end]);
         // `问话的是陆景深。`: the one the narration says spoke.
-        let revealed = SPEAKER_REVEALED
-            .iter()
-            .any(|r| text[clause_start(text, m.start, start)..m.start].ends_with(r));
+        let revealed = text[..m.start].ends_with('是')
+            && SPEAKER_REVEALED
+                .iter()
+                .any(|r| text[clause_start(text, m.start, start)..m.start].ends_with(r));
         let strength = match (subject, verb) {
             _ if revealed => Strength::Strong,
             (true, true) => Strength::Strong,
