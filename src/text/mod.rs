@@ -189,13 +189,7 @@ impl Script {
     fn from_scanned(scanned: Vec<Scanned>, book: &str, cast: Option<&Cast>) -> Script {
         let discovered = cast.is_none().then(|| discover_in(&scanned));
         let found = discovered.as_deref().map(discovered_cast);
-        let style = speaker::TagStyle::of(
-            scanned
-                .iter()
-                .flat_map(Scanned::views)
-                .collect::<Vec<_>>()
-                .iter(),
-        );
+        let style = speaker::TagStyle::of(scanned.iter().flat_map(Scanned::views));
         let attributor =
             Attributor::new(cast.or(found.as_ref()).unwrap_or(&Cast::default())).with_style(style);
         let mut chapters = Vec::new();

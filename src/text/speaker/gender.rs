@@ -678,31 +678,7 @@ pub fn guess_genders(found: &mut [Discovered], chapters: &[Vec<ParagraphView<'_>
         carried = last
             .filter(|&(_, from)| sentence_subject && goes_on(p, from, last_person))
             .map(|(i, _)| (i, chapter));
-        // 靖王笑道：“本王…” / 赵琰竖起一根手指，“本王…”: what the one
-        // named right before a quote calls themselves says their gender, as
-        // a title does.
-        for pair in p.spans.windows(2) {
-            let [n, q] = pair else { continue };
-            let before = p.text[n.start..n.end].trim_end();
-            if n.kind != SegmentKind::Narration || q.kind == SegmentKind::Narration {
-                continue;
-            }
-            let Some(slot) = super::rules::self_reference(q.text(p.text)) else {
-                continue;
-            };
-            // The first one named in the sentence that runs into the quote.
-            let end = n.start + before.len() - before.chars().last().map_or(0, char::len_utf8);
-            let from = sentence_start(p.text, n.start, end);
-            if let Some(i) = matcher
-                .find_iter(&p.text[from..end])
-                .find_map(|m| owner[m.pattern().as_usize()])
-            {
-                match slot {
-                    0 => evidence[i].male_titles += 1,
-                    _ => evidence[i].female_titles += 1,
-                }
-            }
-        }
+        self_titles(p, &matcher, &owner, &mut evidence);
     }
     let book_has_she = she_total * 50 >= she_total + he_total && she_total > 0;
     let vernacular = register.vernacular();
@@ -760,6 +736,38 @@ fn goes_on(p: &ParagraphView<'_>, from: usize, last_person: usize) -> bool {
         && !has_speech_verb(rest)
         && rest.ends_with(['。', '…'])
         && !ends_sentence(rest.trim_end_matches(['。', '…']))
+}
+
+/// 靖王笑道：“本王…” / 赵琰竖起一根手指，“本王…”: what the one named first
+/// in the sentence that runs into a quote calls themselves in it says their
+/// gender, as a title does (not when a pronoun comes first: 她看着赵琰，“…”).
+fn self_titles(
+    p: &ParagraphView<'_>,
+    matcher: &aho_corasick::AhoCorasick,
+    owner: &[Option<usize>],
+    evidence: &mut [GenderEvidence],
+) {
+    for pair in p.spans.windows(2) {
+        let [n, q] = pair else { continue };
+        if n.kind != SegmentKind::Narration || q.kind == SegmentKind::Narration {
+            continue;
+        }
+        let Some(slot) = super::rules::self_reference(q.text(p.text)) else {
+            continue;
+        };
+        let before = p.text[n.start..n.end].trim_end();
+        let end = n.start + before.len() - before.chars().last().map_or(0, char::len_utf8);
+        let from = sentence_start(p.text, n.start, end);
+        if let Some(i) = matcher
+            .find(&p.text[from..end])
+            .and_then(|m| owner[m.pattern().as_usize()])
+        {
+            match slot {
+                0 => evidence[i].male_titles += 1,
+                _ => evidence[i].female_titles += 1,
+            }
+        }
+    }
 }
 
 /// True when `between` (from the end of a name to a pronoun) is the rest

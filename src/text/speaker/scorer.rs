@@ -256,9 +256,9 @@ const MIN_QUOTE_PARAGRAPHS: usize = 20;
 
 impl TagStyle {
     /// The style of a book from its paragraphs.
-    pub fn of<'a>(paragraphs: impl Iterator<Item = &'a ParagraphView<'a>>) -> TagStyle {
+    pub fn of<'a>(paragraphs: impl IntoIterator<Item = ParagraphView<'a>>) -> TagStyle {
         let (mut quoted, mut mixed) = (0usize, 0usize);
-        for p in paragraphs.filter(|p| !p.skipped) {
+        for p in paragraphs.into_iter().filter(|p| !p.skipped) {
             if p.spans.iter().any(|s| s.kind == SegmentKind::Dialogue) {
                 quoted += 1;
                 mixed += usize::from(p.spans.iter().any(|s| {
@@ -297,7 +297,7 @@ mod tests {
     fn style(lines: &[&str]) -> TagStyle {
         let spans = crate::text::speaker::test_support::test_spans(lines);
         let views = crate::text::speaker::test_support::test_views(lines, &spans);
-        TagStyle::of(views.iter())
+        TagStyle::of(views)
     }
 
     #[test]
