@@ -330,11 +330,14 @@ impl GenderEvidence {
 const FEMALE_AFTER: &[&str] = &[
     "姑娘", "小姐", "丫头", "丫頭", "姐姐", "妹妹", "姐", "妹", "嫂子", "嫂", "婶", "嬸", "姨娘",
     "大娘", "大嫂", "二嫂", "奶奶", "阿姨", "女士", "夫人", "太太", "娘娘", "姑姑", "婆婆",
+    // Schoolmates and fellow disciples (林学姐, 苏师妹).
+    "学姐", "學姐", "学妹", "學妹", "师姐", "師姐", "师妹", "師妹",
 ];
 const MALE_AFTER: &[&str] = &[
     "哥哥", "哥", "兄弟", "兄", "叔", "伯", "爷", "爺", "大爷", "大爺", "二爷", "二爺", "老爷",
     "老爺", "公子", "先生", "相公", "少爷", "少爺", "老弟", "老汉", "老漢", "大哥", "贤弟", "賢弟",
-    "兄长", "兄長",
+    "兄长", "兄長", // Schoolmates and fellow disciples (江学长, 萧师兄).
+    "学长", "學長", "学弟", "學弟", "师兄", "師兄", "师弟", "師弟", "师叔", "師叔", "师伯", "師伯",
 ];
 /// After the name, words that are not the title they start with (宝玉姐妹们).
 /// 少平姐夫 is his sister's husband: neither the name's title nor a woman.
@@ -1498,6 +1501,26 @@ mod tests {
                 // Not one spoken to, nor 你老子 (your father).
                 "墨川看着青禾，问：“你老子呢？”",
             ],
+        );
+        assert_eq!(
+            (got[0].1.female_titles, got[0].1.male_titles),
+            (1, 0),
+            "{:?}",
+            got[0].1
+        );
+        assert_eq!(
+            (got[1].1.female_titles, got[1].1.male_titles),
+            (0, 1),
+            "{:?}",
+            got[1].1
+        );
+    }
+
+    #[test]
+    fn schoolmates_and_fellow_disciples_are_addressed_by_gender() {
+        let got = guessed(
+            &[("青禾", &[]), ("墨川", &[])],
+            &["“青禾学姐，等等我！”", "“墨川师兄，师父找你。”"],
         );
         assert_eq!(
             (got[0].1.female_titles, got[0].1.male_titles),
