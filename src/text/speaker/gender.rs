@@ -4,6 +4,7 @@
 use aho_corasick::{AhoCorasickBuilder, MatchKind};
 
 use super::clause::{clause_start, is_punct, opens_clause, sentence_start};
+use super::names::is_palace_title;
 use super::words::has_speech_verb;
 use super::{Discovered, ParagraphView};
 use crate::text::quote::SegmentKind;
@@ -326,18 +327,18 @@ impl GenderEvidence {
 }
 
 /// Titles and kinship terms right after a name that make it a woman's or a
-/// man's (宝姐姐 is not matched: the name is 宝钗; 润叶姐, 林姑娘 …).
+/// man's (宝姐姐 is not matched: the name is 宝钗; 润叶姐, 林姑娘 …), those
+/// of schoolmates and fellow disciples too (林学姐, 萧师兄).
 const FEMALE_AFTER: &[&str] = &[
     "姑娘", "小姐", "丫头", "丫頭", "姐姐", "妹妹", "姐", "妹", "嫂子", "嫂", "婶", "嬸", "姨娘",
-    "大娘", "大嫂", "二嫂", "奶奶", "阿姨", "女士", "夫人", "太太", "娘娘", "姑姑", "婆婆",
-    // Schoolmates and fellow disciples (林学姐, 苏师妹).
-    "学姐", "學姐", "学妹", "學妹", "师姐", "師姐", "师妹", "師妹",
+    "大娘", "大嫂", "二嫂", "奶奶", "阿姨", "女士", "夫人", "太太", "娘娘", "姑姑", "婆婆", "学姐",
+    "學姐", "学妹", "學妹", "师姐", "師姐", "师妹", "師妹",
 ];
 const MALE_AFTER: &[&str] = &[
     "哥哥", "哥", "兄弟", "兄", "叔", "伯", "爷", "爺", "大爷", "大爺", "二爷", "二爺", "老爷",
     "老爺", "公子", "先生", "相公", "少爷", "少爺", "老弟", "老汉", "老漢", "大哥", "贤弟", "賢弟",
-    "兄长", "兄長", // Schoolmates and fellow disciples (江学长, 萧师兄).
-    "学长", "學長", "学弟", "學弟", "师兄", "師兄", "师弟", "師弟", "师叔", "師叔", "师伯", "師伯",
+    "兄长", "兄長", "学长", "學長", "学弟", "學弟", "师兄", "師兄", "师弟", "師弟", "师叔", "師叔",
+    "师伯", "師伯",
 ];
 /// After the name, words that are not the title they start with (宝玉姐妹们).
 /// 少平姐夫 is his sister's husband: neither the name's title nor a woman.
@@ -755,7 +756,7 @@ fn self_titles(
         if n.kind != SegmentKind::Narration || q.kind == SegmentKind::Narration {
             continue;
         }
-        let Some(slot) = super::rules::self_reference(q.text(p.text)) else {
+        let Some(slot) = super::words::self_reference(q.text(p.text)) else {
             continue;
         };
         let before = p.text[n.start..n.end].trim_end();
@@ -1018,7 +1019,8 @@ pub(super) fn name_gender(name: &str, modern: bool) -> (Gender, bool) {
     // A title or kinship word in the name (刘姥姥, 李嬷嬷, 贾母, 门子); where
     // it holds one of each (女王, 嫂子) the last character says which, and
     // a woman's word before a closing 子 is hers.
-    let female = STRONG_FEMALE.iter().any(|w| name.contains(w));
+    // (A palace rank after a given name, 婉嫔 or 苏常在, is a woman's too.)
+    let female = STRONG_FEMALE.iter().any(|w| name.contains(w)) || is_palace_title(name);
     // 子 closing a woman's given name is a nickname (燕子, 英子), not a man.
     let nickname = name.ends_with('子')
         && name
@@ -1166,8 +1168,7 @@ const WEAK_MALE: &str = "刚剛强強龙龍虎彪雄杰傑武军軍勇斌健伟�
 const STRONG_FEMALE: &[&str] = &[
     "女", "娘", "婆", "妇", "婦", "公主", "夫人", "太太", "小姐", "姐", "妹", "嫂", "婶", "嬸",
     "姨", "妈", "媽", "姑", "奶奶", "氏", "妃", "后", "姥姥", "嬷嬷", "嬤嬤", "菩萨", "菩薩",
-    "观音", "觀音", "母", "嫔", "嬪", "贵人", "貴人", "常在", "答应", "答應", "昭仪", "昭儀",
-    "婕妤",
+    "观音", "觀音", "母",
 ];
 const STRONG_MALE: &[&str] = &[
     "哥", "叔", "爷", "爺", "伯", "公", "王", "帝", "兄", "弟", "爹", "侯", "将", "將", "军", "軍",
@@ -1491,6 +1492,11 @@ mod tests {
         assert_eq!((got[1].1.she, got[1].1.he), (0, 0), "{:?}", got[1].1);
     }
 
+    /// (female, male) titles.
+    fn titles(e: &GenderEvidence) -> (usize, usize) {
+        (e.female_titles, e.male_titles)
+    }
+
     #[test]
     fn what_one_named_before_a_quote_calls_themselves_is_a_title() {
         let got = guessed(
@@ -1502,18 +1508,8 @@ mod tests {
                 "墨川看着青禾，问：“你老子呢？”",
             ],
         );
-        assert_eq!(
-            (got[0].1.female_titles, got[0].1.male_titles),
-            (1, 0),
-            "{:?}",
-            got[0].1
-        );
-        assert_eq!(
-            (got[1].1.female_titles, got[1].1.male_titles),
-            (0, 1),
-            "{:?}",
-            got[1].1
-        );
+        assert_eq!(titles(&got[0].1), (1, 0), "{:?}", got[0].1);
+        assert_eq!(titles(&got[1].1), (0, 1), "{:?}", got[1].1);
     }
 
     #[test]
@@ -1522,18 +1518,8 @@ mod tests {
             &[("青禾", &[]), ("墨川", &[])],
             &["“青禾学姐，等等我！”", "“墨川师兄，师父找你。”"],
         );
-        assert_eq!(
-            (got[0].1.female_titles, got[0].1.male_titles),
-            (1, 0),
-            "{:?}",
-            got[0].1
-        );
-        assert_eq!(
-            (got[1].1.female_titles, got[1].1.male_titles),
-            (0, 1),
-            "{:?}",
-            got[1].1
-        );
+        assert_eq!(titles(&got[0].1), (1, 0), "{:?}", got[0].1);
+        assert_eq!(titles(&got[1].1), (0, 1), "{:?}", got[1].1);
     }
 
     #[test]

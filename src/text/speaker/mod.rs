@@ -609,7 +609,7 @@ mod tests {
     #[test]
     fn one_asked_whether_they_are_someone_is_spoken_to() {
         let c = cast(&[("陆川", &[], M), ("苏晚", &[], F)]);
-        let (a, _) = spoken(&c, "苏晚。");
+        let a = Attributor::new(&c);
         assert_eq!(a.vocative("“你就是苏晚？”"), a.vocative("“苏晚，你好。”"));
         assert!(a.vocative("“你就是苏晚？”").is_some());
         assert_eq!(a.vocative("“你是苏晚的什么人？”"), None);

@@ -6,7 +6,7 @@ use super::clause::{
 };
 use super::mentions::{Mention, gender_slot};
 use super::scorer::{self, Candidates, FEATURE_NAMES, Feature};
-use super::words::has_speech_verb;
+use super::words::{has_speech_verb, self_reference};
 use super::{Attributor, ParagraphView, Who};
 use crate::text::quote::{SegmentKind, SpanRange};
 
@@ -1028,84 +1028,6 @@ impl Context<'_, '_> {
     }
 }
 
-/// Words a speaker calls themselves by, with the gender they say (slot 0 a
-/// man, 1 a woman) and what may not follow them (老夫人 is no 老夫):
-/// brash (老娘, 老子), old and classical (老身, 老夫), a rank (本宫, 本王),
-/// a calling (贫僧, 洒家), the young (本姑娘, 本少爷).
-const SELF_WORDS: &[(&str, usize, &str)] = &[
-    ("老娘", 1, "们們家"),
-    ("老子", 0, "们們家曰"),
-    ("本姑娘", 1, ""),
-    ("本小姐", 1, ""),
-    ("小女子", 1, ""),
-    ("奴家", 1, ""),
-    ("妾身", 1, ""),
-    ("臣妾", 1, ""),
-    ("嫔妾", 1, ""),
-    ("嬪妾", 1, ""),
-    ("本宫", 1, ""),
-    ("本宮", 1, ""),
-    ("哀家", 1, ""),
-    ("老身", 1, "子"),
-    ("为娘", 1, "家亲"),
-    ("為娘", 1, "家親"),
-    ("本大爷", 0, ""),
-    ("本大爺", 0, ""),
-    ("本少爷", 0, ""),
-    ("本少爺", 0, ""),
-    ("本公子", 0, ""),
-    ("本王", 0, "朝"),
-    ("老夫", 0, "妻人子婦妇少"),
-    ("洒家", 0, ""),
-    ("灑家", 0, ""),
-    ("贫僧", 0, ""),
-    ("貧僧", 0, ""),
-    ("老衲", 0, ""),
-    ("为父", 0, "亲親母"),
-    ("為父", 0, "亲親母"),
-];
-
-/// What a quote opens by calling the one it speaks to, with the gender it
-/// says the speaker is: a wife calls her husband 老公 or 相公, a husband
-/// his wife 老婆 or 娘子.
-const SPOUSE_CALLS: &[(&str, usize)] = &[
-    ("老公", 1),
-    ("相公", 1),
-    ("夫君", 1),
-    ("官人", 1),
-    ("老婆", 0),
-    ("媳妇", 0),
-    ("媳婦", 0),
-    ("娘子", 0),
-];
-
-/// The gender slot that `quote` says its speaker is of: a word they call
-/// themselves by (not 你老子, your father; not 老娘们, women), or the
-/// word for a spouse they open by calling (“老公，…”).
-pub(super) fn self_reference(quote: &str) -> Option<usize> {
-    static SELF_MATCHER: std::sync::LazyLock<aho_corasick::AhoCorasick> =
-        std::sync::LazyLock::new(|| {
-            aho_corasick::AhoCorasick::new(SELF_WORDS.iter().map(|w| w.0))
-                .expect("a few fixed words build a matcher")
-        });
-    for m in SELF_MATCHER.find_overlapping_iter(quote) {
-        let (_, slot, not_after) = SELF_WORDS[m.pattern().as_usize()];
-        let before = quote[..m.start()].chars().next_back();
-        let after = quote[m.end()..].chars().next();
-        let owned = before.is_some_and(|c| "你他她我的们們咱俺".contains(c));
-        if !owned && !after.is_some_and(|c| not_after.contains(c)) {
-            return Some(slot);
-        }
-    }
-    let opening = quote.trim_start_matches(['“', '「', '『', '"']);
-    SPOUSE_CALLS.iter().find_map(|&(word, slot)| {
-        let rest = opening.strip_prefix(word)?;
-        let rest = rest.strip_prefix('儿').unwrap_or(rest);
-        rest.starts_with(['，', ',', '！', '!', '？', '?', '…', '。', '~', '～'])
-            .then_some(slot)
-    })
-}
-
 /// `“你吃了饭没？”贾冰问。` / `“吃了。”他说。`: a 他 after a reply (a quote
 /// opening the paragraph right after a turn) is not the one who spoke the
 /// turn before, but the other one.
@@ -1213,48 +1135,4 @@ fn other_mention(mentions: &[Mention], who: Option<Who>) -> Option<Who> {
         .iter()
         .filter_map(|m| m.who)
         .find(|w| Some(*w) != who && matches!(w, Who::Character(_)))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::self_reference;
-
-    #[test]
-    fn brash_self_reference_and_what_is_not() {
-        assert_eq!(self_reference("“老娘偏不走！”"), Some(1));
-        assert_eq!(self_reference("“这事老子说了算。”"), Some(0));
-        for not in [
-            "“你老子回来了。”",
-            "“那些老娘们懂什么。”",
-            "“老子曰：道可道。”",
-            "“我老娘病了。”",
-        ] {
-            assert_eq!(self_reference(not), None, "{not}");
-        }
-    }
-
-    #[test]
-    fn what_a_speaker_calls_themselves_or_their_spouse_says_their_gender() {
-        for (quote, slot) in [
-            ("“本姑娘今天不高兴。”", 1),
-            ("“贫僧从东边来。”", 0),
-            ("「妾身不敢。」", 1),
-            ("“老夫活了七十年，没见过这样的事。”", 0),
-            ("“为娘只盼你平安。”", 1),
-            ("“老公，饭好了。”", 1),
-            ("“媳妇儿，把灯点上！”", 0),
-            ("「相公，天涼了。」", 1),
-        ] {
-            assert_eq!(self_reference(quote), Some(slot), "{quote}");
-        }
-        for not in [
-            "“老夫人请你过去。”",
-            "“他们是一对老夫妻。”",
-            "“你老公回来了没有？”",
-            "“我跟老婆说好了，明天回去。”",
-            "“她成为娘家的骄傲。”",
-        ] {
-            assert_eq!(self_reference(not), None, "{not}");
-        }
-    }
 }

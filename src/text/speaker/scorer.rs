@@ -316,7 +316,8 @@ mod tests {
         assert_eq!(style(&inline), TagStyle::Inline);
         // Too few quotes to tell: as most books are.
         assert_eq!(style(&inline[..12]), TagStyle::Apart);
-        assert!(std::ptr::eq(TagStyle::Inline.weights(), &WEIGHTS_INLINE));
+        assert_eq!(TagStyle::Inline.weights(), &WEIGHTS_INLINE);
+        assert_eq!(TagStyle::Apart.weights(), &WEIGHTS);
     }
 
     #[test]
