@@ -10,7 +10,8 @@ use super::clause::is_punct;
 use super::gender::{GenderEvidence, gender_hint};
 use super::names::{
     COMPOUND_SURNAMES, OFFICE_TITLES, ROLE_NOUNS, has_surname, is_non_name_char, is_non_name_inner,
-    is_non_name_tail, is_not_name, is_palace_title, is_particle, is_role_word, is_surname,
+    is_non_name_tail, is_not_name, is_palace_title, is_particle, is_role_word, is_ruler_title,
+    is_surname,
 };
 use super::rules::KIN_BEFORE_NAME;
 use super::words::{CONNECTIVES, CROWDS, has_speech_verb, starts_with_speech_verb};
@@ -765,6 +766,9 @@ fn select_names(
                 let rest = &s[at..];
                 is_surname(c) || ROLE_NOUNS.contains(&rest) || KIN_BEFORE_NAME.contains(&rest)
             });
+        if is_ruler_title(s) {
+            return true;
+        }
         !joined
             && !post
             && chars
@@ -876,7 +880,10 @@ fn select_names(
             }
         }
         for (name, n) in found {
-            let surname = has_surname(name) || name.chars().count() > 3 || is_palace_title(name);
+            let surname = has_surname(name)
+                || name.chars().count() > 3
+                || is_palace_title(name)
+                || is_ruler_title(name);
             // 晓霞 in 晓霞笑着对他说 / 晓霞问少平, 34 times and never right
             // before the verb: a word outside the dictionary that often opens speaker clauses.
             let often = n >= MIN_SPEAKER_CLAUSES && dictionary.phrase(name).is_none();
@@ -1069,6 +1076,23 @@ mod tests {
         let names: Vec<&str> = found.iter().map(|d| d.character.name.as_str()).collect();
         assert_eq!(names, ["婉嫔"]);
         assert!(is_palace_title("沈贵妃") && is_palace_title("苏常在") && !is_palace_title("太后"));
+    }
+
+    #[test]
+    fn a_title_of_the_ruling_house_is_a_name() {
+        let mut text = Vec::new();
+        for _ in 0..3 {
+            text.extend([
+                "“起来吧。”太后淡淡问道，“太子呢？”",
+                "太子上前一步，答道：“儿臣在。”太子又道，“母后放心。”",
+                "太太叹了口气，说：“走吧。”",
+            ]);
+        }
+        let found = discovered(&text);
+        let mut names: Vec<&str> = found.iter().map(|d| d.character.name.as_str()).collect();
+        names.sort_unstable();
+        // 太太 is a form of address, not one of the house.
+        assert_eq!(names, ["太后", "太子"]);
     }
 
     #[test]

@@ -472,6 +472,24 @@ pub(super) fn is_palace_title(name: &str) -> bool {
     })
 }
 
+/// Titles of the ruling house that open or hold characters no name does
+/// (太 of 太后, 后): each is one character of a palace story all the same.
+const RULER_TITLES: &[&str] = &[
+    "太后",
+    "皇太后",
+    "太皇太后",
+    "太妃",
+    "太子",
+    "皇太子",
+    "太上皇",
+    "皇后",
+];
+
+/// True when `name` is one of the ruling house's titles (太后, 太子).
+pub(super) fn is_ruler_title(name: &str) -> bool {
+    RULER_TITLES.contains(&name)
+}
+
 /// Compound surnames: a four-character name needs one (欧阳明月).
 pub(super) const COMPOUND_SURNAMES: &[&str] = &[
     "欧阳", "歐陽", "司马", "司馬", "诸葛", "諸葛", "上官", "东方", "東方", "慕容", "令狐", "公孙",
