@@ -243,7 +243,60 @@ pub fn discover<'a>(chapters: &[Vec<ParagraphView<'a>>]) -> Vec<Discovered> {
     );
     let mut found = into_cast(names);
     fold_titles(&mut found, chapters);
+    add_doubled_names(&mut found, chapters);
     found
+}
+
+/// How often a doubled name must be written to be taken as one.
+const MIN_DOUBLED: usize = 2;
+
+/// The last character of a given name written twice (许念 → 念念, 林知夏 →
+/// 夏夏) is what family and friends call its owner: an alias, when no other
+/// character's given name ends with that character, the book writes it at
+/// least twice and it is no common word (深深, 静静 are adverbs).
+fn add_doubled_names(found: &mut [Discovered], chapters: &[Vec<ParagraphView>]) {
+    let last_given = |name: &str| -> Option<char> {
+        let chars: Vec<char> = name.chars().collect();
+        let given = match chars.len() {
+            2 | 3 if is_surname(chars[0]) => &chars[1..],
+            2 => &chars[..],
+            _ => return None,
+        };
+        given.last().copied()
+    };
+    let mut owners: rustc_hash::FxHashMap<char, Vec<usize>> = Default::default();
+    for (i, d) in found.iter().enumerate() {
+        for n in std::iter::once(&d.character.name).chain(&d.character.aliases) {
+            if let Some(c) = last_given(n) {
+                let v = owners.entry(c).or_default();
+                if !v.contains(&i) {
+                    v.push(i);
+                }
+            }
+        }
+    }
+    let dictionary = crate::frontend::dictionary::Dictionary::get();
+    let mut doubled: Vec<(String, usize)> = owners
+        .into_iter()
+        .filter_map(|(c, v)| match v[..] {
+            [i] if is_han(c) && !is_non_name_inner(c) => Some((format!("{c}{c}"), i)),
+            _ => None,
+        })
+        .filter(|(word, _)| {
+            dictionary.phrase(word).is_none()
+                && !found.iter().any(|d| {
+                    d.character.name == *word || d.character.aliases.iter().any(|a| a == word)
+                })
+        })
+        .collect();
+    doubled.sort();
+    let written = count_written(chapters, doubled.iter().map(|(w, _)| w.as_str()));
+    for ((word, i), n) in doubled.into_iter().zip(written) {
+        if n >= MIN_DOUBLED {
+            tracing::debug!(alias = %word, of = %found[i].character.name, "a doubled given name");
+            found[i].character.aliases.push(word);
+        }
+    }
 }
 
 /// The names with the given names of the full ones among them (郝红梅's
@@ -1093,6 +1146,29 @@ mod tests {
         names.sort_unstable();
         // 太太 is a form of address, not one of the house.
         assert_eq!(names, ["太后", "太子"]);
+    }
+
+    #[test]
+    fn a_given_name_written_twice_is_an_alias() {
+        let mut text = Vec::new();
+        for _ in 0..3 {
+            text.extend([
+                "许念冷笑道：“黑红。”",
+                "陆景深说：“走吧。”他深深地看了她一眼。",
+            ]);
+        }
+        text.push("小桃探出头：“念念姐？”");
+        text.push("“念念！”");
+        let found = discovered(&text);
+        let of = |name: &str| {
+            found
+                .iter()
+                .find(|d| d.character.name == name)
+                .map(|d| d.character.aliases.clone())
+        };
+        assert_eq!(of("许念"), Some(vec!["念念".to_owned()]), "{found:?}");
+        // 深深 is a word.
+        assert_eq!(of("陆景深"), Some(vec![]), "{found:?}");
     }
 
     #[test]

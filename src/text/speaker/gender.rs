@@ -955,12 +955,15 @@ fn address_keys(found: &[Discovered]) -> Vec<(char, usize)> {
     keys
 }
 
-/// Titles after a surname that address a man or a woman (薛大爷, 林姑娘).
+/// Titles after a surname that address a man or a woman (薛大爷, 林姑娘,
+/// 郑哥, 唐姐). Not 太太, 夫人: a wife bears her husband's surname.
 const SURNAME_MALE: &[&str] = &[
     "大爷", "大爺", "二爷", "二爺", "三爷", "三爺", "老爷", "老爺", "相公", "公子", "少爷", "少爺",
-    "大哥",
+    "大哥", "哥", "先生",
 ];
-const SURNAME_FEMALE: &[&str] = &["姑娘", "小姐", "大姐", "二姐", "三姐", "姐姐", "妹妹"];
+const SURNAME_FEMALE: &[&str] = &[
+    "姑娘", "小姐", "大姐", "二姐", "三姐", "姐姐", "妹妹", "姐", "女士",
+];
 
 /// (surname, character, gender): for each surname of the discovered
 /// names and each gender, the one character of that surname whose names
@@ -1624,6 +1627,24 @@ mod tests {
         assert_eq!(got[0].1.male_titles, 2);
         assert_eq!(got[2].1.male_titles, 2);
         assert_eq!(got[3].1.female_titles, 1);
+    }
+
+    #[test]
+    fn a_surname_with_a_modern_title_addresses_its_owner() {
+        let names: &[(&str, &[&str])] = &[("郑海", &[]), ("唐蔓", &[]), ("秦峥", &[])];
+        let lines = [
+            "手机响了，她接起来：“郑哥？”",
+            "“唐姐，你先走。”",
+            "“郑先生也在。”",
+            // 秦总 says neither.
+            "“秦总，菜现在上吗？”",
+        ];
+        let got = guessed(names, &lines);
+        let genders: Vec<Gender> = got.iter().map(|(g, _)| *g).collect();
+        assert_eq!(genders[..2], [Gender::Male, Gender::Female], "{got:?}");
+        assert_eq!(titles(&got[0].1), (0, 2));
+        assert_eq!(titles(&got[1].1), (1, 0));
+        assert_eq!(titles(&got[2].1), (0, 0));
     }
 
     #[test]

@@ -7,7 +7,9 @@ use std::collections::HashMap;
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 
 use super::clause::{MAX_CLAUSE_BYTES, is_punct, opens_clause};
-use super::names::{OFFICE_TITLES, UNNAMED_PEOPLE, Unnamed, is_role_word};
+use super::names::{
+    OFFICE_TITLES, UNNAMED_PEOPLE, Unnamed, is_non_name_char, is_role_word, is_surname,
+};
 use super::words::{CROWDS, starts_with_speech_verb};
 use super::{Attributor, ParagraphView, Who};
 use crate::text::cast::{Cast, Gender};
@@ -42,6 +44,81 @@ const ANAPHORIC_ROLES: &[&str] = &[
     "后生",
     "後生",
 ];
+
+/// Titles after a surname by which others call a character (孙总, 沈队,
+/// 赵姨, 郑哥), with the gender they fit (`Unknown`: either).
+const SURNAME_ADDRESS: &[(&str, Gender)] = &[
+    ("总", Gender::Unknown),
+    ("總", Gender::Unknown),
+    ("队", Gender::Unknown),
+    ("隊", Gender::Unknown),
+    ("局", Gender::Unknown),
+    ("导", Gender::Unknown),
+    ("導", Gender::Unknown),
+    ("董", Gender::Unknown),
+    ("老师", Gender::Unknown),
+    ("老師", Gender::Unknown),
+    ("医生", Gender::Unknown),
+    ("醫生", Gender::Unknown),
+    ("大夫", Gender::Unknown),
+    ("警官", Gender::Unknown),
+    ("律师", Gender::Unknown),
+    ("律師", Gender::Unknown),
+    ("教授", Gender::Unknown),
+    ("经理", Gender::Unknown),
+    ("經理", Gender::Unknown),
+    ("师傅", Gender::Unknown),
+    ("師傅", Gender::Unknown),
+    ("大人", Gender::Unknown),
+    ("哥", Gender::Male),
+    ("叔", Gender::Male),
+    ("伯", Gender::Male),
+    ("先生", Gender::Male),
+    ("公子", Gender::Male),
+    ("少爷", Gender::Male),
+    ("少爺", Gender::Male),
+    ("老爷", Gender::Male),
+    ("老爺", Gender::Male),
+    ("姐", Gender::Female),
+    ("姨", Gender::Female),
+    ("婶", Gender::Female),
+    ("嬸", Gender::Female),
+    ("小姐", Gender::Female),
+    ("女士", Gender::Female),
+    ("姑娘", Gender::Female),
+];
+
+/// The forms of [`SURNAME_ADDRESS`] for each character whose surname no
+/// other character of the cast bears (孙志强 → 孙总, 孙哥 …), as (word,
+/// character); none for a surname that is also a function word (于, 将).
+fn surname_addresses(cast: &Cast) -> Vec<(String, usize)> {
+    let surname = |name: &str| {
+        let mut chars = name.chars();
+        let first = chars.next()?;
+        let n = 1 + chars.count();
+        ((2..=3).contains(&n) && is_surname(first) && !is_non_name_char(first)).then_some(first)
+    };
+    let mut out = Vec::new();
+    for (i, c) in cast.characters.iter().enumerate() {
+        let Some(s) = surname(&c.name) else {
+            continue;
+        };
+        let shared = cast
+            .characters
+            .iter()
+            .enumerate()
+            .any(|(j, o)| j != i && o.name.starts_with(s));
+        if shared {
+            continue;
+        }
+        for (title, fits) in SURNAME_ADDRESS {
+            if *fits == Gender::Unknown || c.gender == Gender::Unknown || c.gender == *fits {
+                out.push((format!("{s}{title}"), i));
+            }
+        }
+    }
+    out
+}
 
 /// Most words the cast matcher searches with a DFA.
 const MAX_DFA_WORDS: usize = 2000;
@@ -115,6 +192,12 @@ pub(super) fn cast_matcher(cast: &Cast) -> (AhoCorasick, Vec<Pattern>) {
             } else {
                 Pattern::ShortName(i)
             });
+        }
+    }
+    for (word, i) in surname_addresses(cast) {
+        if seen.insert(word.clone(), ()).is_none() {
+            words.push(word);
+            patterns.push(Pattern::Name(i));
         }
     }
     for (i, crowd) in CROWDS.iter().enumerate() {

@@ -438,6 +438,17 @@ mod tests {
     }
 
     #[test]
+    fn a_surname_and_a_title_call_the_one_of_that_surname() {
+        let c = cast(&[("孙志强", &[], M), ("韩建军", &[], M), ("沈知微", &[], F)]);
+        let text = "孙志强坐在对面，韩建军翻开了本子。\n“孙总，昨晚在哪儿吃的饭？”\n“在家吃的。”";
+        assert_eq!(names(&speakers(&c, text)), ["韩建军", "孙志强"]);
+        // 沈哥 fits no woman; 沈队 fits her.
+        let (a, _) = spoken(&c, "");
+        assert_eq!(a.vocative("“沈队，走吗？”"), Some(Who::Character(2)));
+        assert_eq!(a.vocative("“沈哥，走吗？”"), None);
+    }
+
+    #[test]
     fn a_name_with_a_form_of_address_is_the_listener() {
         let c = cast(&[("林一舟", &["一舟"], M), ("苏晚", &[], F)]);
         let text = "苏晚和林一舟坐在船头。\n林一舟看着远处的灯。\n“一舟哥，天快黑了。”";
