@@ -9,8 +9,8 @@ use super::ParagraphView;
 use super::clause::is_punct;
 use super::gender::{GenderEvidence, gender_hint};
 use super::names::{
-    COMPOUND_SURNAMES, OFFICE_TITLES, ROLE_NOUNS, has_surname, is_non_name_char, is_non_name_inner,
-    is_non_name_tail, is_not_name, is_palace_title, is_particle, is_role_word, is_ruler_title,
+    COMPOUND_SURNAMES, OFFICE_TITLES, ROLE_NOUNS, has_surname, is_house_title, is_non_name_char,
+    is_non_name_inner, is_non_name_tail, is_not_name, is_palace_title, is_particle, is_role_word,
     is_surname,
 };
 use super::rules::KIN_BEFORE_NAME;
@@ -819,7 +819,7 @@ fn select_names(
                 let rest = &s[at..];
                 is_surname(c) || ROLE_NOUNS.contains(&rest) || KIN_BEFORE_NAME.contains(&rest)
             });
-        if is_ruler_title(s) {
+        if is_house_title(s) {
             return true;
         }
         !joined
@@ -875,7 +875,9 @@ fn select_names(
                         // (but 明軍官 may still grow into 明軍官兵).
                         .filter(|(k, n)| {
                             plausible(k)
-                                && (has_surname(k) || LONG_ROLE_NOUNS.contains(k))
+                                && (has_surname(k)
+                                    || LONG_ROLE_NOUNS.contains(k)
+                                    || is_house_title(k))
                                 && (!runs_into_a_word(k, *n, &longer)
                                     || longer
                                         .get(k)
@@ -936,7 +938,7 @@ fn select_names(
             let surname = has_surname(name)
                 || name.chars().count() > 3
                 || is_palace_title(name)
-                || is_ruler_title(name);
+                || is_house_title(name);
             // 晓霞 in 晓霞笑着对他说 / 晓霞问少平, 34 times and never right
             // before the verb: a word outside the dictionary that often opens speaker clauses.
             let often = n >= MIN_SPEAKER_CLAUSES && dictionary.phrase(name).is_none();
@@ -1132,20 +1134,21 @@ mod tests {
     }
 
     #[test]
-    fn a_title_of_the_ruling_house_is_a_name() {
+    fn a_title_of_a_palace_or_a_great_house_is_a_name() {
         let mut text = Vec::new();
         for _ in 0..3 {
             text.extend([
                 "“起来吧。”太后淡淡问道，“太子呢？”",
                 "太子上前一步，答道：“儿臣在。”太子又道，“母后放心。”",
                 "太太叹了口气，说：“走吧。”",
+                "“快起来。”老夫人朝她招手，笑道，“好孩子。”",
             ]);
         }
         let found = discovered(&text);
         let mut names: Vec<&str> = found.iter().map(|d| d.character.name.as_str()).collect();
         names.sort_unstable();
         // 太太 is a form of address, not one of the house.
-        assert_eq!(names, ["太后", "太子"]);
+        assert_eq!(names, ["太后", "太子", "老夫人"]);
     }
 
     #[test]

@@ -472,9 +472,10 @@ pub(super) fn is_palace_title(name: &str) -> bool {
     })
 }
 
-/// Titles of the ruling house that open or hold characters no name does
-/// (太 of 太后, 后): each is one character of a palace story all the same.
-const RULER_TITLES: &[&str] = &[
+/// Titles that stand for one character of a palace or a great house and
+/// open or hold characters no name does (太 of 太后, 后, 老 of 老夫人): each
+/// is a name all the same.
+const HOUSE_TITLES: &[&str] = &[
     "太后",
     "皇太后",
     "太皇太后",
@@ -483,11 +484,20 @@ const RULER_TITLES: &[&str] = &[
     "皇太子",
     "太上皇",
     "皇后",
+    "老夫人",
+    "老太君",
+    "老太爷",
+    "老太爺",
+    "王爷",
+    "王爺",
+    "王妃",
+    "世子",
+    "少夫人",
 ];
 
-/// True when `name` is one of the ruling house's titles (太后, 太子).
-pub(super) fn is_ruler_title(name: &str) -> bool {
-    RULER_TITLES.contains(&name)
+/// True when `name` is one of [`HOUSE_TITLES`] (太后, 老夫人).
+pub(super) fn is_house_title(name: &str) -> bool {
+    HOUSE_TITLES.contains(&name)
 }
 
 /// Compound surnames: a four-character name needs one (欧阳明月).
