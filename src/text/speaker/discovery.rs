@@ -938,7 +938,8 @@ fn select_names(
             let surname = has_surname(name)
                 || name.chars().count() > 3
                 || is_palace_title(name)
-                || is_house_title(name);
+                || is_house_title(name)
+                || surname_and_title(name).is_some();
             // 晓霞 in 晓霞笑着对他说 / 晓霞问少平, 34 times and never right
             // before the verb: a word outside the dictionary that often opens speaker clauses.
             let often = n >= MIN_SPEAKER_CLAUSES && dictionary.phrase(name).is_none();
@@ -1172,6 +1173,20 @@ mod tests {
         assert_eq!(of("许念"), Some(vec!["念念".to_owned()]), "{found:?}");
         // 深深 is a word.
         assert_eq!(of("陆景深"), Some(vec![]), "{found:?}");
+    }
+
+    #[test]
+    fn a_surname_after_lao_is_a_name_though_never_right_before_a_verb() {
+        let text = [
+            "“手机不是钱？”老韩瞥了他一眼，“值钱多了。”",
+            "陆远张了张嘴。",
+            "“行。”老韩笑了笑。",
+            "老韩难得笑了笑：“好。”",
+            "“是。”陆远说。",
+        ];
+        let found = discovered(&text);
+        let names: Vec<&str> = found.iter().map(|d| d.character.name.as_str()).collect();
+        assert!(names.contains(&"老韩"), "{names:?}");
     }
 
     #[test]

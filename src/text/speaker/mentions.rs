@@ -382,8 +382,13 @@ impl Attributor {
                 }
                 Pattern::Ignore => continue,
             };
+            // 老石他们告辞后，…他: one of a group is not whom the next 他 stands for.
+            let group = ["他们", "她们", "他們", "她們"]
+                .iter()
+                .any(|g| text[end..].starts_with(g));
             if let Some(Who::Character(c)) = who
                 && let Some(slot) = gender_slot(self.genders[c])
+                && !group
             {
                 // Clause starts move forward with the mentions: no rescanning.
                 if let Some((j, ch)) = text[scanned..start]

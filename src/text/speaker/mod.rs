@@ -701,6 +701,13 @@ mod tests {
     }
 
     #[test]
+    fn one_of_a_group_is_not_the_next_pronoun() {
+        let c = cast(&[("乔伯年", &[], M), ("石钟", &["老石"], M)]);
+        let text = "乔伯年送走了客人。\n老石他们告辞后，他躺倒在床上。\n他在心里说：\n“我没发烧……”";
+        assert_eq!(names(&speakers(&c, text)), ["乔伯年"]);
+    }
+
+    #[test]
     fn a_bare_office_title_is_the_one_last_named_with_it() {
         let c = cast(&[("书记", &[], M), ("曹书记", &[], M), ("苏晚", &[], F)]);
         let text = "曹书记拉着苏晚进了门。\n书记问她：\n“吃了没有？”";
