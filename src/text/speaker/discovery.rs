@@ -735,6 +735,11 @@ const MIN_FULL_SUBJECT: usize = 3;
 /// a name without ever standing right before a speech verb.
 const MIN_SPEAKER_CLAUSES: usize = 8;
 
+/// How many speaker clauses a given name must open to be a name without
+/// ever standing right before a speech verb, when its full name opens one
+/// clause of narration.
+const MIN_GIVEN_SPEAKER: usize = 3;
+
 /// The strings that are names, most speaker positions first.
 fn select_names(
     seen: &rustc_hash::FxHashMap<&str, (usize, usize)>,
@@ -943,9 +948,15 @@ fn select_names(
             // 晓霞 in 晓霞笑着对他说 / 晓霞问少平, 34 times and never right
             // before the verb: a word outside the dictionary that often opens speaker clauses.
             let often = n >= MIN_SPEAKER_CLAUSES && dictionary.phrase(name).is_none();
+            // 知夏 of 知夏捂住了嘴：, once 沈知夏穿着睡衣: a given name
+            // whose full name opens narration too, outside the dictionary.
+            let given = n >= MIN_GIVEN_SPEAKER
+                && given_of_full.get(name).is_some_and(|k| *k > 0)
+                && name.chars().next().is_some_and(|c| !is_non_name_char(c))
+                && dictionary.phrase(name).is_none();
             if !plausible(name)
                 || !enough(name, n)
-                || !(surname || direct(name) || often)
+                || !(surname || direct(name) || often || given)
                 || runs_into_a_word(name, n, &longer)
             {
                 continue;
@@ -1187,6 +1198,24 @@ mod tests {
         let found = discovered(&text);
         let names: Vec<&str> = found.iter().map(|d| d.character.name.as_str()).collect();
         assert!(names.contains(&"老韩"), "{names:?}");
+    }
+
+    #[test]
+    fn a_given_name_whose_full_name_opens_narration_is_a_name() {
+        let text = [
+            "沈知夏穿着睡衣从卧室出来。",
+            "“楼下那辆车是谁的？”知夏咽了口唾沫。",
+            "知夏捂住了嘴：“天哪。”",
+            "“明天周六！”知夏扑过来抱住她。",
+            "“睡吧。”周秀芳说。",
+        ];
+        let found = discovered(&text);
+        let names: Vec<&str> = found.iter().map(|d| d.character.name.as_str()).collect();
+        assert!(names.contains(&"知夏"), "{names:?}");
+        // Without the full name, 知夏 is only a string that opens clauses.
+        let found = discovered(&text[1..]);
+        let names: Vec<&str> = found.iter().map(|d| d.character.name.as_str()).collect();
+        assert!(!names.contains(&"知夏"), "{names:?}");
     }
 
     #[test]
