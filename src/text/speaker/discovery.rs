@@ -1219,6 +1219,23 @@ mod tests {
     }
 
     #[test]
+    fn a_compound_surname_and_a_title_of_a_sect_make_names() {
+        let text = [
+            "“你来了。”慕容雪淡淡道。",
+            "叶尘点头：“来了。”",
+            "慕容雪看着他，“为何而来？”",
+            "“放肆！”慕容雪冷声道。",
+            "“走吧。”大师兄笑道。",
+            "大师兄看了他一眼：“你怕了？”",
+            "“不怕。”叶尘说。",
+        ];
+        let found = discovered(&text);
+        let mut names: Vec<&str> = found.iter().map(|d| d.character.name.as_str()).collect();
+        names.sort_unstable();
+        assert_eq!(names, ["叶尘", "大师兄", "慕容雪"]);
+    }
+
+    #[test]
     fn manners_and_function_words_before_speech_verbs_are_no_names() {
         let mut text = Vec::new();
         for _ in 0..5 {

@@ -4,8 +4,9 @@
 
 use crate::text::cast::Gender;
 
-/// Common surnames, simplified and traditional.
-const SURNAMES: &str = "王李张張刘劉陈陳杨楊黄黃赵趙吴吳周徐孙孫马馬朱胡郭何高林罗羅郑鄭梁谢謝宋唐许許韩韓冯馮邓鄧曹彭曾肖萧蕭田董袁潘于蒋蔣蔡余杜叶葉程苏蘇魏吕呂丁任沈姚卢盧姜崔钟鍾谭譚陆陸汪范金石廖贾賈夏韦韋付方白邹鄒孟熊秦邱江尹薛闫阎閻段雷侯龙龍史陶黎贺賀顾顧毛郝龚龔邵万萬钱錢严嚴覃武戴莫孔向汤湯常温溫康施文牛樊葛邢安齐齊易乔喬伍庞龐颜顏倪庄莊聂聶章鲁魯岳翟殷詹申欧歐耿关關兰蘭焦俞左柳甘祝包宁寧尚符舒阮柯纪紀梅童凌毕畢单單季裴霍涂成苗谷盛曲翁冉骆駱蓝藍路游辛靳管柴蒙鲍鮑华華喻祁蒲房滕屈饶饒解牟艾尤阳陽时時穆农農司卓古吉缪繆简簡车車项項连連芦蘆麦麥褚娄婁窦竇戚岑景党黨宫宮费費卜冷晏席卫衛米柏宗瞿桂全佟应應臧闵閔苟邬鄔边邊卞姬师師和仇栾欒隋商刁沙荣榮巫寇桑郎甄丛叢仲虞敖巩鞏明佘池查麻苑迟遲邝鄺猪豬";
+/// Common surnames, simplified and traditional, and those web novels favour
+/// (楚, 洛, 沐, 墨, 傅, 厉, 薄 …).
+const SURNAMES: &str = "王李张張刘劉陈陳杨楊黄黃赵趙吴吳周徐孙孫马馬朱胡郭何高林罗羅郑鄭梁谢謝宋唐许許韩韓冯馮邓鄧曹彭曾肖萧蕭田董袁潘于蒋蔣蔡余杜叶葉程苏蘇魏吕呂丁任沈姚卢盧姜崔钟鍾谭譚陆陸汪范金石廖贾賈夏韦韋付方白邹鄒孟熊秦邱江尹薛闫阎閻段雷侯龙龍史陶黎贺賀顾顧毛郝龚龔邵万萬钱錢严嚴覃武戴莫孔向汤湯常温溫康施文牛樊葛邢安齐齊易乔喬伍庞龐颜顏倪庄莊聂聶章鲁魯岳翟殷詹申欧歐耿关關兰蘭焦俞左柳甘祝包宁寧尚符舒阮柯纪紀梅童凌毕畢单單季裴霍涂成苗谷盛曲翁冉骆駱蓝藍路游辛靳管柴蒙鲍鮑华華喻祁蒲房滕屈饶饒解牟艾尤阳陽时時穆农農司卓古吉缪繆简簡车車项項连連芦蘆麦麥褚娄婁窦竇戚岑景党黨宫宮费費卜冷晏席卫衛米柏宗瞿桂全佟应應臧闵閔苟邬鄔边邊卞姬师師和仇栾欒隋商刁沙荣榮巫寇桑郎甄丛叢仲虞敖巩鞏明佘池查麻苑迟遲邝鄺猪豬楚洛沐墨傅厉厲薄封燕战戰权權凤鳳云雲君";
 
 /// Is `c` one of the common surnames?
 pub(super) fn is_surname(c: char) -> bool {
@@ -14,9 +15,12 @@ pub(super) fn is_surname(c: char) -> bool {
     SET.contains(&c)
 }
 
-/// True when a name of three or more characters opens with a common surname.
+/// True when a name of three or more characters opens with a common surname
+/// (or of four at most with a compound one: 慕容雪, 上官婉儿).
 pub(super) fn has_surname(name: &str) -> bool {
-    name.chars().next().is_some_and(is_surname) && name.chars().count() <= 3
+    let n = name.chars().count();
+    (name.chars().next().is_some_and(is_surname) && n <= 3)
+        || ((3..=4).contains(&n) && COMPOUND_SURNAMES.iter().any(|c| name.starts_with(c)))
 }
 
 /// Common words that open clauses in speaker positions but name nobody.
@@ -472,9 +476,9 @@ pub(super) fn is_palace_title(name: &str) -> bool {
     })
 }
 
-/// Titles that stand for one character of a palace or a great house and
-/// open or hold characters no name does (太 of 太后, 后, 老 of 老夫人): each
-/// is a name all the same.
+/// Titles that stand for one character of a palace, a great house or a sect
+/// and open or hold characters no name does (太 of 太后, 后, 老 of 老夫人, 大
+/// of 大师兄): each is a name all the same.
 const HOUSE_TITLES: &[&str] = &[
     "太后",
     "皇太后",
@@ -493,6 +497,26 @@ const HOUSE_TITLES: &[&str] = &[
     "王妃",
     "世子",
     "少夫人",
+    "大师兄",
+    "大師兄",
+    "二师兄",
+    "二師兄",
+    "三师兄",
+    "三師兄",
+    "大师姐",
+    "大師姐",
+    "二师姐",
+    "二師姐",
+    "小师妹",
+    "小師妹",
+    "小师弟",
+    "小師弟",
+    "大长老",
+    "大長老",
+    "二长老",
+    "二長老",
+    "三长老",
+    "三長老",
 ];
 
 /// True when `name` is one of [`HOUSE_TITLES`] (太后, 老夫人).
