@@ -1310,7 +1310,24 @@ struct Browser {
 }
 
 impl Drop for Browser {
+    /// Ends the WebDriver session first, so that chromedriver quits the
+    /// browser (killing the driver alone leaves chromium running, orphaned),
+    /// then the driver. Blocking: a drop cannot await.
     fn drop(&mut self) {
+        if !self.session.is_empty()
+            && let Some(addr) = self.base.strip_prefix("http://")
+            && let Ok(mut stream) = std::net::TcpStream::connect(addr)
+        {
+            use std::io::{Read, Write};
+            let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
+            let request = format!(
+                "DELETE /session/{} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n",
+                self.session
+            );
+            if stream.write_all(request.as_bytes()).is_ok() {
+                let _ = stream.read_to_end(&mut Vec::new());
+            }
+        }
         let _ = self.driver.kill();
         let _ = self.driver.wait();
     }
