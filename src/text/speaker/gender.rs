@@ -1045,12 +1045,17 @@ pub(super) fn name_gender(name: &str, modern: bool) -> (Gender, bool) {
         (false, false) => {}
     }
     if !modern {
-        let given: String = name
-            .chars()
-            .skip(usize::from(name.chars().count() >= 3))
-            .collect();
-        let female = given.chars().filter(|c| WEAK_FEMALE.contains(*c)).count();
-        let male = given.chars().filter(|c| WEAK_MALE.contains(*c)).count();
+        // The name but its surname, as `given_name_log_odds` takes it (林 of
+        // 林晚 is no man's given name).
+        let chars: Vec<char> = name.chars().collect();
+        let skip = match chars.len() {
+            0 | 1 => 0,
+            2 => usize::from(super::names::is_surname(chars[0])),
+            _ => 1,
+        };
+        let given = &chars[skip..];
+        let female = given.iter().filter(|c| WEAK_FEMALE.contains(**c)).count();
+        let male = given.iter().filter(|c| WEAK_MALE.contains(**c)).count();
         return match female.cmp(&male) {
             std::cmp::Ordering::Greater => (Gender::Female, false),
             std::cmp::Ordering::Less => (Gender::Male, false),
@@ -1388,6 +1393,10 @@ mod tests {
         assert_eq!(name_gender("贾珍", false), (Gender::Unknown, false));
         assert_eq!(name_gender("贾蓉", false), (Gender::Unknown, false));
         assert_eq!(name_gender("林黛玉", false), (Gender::Female, false));
+        // 林 is the surname of 林晚, not a man's given name; in 翠林 (no
+        // surname) it is, against 翠.
+        assert_eq!(name_gender("林晚", false), (Gender::Unknown, false));
+        assert_eq!(name_gender("翠林", false), (Gender::Unknown, false));
         assert_eq!(name_gender("贾珍", true), (Gender::Female, false));
         // 玉 (a woman's) and 厚 (a man's) weigh about the same: no lean.
         assert!(given_name_log_odds("孙玉厚").abs() < WEAK_PRIOR_LOG_ODDS);
