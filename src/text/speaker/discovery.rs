@@ -1154,13 +1154,14 @@ mod tests {
                 "太子上前一步，答道：“儿臣在。”太子又道，“母后放心。”",
                 "太太叹了口气，说：“走吧。”",
                 "“快起来。”老夫人朝她招手，笑道，“好孩子。”",
+                "班主任推了推眼镜：“安静。”",
             ]);
         }
         let found = discovered(&text);
         let mut names: Vec<&str> = found.iter().map(|d| d.character.name.as_str()).collect();
         names.sort_unstable();
         // 太太 is a form of address, not one of the house.
-        assert_eq!(names, ["太后", "太子", "老夫人"]);
+        assert_eq!(names, ["太后", "太子", "班主任", "老夫人"]);
     }
 
     #[test]

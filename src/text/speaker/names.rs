@@ -476,9 +476,9 @@ pub(super) fn is_palace_title(name: &str) -> bool {
     })
 }
 
-/// Titles that stand for one character of a palace, a great house or a sect
-/// and open or hold characters no name does (太 of 太后, 后, 老 of 老夫人, 大
-/// of 大师兄): each is a name all the same.
+/// Titles that stand for one character of a palace, a great house, a sect, a
+/// school or a firm and open or hold characters no name does (太 of 太后, 后,
+/// 老 of 老夫人, 大 of 大师兄, 班主任): each is a name all the same.
 const HOUSE_TITLES: &[&str] = &[
     "太后",
     "皇太后",
@@ -517,6 +517,13 @@ const HOUSE_TITLES: &[&str] = &[
     "二長老",
     "三长老",
     "三長老",
+    "班主任",
+    "辅导员",
+    "輔導員",
+    "总经理",
+    "總經理",
+    "董事长",
+    "董事長",
 ];
 
 /// True when `name` is one of [`HOUSE_TITLES`] (太后, 老夫人).
