@@ -133,8 +133,7 @@ fn write_text(out: &mut impl Write, script: &Script) -> std::io::Result<()> {
 /// dialogue lines attributed to each and the evidence for its gender.
 pub fn suggest_cast(text: &str, book: &str) -> String {
     let found = crate::text::discover_cast(text, book);
-    let evidence: Vec<crate::text::speaker::GenderEvidence> =
-        found.iter().map(|d| d.evidence).collect();
+    let notes: Vec<String> = found.iter().map(|d| d.note()).collect();
     let cast = Cast {
         characters: found.into_iter().map(|d| d.character).collect(),
     };
@@ -151,8 +150,8 @@ pub fn suggest_cast(text: &str, book: &str) -> String {
     }
     let notes: Vec<Vec<String>> = lines
         .iter()
-        .zip(&evidence)
-        .map(|(n, e)| vec![format!("{n} lines"), e.note()])
+        .zip(notes)
+        .map(|(n, note)| vec![format!("{n} lines"), note])
         .collect();
     cast.to_toml_with_notes(&notes)
 }

@@ -79,9 +79,10 @@ impl VoicesConfig {
     }
 
     /// The voice (by name) that reads a segment: the character's voice from
-    /// `[casting.characters]`, then from the cast file, then by the
-    /// character's gender, then (dialogue of unknown gender or speaker) the
-    /// `unknown` voice, then the dialogue or narrator voice.
+    /// `[casting.characters]`, then from the cast file, then (the narrator of
+    /// a book in the first person, 我, of no gender) the narrator's voice, then
+    /// by the character's gender, then (dialogue of unknown gender or
+    /// speaker) the `unknown` voice, then the dialogue or narrator voice.
     pub fn voice_for(&self, kind: SegmentKind, speaker: Option<&str>) -> &str {
         if let Some(speaker) = speaker {
             if let Some(voice) = self.casting.characters.get(speaker) {
@@ -93,6 +94,13 @@ impl VoicesConfig {
             }
             if kind == SegmentKind::Dialogue {
                 let c = &self.casting;
+                // The narrator of a book told in the first person says their
+                // own lines in the narration's voice, unless given a gender.
+                if speaker == crate::text::speaker::NARRATOR
+                    && member.is_none_or(|m| m.gender == Gender::Unknown)
+                {
+                    return &c.narrator;
+                }
                 let by_gender = match member.map(|m| m.gender) {
                     Some(Gender::Male) => c.male.as_deref().map(|v| pick(speaker, v, &c.male_more)),
                     Some(Gender::Female) => c
@@ -279,6 +287,24 @@ mod tests {
                 && err.contains("casting.female_more: unknown voice 'ghost'"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn the_narrator_of_a_book_in_the_first_person_reads_their_own_lines() {
+        let mut config = VoicesConfig::parse_with_env(MIXED, "m.toml", &env_with_key).unwrap();
+        let d = SegmentKind::Dialogue;
+        // Found, of no gender: the narrator's voice, not the dialogue voice.
+        assert_eq!(config.voice_for(d, Some("我")), "narrator");
+        assert_eq!(config.voice_for(d, Some("甲")), "hero");
+        // Given a gender in the cast file: that gender's voice.
+        let member = CastMember {
+            gender: Gender::Female,
+            voice: None,
+        };
+        config
+            .set_cast("cast.toml", [("我".to_owned(), member)])
+            .unwrap();
+        assert_eq!(config.voice_for(d, Some("我")), "heroine");
     }
 
     #[test]

@@ -243,15 +243,15 @@ fn speakers(studio: &Studio) -> Vec<Value> {
             .as_ref()?
             .iter()
             .find(|d| d.character.name == name)?;
-        Some((d.character.gender, &d.evidence))
+        Some((d.character.gender, d))
     };
     let entry = |name: &str, gender: &str, voice: Option<&str>, in_cast: bool| {
         let guess = (!in_cast).then(|| found(name)).flatten();
         json!({
             "name": name,
             "gender": guess.map_or(gender, |(g, _)| g.as_str()),
-            "confidence": guess.map(|(_, e)| e.guess().confidence),
-            "evidence": guess.map(|(_, e)| e.note()),
+            "confidence": guess.map(|(_, d)| d.evidence.guess().confidence),
+            "evidence": guess.map(|(_, d)| d.note()),
             "voice": voice,
             "reads_with": config.voice_for(SegmentKind::Dialogue, Some(name)),
             "lines": lines.get(name).copied().unwrap_or(0),

@@ -159,6 +159,7 @@ fn discover_in(scanned: &[Scanned]) -> Vec<speaker::Discovered> {
     let views: Vec<Vec<ParagraphView<'_>>> = scanned.iter().map(Scanned::views).collect();
     let mut found = speaker::discover(&views);
     speaker::guess_genders(&mut found, &views);
+    speaker::add_narrator(&mut found, &views);
     found
 }
 

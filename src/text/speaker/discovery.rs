@@ -15,7 +15,7 @@ use super::names::{
 };
 use super::rules::KIN_BEFORE_NAME;
 use super::words::{CONNECTIVES, CROWDS, has_speech_verb, starts_with_speech_verb};
-use crate::text::cast::Character;
+use crate::text::cast::{Character, Gender};
 use crate::text::decode::is_han;
 use crate::text::quote::NICKNAME_MAX_CHARS;
 use crate::text::quote::SegmentKind;
@@ -27,6 +27,20 @@ pub struct Discovered {
     pub character: Character,
     pub count: usize,
     pub evidence: GenderEvidence,
+}
+
+impl Discovered {
+    /// What the book says of this character, in a line: the evidence for
+    /// its gender, or that it is the narrator of a book in the first person.
+    pub fn note(&self) -> String {
+        if self.character.name == NARRATOR {
+            "the narrator: the book is told in the first person; without a gender \
+             here, these lines are read in the narrator's voice"
+                .to_owned()
+        } else {
+            self.evidence.note()
+        }
+    }
 }
 
 /// Finds the recurring 2–4 character strings that open clauses in speaker
@@ -247,6 +261,53 @@ pub fn discover<'a>(chapters: &[Vec<ParagraphView<'a>>]) -> Vec<Discovered> {
     found
 }
 
+/// The name the narrator of a book told in the first person goes by: 我.
+pub const NARRATOR: &str = "我";
+
+/// How many speech tags 我 must open in the narration for the book to be
+/// told in the first person.
+const MIN_NARRATOR_TAGS: usize = 3;
+
+/// A book told in the first person (我说：“…”, “…”我问。, 我笑道) has its
+/// narrator among its characters, as [`NARRATOR`], when 我 opens a clause of
+/// the narration right before a speech verb at least [`MIN_NARRATOR_TAGS`]
+/// times. Nothing is guessed of the narrator's gender: the pronouns near 我
+/// are other people's.
+pub fn add_narrator(found: &mut Vec<Discovered>, chapters: &[Vec<ParagraphView<'_>>]) {
+    let mut tags = 0;
+    for p in chapters.iter().flatten().filter(|p| !p.skipped) {
+        for s in p.spans.iter().filter(|s| s.kind == SegmentKind::Narration) {
+            let narration = s.text(p.text);
+            for (at, _) in narration.match_indices(NARRATOR) {
+                let opens = narration[..at]
+                    .chars()
+                    .next_back()
+                    .is_none_or(|c| is_punct(c) || matches!(c, '”' | '」' | '』'));
+                if opens && starts_with_speech_verb(&narration[at + NARRATOR.len()..]) {
+                    tags += 1;
+                }
+            }
+        }
+    }
+    if tags < MIN_NARRATOR_TAGS || found.iter().any(|d| d.character.name == NARRATOR) {
+        return;
+    }
+    let at = found.partition_point(|d| d.count >= tags);
+    found.insert(
+        at,
+        Discovered {
+            character: Character {
+                name: NARRATOR.to_owned(),
+                aliases: Vec::new(),
+                gender: Gender::Unknown,
+                voice: None,
+            },
+            count: tags,
+            evidence: GenderEvidence::default(),
+        },
+    );
+}
+
 /// How often a doubled name must be written to be taken as one.
 const MIN_DOUBLED: usize = 2;
 
@@ -354,9 +415,10 @@ fn count_written<'n>(
 /// What turns the words before it into a manner (挑战似地问, 命令般地说).
 const MANNER_AFTER: &[&str] = &["似地", "似的", "般地", "般的", "一般地"];
 
-/// What follows 我 when a character gives their name (我叫侯生贵，).
-/// (Not 我是: 我是说, 我是时再来 are no names.)
-const INTRODUCTIONS: &[&str] = &["我叫", "我名叫"];
+/// What follows 我 when a character gives their name (我叫侯生贵，, 我是顾屿。):
+/// the name must end at a pause (not 我是说…), have a surname, lie outside
+/// the dictionary (not 我是高手。) and be written again (not 我是时再来).
+const INTRODUCTIONS: &[&str] = &["我叫", "我名叫", "我是", "我就是"];
 
 /// The names `quote` gives its speaker (“我叫侯生贵，…”): 2 or 3 Han
 /// characters right after an introduction and before a pause.
@@ -1234,6 +1296,46 @@ mod tests {
         let mut names: Vec<&str> = found.iter().map(|d| d.character.name.as_str()).collect();
         names.sort_unstable();
         assert_eq!(names, ["叶尘", "大师兄", "慕容雪"]);
+    }
+
+    #[test]
+    fn a_book_in_the_first_person_has_its_narrator_among_its_characters() {
+        let first = [
+            "我推开宿舍的门。",
+            "“回来啦？”苏念笑着问。",
+            "“嗯。”我说。",
+            "我笑道：“你也该用功了。”",
+            "“大家好，我是顾屿。”他笑了笑。",
+            "顾屿看着我：“走吧。”",
+            "“那你挂科了别哭。”我说。",
+        ];
+        let spans = test_spans(&first);
+        let views = test_views(&first, &spans);
+        let mut found = discover(std::slice::from_ref(&views));
+        add_narrator(&mut found, &[views]);
+        let names: Vec<&str> = found.iter().map(|d| d.character.name.as_str()).collect();
+        assert!(names.contains(&NARRATOR), "{names:?}");
+        // 我是顾屿 introduces one the book names again.
+        assert!(names.contains(&"顾屿"), "{names:?}");
+        assert!(
+            found.windows(2).all(|w| w[0].count >= w[1].count),
+            "{found:?}"
+        );
+        // A third-person book quoting a letter (“…”我说) now and then does not.
+        let third = [
+            "苏念推开宿舍的门。",
+            "信上写着：我说过的话都算数。",
+            "“回来啦？”苏念笑着问。",
+            "“嗯。”林晚说。",
+        ];
+        let spans = test_spans(&third);
+        let views = test_views(&third, &spans);
+        let mut found = discover(std::slice::from_ref(&views));
+        add_narrator(&mut found, &[views]);
+        assert!(
+            found.iter().all(|d| d.character.name != NARRATOR),
+            "{found:?}"
+        );
     }
 
     #[test]

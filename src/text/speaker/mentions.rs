@@ -11,7 +11,7 @@ use super::names::{
     OFFICE_TITLES, UNNAMED_PEOPLE, Unnamed, is_non_name_char, is_role_word, is_surname,
 };
 use super::words::{CROWDS, starts_with_speech_verb};
-use super::{Attributor, ParagraphView, Who};
+use super::{Attributor, NARRATOR, ParagraphView, Who};
 use crate::text::cast::{Cast, Gender};
 use crate::text::quote::{SegmentKind, SpanRange};
 
@@ -178,7 +178,11 @@ pub(super) fn cast_matcher(cast: &Cast) -> (AhoCorasick, Vec<Pattern>) {
                 continue;
             }
             words.push(name.to_owned());
-            patterns.push(if ANAPHORIC_ROLES.contains(&name) && name == c.name {
+            patterns.push(if name == NARRATOR {
+                // The narrator of a book in the first person: every 我 of
+                // the narration (not 我们, matched below).
+                Pattern::Name(i)
+            } else if ANAPHORIC_ROLES.contains(&name) && name == c.name {
                 Pattern::Role(i)
             } else if OFFICE_TITLES.contains(&name) && name == c.name {
                 Pattern::Title(i)
@@ -224,6 +228,9 @@ pub(super) fn cast_matcher(cast: &Cast) -> (AhoCorasick, Vec<Pattern>) {
         ("他乡", Pattern::Ignore),
         ("他鄉", Pattern::Ignore),
         ("吉他", Pattern::Ignore),
+        ("我们", Pattern::Ignore),
+        ("我們", Pattern::Ignore),
+        ("自我", Pattern::Ignore),
     ] {
         if seen.insert(word.to_owned(), ()).is_none() {
             words.push(word.to_owned());

@@ -53,7 +53,7 @@ use aho_corasick::AhoCorasick;
 use super::cast::{Cast, Gender};
 use super::quote::{SegmentKind, SpanRange};
 
-pub use discovery::{Discovered, discover};
+pub use discovery::{Discovered, NARRATOR, add_narrator, discover};
 pub use gender::{GenderEvidence, GenderGuess, guess_genders};
 pub use scorer::TagStyle;
 
@@ -705,6 +705,13 @@ mod tests {
         let c = cast(&[("乔伯年", &[], M), ("石钟", &["老石"], M)]);
         let text = "乔伯年送走了客人。\n老石他们告辞后，他躺倒在床上。\n他在心里说：\n“我没发烧……”";
         assert_eq!(names(&speakers(&c, text)), ["乔伯年"]);
+    }
+
+    #[test]
+    fn the_narrator_of_a_book_in_the_first_person_speaks_as_a_character() {
+        let c = cast(&[("苏念", &[], F), ("我", &[], Gender::Unknown)]);
+        let text = "我推开宿舍的门。\n“回来啦？”苏念笑着问。\n我们都笑了。\n我点点头，“明天还要考试。”\n“那你早点睡。”";
+        assert_eq!(names(&speakers(&c, text)), ["苏念", "我", "苏念"]);
     }
 
     #[test]
