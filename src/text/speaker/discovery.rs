@@ -271,25 +271,40 @@ const MIN_NARRATOR_TAGS: usize = 3;
 /// A book told in the first person (我说：“…”, “…”我问。, 我笑道) has its
 /// narrator among its characters, as [`NARRATOR`], when 我 opens a clause of
 /// the narration right before a speech verb at least [`MIN_NARRATOR_TAGS`]
-/// times. Nothing is guessed of the narrator's gender: the pronouns near 我
-/// are other people's.
+/// times and its narration writes 我 at least half as often as 他 and 她
+/// (a first-person book about 1.6 times as often, 《西游记》's narration,
+/// where speech without quote marks says 我, 0.04 times). Nothing is guessed
+/// of the narrator's gender: the pronouns near 我 are other people's.
 pub fn add_narrator(found: &mut Vec<Discovered>, chapters: &[Vec<ParagraphView<'_>>]) {
-    let mut tags = 0;
+    let (mut tags, mut me, mut others) = (0, 0, 0);
+    let plural = |rest: &str| rest.starts_with(['们', '們']);
     for p in chapters.iter().flatten().filter(|p| !p.skipped) {
         for s in p.spans.iter().filter(|s| s.kind == SegmentKind::Narration) {
             let narration = s.text(p.text);
+            others += narration
+                .match_indices(['他', '她'])
+                .filter(|(at, w)| !plural(&narration[at + w.len()..]))
+                .count();
             for (at, _) in narration.match_indices(NARRATOR) {
+                let rest = &narration[at + NARRATOR.len()..];
+                if plural(rest) {
+                    continue;
+                }
+                me += 1;
                 let opens = narration[..at]
                     .chars()
                     .next_back()
                     .is_none_or(|c| is_punct(c) || matches!(c, '”' | '」' | '』'));
-                if opens && starts_with_speech_verb(&narration[at + NARRATOR.len()..]) {
+                if opens && starts_with_speech_verb(rest) {
                     tags += 1;
                 }
             }
         }
     }
-    if tags < MIN_NARRATOR_TAGS || found.iter().any(|d| d.character.name == NARRATOR) {
+    if tags < MIN_NARRATOR_TAGS
+        || me * 2 < others
+        || found.iter().any(|d| d.character.name == NARRATOR)
+    {
         return;
     }
     let at = found.partition_point(|d| d.count >= tags);
@@ -1321,12 +1336,12 @@ mod tests {
             found.windows(2).all(|w| w[0].count >= w[1].count),
             "{found:?}"
         );
-        // A third-person book quoting a letter (“…”我说) now and then does not.
+        // A third-person book whose speech without quote marks says 我 does not.
         let third = [
-            "苏念推开宿舍的门。",
-            "信上写着：我说过的话都算数。",
-            "“回来啦？”苏念笑着问。",
-            "“嗯。”林晚说。",
+            "行者道：我说你是个呆子。他笑了，她也笑了，他又笑了。",
+            "八戒道：我问你，他去哪了？她说他走了。他不信。",
+            "行者道：我笑他不知天高地厚。他恼了，她劝他，他不听，她走了。",
+            "“回来啦？”他笑着问。",
         ];
         let spans = test_spans(&third);
         let views = test_views(&third, &spans);
