@@ -4,7 +4,7 @@
 use aho_corasick::{AhoCorasickBuilder, MatchKind};
 
 use super::clause::{clause_start, is_punct, opens_clause, sentence_start};
-use super::names::is_palace_title;
+use super::names::{SURNAME_TITLES, is_palace_title};
 use super::words::has_speech_verb;
 use super::{Discovered, ParagraphView};
 use crate::text::quote::SegmentKind;
@@ -529,11 +529,7 @@ pub fn guess_genders(found: &mut [Discovered], chapters: &[Vec<ParagraphView<'_>
     // 薛大爷, 秦相公, 林姑娘: a surname and a title, for the one character
     // of that surname whose name does not say the other gender.
     for (surname, i, gender) in surname_owners(found) {
-        let titles = match gender {
-            Gender::Female => SURNAME_FEMALE,
-            _ => SURNAME_MALE,
-        };
-        for title in titles {
+        for (title, _) in SURNAME_TITLES.iter().filter(|(_, g)| *g == gender) {
             addressed.push((format!("{surname}{title}"), i, gender));
         }
     }
@@ -954,16 +950,6 @@ fn address_keys(found: &[Discovered]) -> Vec<(char, usize)> {
     }
     keys
 }
-
-/// Titles after a surname that address a man or a woman (薛大爷, 林姑娘,
-/// 郑哥, 唐姐). Not 太太, 夫人: a wife bears her husband's surname.
-const SURNAME_MALE: &[&str] = &[
-    "大爷", "大爺", "二爷", "二爺", "三爷", "三爺", "老爷", "老爺", "相公", "公子", "少爷", "少爺",
-    "大哥", "哥", "先生",
-];
-const SURNAME_FEMALE: &[&str] = &[
-    "姑娘", "小姐", "大姐", "二姐", "三姐", "姐姐", "妹妹", "姐", "女士",
-];
 
 /// (surname, character, gender): for each surname of the discovered
 /// names and each gender, the one character of that surname whose names

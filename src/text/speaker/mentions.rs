@@ -8,7 +8,8 @@ use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 
 use super::clause::{MAX_CLAUSE_BYTES, is_punct, opens_clause};
 use super::names::{
-    OFFICE_TITLES, UNNAMED_PEOPLE, Unnamed, is_non_name_char, is_role_word, is_surname,
+    OFFICE_TITLES, SURNAME_TITLES, UNNAMED_PEOPLE, Unnamed, is_non_name_char, is_role_word,
+    is_surname,
 };
 use super::words::{CROWDS, starts_with_speech_verb};
 use super::{Attributor, NARRATOR, ParagraphView, Who};
@@ -45,50 +46,7 @@ const ANAPHORIC_ROLES: &[&str] = &[
     "後生",
 ];
 
-/// Titles after a surname by which others call a character (孙总, 沈队,
-/// 赵姨, 郑哥), with the gender they fit (`Unknown`: either).
-const SURNAME_ADDRESS: &[(&str, Gender)] = &[
-    ("总", Gender::Unknown),
-    ("總", Gender::Unknown),
-    ("队", Gender::Unknown),
-    ("隊", Gender::Unknown),
-    ("局", Gender::Unknown),
-    ("导", Gender::Unknown),
-    ("導", Gender::Unknown),
-    ("董", Gender::Unknown),
-    ("老师", Gender::Unknown),
-    ("老師", Gender::Unknown),
-    ("医生", Gender::Unknown),
-    ("醫生", Gender::Unknown),
-    ("大夫", Gender::Unknown),
-    ("警官", Gender::Unknown),
-    ("律师", Gender::Unknown),
-    ("律師", Gender::Unknown),
-    ("教授", Gender::Unknown),
-    ("经理", Gender::Unknown),
-    ("經理", Gender::Unknown),
-    ("师傅", Gender::Unknown),
-    ("師傅", Gender::Unknown),
-    ("大人", Gender::Unknown),
-    ("哥", Gender::Male),
-    ("叔", Gender::Male),
-    ("伯", Gender::Male),
-    ("先生", Gender::Male),
-    ("公子", Gender::Male),
-    ("少爷", Gender::Male),
-    ("少爺", Gender::Male),
-    ("老爷", Gender::Male),
-    ("老爺", Gender::Male),
-    ("姐", Gender::Female),
-    ("姨", Gender::Female),
-    ("婶", Gender::Female),
-    ("嬸", Gender::Female),
-    ("小姐", Gender::Female),
-    ("女士", Gender::Female),
-    ("姑娘", Gender::Female),
-];
-
-/// The forms of [`SURNAME_ADDRESS`] for each character whose surname no
+/// The forms of [`SURNAME_TITLES`] for each character whose surname no
 /// other character of the cast bears (孙志强 → 孙总, 孙哥 …), as (word,
 /// character); none for a surname that is also a function word (于, 将).
 fn surname_addresses(cast: &Cast) -> Vec<(String, usize)> {
@@ -111,7 +69,7 @@ fn surname_addresses(cast: &Cast) -> Vec<(String, usize)> {
         if shared {
             continue;
         }
-        for (title, fits) in SURNAME_ADDRESS {
+        for (title, fits) in SURNAME_TITLES {
             if *fits == Gender::Unknown || c.gender == Gender::Unknown || c.gender == *fits {
                 out.push((format!("{s}{title}"), i));
             }
@@ -390,12 +348,11 @@ impl Attributor {
                 Pattern::Ignore => continue,
             };
             // 老石他们告辞后，…他: one of a group is not whom the next 他 stands for.
-            let group = ["他们", "她们", "他們", "她們"]
-                .iter()
-                .any(|g| text[end..].starts_with(g));
             if let Some(Who::Character(c)) = who
                 && let Some(slot) = gender_slot(self.genders[c])
-                && !group
+                && !["他们", "她们", "他們", "她們"]
+                    .iter()
+                    .any(|g| text[end..].starts_with(g))
             {
                 // Clause starts move forward with the mentions: no rescanning.
                 if let Some((j, ch)) = text[scanned..start]
