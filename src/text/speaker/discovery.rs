@@ -57,6 +57,8 @@ pub fn discover<'a>(chapters: &[Vec<ParagraphView<'a>>]) -> Vec<Discovered> {
     // The same for nicknames in quote marks (“萝卜花”说).
     let mut nicknames: rustc_hash::FxHashMap<&str, (usize, usize)> =
         rustc_hash::FxHashMap::default();
+    // The same for English names (Lisa笑道).
+    let mut latin: rustc_hash::FxHashMap<&str, (usize, usize)> = rustc_hash::FxHashMap::default();
     let mut add_clause = |text: &'a str, start: usize, end: usize| {
         let clause = &text[start..end];
         let mut rest = clause.trim_start();
@@ -76,6 +78,16 @@ pub fn discover<'a>(chapters: &[Vec<ParagraphView<'a>>]) -> Vec<Discovered> {
                 .get(after.chars().next().map_or(0, char::len_utf8)..)
                 .unwrap_or("");
             let entry = nicknames.entry(&inner[..close]).or_default();
+            entry.0 += 1;
+            if after.is_empty() || starts_with_speech_verb(after) {
+                entry.1 += 1;
+            }
+            return;
+        }
+        // Lisa笑道: an English name, whole.
+        if let Some(name) = latin_name(rest) {
+            let after = rest[name.len()..].trim_start();
+            let entry = latin.entry(name).or_default();
             entry.0 += 1;
             if after.is_empty() || starts_with_speech_verb(after) {
                 entry.1 += 1;
@@ -209,6 +221,14 @@ pub fn discover<'a>(chapters: &[Vec<ParagraphView<'a>>]) -> Vec<Discovered> {
             && !has_speech_verb(name)
             && !names.iter().any(|(other, _)| other == name)
         {
+            names.push((name.to_owned(), n));
+        }
+    }
+    // An English name (Lisa, Kevin) likewise; never an acronym (CEO说).
+    let mut latin: Vec<(&str, (usize, usize))> = latin.into_iter().collect();
+    latin.sort();
+    for (name, (n, direct)) in latin {
+        if n >= MIN_NICKNAME_CLAUSES && direct > 0 {
             names.push((name.to_owned(), n));
         }
     }
@@ -450,6 +470,22 @@ fn self_introductions(quote: &str) -> impl Iterator<Item = &str> {
             (6..=9).contains(&end).then(|| &rest[..end])
         })
     })
+}
+
+/// The English name that opens `clause` (Lisa of Lisa笑道): a capital and
+/// at least one small letter, 2 to 12 letters, not followed by another
+/// letter or a digit (no acronym: CEO, no word run on: iPhone).
+fn latin_name(clause: &str) -> Option<&str> {
+    let end = clause
+        .find(|c: char| !c.is_ascii_alphabetic())
+        .unwrap_or(clause.len());
+    let name = &clause[..end];
+    let next = clause[end..].chars().next();
+    ((2..=12).contains(&end)
+        && name.starts_with(|c: char| c.is_ascii_uppercase())
+        && name[1..].chars().all(|c| c.is_ascii_lowercase())
+        && !next.is_some_and(|c| c.is_ascii_digit()))
+    .then_some(name)
 }
 
 /// True when `s` may be a nickname in quote marks: 2 to
@@ -1351,6 +1387,26 @@ mod tests {
             found.iter().all(|d| d.character.name != NARRATOR),
             "{found:?}"
         );
+    }
+
+    #[test]
+    fn an_english_name_is_a_name_and_an_acronym_is_not() {
+        let text = [
+            "“早上好。”Lisa笑道。",
+            "Lisa端着咖啡：“老板来了吗？”",
+            "“那就好。”Lisa说。",
+            "CEO说：“开会。”",
+            "“好。”林晚说。",
+            "CEO说：“快。”",
+            "林晚笑道：“走吧。”",
+        ];
+        let found = discovered(&text);
+        let mut names: Vec<&str> = found.iter().map(|d| d.character.name.as_str()).collect();
+        names.sort_unstable();
+        assert_eq!(names, ["Lisa", "林晚"]);
+        assert_eq!(latin_name("Kevin说"), Some("Kevin"));
+        assert_eq!(latin_name("iPhone响了"), None);
+        assert_eq!(latin_name("A4纸"), None);
     }
 
     #[test]
