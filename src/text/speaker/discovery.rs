@@ -1139,6 +1139,11 @@ mod tests {
     use super::*;
     use crate::text::speaker::test_support::{test_spans, test_views};
 
+    /// The names of the characters `found`, in their order.
+    fn names_of(found: &[Discovered]) -> Vec<&str> {
+        found.iter().map(|d| d.character.name.as_str()).collect()
+    }
+
     /// The characters discovered in `text`, one paragraph a line.
     fn discovered(text: &[&str]) -> Vec<Discovered> {
         let spans = test_spans(text);
@@ -1157,7 +1162,7 @@ mod tests {
             "这时候大家都笑了。",
         ];
         let found = discovered(&text);
-        let names: Vec<&str> = found.iter().map(|d| d.character.name.as_str()).collect();
+        let names = names_of(&found);
         assert_eq!(names, ["毛仲", "陈青云"]);
         assert_eq!(found[0].count, 3);
     }
@@ -1169,7 +1174,7 @@ mod tests {
             text.extend(["晨露转过身对他说：“好。”", "晨露拉着林一舟的手说：“走吗？”"]);
         }
         let found = discovered(&text);
-        let names: Vec<&str> = found.iter().map(|d| d.character.name.as_str()).collect();
+        let names = names_of(&found);
         assert!(names.contains(&"晨露"), "{names:?}");
         // 四 times is not enough.
         let found = discovered(&text[..4]);
@@ -1186,7 +1191,7 @@ mod tests {
         );
         text.extend(["李向东站起来。", "李向东看了看表。", "李向东笑了。"]);
         let found = discovered(&text);
-        let names: Vec<&str> = found.iter().map(|d| d.character.name.as_str()).collect();
+        let names = names_of(&found);
         assert!(names.contains(&"向东"), "{names:?}");
     }
 
@@ -1205,7 +1210,7 @@ mod tests {
         );
         text.push("屋里的人都看着韩冬青。");
         let found = discovered(&text);
-        let names: Vec<&str> = found.iter().map(|d| d.character.name.as_str()).collect();
+        let names = names_of(&found);
         assert!(names.contains(&"韩冬青"), "{names:?}");
         assert!(!names.contains(&"时再来"), "{names:?}");
     }
@@ -1214,7 +1219,7 @@ mod tests {
     fn a_name_that_runs_into_a_word_is_shorter() {
         let text = ["马顺接着说：“好。”"; 6];
         let found = discovered(&text);
-        let names: Vec<&str> = found.iter().map(|d| d.character.name.as_str()).collect();
+        let names = names_of(&found);
         assert_eq!(names, ["马顺"]);
     }
 
@@ -1239,7 +1244,7 @@ mod tests {
             ]);
         }
         let found = discovered(&text);
-        let names: Vec<&str> = found.iter().map(|d| d.character.name.as_str()).collect();
+        let names = names_of(&found);
         assert!(names.contains(&"铁脚"), "{names:?}");
     }
 
@@ -1253,7 +1258,7 @@ mod tests {
             ]);
         }
         let found = discovered(&text);
-        let names: Vec<&str> = found.iter().map(|d| d.character.name.as_str()).collect();
+        let names = names_of(&found);
         assert_eq!(names, ["婉嫔"]);
         assert!(is_palace_title("沈贵妃") && is_palace_title("苏常在") && !is_palace_title("太后"));
     }
@@ -1271,7 +1276,7 @@ mod tests {
             ]);
         }
         let found = discovered(&text);
-        let mut names: Vec<&str> = found.iter().map(|d| d.character.name.as_str()).collect();
+        let mut names = names_of(&found);
         names.sort_unstable();
         // 太太 is a form of address, not one of the house.
         assert_eq!(names, ["太后", "太子", "班主任", "老夫人"]);
@@ -1310,7 +1315,7 @@ mod tests {
             "“是。”陆远说。",
         ];
         let found = discovered(&text);
-        let names: Vec<&str> = found.iter().map(|d| d.character.name.as_str()).collect();
+        let names = names_of(&found);
         assert!(names.contains(&"老韩"), "{names:?}");
     }
 
@@ -1324,11 +1329,11 @@ mod tests {
             "“睡吧。”周秀芳说。",
         ];
         let found = discovered(&text);
-        let names: Vec<&str> = found.iter().map(|d| d.character.name.as_str()).collect();
+        let names = names_of(&found);
         assert!(names.contains(&"知夏"), "{names:?}");
         // Without the full name, 知夏 is only a string that opens clauses.
         let found = discovered(&text[1..]);
-        let names: Vec<&str> = found.iter().map(|d| d.character.name.as_str()).collect();
+        let names = names_of(&found);
         assert!(!names.contains(&"知夏"), "{names:?}");
     }
 
@@ -1344,7 +1349,7 @@ mod tests {
             "“不怕。”叶尘说。",
         ];
         let found = discovered(&text);
-        let mut names: Vec<&str> = found.iter().map(|d| d.character.name.as_str()).collect();
+        let mut names = names_of(&found);
         names.sort_unstable();
         assert_eq!(names, ["叶尘", "大师兄", "慕容雪"]);
     }
@@ -1364,7 +1369,7 @@ mod tests {
         let views = test_views(&first, &spans);
         let mut found = discover(std::slice::from_ref(&views));
         add_narrator(&mut found, &[views]);
-        let names: Vec<&str> = found.iter().map(|d| d.character.name.as_str()).collect();
+        let names = names_of(&found);
         assert!(names.contains(&NARRATOR), "{names:?}");
         // 我是顾屿 introduces one the book names again.
         assert!(names.contains(&"顾屿"), "{names:?}");
@@ -1401,7 +1406,7 @@ mod tests {
             "林晚笑道：“走吧。”",
         ];
         let found = discovered(&text);
-        let mut names: Vec<&str> = found.iter().map(|d| d.character.name.as_str()).collect();
+        let mut names = names_of(&found);
         names.sort_unstable();
         assert_eq!(names, ["Lisa", "林晚"]);
         assert_eq!(latin_name("Kevin说"), Some("Kevin"));
@@ -1421,7 +1426,7 @@ mod tests {
             ]);
         }
         let found = discovered(&text);
-        let names: Vec<&str> = found.iter().map(|d| d.character.name.as_str()).collect();
+        let names = names_of(&found);
         assert_eq!(names, ["周大山"]);
     }
 
@@ -1438,7 +1443,7 @@ mod tests {
             ]);
         }
         let found = discovered(&text);
-        let names: Vec<&str> = found.iter().map(|d| d.character.name.as_str()).collect();
+        let names = names_of(&found);
         assert!(names.contains(&"周大山"), "{names:?}");
         assert!(!names.iter().any(|n| n.starts_with("路上")), "{names:?}");
         assert!(!names.contains(&"石桥镇"), "{names:?}");
@@ -1459,7 +1464,7 @@ mod tests {
             ]);
         }
         let found = discovered(&text);
-        let names: Vec<&str> = found.iter().map(|d| d.character.name.as_str()).collect();
+        let names = names_of(&found);
         assert!(names.contains(&"黑皮"), "{names:?}");
         assert!(!names.contains(&"天啊"), "{names:?}");
         assert!(!names.contains(&"二爸"), "{names:?}");
@@ -1476,7 +1481,7 @@ mod tests {
             ]);
         }
         let found = discovered(&text);
-        let names: Vec<&str> = found.iter().map(|d| d.character.name.as_str()).collect();
+        let names = names_of(&found);
         assert!(names.contains(&"周大山"), "{names:?}");
         assert!(
             !names.iter().any(|n| n.starts_with(['和', '跟'])),
@@ -1502,7 +1507,7 @@ mod tests {
         }
         text.extend(["邵承高说：“我也去。”", "邵承高喊道：“等等我！”"]);
         let found = discovered(&text);
-        let names: Vec<&str> = found.iter().map(|d| d.character.name.as_str()).collect();
+        let names = names_of(&found);
         for name in ["邵承山", "邵承海", "邵承高"] {
             assert!(names.contains(&name), "{name}: {names:?}");
         }
@@ -1523,7 +1528,7 @@ mod tests {
         }
         text.extend(["平时，大家都在河边。"; 4]);
         let found = discovered(&text);
-        let names: Vec<&str> = found.iter().map(|d| d.character.name.as_str()).collect();
+        let names = names_of(&found);
         assert_eq!(names, ["苏晚"]);
     }
 
@@ -1543,7 +1548,7 @@ mod tests {
             "她也赶紧站起来。",
         ];
         let found = discovered(&text);
-        let names: Vec<&str> = found.iter().map(|d| d.character.name.as_str()).collect();
+        let names = names_of(&found);
         assert_eq!(names, ["郝青禾"]);
         assert_eq!(found[0].character.aliases, ["青禾"]);
     }
@@ -1561,7 +1566,7 @@ mod tests {
             "吞吞吐吐说：“嗯。”",
         ];
         let found = discovered(&text);
-        let names: Vec<&str> = found.iter().map(|d| d.character.name.as_str()).collect();
+        let names = names_of(&found);
         assert_eq!(names, ["周远山"]);
     }
 
@@ -1577,7 +1582,7 @@ mod tests {
             "“我去叫人。”吴月琴说。",
         ];
         let found = discovered(&text);
-        let names: Vec<&str> = found.iter().map(|d| d.character.name.as_str()).collect();
+        let names = names_of(&found);
         assert!(!names.contains(&"老冯"), "{names:?}");
         assert!(!names.contains(&"小声"), "{names:?}");
         let feng = found.iter().find(|d| d.character.name == "冯国斌").unwrap();
@@ -1600,7 +1605,7 @@ mod tests {
             "“快点。”汪老师说。",
         ];
         let found = discovered(&text);
-        let names: Vec<&str> = found.iter().map(|d| d.character.name.as_str()).collect();
+        let names = names_of(&found);
         assert!(!names.contains(&"韩科长"), "{names:?}");
         let han = found.iter().find(|d| d.character.name == "韩立平").unwrap();
         assert_eq!(han.character.aliases, ["韩科长"]);

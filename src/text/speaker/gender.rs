@@ -1444,18 +1444,8 @@ mod tests {
                 "他就放心了。",
             ],
         );
-        assert_eq!(
-            (got[0].1.she_next, got[0].1.he_next),
-            (1, 0),
-            "{:?}",
-            got[0].1
-        );
-        assert_eq!(
-            (got[1].1.she_next, got[1].1.he_next),
-            (0, 2),
-            "{:?}",
-            got[1].1
-        );
+        assert_eq!(next(&got[0].1), (1, 0), "{:?}", got[0].1);
+        assert_eq!(next(&got[1].1), (0, 2), "{:?}", got[1].1);
         assert_eq!(got[0].0, Gender::Female, "{:?}", got[0].1);
         assert_eq!(got[1].0, Gender::Male, "{:?}", got[1].1);
     }
@@ -1475,19 +1465,14 @@ mod tests {
                 "“墨川，我等了他十年，他连一句话都没有。”",
             ],
         );
-        assert_eq!(
-            (got[0].1.she_next, got[0].1.he_next),
-            (2, 0),
-            "{:?}",
-            got[0].1
-        );
-        assert_eq!(
-            (got[1].1.she_next, got[1].1.he_next),
-            (0, 0),
-            "{:?}",
-            got[1].1
-        );
+        assert_eq!(next(&got[0].1), (2, 0), "{:?}", got[0].1);
+        assert_eq!(next(&got[1].1), (0, 0), "{:?}", got[1].1);
         assert_eq!((got[1].1.she, got[1].1.he), (0, 0), "{:?}", got[1].1);
+    }
+
+    /// (她, 他) opening the next sentence or paragraph.
+    fn next(e: &GenderEvidence) -> (usize, usize) {
+        (e.she_next, e.he_next)
     }
 
     /// (female, male) titles.
