@@ -577,6 +577,62 @@ mod tests {
     }
 
     #[test]
+    fn a_counted_person_opens_the_clause_and_speaks() {
+        let c = cast(&[("林一舟", &[], M), ("苏晚", &[], F)]);
+        let text = "林一舟和苏晚站在桥上。\n一个中年女人拽着身边的人小声问：“是不是有人跳江了？”\n旁边一个男人接话：“听说是。”\n苏晚看了那个女人一眼，说：“别看了。”";
+        assert_eq!(names(&speakers(&c, text)), ["(female)", "(male)", "苏晚"]);
+        // The one a clause acts on is not brought in: 她把那个女人.
+        let text = "林一舟和苏晚站在桥上。\n她把那个女人拉开，小声说：“别看了。”";
+        assert_eq!(names(&speakers(&c, text)), ["苏晚"]);
+    }
+
+    #[test]
+    fn a_quote_alone_after_a_quote_is_the_other_ones() {
+        let c = cast(&[
+            ("陆川", &[], M),
+            ("林一舟", &[], M),
+            ("苏晚", &[], F),
+            ("周岚", &[], F),
+        ]);
+        // A book that tags inside the quotes' paragraphs, where the one
+        // acting before a quote speaks it …
+        let mut lines = vec!["第1章 窗边"];
+        for _ in 0..8 {
+            lines.extend([
+                "陆川和林一舟坐在窗边。",
+                "陆川放下杯子。“你去哪儿？”",
+                "“回家。”林一舟说。",
+            ]);
+        }
+        // … but not when the action is the beat of that one's own quote.
+        lines.extend([
+            "第2章 江边",
+            "周岚弯腰钻过带子，沿着堤坡往下走。",
+            "堤下趴着一个男人。苏晚已经蹲在旁边，手套上沾满了泥。",
+            "“谁先到的？”周岚问。",
+            "“派出所的人。”苏晚答。",
+            "“来得挺快啊。”苏晚头也不抬。",
+            "“你比我快。”",
+            "“我住得近。”苏晚把那人的头轻轻侧过来。",
+        ]);
+        let joined = lines.join("\n");
+        let lines: Vec<&str> = joined.lines().collect();
+        let spans = test_spans(&lines);
+        let views = test_views(&lines, &spans);
+        let style = TagStyle::of(views.iter().cloned());
+        assert_eq!(style, TagStyle::Inline);
+        let a = Attributor::new(&c).with_style(style);
+        let got: Vec<&str> = views
+            .iter()
+            .zip(a.attribute(&views))
+            .flat_map(|(p, who)| p.spans.iter().zip(who))
+            .filter(|(s, _)| s.kind == SegmentKind::Dialogue)
+            .map(|(_, w)| w.who.and_then(|w| a.name(w)).unwrap_or("-"))
+            .collect();
+        assert_eq!(got[got.len() - 3..], ["苏晚", "周岚", "苏晚"]);
+    }
+
+    #[test]
     fn one_who_hears_someone_unnamed_does_not_speak() {
         let c = cast(&[("林一舟", &[], M), ("苏晚", &[], F)]);
         let text = "苏晚走到柜台前。\n这时，她听见柜台后面有个人说：\n“这不是苏晚吗？”";

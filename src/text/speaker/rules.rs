@@ -310,7 +310,26 @@ impl Context<'_, '_> {
                 // / “明早六点。”), though a question that ends a turn is
                 // followed by its asker in about 1 of 10 WP2021 quotes: the
                 // weights alone let them speak again.
-                candidates.drop_unless_alone(Feature::AskedLast);
+                // Not when narration came between (“立新怎么了？” / 沈知微把情况
+                // 说了一遍。 / 何美玲沉默了很久。 / “什么时候的事？”): the
+                // question was answered there.
+                if prev_is_turn {
+                    candidates.drop_unless_alone(Feature::AskedLast);
+                }
+                // A quote alone in its paragraph right after a paragraph with
+                // a quote is the other one's: the one who spoke there goes on
+                // in the same paragraph, not in a new one (“来得挺快啊。”苏晴头
+                // 也不抬。 / “你比我快。”).
+                let bare = p.spans.iter().all(|s| s.kind == SegmentKind::Dialogue);
+                let after_quote = previous.is_some_and(|j| {
+                    self.paragraphs[j]
+                        .spans
+                        .iter()
+                        .any(|s| s.kind == SegmentKind::Dialogue)
+                });
+                if bare && after_quote {
+                    candidates.drop_unless_alone(Feature::LastSpeaker);
+                }
                 match candidates.best(self.attributor.style.weights()) {
                     // An exchange with someone unnamed (她红着脸说：“…” / 他说：
                     // “…” / “…”): the one named does not answer themselves.
@@ -1121,13 +1140,57 @@ const BRINGING_IN: &[&str] = &["有个", "有個", "有一个", "有一個", "�
 const MAX_BROUGHT_IN_BYTES: usize = 4 * 3;
 
 /// True when `prefix` (the clause up to a mention) brings the mention in:
-/// 有个妇女, 路边有一位年轻姑娘 (not 她把那个妇女, the object).
+/// 有个妇女, 路边有一位年轻姑娘, or opens the clause with a count or a
+/// demonstrative and a description (一个中年女人, 旁边一个男人, 那个穿雨衣的
+/// 女人) — not 她把那个妇女, the object.
 fn brought_in(prefix: &str) -> bool {
     BRINGING_IN.iter().any(|w| {
         prefix
             .rfind(w)
             .is_some_and(|at| prefix.len() - at - w.len() <= MAX_BROUGHT_IN_BYTES)
-    })
+    }) || counted_subject(prefix)
+}
+
+/// Counts and demonstratives that open a noun phrase (一个女人, 那位老者).
+const COUNTED: &[&str] = &[
+    "一个", "一個", "一位", "一名", "那个", "那個", "那位", "这个", "這個", "这位", "這位",
+];
+
+/// Ages that describe a subject with no count (中年女人, 年轻男人).
+const AGES: &[&str] = &["中年", "年轻", "年輕", "年老", "年长", "年長"];
+
+/// Longest description between a count and the one it counts (穿雨衣的年轻:
+/// 6 characters; a little more).
+const MAX_DESCRIPTION_CHARS: usize = 8;
+
+/// Places that may come before a counted subject (旁边, 人群里, 门口).
+const MAX_PLACE_CHARS: usize = 3;
+
+/// `prefix` is a counted noun phrase's head: at most a place word (ending in
+/// a localizer), a count or demonstrative, and a short description with no
+/// verb marks or prepositions (一个中年, 旁边一个, 那个穿雨衣的年轻).
+fn counted_subject(prefix: &str) -> bool {
+    let prefix = prefix.trim();
+    AGES.contains(&prefix)
+        || COUNTED.iter().any(|w| {
+            let Some(at) = prefix.find(w) else {
+                return false;
+            };
+            let place = &prefix[..at];
+            let description = &prefix[at + w.len()..];
+            let place_ok = place.is_empty()
+                || (place.chars().count() <= MAX_PLACE_CHARS
+                    && place.chars().all(crate::text::decode::is_han)
+                    && place.ends_with([
+                        '边', '邊', '面', '里', '裡', '中', '口', '前', '后', '後', '旁', '外',
+                    ]));
+            place_ok
+                && description.chars().count() <= MAX_DESCRIPTION_CHARS
+                && description.chars().all(|c| {
+                    crate::text::decode::is_han(c)
+                        && !"了过過着著把给給对對向被跟和同他她你我在".contains(c)
+                })
+        })
 }
 
 fn other_mention(mentions: &[Mention], who: Option<Who>) -> Option<Who> {
