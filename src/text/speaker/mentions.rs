@@ -514,6 +514,8 @@ struct Slot {
     latest: Option<(usize, usize, usize)>,
     subject: Option<(usize, usize, usize)>,
     previous: Option<usize>,
+    /// The subject before the latest subject, when another character.
+    previous_subject: Option<usize>,
     /// The latest subject named by a name, not a role noun: (character, paragraph).
     named: Option<(usize, usize)>,
 }
@@ -539,6 +541,11 @@ impl Recency {
         }
         s.latest = Some((c, paragraph, end));
         if subject {
+            if let Some((old, _, _)) = s.subject
+                && old != c
+            {
+                s.previous_subject = Some(old);
+            }
             s.subject = Some((c, paragraph, end));
         }
     }
@@ -578,7 +585,13 @@ impl Recency {
         }
         match s.latest {
             Some(l) if l.0 != first.0 && !same_clause(l) => Some(l.0),
-            _ => s.previous.filter(|p| *p != first.0).or(Some(first.0)),
+            // 林知夏记着唐蔓的话。/ 沈若溪在她对面坐下: the one who acted
+            // before, not one only mentioned.
+            _ => s
+                .previous_subject
+                .filter(|p| *p != first.0)
+                .or(s.previous.filter(|p| *p != first.0))
+                .or(Some(first.0)),
         }
     }
 }

@@ -633,6 +633,14 @@ mod tests {
     }
 
     #[test]
+    fn a_pronoun_in_the_subjects_clause_is_the_one_who_acted_before() {
+        let c = cast(&[("林知夏", &[], F), ("唐蔓", &[], F), ("沈若溪", &[], F)]);
+        // 唐蔓 is only mentioned (记着唐蔓的话): 她 is 林知夏, who listens.
+        let text = "林知夏记着唐蔓的话，只是笑了笑：“沈老师好。”\n“别叫老师。”沈若溪在她对面坐下。\n“来都来了。”";
+        assert_eq!(names(&speakers(&c, text)), ["林知夏", "沈若溪", "林知夏"]);
+    }
+
+    #[test]
     fn one_who_hears_someone_unnamed_does_not_speak() {
         let c = cast(&[("林一舟", &[], M), ("苏晚", &[], F)]);
         let text = "苏晚走到柜台前。\n这时，她听见柜台后面有个人说：\n“这不是苏晚吗？”";
