@@ -434,10 +434,11 @@ impl Attributor {
     /// also with a form of address after the name (“少安哥，…”, “玉亭叔，…”).
     pub(super) fn vocative(&self, quote: &str) -> Option<Who> {
         let inner = quote.get(quote.chars().next()?.len_utf8()..)?;
-        let m = self.matcher.find(inner)?;
-        if m.start() != 0 {
-            return self.asked_who(inner);
-        }
+        let Some(m) = self.matcher.find(inner).filter(|m| m.start() == 0) else {
+            return self
+                .given_name_vocative(inner)
+                .or_else(|| self.asked_who(inner));
+        };
         let (Pattern::Name(c) | Pattern::TitledName(c, _)) = self.patterns[m.pattern().as_usize()]
         else {
             return None;
@@ -451,6 +452,32 @@ impl Attributor {
             .next()
             .filter(|c| matches!(c, '，' | ',' | '！' | '!' | '、' | '…' | '？' | '?' | '。'))
             .map(|_| Who::Character(c))
+    }
+
+    /// A quote that opens by calling a character by the given name
+    /// (“知夏姐，…”, “景川，…”, “蔓姐！”): a given name of one character,
+    /// a form of address (required after a one-character given name), and
+    /// a pause.
+    fn given_name_vocative(&self, inner: &str) -> Option<Who> {
+        let mut ends = inner.char_indices().map(|(j, c)| j + c.len_utf8());
+        for end in ends.by_ref().take(MAX_GIVEN_CHARS) {
+            let Some(&c) = self.given_names.get(&inner[..end]) else {
+                continue;
+            };
+            let rest = &inner[end..];
+            let (rest, addressed) = match ADDRESS_FORMS.iter().find_map(|f| rest.strip_prefix(f)) {
+                Some(rest) => (rest, true),
+                None => (rest, false),
+            };
+            let one_char = inner[..end].chars().count() == 1;
+            let paused = rest.chars().next().is_some_and(|c| {
+                matches!(c, '，' | ',' | '！' | '!' | '、' | '…' | '？' | '?' | '。')
+            });
+            if paused && (addressed || !one_char) {
+                return Some(Who::Character(c));
+            }
+        }
+        None
     }
 
     /// A character the quote asks about being (“你就是沈知意？”, “您是王老师吧？”):
@@ -486,6 +513,42 @@ impl Attributor {
                 .then_some(Who::Character(c))
         })
     }
+}
+
+/// Longest given name looked for in a vocative, in characters.
+const MAX_GIVEN_CHARS: usize = 2;
+
+/// The given names of the cast's characters (the name but its surname: 知夏
+/// of 林知夏, 蔓 of 唐蔓, 景珩 of 萧景珩), each of one character only, and
+/// none that is a name or alias of the cast already.
+pub(super) fn given_names(cast: &Cast) -> rustc_hash::FxHashMap<String, usize> {
+    let mut out: rustc_hash::FxHashMap<String, usize> = rustc_hash::FxHashMap::default();
+    let mut shared: Vec<String> = Vec::new();
+    let taken: std::collections::HashSet<&str> = cast
+        .characters
+        .iter()
+        .flat_map(|c| std::iter::once(c.name.as_str()).chain(c.aliases.iter().map(String::as_str)))
+        .collect();
+    for (i, c) in cast.characters.iter().enumerate() {
+        let chars: Vec<char> = c.name.chars().collect();
+        let given: String = match chars.len() {
+            2 | 3
+                if is_surname(chars[0])
+                    && chars.iter().all(|c| crate::text::decode::is_han(*c)) =>
+            {
+                chars[1..].iter().collect()
+            }
+            _ => continue,
+        };
+        if taken.contains(given.as_str()) || shared.contains(&given) {
+            continue;
+        }
+        if out.insert(given.clone(), i).is_some_and(|j| j != i) {
+            out.remove(&given);
+            shared.push(given);
+        }
+    }
+    out
 }
 
 /// What follows 你/您 when a quote asks the one spoken to whether they are

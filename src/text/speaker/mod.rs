@@ -108,6 +108,9 @@ pub struct Attributor {
     patterns: Vec<Pattern>,
     names: Vec<String>,
     genders: Vec<Gender>,
+    /// Given names that call one character of the cast in a vocative
+    /// (知夏 of 林知夏 in “知夏姐，…”).
+    given_names: rustc_hash::FxHashMap<String, usize>,
     /// Where the book puts its tags (which weights score a quote no tag names).
     style: TagStyle,
 }
@@ -122,6 +125,7 @@ impl Attributor {
             patterns,
             names: cast.characters.iter().map(|c| c.name.clone()).collect(),
             genders: cast.characters.iter().map(|c| c.gender).collect(),
+            given_names: mentions::given_names(cast),
             style: TagStyle::Apart,
         }
     }
@@ -638,6 +642,27 @@ mod tests {
         // 唐蔓 is only mentioned (记着唐蔓的话): 她 is 林知夏, who listens.
         let text = "林知夏记着唐蔓的话，只是笑了笑：“沈老师好。”\n“别叫老师。”沈若溪在她对面坐下。\n“来都来了。”";
         assert_eq!(names(&speakers(&c, text)), ["林知夏", "沈若溪", "林知夏"]);
+    }
+
+    #[test]
+    fn a_given_name_in_a_vocative_calls_its_owner() {
+        let c = cast(&[
+            ("林知夏", &[], F),
+            ("唐蔓", &[], F),
+            ("陆景川", &[], M),
+            ("沈景川", &[], M),
+        ]);
+        let a = Attributor::new(&c);
+        assert_eq!(
+            a.vocative("“知夏姐，你先喝两口。”"),
+            Some(Who::Character(0))
+        );
+        assert_eq!(a.vocative("“知夏，走吧。”"), Some(Who::Character(0)));
+        assert_eq!(a.vocative("“蔓姐！”"), Some(Who::Character(1)));
+        // One character alone calls nobody; two characters share 景川.
+        assert_eq!(a.vocative("“蔓，走吧。”"), None);
+        assert_eq!(a.vocative("“景川哥，走吧。”"), None);
+        assert_eq!(a.vocative("“知夏天天都来。”"), None);
     }
 
     #[test]
