@@ -114,3 +114,79 @@ fn describes(prefix: &str) -> bool {
             crate::text::decode::is_han(c) && !"了着著过過把给給对對向被跟和同他她你我".contains(c)
         })
 }
+
+/// Words that bring someone into a clause (有个, 有一位).
+const BRINGING_IN: &[&str] = &["有个", "有個", "有一个", "有一個", "有位", "有一位", "有一"];
+
+/// Longest description between those words and the one brought in
+/// (有个中年妇女: 2 characters).
+const MAX_BROUGHT_IN_BYTES: usize = 4 * 3;
+
+/// True when `prefix` (the clause up to a mention) brings the mention in:
+/// 有个妇女, 路边有一位年轻姑娘, or opens the clause with a count or a
+/// demonstrative and a description (一个中年女人, 旁边一个男人, 那个穿雨衣的
+/// 女人) — not 她把那个妇女, the object.
+pub(super) fn brought_in(prefix: &str) -> bool {
+    BRINGING_IN.iter().any(|w| {
+        prefix
+            .rfind(w)
+            .is_some_and(|at| prefix.len() - at - w.len() <= MAX_BROUGHT_IN_BYTES)
+    }) || counted_subject(prefix)
+}
+
+/// Counts and demonstratives that open a noun phrase (一个女人, 那位老者).
+const COUNTED: &[&str] = &[
+    "一个", "一個", "一位", "一名", "那个", "那個", "那位", "这个", "這個", "这位", "這位",
+];
+
+/// Ages that describe a subject with no count (中年女人, 年轻男人).
+const AGES: &[&str] = &["中年", "年轻", "年輕", "年老", "年长", "年長"];
+
+/// Longest description between a count and the one it counts (穿雨衣的年轻:
+/// 6 characters; a little more).
+const MAX_DESCRIPTION_CHARS: usize = 8;
+
+/// Longest description before an age with no count (卖肉的 of 卖肉的中年).
+const MAX_AGED_DESCRIPTION_CHARS: usize = 4;
+
+/// Places that may come before a counted subject (旁边, 人群里, 门口).
+const MAX_PLACE_CHARS: usize = 3;
+
+/// `prefix` is a counted noun phrase's head: at most a place word (ending in
+/// a localizer), a count or demonstrative, and a short description with no
+/// verb marks or prepositions (一个中年, 旁边一个, 那个穿雨衣的年轻); or with
+/// no count, a description ending in 的 or an age (卖肉的中年, 中年).
+fn counted_subject(prefix: &str) -> bool {
+    let prefix = prefix.trim();
+    let plain = |description: &str| {
+        description.chars().count() <= MAX_DESCRIPTION_CHARS
+            && description.chars().all(|c| {
+                crate::text::decode::is_han(c)
+                    && !"了过過着著把给給对對向被跟和同他她你我在".contains(c)
+            })
+    };
+    // With no count: an age, alone or after a short description that ends
+    // in 的 (中年, 卖肉的中年).
+    let aged = AGES
+        .iter()
+        .find_map(|a| prefix.strip_suffix(a))
+        .unwrap_or(prefix);
+    aged.len() < prefix.len()
+        && (aged.is_empty()
+            || (aged.ends_with('的') && aged.chars().count() <= MAX_AGED_DESCRIPTION_CHARS))
+        && plain(aged)
+        || COUNTED.iter().any(|w| {
+            let Some(at) = prefix.find(w) else {
+                return false;
+            };
+            let place = &prefix[..at];
+            let description = &prefix[at + w.len()..];
+            let place_ok = place.is_empty()
+                || (place.chars().count() <= MAX_PLACE_CHARS
+                    && place.chars().all(crate::text::decode::is_han)
+                    && place.ends_with([
+                        '边', '邊', '面', '里', '裡', '中', '口', '前', '后', '後', '旁', '外',
+                    ]));
+            place_ok && plain(description)
+        })
+}

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 
-use super::clause::{MAX_CLAUSE_BYTES, is_punct, opens_clause};
+use super::clause::{MAX_CLAUSE_BYTES, brought_in, clause_start, is_punct, opens_clause};
 use super::names::{
     OFFICE_TITLES, SURNAME_TITLES, UNNAMED_PEOPLE, Unnamed, is_non_name_char, is_role_word,
     is_surname,
@@ -330,7 +330,10 @@ impl Attributor {
                         start = last.start;
                         out.pop();
                     }
-                    let named = (kind == Unnamed::Described)
+                    // 那女人 after 周秀芳 is she; 卖肉的中年女人, 一个女人 is
+                    // someone new.
+                    let new = brought_in(&text[clause_start(text, start, span.start)..start]);
+                    let named = (kind == Unnamed::Described && !new)
                         .then(|| last.named_subject(slot, paragraph))
                         .flatten();
                     (Some(named.map_or(Who::Unnamed(slot), Who::Character)), None)

@@ -585,6 +585,9 @@ mod tests {
         let c = cast(&[("林一舟", &[], M), ("苏晚", &[], F)]);
         let text = "林一舟和苏晚站在桥上。\n一个中年女人拽着身边的人小声问：“是不是有人跳江了？”\n旁边一个男人接话：“听说是。”\n苏晚看了那个女人一眼，说：“别看了。”";
         assert_eq!(names(&speakers(&c, text)), ["(female)", "(male)", "苏晚"]);
+        // Someone new after a named subject of that gender is not she.
+        let text = "苏晚在肉摊前挑排骨，卖肉的中年女人一边剁骨头一边搭话：“今天来客啊？”";
+        assert_eq!(names(&speakers(&c, text)), ["(female)"]);
         // The one a clause acts on is not brought in: 她把那个女人.
         let text = "林一舟和苏晚站在桥上。\n她把那个女人拉开，小声说：“别看了。”";
         assert_eq!(names(&speakers(&c, text)), ["苏晚"]);

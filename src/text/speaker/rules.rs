@@ -2,7 +2,7 @@
 //! first, over the narration around them and the turns of the conversation.
 
 use super::clause::{
-    clause_start, is_punct, is_subject, last_clause, sentence_end, sentence_start,
+    brought_in, clause_start, is_punct, is_subject, last_clause, sentence_end, sentence_start,
 };
 use super::mentions::{Mention, gender_slot};
 use super::scorer::{self, Candidates, FEATURE_NAMES, Feature};
@@ -1005,7 +1005,11 @@ impl Context<'_, '_> {
         let mut subject: Option<(usize, &Mention)> = None;
         for m in mentions.iter().filter(|m| m.who.is_some()) {
             let cs = clause_start(text, m.start, start);
-            if !is_subject(text, m, start) {
+            // 周秀芳挑排骨，卖肉的中年女人一边剁骨头一边搭话：someone unnamed
+            // brought in opens a later clause.
+            let opens =
+                is_subject(text, m, start) || (m.unnamed() && brought_in(&text[cs..m.start]));
+            if !opens {
                 continue;
             }
             match subject {
@@ -1131,67 +1135,6 @@ const SPEAKER_REVEALED: &[&str] = &[
     "开口的人是",
     "開口的人是",
 ];
-
-/// Words that bring someone into a clause (有个, 有一位).
-const BRINGING_IN: &[&str] = &["有个", "有個", "有一个", "有一個", "有位", "有一位", "有一"];
-
-/// Longest description between those words and the one brought in
-/// (有个中年妇女: 2 characters).
-const MAX_BROUGHT_IN_BYTES: usize = 4 * 3;
-
-/// True when `prefix` (the clause up to a mention) brings the mention in:
-/// 有个妇女, 路边有一位年轻姑娘, or opens the clause with a count or a
-/// demonstrative and a description (一个中年女人, 旁边一个男人, 那个穿雨衣的
-/// 女人) — not 她把那个妇女, the object.
-fn brought_in(prefix: &str) -> bool {
-    BRINGING_IN.iter().any(|w| {
-        prefix
-            .rfind(w)
-            .is_some_and(|at| prefix.len() - at - w.len() <= MAX_BROUGHT_IN_BYTES)
-    }) || counted_subject(prefix)
-}
-
-/// Counts and demonstratives that open a noun phrase (一个女人, 那位老者).
-const COUNTED: &[&str] = &[
-    "一个", "一個", "一位", "一名", "那个", "那個", "那位", "这个", "這個", "这位", "這位",
-];
-
-/// Ages that describe a subject with no count (中年女人, 年轻男人).
-const AGES: &[&str] = &["中年", "年轻", "年輕", "年老", "年长", "年長"];
-
-/// Longest description between a count and the one it counts (穿雨衣的年轻:
-/// 6 characters; a little more).
-const MAX_DESCRIPTION_CHARS: usize = 8;
-
-/// Places that may come before a counted subject (旁边, 人群里, 门口).
-const MAX_PLACE_CHARS: usize = 3;
-
-/// `prefix` is a counted noun phrase's head: at most a place word (ending in
-/// a localizer), a count or demonstrative, and a short description with no
-/// verb marks or prepositions (一个中年, 旁边一个, 那个穿雨衣的年轻).
-fn counted_subject(prefix: &str) -> bool {
-    let prefix = prefix.trim();
-    AGES.contains(&prefix)
-        || COUNTED.iter().any(|w| {
-            let Some(at) = prefix.find(w) else {
-                return false;
-            };
-            let place = &prefix[..at];
-            let description = &prefix[at + w.len()..];
-            let place_ok = place.is_empty()
-                || (place.chars().count() <= MAX_PLACE_CHARS
-                    && place.chars().all(crate::text::decode::is_han)
-                    && place.ends_with([
-                        '边', '邊', '面', '里', '裡', '中', '口', '前', '后', '後', '旁', '外',
-                    ]));
-            place_ok
-                && description.chars().count() <= MAX_DESCRIPTION_CHARS
-                && description.chars().all(|c| {
-                    crate::text::decode::is_han(c)
-                        && !"了过過着著把给給对對向被跟和同他她你我在".contains(c)
-                })
-        })
-}
 
 fn other_mention(mentions: &[Mention], who: Option<Who>) -> Option<Who> {
     mentions
