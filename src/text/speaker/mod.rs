@@ -669,6 +669,14 @@ mod tests {
     }
 
     #[test]
+    fn the_narrators_kin_is_not_the_narrator() {
+        // The narrator's gender is not known (as in a book with no cast file).
+        let c = cast(&[(NARRATOR, &[], Gender::Unknown), ("顾屿", &[], M)]);
+        let text = "我拿起手机。\n“吃饭了吗？”我妈的声音从听筒里传出来。\n“吃了。”我说。";
+        assert_eq!(names(&speakers(&c, text)), ["(female)", NARRATOR]);
+    }
+
+    #[test]
     fn one_who_hears_someone_unnamed_does_not_speak() {
         let c = cast(&[("林一舟", &[], M), ("苏晚", &[], F)]);
         let text = "苏晚走到柜台前。\n这时，她听见柜台后面有个人说：\n“这不是苏晚吗？”";
