@@ -483,6 +483,25 @@ impl Attributor {
         None
     }
 
+    /// The character a short text names and nothing more (蔓姐, 苏晴, 陆总):
+    /// a name, an alias or a title of the cast, or a given name with a form
+    /// of address.
+    pub(super) fn called(&self, text: &str) -> Option<Who> {
+        if let Some(m) = self
+            .matcher
+            .find(text)
+            .filter(|m| m.start() == 0 && m.end() == text.len())
+            && let Pattern::Name(c) | Pattern::TitledName(c, _) =
+                self.patterns[m.pattern().as_usize()]
+        {
+            return Some(Who::Character(c));
+        }
+        // As a vocative it would be, alone: 蔓姐 → “蔓姐，”.
+        (text.chars().count() <= MAX_CALLED_CHARS)
+            .then(|| self.given_name_vocative(&format!("{text}，")))
+            .flatten()
+    }
+
     /// A character the quote asks about being (“你就是沈知意？”, “您是王老师吧？”):
     /// the one spoken to.
     fn asked_who(&self, inner: &str) -> Option<Who> {
@@ -517,6 +536,9 @@ impl Attributor {
         })
     }
 }
+
+/// Longest text that can name a caller, in characters.
+const MAX_CALLED_CHARS: usize = 6;
 
 /// Longest given name looked for in a vocative, in characters.
 const MAX_GIVEN_CHARS: usize = 2;

@@ -677,6 +677,21 @@ mod tests {
     }
 
     #[test]
+    fn the_far_end_of_a_telephone_is_the_caller() {
+        let c = cast(&[("林知夏", &[], F), ("唐蔓", &[], F), ("陶小桃", &[], F)]);
+        // The caller shown on the screen, by a given name and a title.
+        let text = "陶小桃坐在前排。手机震了起来，屏幕上跳出两个字：“蔓姐”。林知夏按下接听。\n“到了没有？”电话那头的女声又快又脆。";
+        let got = speakers(&c, text);
+        assert_eq!(names(&got[1..]), ["唐蔓"]);
+        // The caller the narration names.
+        let text = "林知夏的手机响了，是唐蔓打来的。陶小桃看着她。\n“喂？”林知夏说。\n“结果出来了。”听筒里的声音有点哑。";
+        assert_eq!(names(&speakers(&c, text)), ["林知夏", "唐蔓"]);
+        // No call, no caller: the one named first speaks.
+        let text = "林知夏看着唐蔓。\n“结果出来了。”电话那头，陶小桃笑了一声。";
+        assert_eq!(names(&speakers(&c, text)), ["陶小桃"]);
+    }
+
+    #[test]
     fn one_who_hears_someone_unnamed_does_not_speak() {
         let c = cast(&[("林一舟", &[], M), ("苏晚", &[], F)]);
         let text = "苏晚走到柜台前。\n这时，她听见柜台后面有个人说：\n“这不是苏晚吗？”";

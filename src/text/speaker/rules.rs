@@ -797,6 +797,67 @@ impl Context<'_, '_> {
         })
     }
 
+    /// The caller, when the narration at `text[start..end]` opens with the
+    /// far end of a telephone (电话那头的女声…, 听筒里传来…) and names nobody
+    /// before it: the character a screen showed or the narration said called
+    /// in the few paragraphs before (屏幕上跳出两个字：“蔓姐”, 是苏晴打来的).
+    fn far_end(&self, i: usize, start: usize, end: usize) -> Option<Who> {
+        let text = self.paragraphs[i].text;
+        let clause_end = text[start..end]
+            .char_indices()
+            .find(|(j, c)| *j > 0 && is_punct(*c))
+            .map_or(end, |(j, _)| start + j);
+        let at = FAR_END
+            .iter()
+            .filter_map(|w| text[start..clause_end].find(w))
+            .min()?;
+        if self
+            .mentions_in(i, start, start + at)
+            .iter()
+            .any(|m| m.who.is_some())
+        {
+            return None;
+        }
+        self.caller_before(i)
+    }
+
+    /// Who called, from the paragraphs before `i` (at most [`MAX_CALL_PARAGRAPHS`]).
+    fn caller_before(&self, i: usize) -> Option<Who> {
+        for j in (i.saturating_sub(MAX_CALL_PARAGRAPHS)..=i).rev() {
+            let p = &self.paragraphs[j];
+            if p.skipped {
+                continue;
+            }
+            for (k, s) in p.spans.iter().enumerate() {
+                match s.kind {
+                    // 屏幕上跳出两个字：“蔓姐”: a name alone in quote marks
+                    // after narration about the phone.
+                    SegmentKind::Dialogue if k > 0 => {
+                        let before = p.spans[k - 1].text(p.text);
+                        let inner = s.text(p.text).trim_matches(['“', '”', '「', '」', '"']);
+                        if CALLER_SHOWN.iter().any(|w| before.contains(w))
+                            && let Some(who) = self.attributor.called(inner)
+                        {
+                            return Some(who);
+                        }
+                    }
+                    // 是苏晴打来的 / 苏晴的电话.
+                    SegmentKind::Narration => {
+                        let caller = self.mentions_in(j, s.start, s.end).iter().rev().find(|m| {
+                            matches!(m.who, Some(Who::Character(_)))
+                                && CALLED.iter().any(|w| p.text[m.end..s.end].starts_with(w))
+                        });
+                        if let Some(m) = caller {
+                            return m.who;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        None
+    }
+
     /// The one acting at the end of the paragraph before `i`, when that one
     /// is all narration (a medium candidate).
     fn actor_before(&self, i: usize) -> Option<Candidate> {
@@ -818,6 +879,15 @@ impl Context<'_, '_> {
         let end = sentence_end(text, start, n.end);
         let sentence = &text[start..end];
         let mentions = self.mentions_in(i, start, end);
+        // `“到了没有？”电话那头的女声又快又脆。`: the one who called.
+        if let Some(who) = self.far_end(i, start, end) {
+            return Some(Candidate {
+                who,
+                strength: Strength::Strong,
+                addressee: None,
+                other: None,
+            });
+        }
         // `猛然传来田福堂拖长了音调的呼唤声。`: the one whose voice it was.
         let body = sentence.trim_end_matches(|c: char| is_punct(c) || c.is_whitespace());
         if let Some(who) = self.heard(i, start, start + body.len()) {
@@ -1135,6 +1205,35 @@ const SPEAKER_REVEALED: &[&str] = &[
     "开口的人是",
     "開口的人是",
 ];
+
+/// The far end of a telephone, opening the narration after a quote.
+const FAR_END: &[&str] = &[
+    "电话那头",
+    "電話那頭",
+    "电话那端",
+    "電話那端",
+    "电话那边",
+    "電話那邊",
+    "电话里",
+    "電話裡",
+    "听筒里",
+    "聽筒裡",
+    "听筒那头",
+    "聽筒那頭",
+    "话筒里",
+    "話筒裡",
+];
+
+/// Narration that shows who calls (屏幕上跳出两个字：“蔓姐”).
+const CALLER_SHOWN: &[&str] = &[
+    "屏幕", "来电", "來電", "显示", "顯示", "手机", "手機", "电话", "電話",
+];
+
+/// What follows a caller's name in the narration (是苏晴打来的, 苏晴的电话).
+const CALLED: &[&str] = &["打来", "打來", "的电话", "的電話", "的来电", "的來電"];
+
+/// How far back a call's caller is looked for, in paragraphs.
+const MAX_CALL_PARAGRAPHS: usize = 8;
 
 fn other_mention(mentions: &[Mention], who: Option<Who>) -> Option<Who> {
     mentions
