@@ -119,7 +119,9 @@ pub fn scan_paragraph(paragraph: &str, out: &mut Vec<SpanRange>) {
         let before2 = back.next();
         let before = before.or_else(|| last_visible(paragraph, out, first, narration_start));
         let after = paragraph[end..].chars().next();
-        if closed && is_scare_quote(before, before2, inner, after, &paragraph[end..]) {
+        let shown =
+            matches!(before, Some('：' | '，')) && is_shown(&paragraph[narration_start..i], inner);
+        if closed && (shown || is_scare_quote(before, before2, inner, after, &paragraph[end..])) {
             i = end;
             continue;
         }
@@ -345,6 +347,46 @@ fn is_scare_quote(
     }
 }
 
+/// Words before a colon that show a word rather than say it (屏幕上跳出两个
+/// 字：“蔓姐”, 来电显示：“妈”).
+const SHOWING: &[&str] = &[
+    "屏幕",
+    "来电",
+    "來電",
+    "显示",
+    "顯示",
+    "两个字",
+    "兩個字",
+    "三个字",
+    "三個字",
+    "几个字",
+    "幾個字",
+];
+
+/// Longest word a screen shows (in characters).
+const SHOWN_MAX_CHARS: usize = 6;
+
+/// Is a quote after a colon or a comma a word a screen shows (屏幕上跳出两个
+/// 字：“蔓姐”)? A short quote with no punctuation whose clause before the colon
+/// says so: narration, not speech.
+fn is_shown(narration: &str, inner: &str) -> bool {
+    let clause = narration
+        .trim_end()
+        .trim_end_matches(['：', '，'])
+        .rsplit(|c: char| is_clause_punct(c))
+        .next()
+        .unwrap_or("");
+    let inner = inner.trim();
+    !inner.is_empty()
+        && inner.chars().count() <= SHOWN_MAX_CHARS
+        && !inner
+            .chars()
+            .any(|c| is_clause_punct(c) || c == '~' || c == '～')
+        && SHOWING.iter().any(|w| clause.contains(w))
+        // 她看着屏幕说：“蔓姐”: said.
+        && !clause.chars().last().is_some_and(is_speech_tail)
+}
+
 /// Characters that end a speech verb right before a quote (他说“好”).
 fn is_speech_tail(c: char) -> bool {
     matches!(
@@ -461,6 +503,20 @@ mod tests {
         );
         assert_eq!(kinds("“好”他说。")[0].0, Dialogue);
         assert_eq!(kinds("“走，”说着他站起来。")[0].0, Dialogue);
+    }
+
+    #[test]
+    fn a_word_a_screen_shows_is_narration() {
+        for p in [
+            "手机震了起来，屏幕上跳出两个字：“蔓姐”。她按下接听。",
+            "手机响了，屏幕上跳出两个字，“苏晴”。",
+            "看到来电显示：“妈”，她的心一下子提到了嗓子眼。",
+        ] {
+            assert_eq!(kinds(p), [(Narration, p.into())], "{p}");
+        }
+        // Speech after a colon stays speech, whatever the screen shows.
+        assert_eq!(kinds("屏幕上显示：“你好吗？”")[1].0, Dialogue);
+        assert_eq!(kinds("她看着屏幕说：“蔓姐”")[1].0, Dialogue);
     }
 
     #[test]

@@ -841,8 +841,22 @@ impl Context<'_, '_> {
                             return Some(who);
                         }
                     }
-                    // 是苏晴打来的 / 苏晴的电话.
+                    // 是苏晴打来的 / 苏晴的电话, or the screen's word in the
+                    // narration (屏幕上跳出两个字：“蔓姐”).
                     SegmentKind::Narration => {
+                        let narration = s.text(p.text);
+                        let shown = narration.match_indices(['“', '「']).find_map(|(at, open)| {
+                            let inner = &narration[at + open.len()..];
+                            let inner = &inner[..inner.find(['”', '」'])?];
+                            CALLER_SHOWN
+                                .iter()
+                                .any(|w| narration[..at].contains(w))
+                                .then(|| self.attributor.called(inner))
+                                .flatten()
+                        });
+                        if shown.is_some() {
+                            return shown;
+                        }
                         let caller = self.mentions_in(j, s.start, s.end).iter().rev().find(|m| {
                             matches!(m.who, Some(Who::Character(_)))
                                 && CALLED.iter().any(|w| p.text[m.end..s.end].starts_with(w))
