@@ -398,6 +398,25 @@ const FEMALE_BEFORE: &[&str] = &[
     "女同學",
     "姨妈",
     "姨媽",
+    // what she is to someone, in a modern book (他女朋友林晚, 校花苏念)
+    "女朋友",
+    "女友",
+    "前女友",
+    "未婚妻",
+    "校花",
+    "女神",
+    "女生",
+    "学姐",
+    "學姐",
+    "学妹",
+    "學妹",
+    "师姐",
+    "師姐",
+    "师妹",
+    "師妹",
+    "女同事",
+    "女老师",
+    "女老師",
 ];
 const MALE_BEFORE: &[&str] = &[
     "嫁给",
@@ -438,6 +457,25 @@ const MALE_BEFORE: &[&str] = &[
     "後生",
     "老汉",
     "老漢",
+    // what he is to someone, in a modern book (她男朋友陆川, 校草江屿)
+    "男朋友",
+    "男友",
+    "前男友",
+    "未婚夫",
+    "校草",
+    "男神",
+    "男生",
+    "学长",
+    "學長",
+    "学弟",
+    "學弟",
+    "师兄",
+    "師兄",
+    "师弟",
+    "師弟",
+    "男同事",
+    "男老师",
+    "男老師",
 ];
 /// Verbs that name someone just introduced (书童名唤茗烟).
 const NAMING: &[&str] = &["名唤", "名喚", "名叫", "叫做", "唤作", "喚作", "名字叫"];
@@ -1548,6 +1586,25 @@ mod tests {
             .collect();
         // 墨川 and 远山 marry a woman, 青禾 and 晚晴 a man.
         assert_eq!(titles, [(0, 1), (1, 0), (0, 1), (1, 0)]);
+    }
+
+    #[test]
+    fn what_one_is_to_someone_in_a_modern_book_says_the_gender() {
+        let got = guessed(
+            &[("林晚", &[]), ("江屿", &[]), ("苏念", &[]), ("陆川", &[])],
+            &[
+                "他女朋友林晚来了。",
+                "校草江屿站在门口。",
+                "学姐苏念笑了。",
+                "她男朋友陆川没来。",
+                "林晚道：“走。”",
+            ],
+        );
+        let titles: Vec<(u32, u32)> = got
+            .iter()
+            .map(|g| (g.1.female_titles as u32, g.1.male_titles as u32))
+            .collect();
+        assert_eq!(titles, [(1, 0), (0, 1), (1, 0), (0, 1)]);
     }
 
     #[test]

@@ -565,6 +565,14 @@ pub(super) const SURNAME_TITLES: &[(&str, Gender)] = &[
     ("姨", Gender::Female),
     ("婶", Gender::Female),
     ("嬸", Gender::Female),
+    ("学长", Gender::Male),
+    ("學長", Gender::Male),
+    ("学弟", Gender::Male),
+    ("學弟", Gender::Male),
+    ("学姐", Gender::Female),
+    ("學姐", Gender::Female),
+    ("学妹", Gender::Female),
+    ("學妹", Gender::Female),
 ];
 
 /// Titles that stand for one character of a palace, a great house, a sect, a
