@@ -77,6 +77,9 @@ def score(workdir, jsonl, toml, truth_path, show):
     pairs = aligned(gold, segments)
     named = right = unmatched = 0
     voices = {"right": 0, "wrong": 0, "neutral": 0}
+    # Of the quotes in a wrong-gender voice: the right speaker with a wrong
+    # gender guess, or another speaker.
+    wrong_guess = wrong_speaker = 0
     errors = []
     for g, s in pairs:
         who = g["speaker"]
@@ -102,6 +105,9 @@ def score(workdir, jsonl, toml, truth_path, show):
             voices["right"] += 1
         else:
             voices["wrong"] += 1
+            same = got and not who.startswith("-") and canonical.get(got, got) == known.get(who, (who,))[0]
+            wrong_guess += bool(same)
+            wrong_speaker += not same
     total = sum(voices.values())
     print(f"speakers {right}/{named} = {100 * right / max(named, 1):.1f}% (quotes of named characters)"
           + (f"; {unmatched} quotes not found in the script" if unmatched else ""))
@@ -109,6 +115,7 @@ def score(workdir, jsonl, toml, truth_path, show):
         f"voices of {total} spoken quotes: right gender {voices['right']} ({100 * voices['right'] / max(total, 1):.1f}%), "
         f"wrong gender {voices['wrong']} ({100 * voices['wrong'] / max(total, 1):.1f}%), "
         f"neutral {voices['neutral']} ({100 * voices['neutral'] / max(total, 1):.1f}%)"
+        f" [gender guessed wrong {wrong_guess}, speaker wrong {wrong_speaker}]"
     )
     eval_genders.cast(toml, truth_path, show)
     found = {eval_genders.match(c, known)[0] for c in suggested if eval_genders.match(c, known)}
