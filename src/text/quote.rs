@@ -370,19 +370,24 @@ const SHOWN_MAX_CHARS: usize = 6;
 /// 字：“蔓姐”)? A short quote with no punctuation whose clause before the colon
 /// says so: narration, not speech.
 fn is_shown(narration: &str, inner: &str) -> bool {
+    // The quote first: most are long, and end in punctuation.
+    let inner = inner.trim();
+    if inner.is_empty()
+        || inner.len() > SHOWN_MAX_CHARS * 4
+        || inner.chars().count() > SHOWN_MAX_CHARS
+        || inner
+            .chars()
+            .any(|c| is_clause_punct(c) || c == '~' || c == '～')
+    {
+        return false;
+    }
     let clause = narration
         .trim_end()
         .trim_end_matches(['：', '，'])
         .rsplit(|c: char| is_clause_punct(c))
         .next()
         .unwrap_or("");
-    let inner = inner.trim();
-    !inner.is_empty()
-        && inner.chars().count() <= SHOWN_MAX_CHARS
-        && !inner
-            .chars()
-            .any(|c| is_clause_punct(c) || c == '~' || c == '～')
-        && SHOWING.iter().any(|w| clause.contains(w))
+    SHOWING.iter().any(|w| clause.contains(w))
         // 她看着屏幕说：“蔓姐”: said.
         && !clause.chars().last().is_some_and(is_speech_tail)
 }

@@ -525,12 +525,22 @@ fn ends_sentence(s: &str) -> bool {
 /// After a name, what makes it a possessor (李向前的病房, 贾政之女).
 const POSSESSIVE: &[&str] = &["的", "之"];
 
+// One byte is compared before the whole word (the first character's last
+// byte, the last byte): most text around a name starts (ends) with none of
+// the words' characters.
 fn any_prefix(s: &str, words: &[&str]) -> bool {
-    words.iter().any(|w| s.starts_with(w))
+    let s = s.as_bytes();
+    words.iter().any(|w| {
+        let w = w.as_bytes();
+        w.len() <= s.len() && w.get(2) == s.get(2) && s.starts_with(w)
+    })
 }
 
 fn any_suffix(s: &str, words: &[&str]) -> bool {
-    words.iter().any(|w| s.ends_with(w))
+    let s = s.as_bytes();
+    words
+        .iter()
+        .any(|w| w.as_bytes().last() == s.last() && s.ends_with(w.as_bytes()))
 }
 
 /// Collects each discovered character's gender evidence from the whole book
@@ -743,12 +753,52 @@ pub fn guess_genders(found: &mut [Discovered], chapters: &[Vec<ParagraphView<'_>
 /// Titles and kinship terms right after a name (润叶姐, 林姑娘, …嫁给了) or
 /// before it (丫头平儿, 他妹妹探春; 书童名唤茗烟: before the naming verb).
 fn titles_around(e: &mut GenderEvidence, before: &str, after: &str) {
+    // Which bytes open (the first character's last byte) or close a word of
+    // the lists, to pass over most names at one lookup.
+    static AFTER_BYTES: std::sync::LazyLock<[bool; 256]> = std::sync::LazyLock::new(|| {
+        let mut t = [false; 256];
+        for w in [NOT_TITLES, FEMALE_AFTER, HAS_HUSBAND, MALE_AFTER, HAS_WIFE].concat() {
+            if let Some(&b) = w.as_bytes().get(2) {
+                t[usize::from(b)] = true;
+            }
+        }
+        t
+    });
+    static BEFORE_BYTES: std::sync::LazyLock<[bool; 256]> = std::sync::LazyLock::new(|| {
+        let mut t = [false; 256];
+        for w in [NAMING, FEMALE_BEFORE, MALE_BEFORE].concat() {
+            if let Some(&b) = w.as_bytes().last() {
+                t[usize::from(b)] = true;
+            }
+        }
+        t
+    });
+    if after
+        .as_bytes()
+        .get(2)
+        .is_some_and(|&b| AFTER_BYTES[usize::from(b)])
+    {
+        titles_after(e, after);
+    }
+    if before
+        .as_bytes()
+        .last()
+        .is_some_and(|&b| BEFORE_BYTES[usize::from(b)])
+    {
+        titles_before(e, before);
+    }
+}
+
+fn titles_after(e: &mut GenderEvidence, after: &str) {
     if any_prefix(after, NOT_TITLES) {
     } else if any_prefix(after, FEMALE_AFTER) || any_prefix(after, HAS_HUSBAND) {
         e.female_titles += 1;
     } else if any_prefix(after, MALE_AFTER) || any_prefix(after, HAS_WIFE) {
         e.male_titles += 1;
     }
+}
+
+fn titles_before(e: &mut GenderEvidence, before: &str) {
     // Not the tail of another word (不是她的姐姐宝钗 still counts).
     let before = NAMING
         .iter()

@@ -189,6 +189,8 @@ pub(super) fn cast_matcher(cast: &Cast) -> (AhoCorasick, Vec<Pattern>) {
         ("我们", Pattern::Ignore),
         ("我們", Pattern::Ignore),
         ("自我", Pattern::Ignore),
+        // 我弟子 is a disciple, not a younger brother.
+        ("我弟子", Pattern::Ignore),
     ] {
         if seen.insert(word.to_owned(), ()).is_none() {
             words.push(word.to_owned());
@@ -332,10 +334,10 @@ impl Attributor {
                     }
                     // 那女人 after 周秀芳 is she; 卖肉的中年女人, 一个女人 is
                     // someone new.
-                    let new = brought_in(&text[clause_start(text, start, span.start)..start]);
-                    let named = (kind == Unnamed::Described && !new)
-                        .then(|| last.named_subject(slot, paragraph))
-                        .flatten();
+                    let named = (kind == Unnamed::Described
+                        && !brought_in(&text[clause_start(text, start, span.start)..start]))
+                    .then(|| last.named_subject(slot, paragraph))
+                    .flatten();
                     (Some(named.map_or(Who::Unnamed(slot), Who::Character)), None)
                 }
                 Pattern::Pronoun(g) => {
