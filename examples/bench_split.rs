@@ -112,6 +112,13 @@ fn hostile(rounds: usize) {
             "one-character quotes",
             format!("好{}", "“他”".repeat(100_000)),
         ),
+        (
+            "telephone calls",
+            format!(
+                "屏幕上跳出两个字：“毛仲”。{}",
+                "“好。”电话那头的声音很轻，".repeat(30_000)
+            ),
+        ),
     ];
     // The same with a cast that names 毛仲: every name is a mention then.
     let cast = Cast {

@@ -820,17 +820,28 @@ impl Context<'_, '_> {
         {
             return None;
         }
-        self.caller_before(i)
+        self.caller_before(i, start)
     }
 
-    /// Who called, from the paragraphs before `i` (at most [`MAX_CALL_PARAGRAPHS`]).
-    fn caller_before(&self, i: usize) -> Option<Who> {
+    /// Who called, from the paragraphs before `i` and paragraph `i` before
+    /// byte `at` (at most [`MAX_CALL_PARAGRAPHS`], and [`MAX_CALL_BYTES`] of
+    /// their text: the attributor stays linear on a paragraph of a thousand
+    /// calls).
+    fn caller_before(&self, i: usize, at: usize) -> Option<Who> {
+        let mut budget = MAX_CALL_BYTES;
         for j in (i.saturating_sub(MAX_CALL_PARAGRAPHS)..=i).rev() {
             let p = &self.paragraphs[j];
             if p.skipped {
                 continue;
             }
-            for (k, s) in p.spans.iter().enumerate() {
+            // In the quote's own paragraph, what comes before `at` only.
+            let upto = if j == i {
+                p.spans.partition_point(|s| s.start < at)
+            } else {
+                p.spans.len()
+            };
+            for (k, s) in p.spans[..upto].iter().enumerate().rev() {
+                budget = budget.checked_sub(s.end - s.start)?;
                 match s.kind {
                     // 屏幕上跳出两个字：“蔓姐”: a name alone in quote marks
                     // after narration about the phone.
@@ -1248,8 +1259,9 @@ const CALLER_SHOWN: &[&str] = &[
 /// What follows a caller's name in the narration (是苏晴打来的, 苏晴的电话).
 const CALLED: &[&str] = &["打来", "打來", "的电话", "的電話", "的来电", "的來電"];
 
-/// How far back a call's caller is looked for, in paragraphs.
+/// How far back a call's caller is looked for, in paragraphs and in bytes.
 const MAX_CALL_PARAGRAPHS: usize = 8;
+const MAX_CALL_BYTES: usize = 2048;
 
 fn other_mention(mentions: &[Mention], who: Option<Who>) -> Option<Who> {
     mentions
