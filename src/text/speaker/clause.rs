@@ -171,10 +171,11 @@ fn counted_subject(prefix: &str) -> bool {
         .iter()
         .find_map(|a| prefix.strip_suffix(a))
         .unwrap_or(prefix);
-    aged.len() < prefix.len()
+    let aged_subject = aged.len() < prefix.len()
         && (aged.is_empty()
             || (aged.ends_with('的') && aged.chars().count() <= MAX_AGED_DESCRIPTION_CHARS))
-        && plain(aged)
+        && plain(aged);
+    aged_subject
         || COUNTED.iter().any(|w| {
             let Some(at) = prefix.find(w) else {
                 return false;

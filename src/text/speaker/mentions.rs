@@ -546,11 +546,11 @@ const MAX_CALLED_CHARS: usize = 6;
 const MAX_GIVEN_CHARS: usize = 2;
 
 /// The given names of the cast's characters (the name but its surname: 知夏
-/// of 林知夏, 蔓 of 唐蔓, 景珩 of 萧景珩), each of one character only, and
-/// none that is a name or alias of the cast already.
+/// of 林知夏, 蔓 of 唐蔓, 景珩 of 萧景珩): only those that one character
+/// bears, and none that is a name or alias of the cast already.
 pub(super) fn given_names(cast: &Cast) -> rustc_hash::FxHashMap<String, usize> {
     let mut out: rustc_hash::FxHashMap<String, usize> = rustc_hash::FxHashMap::default();
-    let mut shared: Vec<String> = Vec::new();
+    let mut shared: std::collections::HashSet<String> = std::collections::HashSet::new();
     let taken: std::collections::HashSet<&str> = cast
         .characters
         .iter()
@@ -572,7 +572,7 @@ pub(super) fn given_names(cast: &Cast) -> rustc_hash::FxHashMap<String, usize> {
         }
         if out.insert(given.clone(), i).is_some_and(|j| j != i) {
             out.remove(&given);
-            shared.push(given);
+            shared.insert(given);
         }
     }
     out
