@@ -448,15 +448,8 @@ impl Attributor {
         else {
             return None;
         };
-        let rest = &inner[m.end()..];
-        let rest = ADDRESS_FORMS
-            .iter()
-            .find_map(|f| rest.strip_prefix(f))
-            .unwrap_or(rest);
-        rest.chars()
-            .next()
-            .filter(|c| matches!(c, '，' | ',' | '！' | '!' | '、' | '…' | '？' | '?' | '。'))
-            .map(|_| Who::Character(c))
+        let (rest, _) = after_address(&inner[m.end()..]);
+        pauses(rest).then_some(Who::Character(c))
     }
 
     /// A quote that opens by calling a character by the given name
@@ -469,16 +462,9 @@ impl Attributor {
             let Some(&c) = self.given_names.get(&inner[..end]) else {
                 continue;
             };
-            let rest = &inner[end..];
-            let (rest, addressed) = match ADDRESS_FORMS.iter().find_map(|f| rest.strip_prefix(f)) {
-                Some(rest) => (rest, true),
-                None => (rest, false),
-            };
+            let (rest, addressed) = after_address(&inner[end..]);
             let one_char = inner[..end].chars().count() == 1;
-            let paused = rest.chars().next().is_some_and(|c| {
-                matches!(c, '，' | ',' | '！' | '!' | '、' | '…' | '？' | '?' | '。')
-            });
-            if paused && (addressed || !one_char) {
+            if pauses(rest) && (addressed || !one_char) {
                 return Some(Who::Character(c));
             }
         }
@@ -537,6 +523,22 @@ impl Attributor {
                 .then_some(Who::Character(c))
         })
     }
+}
+
+/// `rest` after a form of address it opens with (哥 of 少安哥), and whether
+/// it opened with one.
+fn after_address(rest: &str) -> (&str, bool) {
+    match ADDRESS_FORMS.iter().find_map(|f| rest.strip_prefix(f)) {
+        Some(after) => (after, true),
+        None => (rest, false),
+    }
+}
+
+/// A vocative's pause: `rest` opens with a comma, a stop or an exclamation.
+fn pauses(rest: &str) -> bool {
+    rest.chars()
+        .next()
+        .is_some_and(|c| matches!(c, '，' | ',' | '！' | '!' | '、' | '…' | '？' | '?' | '。'))
 }
 
 /// Longest text that can name a caller, in characters.

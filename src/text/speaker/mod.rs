@@ -311,10 +311,26 @@ mod tests {
     /// Who speaks every dialogue span, paragraph by paragraph, and the
     /// attributor that found them.
     fn spoken(cast: &Cast, text: &str) -> (Attributor, Vec<Spoken>) {
+        let (_, a, out) = spoken_with(cast, text, false);
+        (a, out)
+    }
+
+    /// The same, weighed as the book's own tag style says when `own_style`
+    /// (the split's way), as one with tags apart otherwise; with the style.
+    fn spoken_with(
+        cast: &Cast,
+        text: &str,
+        own_style: bool,
+    ) -> (TagStyle, Attributor, Vec<Spoken>) {
         let lines: Vec<&str> = text.lines().collect();
         let spans = test_spans(&lines);
         let views = test_views(&lines, &spans);
-        let a = Attributor::new(cast);
+        let style = if own_style {
+            TagStyle::of(views.iter().copied())
+        } else {
+            TagStyle::Apart
+        };
+        let a = Attributor::new(cast).with_style(style);
         let result = a.attribute(&views);
         let out = views
             .iter()
@@ -323,14 +339,19 @@ mod tests {
             .filter(|(s, _)| s.kind == SegmentKind::Dialogue)
             .map(|(_, w)| w)
             .collect();
-        (a, out)
+        (style, a, out)
     }
 
     /// Speakers of every dialogue span by name; someone unnamed by gender:
     /// (male), (female).
     fn speakers(cast: &Cast, text: &str) -> Vec<Option<String>> {
-        let (a, spoken) = spoken(cast, text);
-        spoken
+        speakers_with(cast, text, false).1
+    }
+
+    /// The same, with the tag style of [`spoken_with`].
+    fn speakers_with(cast: &Cast, text: &str, own_style: bool) -> (TagStyle, Vec<Option<String>>) {
+        let (style, a, spoken) = spoken_with(cast, text, own_style);
+        let names = spoken
             .iter()
             .map(|w| {
                 w.who.and_then(|w| {
@@ -339,7 +360,8 @@ mod tests {
                         .or_else(|| unnamed_gender(w).map(|g| format!("({})", g.as_str())))
                 })
             })
-            .collect()
+            .collect();
+        (style, names)
     }
 
     fn names(v: &[Option<String>]) -> Vec<&str> {
@@ -622,21 +644,9 @@ mod tests {
             "“你比我快。”",
             "“我住得近。”苏晚把那人的头轻轻侧过来。",
         ]);
-        let joined = lines.join("\n");
-        let lines: Vec<&str> = joined.lines().collect();
-        let spans = test_spans(&lines);
-        let views = test_views(&lines, &spans);
-        let style = TagStyle::of(views.iter().cloned());
+        let (style, got) = speakers_with(&c, &lines.join("\n"), true);
         assert_eq!(style, TagStyle::Inline);
-        let a = Attributor::new(&c).with_style(style);
-        let got: Vec<&str> = views
-            .iter()
-            .zip(a.attribute(&views))
-            .flat_map(|(p, who)| p.spans.iter().zip(who))
-            .filter(|(s, _)| s.kind == SegmentKind::Dialogue)
-            .map(|(_, w)| w.who.and_then(|w| a.name(w)).unwrap_or("-"))
-            .collect();
-        assert_eq!(got[got.len() - 3..], ["苏晚", "周岚", "苏晚"]);
+        assert_eq!(names(&got[got.len() - 3..]), ["苏晚", "周岚", "苏晚"]);
     }
 
     #[test]
