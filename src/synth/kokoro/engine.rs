@@ -239,7 +239,7 @@ impl Engine {
             // one file by an older tingshu has another key, and goes).
             let mut level = "level3-prepacked".to_owned();
             if rewrite {
-                level = format!("{level}-{}", super::rewrite::VERSION);
+                level = format!("{level}-{}", super::rewrite::cache_tag());
             }
             if ops {
                 level = format!("{level}-{}", super::ops::VERSION);

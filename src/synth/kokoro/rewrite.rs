@@ -2,24 +2,32 @@
 //!
 //! The int8 Kokoro model quantizes its 1-D convolutions as `ConvInteger`
 //! with uint8 weights. ONNX Runtime runs those through a uint8 × uint8
-//! matrix product, which on x86 cannot use the VNNI instructions (they
-//! multiply uint8 by int8), and they took two thirds of the model's time.
-//! This module rewrites every stride-1 `ConvInteger` as the product it
-//! stands for:
+//! matrix product, which on x86 uses neither the VNNI instructions nor the
+//! `VPMADDUBSW` of CPUs without them (both multiply uint8 by int8), and
+//! they took two thirds of the model's time. This module rewrites every
+//! stride-1 `ConvInteger` as the product it stands for:
 //!
 //! ```text
 //! x: [1, C, T] uint8 ─ Transpose ─ Pad (with x's zero point) ─ Gather
 //!   (rows t, t + d, …, t + (k − 1)·d for each t: the kernel's taps at the
 //!   dilation d) ─ Reshape → [1, T, k·C]
-//!   ─ MatMulInteger (weights as int8 [k·C, M], zero point − 128)
+//!   ─ MatMulInteger (weights as int8 [k·C, M], zero point shifted alike)
 //!   ─ Transpose → [1, M, T] int32
 //! ```
 //!
-//! Shifting both the weights and their zero point by 128 leaves every
-//! `w − zero point` unchanged, and integer sums are exact, so the result
-//! is the same int32 tensor: the audio is bit-identical (a test checks it
-//! on the installed model). Strided or grouped convolutions and anything
-//! unexpected are left as they are.
+//! Shifting both the weights and their zero point by the same amount
+//! leaves every `w − zero point` unchanged, and integer sums are exact, so
+//! the result is the same int32 tensor: the audio is bit-identical (a test
+//! checks it on the installed model). Strided or grouped convolutions and
+//! anything unexpected are left as they are.
+//!
+//! Where the products are exact depends on the CPU ([`Products`]): VNNI
+//! adds uint8 × int8 products into 32 bits; without it ONNX Runtime adds
+//! pairs of them into 16 bits, with saturation, which is exact only for
+//! weights within −64..=64. The published model's weights are 7-bit
+//! (0..=127, quantized with a reduced range), so shifted by 64 they are
+//! exact on every x86-64 CPU; a weight tensor that is not is rewritten
+//! only where VNNI is.
 //!
 //! The model is a protobuf message (`onnx.proto`); this module reads and
 //! writes only the fields it needs and copies every other field's bytes
@@ -29,29 +37,50 @@ use std::collections::HashMap;
 
 /// Changes when the rewrite changes (part of the optimized graph's cache
 /// key, so a new rewrite never loads an old cached graph).
-pub const VERSION: &str = "mm2";
+pub const VERSION: &str = "mm3";
 
-/// Whether CPU sessions run the rewritten graph: on a CPU with int8 dot
-/// products ([`exact_here`]), unless the environment sets
-/// `TINGSHU_KOKORO_REWRITE=0` (to compare, or to rule the rewrite out when
-/// something sounds wrong).
-pub fn enabled() -> bool {
-    exact_here() && std::env::var_os("TINGSHU_KOKORO_REWRITE").is_none_or(|v| v != "0")
+/// How ONNX Runtime's uint8 × int8 matrix products add on this CPU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Products {
+    /// Dot products into 32 bits (VNNI): exact for every weight.
+    Exact,
+    /// Pairs of products into 16 bits with saturation (`VPMADDUBSW`, x86
+    /// without VNNI): exact when every weight, as int8, lies within
+    /// −64..=64 (255 · 64 · 2 = 32,640 < 32,767).
+    Pairs,
 }
 
-/// Whether ONNX Runtime's uint8 × int8 products are exact on this CPU: on
-/// x86-64 only with VNNI (AVX512-VNNI or AVX-VNNI), whose dot product adds
-/// into 32 bits. Without it, the kernels use `VPMADDUBSW`, which saturates
-/// pairs of products at 16 bits (ONNX Runtime's quantization notes), so the
-/// rewrite would change the audio; it is then not used.
-pub fn exact_here() -> bool {
+/// How this CPU's uint8 × int8 products add; `None` where the rewrite is
+/// not used (not x86-64: not measured there).
+pub fn products_here() -> Option<Products> {
     #[cfg(target_arch = "x86_64")]
     {
-        std::is_x86_feature_detected!("avx512vnni") || std::is_x86_feature_detected!("avxvnni")
+        if std::is_x86_feature_detected!("avx512vnni") || std::is_x86_feature_detected!("avxvnni") {
+            Some(Products::Exact)
+        } else {
+            Some(Products::Pairs)
+        }
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
-        false
+        None
+    }
+}
+
+/// Whether CPU sessions run the rewritten graph: on x86-64
+/// ([`products_here`]), unless the environment sets
+/// `TINGSHU_KOKORO_REWRITE=0` (to compare, or to rule the rewrite out when
+/// something sounds wrong).
+pub fn enabled() -> bool {
+    products_here().is_some() && std::env::var_os("TINGSHU_KOKORO_REWRITE").is_none_or(|v| v != "0")
+}
+
+/// The rewrite's part of the optimized graph's cache key on this CPU: the
+/// version, and whether weights beyond 7 bits were rewritten.
+pub fn cache_tag() -> String {
+    match products_here() {
+        Some(Products::Pairs) => format!("{VERSION}-pairs"),
+        _ => VERSION.to_owned(),
     }
 }
 
@@ -64,8 +93,15 @@ pub enum RewriteError {
     NoGraph,
 }
 
-/// The rewritten model and how many convolutions were rewritten.
+/// The rewritten model for this CPU and how many convolutions were
+/// rewritten.
 pub fn rewrite(model: &[u8]) -> Result<(Vec<u8>, usize), RewriteError> {
+    rewrite_for(model, products_here().unwrap_or(Products::Pairs))
+}
+
+/// The rewritten model for a CPU whose products add as `products`, and
+/// how many convolutions were rewritten.
+pub fn rewrite_for(model: &[u8], products: Products) -> Result<(Vec<u8>, usize), RewriteError> {
     let fields = read_fields(model)?;
     let opset = default_opset(&fields)?;
     let mut out = Vec::with_capacity(model.len() + model.len() / 8);
@@ -74,7 +110,7 @@ pub fn rewrite(model: &[u8]) -> Result<(Vec<u8>, usize), RewriteError> {
         match (f.number, f.value) {
             (7, Value::Bytes(graph)) if rewritten.is_none() => {
                 let (graph, n) = if opset >= 13 {
-                    rewrite_graph(graph)?
+                    rewrite_graph(graph, products)?
                 } else {
                     (graph.to_vec(), 0)
                 };
@@ -414,7 +450,7 @@ struct Replacement {
     freed: [String; 2],
 }
 
-fn rewrite_graph(graph: &[u8]) -> Result<(Vec<u8>, usize), RewriteError> {
+fn rewrite_graph(graph: &[u8], products: Products) -> Result<(Vec<u8>, usize), RewriteError> {
     let fields = read_fields(graph)?;
     let mut nodes = Vec::new();
     // Per field: the initializer's name, for fields that are one.
@@ -472,7 +508,7 @@ fn rewrite_graph(graph: &[u8]) -> Result<(Vec<u8>, usize), RewriteError> {
     for (index, n) in nodes.iter().enumerate() {
         let conv = n.op_type == b"ConvInteger" && (n.domain.is_empty() || n.domain == b"ai.onnx");
         replacements.push(if conv {
-            plan(n, index, constant)?
+            plan(n, index, products, constant)?
         } else {
             None
         });
@@ -519,6 +555,7 @@ fn rewrite_graph(graph: &[u8]) -> Result<(Vec<u8>, usize), RewriteError> {
 fn plan(
     n: &Node,
     index: usize,
+    products: Products,
     constant: impl Fn(&str) -> Result<Option<Tensor>, RewriteError>,
 ) -> Result<Option<Replacement>, RewriteError> {
     let [x, w, x_zero, w_zero] = n.inputs[..] else {
@@ -574,6 +611,16 @@ fn plan(
         return Ok(None);
     }
     let p = p0;
+    // Weights and zero point shifted by 64 lie within −64..=64 when every
+    // weight is at most 128 (exact with either kind of product); by 128,
+    // anything fits int8, but only dot products into 32 bits stay exact.
+    let shift = if weight.data.iter().all(|&v| v <= 128) && zero.data[0] <= 191 {
+        64
+    } else if products == Products::Exact {
+        128
+    } else {
+        return Ok(None);
+    };
 
     let pre = format!("tingshu_{VERSION}_{index}");
     let name = |s: &str| format!("{pre}/{s}");
@@ -660,13 +707,13 @@ fn plan(
         ));
         a = cols;
     }
-    // B[j·C + ci, o] = W[o, ci, j] − 128, as int8.
+    // B[j·C + ci, o] = W[o, ci, j] − shift, as int8.
     let mut b = vec![0u8; m * c * k];
     for o in 0..m {
         for ci in 0..c {
             for j in 0..k {
                 let v = weight.data[(o * c + ci) * k + j];
-                b[(j * c + ci) * m + o] = v.wrapping_sub(128);
+                b[(j * c + ci) * m + o] = v.wrapping_sub(shift);
             }
         }
     }
@@ -676,7 +723,7 @@ fn plan(
         &b_zero,
         INT8,
         &[],
-        &[zero.data[0].wrapping_sub(128)],
+        &[zero.data[0].wrapping_sub(shift)],
     ));
     let product = name("y_t");
     nodes.push(node(
@@ -802,10 +849,20 @@ mod tests {
             .collect()
     }
 
-    /// A model: x (float [1, 4, T]) → DynamicQuantizeLinear → two
-    /// ConvIntegers: `same` (kernel 3, dilation 2, pads 2: rewritten) and
-    /// `strided` (stride 2: kept), both int32 outputs.
+    /// [`model_with`] 8-bit weights (0..=255).
     fn model() -> Vec<u8> {
+        model_with(&bytes(60, 1))
+    }
+
+    /// [`model_with`] 7-bit weights (0..=127), as the published model's.
+    fn model_7bit() -> Vec<u8> {
+        model_with(&bytes(60, 1).iter().map(|b| b >> 1).collect::<Vec<_>>())
+    }
+
+    /// A model: x (float [1, 4, T]) → DynamicQuantizeLinear → two
+    /// ConvIntegers: `same` (kernel 3, dilation 2, pads 2, `weights` [5, 4,
+    /// 3]: rewritten) and `strided` (stride 2: kept), both int32 outputs.
+    fn model_with(weights: &[u8]) -> Vec<u8> {
         let mut g = Vec::new();
         let dql = node(
             "DynamicQuantizeLinear",
@@ -839,7 +896,7 @@ mod tests {
         );
         put_bytes(&mut g, 1, &strided);
         put_bytes(&mut g, 2, b"tiny");
-        put_bytes(&mut g, 5, &tensor("w", UINT8, &[5, 4, 3], &bytes(60, 1)));
+        put_bytes(&mut g, 5, &tensor("w", UINT8, &[5, 4, 3], weights));
         put_bytes(&mut g, 5, &tensor("w2", UINT8, &[2, 4, 3], &bytes(24, 2)));
         put_bytes(&mut g, 5, &tensor("wz", UINT8, &[], &[131]));
         put_bytes(&mut g, 11, &value_info("x", 1, &[Some(1), Some(4), None]));
@@ -889,7 +946,7 @@ mod tests {
     #[test]
     fn same_convolutions_become_products_and_strided_ones_stay() {
         let original = model();
-        let (rewritten, n) = rewrite(&original).unwrap();
+        let (rewritten, n) = rewrite_for(&original, Products::Exact).unwrap();
         assert_eq!(n, 1);
         let (ops, inits) = contents(&rewritten);
         let count = |op: &str| ops.iter().filter(|o| *o == op).count();
@@ -907,13 +964,33 @@ mod tests {
         // Fields the rewrite does not read are copied: the producer name.
         assert!(rewritten.windows(12).any(|w| w == b"tingshu-test"));
         // Rewriting is deterministic.
-        assert_eq!(rewrite(&original).unwrap().0, rewritten);
+        assert_eq!(
+            rewrite_for(&original, Products::Exact).unwrap().0,
+            rewritten
+        );
     }
 
     #[test]
-    fn the_weights_are_laid_out_tap_by_tap_and_shifted_to_int8() {
-        let (rewritten, _) = rewrite(&model()).unwrap();
-        let w = graph(&rewritten)
+    fn weights_beyond_7_bits_stay_convolutions_where_pairs_of_products_saturate() {
+        let (kept, n) = rewrite_for(&model(), Products::Pairs).unwrap();
+        assert_eq!(n, 0);
+        let (ops, inits) = contents(&kept);
+        assert_eq!(ops, ["DynamicQuantizeLinear", "ConvInteger", "ConvInteger"]);
+        assert!(inits.contains(&"w".to_owned()), "{inits:?}");
+        let (rewritten, n) = rewrite_for(&model_7bit(), Products::Pairs).unwrap();
+        assert_eq!(n, 1);
+        assert!(contents(&rewritten).0.contains(&"MatMulInteger".to_owned()));
+        // A zero point beyond 191 does not fit int8 shifted by 64.
+        let mut high_zero = model_7bit();
+        let at = high_zero.windows(3).position(|w| w == [0x4a, 0x01, 131]);
+        high_zero[at.expect("the zero point's raw data") + 2] = 200;
+        assert_eq!(rewrite_for(&high_zero, Products::Pairs).unwrap().1, 0);
+        assert_eq!(rewrite_for(&high_zero, Products::Exact).unwrap().1, 1);
+    }
+
+    /// The rewritten int8 weights of `model` ([k·C, M]).
+    fn int8_weights(model: &[u8]) -> Tensor {
+        graph(model)
             .into_iter()
             .filter(|f| f.number == 5)
             .find_map(|f| match f.value {
@@ -923,13 +1000,36 @@ mod tests {
                 }
                 _ => None,
             })
-            .unwrap();
-        assert_eq!(w.dims, [12, 5]);
-        let original = bytes(60, 1);
-        // B[j·C + c, o] = W[o, c, j] − 128
-        for (o, c, j) in [(0, 0, 0), (4, 3, 2), (2, 1, 0), (1, 2, 1)] {
-            let want = original[(o * 4 + c) * 3 + j].wrapping_sub(128);
-            assert_eq!(w.data[(j * 4 + c) * 5 + o], want, "{o} {c} {j}");
+            .unwrap()
+    }
+
+    #[test]
+    fn the_weights_are_laid_out_tap_by_tap_and_shifted_to_int8() {
+        // 8-bit weights move by 128, 7-bit ones by 64 (into −64..=63).
+        for (original, products, shift) in [
+            (bytes(60, 1), Products::Exact, 128),
+            (
+                bytes(60, 1).iter().map(|b| b >> 1).collect(),
+                Products::Pairs,
+                64,
+            ),
+            (
+                bytes(60, 1).iter().map(|b| b >> 1).collect(),
+                Products::Exact,
+                64,
+            ),
+        ] {
+            let (rewritten, _) = rewrite_for(&model_with(&original), products).unwrap();
+            let w = int8_weights(&rewritten);
+            assert_eq!(w.dims, [12, 5]);
+            // B[j·C + c, o] = W[o, c, j] − shift
+            for (o, c, j) in [(0, 0, 0), (4, 3, 2), (2, 1, 0), (1, 2, 1)] {
+                let want = original[(o * 4 + c) * 3 + j].wrapping_sub(shift);
+                assert_eq!(w.data[(j * 4 + c) * 5 + o], want, "{o} {c} {j} {shift}");
+            }
+            if shift == 64 {
+                assert!(w.data.iter().all(|&b| (-64..=64).contains(&(b as i8))));
+            }
         }
     }
 
@@ -968,20 +1068,42 @@ mod tests {
     #[test]
     fn onnx_runtime_computes_the_same_integers_from_both_graphs() {
         let Some(env) = runtime() else { return };
-        if !exact_here() {
-            eprintln!("skipped: this CPU has no VNNI, so the rewrite is not used here");
+        let Some(products) = products_here() else {
+            eprintln!("skipped: the rewrite is used on x86-64 only");
+            return;
+        };
+        for original in [model(), model_7bit()] {
+            let (rewritten, n) = rewrite(&original).unwrap();
+            // 8-bit weights are rewritten only where products add into 32 bits.
+            let seven_bit = original == model_7bit();
+            assert_eq!(n, usize::from(seven_bit || products == Products::Exact));
+            for (t, seed) in [(9, 3), (1, 4), (2, 5), (40, 6)] {
+                let x: Vec<f32> = bytes(4 * t, seed)
+                    .into_iter()
+                    .map(|b| (f32::from(b) - 100.0) / 37.0)
+                    .collect();
+                let want = run(&env, &original, x.clone());
+                assert_eq!(want[0].len(), 5 * t);
+                assert_eq!(run(&env, &rewritten, x), want, "T = {t}");
+            }
+        }
+    }
+
+    /// Why 8-bit weights are not rewritten without VNNI: there, ONNX
+    /// Runtime adds pairs of uint8 × int8 products into 16 bits and
+    /// saturates (255 · 127 · 2 > 32,767).
+    #[test]
+    fn without_vnni_8_bit_weights_would_saturate() {
+        let Some(env) = runtime() else { return };
+        if products_here() != Some(Products::Pairs) {
+            eprintln!("skipped: this CPU's products add into 32 bits");
             return;
         }
-        let original = model();
-        let (rewritten, _) = rewrite(&original).unwrap();
-        for (t, seed) in [(9, 3), (1, 4), (2, 5), (40, 6)] {
-            let x: Vec<f32> = bytes(4 * t, seed)
-                .into_iter()
-                .map(|b| (f32::from(b) - 100.0) / 37.0)
-                .collect();
-            let want = run(&env, &original, x.clone());
-            assert_eq!(want[0].len(), 5 * t);
-            assert_eq!(run(&env, &rewritten, x), want, "T = {t}");
-        }
+        let original = model_with(&[255; 60]);
+        let (rewritten, _) = rewrite_for(&original, Products::Exact).unwrap();
+        // Every input at its maximum: every quantized value is 255.
+        let x = vec![3.0; 4 * 8];
+        let want = run(&env, &original, x.clone());
+        assert_ne!(run(&env, &rewritten, x)[0], want[0]);
     }
 }
