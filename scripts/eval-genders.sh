@@ -24,7 +24,7 @@ case ${1:-} in
         "$BIN" split "$WORK/book.txt" --suggest-cast > "$WORK/suggested.toml"
         "$BIN" split "$WORK/book.txt" --format jsonl > "$WORK/script.jsonl"
         python3 scripts/eval_genders.py cast "$WORK/suggested.toml" "$NAMES" "${@:4}"
-        python3 scripts/eval_genders.py lines "$WORK" "$WORK/script.jsonl" "$WORK/suggested.toml" "$NAMES"
+        python3 scripts/eval_genders.py lines "$WORK" "$WORK/script.jsonl" "$WORK/suggested.toml" "$NAMES" "${@:4}"
         ;;
     hongloumeng)
         CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/tingshu-eval

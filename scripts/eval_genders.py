@@ -4,7 +4,7 @@
   eval_genders.py cast SUGGESTED.toml TRUTH [--errors]
       gender right / wrong / unknown over the suggested characters that the
       truth list names (by name or alias)
-  eval_genders.py lines WORKDIR SCRIPT.jsonl SUGGESTED.toml TRUTH
+  eval_genders.py lines WORKDIR SCRIPT.jsonl SUGGESTED.toml TRUTH [--errors]
       share of the target quotes of a WP2021 book (eval_speakers.py make)
       that would be voiced with the wrong gender without a cast file: the
       predicted speaker's suggested gender against the gold speaker's; a
@@ -90,16 +90,17 @@ def cast(toml, truth_path, show):
         print(f"  not in the truth list: {' '.join(unmatched)}")
 
 
-def lines(workdir, jsonl, toml, truth_path):
+def lines(workdir, jsonl, toml, truth_path, show_errors=False):
     known = truth(truth_path)
     gender_of = {}
     for c in suggested(toml):
         for n in [c["name"]] + c.get("aliases", []):
             gender_of.setdefault(n, c["gender"])
-    gold = {}
+    gold, texts, shown = {}, {}, []
     for line in open(f"{workdir}/gold.tsv", encoding="utf-8"):
-        n, speaker, _category, _text = line.rstrip("\n").split("\t")
+        n, speaker, _category, text = line.rstrip("\n").split("\t")
         gold[int(n)] = speaker
+        texts[int(n)] = text
     predicted = {}
     for line in open(jsonl, encoding="utf-8"):
         seg = json.loads(line)
@@ -130,6 +131,7 @@ def lines(workdir, jsonl, toml, truth_path):
             # The right speaker whose gender was guessed wrong, against
             # another speaker of the other gender.
             guessed += known.get(p, (None, None))[0] == speaker
+            shown.append(f"  #{n} gold {speaker} ({g}), got {p or unnamed} ({voice}): {texts[n][:60]}")
     total = wrong + neutral + right
     print(
         f"quotes {total}: voice of the right gender {right} ({100 * right / total:.1f}%), "
@@ -137,6 +139,8 @@ def lines(workdir, jsonl, toml, truth_path):
         + f" [gender guessed wrong {guessed}, speaker wrong {wrong - guessed}]"
         + (f"; {nogold} gold speakers without a gender" if nogold else "")
     )
+    if show_errors:
+        print("\n".join(shown))
 
 
 if __name__ == "__main__":
@@ -144,6 +148,6 @@ if __name__ == "__main__":
     if len(a) >= 3 and a[0] == "cast":
         cast(a[1], a[2], "--errors" in a)
     elif len(a) >= 5 and a[0] == "lines":
-        lines(a[1], a[2], a[3], a[4])
+        lines(a[1], a[2], a[3], a[4], "--errors" in a)
     else:
         sys.exit(__doc__)
