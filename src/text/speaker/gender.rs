@@ -1093,6 +1093,11 @@ pub(super) fn name_gender(name: &str, modern: bool) -> (Gender, bool) {
     if let Some(gender) = role_gender(name) {
         return (gender, true);
     }
+    // A surname and a trade either gender follows (王老师, 沈设计师): 师
+    // there is no master's, and a surname alone names no gender.
+    if genderless_title(name) {
+        return (Gender::Unknown, false);
+    }
     // A title or kinship word in the name (刘姥姥, 李嬷嬷, 贾母, 门子); where
     // it holds one of each (女王, 嫂子) the last character says which, and
     // a woman's word before a closing 子 is hers.
@@ -1141,6 +1146,45 @@ pub(super) fn name_gender(name: &str, modern: bool) -> (Gender, bool) {
         x if x <= -WEAK_PRIOR_LOG_ODDS => (Gender::Female, false),
         _ => (Gender::Unknown, false),
     }
+}
+
+/// True when `name` is a surname and a trade ending in 师 that women and
+/// men alike follow (王老师, 沈设计师, 周律师): that 师 is no master's or
+/// monk's (法师, 禅师), and a surname alone names no gender.
+fn genderless_title(name: &str) -> bool {
+    const TRADES: &[&str] = &[
+        "老师",
+        "老師",
+        "教师",
+        "教師",
+        "律师",
+        "律師",
+        "医师",
+        "醫師",
+        "设计师",
+        "設計師",
+        "工程师",
+        "工程師",
+        "会计师",
+        "會計師",
+        "摄影师",
+        "攝影師",
+        "化妆师",
+        "化妝師",
+        "咨询师",
+        "諮詢師",
+        "药师",
+        "藥師",
+        "讲师",
+        "講師",
+    ];
+    TRADES
+        .iter()
+        .filter_map(|t| name.strip_suffix(t))
+        .any(|surname| {
+            let mut chars = surname.chars();
+            matches!((chars.next(), chars.next()), (Some(c), None) if super::names::is_surname(c))
+        })
 }
 
 /// How much more often the given name's characters name a man than a woman
@@ -1674,6 +1718,30 @@ mod tests {
         }
         // 子 after a woman's given-name character is a nickname.
         assert_ne!(name_gender("燕子", false), (Gender::Male, true));
+        // 师 of a master or a monk is a man's; of a trade either gender
+        // follows, after a surname, nobody's.
+        assert_eq!(name_gender("法师", false), (Gender::Male, true));
+        assert_eq!(name_gender("唐禅师", false), (Gender::Male, true));
+        for name in ["王老师", "沈设计师", "周律師", "林医师"] {
+            for modern in [false, true] {
+                assert_eq!(
+                    name_gender(name, modern),
+                    (Gender::Unknown, false),
+                    "{name}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_teacher_is_as_her_pronouns_say() {
+        let names: &[(&str, &[&str])] = &[("王老师", &[])];
+        let lines = [
+            "王老师走进教室，她放下了书。",
+            "王老师笑了笑，她说：“上课。”",
+        ];
+        let got = guessed(names, &lines);
+        assert_eq!(got[0].0, Gender::Female, "{:?}", got[0].1);
     }
 
     #[test]
