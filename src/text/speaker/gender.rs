@@ -1093,8 +1093,8 @@ pub(super) fn name_gender(name: &str, modern: bool) -> (Gender, bool) {
     if let Some(gender) = role_gender(name) {
         return (gender, true);
     }
-    // A surname and a trade either gender follows (王老师, 沈设计师): 师
-    // there is no master's, and a surname alone names no gender.
+    // A surname with a trade either gender follows (王老师, 沈设计师: 师
+    // there is no master's) or after 小/阿 (小王: no king) names no gender.
     if genderless_title(name) {
         return (Gender::Unknown, false);
     }
@@ -1149,8 +1149,9 @@ pub(super) fn name_gender(name: &str, modern: bool) -> (Gender, bool) {
 }
 
 /// True when `name` is a surname and a trade ending in 师 that women and
-/// men alike follow (王老师, 沈设计师, 周律师): that 师 is no master's or
-/// monk's (法师, 禅师), and a surname alone names no gender.
+/// men alike follow (王老师, 沈设计师, 周律师: that 师 is no master's or
+/// monk's, 法师, 禅师), or a surname after 小 or 阿 (小王 is no king): a
+/// surname alone names no gender.
 fn genderless_title(name: &str) -> bool {
     const TRADES: &[&str] = &[
         "老师",
@@ -1178,13 +1179,20 @@ fn genderless_title(name: &str) -> bool {
         "讲师",
         "講師",
     ];
+    let one_surname = |s: &str| {
+        let mut chars = s.chars();
+        matches!((chars.next(), chars.next()), (Some(c), None) if super::names::is_surname(c))
+    };
     TRADES
         .iter()
         .filter_map(|t| name.strip_suffix(t))
-        .any(|surname| {
-            let mut chars = surname.chars();
-            matches!((chars.next(), chars.next()), (Some(c), None) if super::names::is_surname(c))
-        })
+        .any(one_surname)
+        // 小王, 阿侯: a surname, not a king or a marquis (老王 is most
+        // often a man, as its weak prior says).
+        || ["小", "阿"]
+            .iter()
+            .filter_map(|p| name.strip_prefix(p))
+            .any(one_surname)
 }
 
 /// How much more often the given name's characters name a man than a woman
@@ -1722,7 +1730,7 @@ mod tests {
         // follows, after a surname, nobody's.
         assert_eq!(name_gender("法师", false), (Gender::Male, true));
         assert_eq!(name_gender("唐禅师", false), (Gender::Male, true));
-        for name in ["王老师", "沈设计师", "周律師", "林医师"] {
+        for name in ["王老师", "沈设计师", "周律師", "林医师", "小王", "阿侯"] {
             for modern in [false, true] {
                 assert_eq!(
                     name_gender(name, modern),
