@@ -856,7 +856,12 @@ mod tests {
 
     /// [`model_with`] 7-bit weights (0..=127), as the published model's.
     fn model_7bit() -> Vec<u8> {
-        model_with(&bytes(60, 1).iter().map(|b| b >> 1).collect::<Vec<_>>())
+        model_with(&weights_7bit())
+    }
+
+    /// The 8-bit weights of [`model`] halved: 0..=127.
+    fn weights_7bit() -> Vec<u8> {
+        bytes(60, 1).iter().map(|b| b >> 1).collect()
     }
 
     /// A model: x (float [1, 4, T]) → DynamicQuantizeLinear → two
@@ -1008,16 +1013,8 @@ mod tests {
         // 8-bit weights move by 128, 7-bit ones by 64 (into −64..=63).
         for (original, products, shift) in [
             (bytes(60, 1), Products::Exact, 128),
-            (
-                bytes(60, 1).iter().map(|b| b >> 1).collect(),
-                Products::Pairs,
-                64,
-            ),
-            (
-                bytes(60, 1).iter().map(|b| b >> 1).collect(),
-                Products::Exact,
-                64,
-            ),
+            (weights_7bit(), Products::Pairs, 64),
+            (weights_7bit(), Products::Exact, 64),
         ] {
             let (rewritten, _) = rewrite_for(&model_with(&original), products).unwrap();
             let w = int8_weights(&rewritten);

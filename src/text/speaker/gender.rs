@@ -1187,12 +1187,13 @@ fn genderless_title(name: &str) -> bool {
         .iter()
         .filter_map(|t| name.strip_suffix(t))
         .any(one_surname)
-        // 小王, 阿侯: a surname, not a king or a marquis (老王 is most
-        // often a man, as its weak prior says).
+        // 小王, 阿侯: a surname that is also a title, not a king or a
+        // marquis (小梅, 小燕 keep their given-name lean; 老王 is most often
+        // a man, as its weak prior says).
         || ["小", "阿"]
             .iter()
             .filter_map(|p| name.strip_prefix(p))
-            .any(one_surname)
+            .any(|s| one_surname(s) && STRONG_MALE.iter().chain(STRONG_FEMALE).any(|t| *t == s))
 }
 
 /// How much more often the given name's characters name a man than a woman
@@ -1739,6 +1740,9 @@ mod tests {
                 );
             }
         }
+        // 梅 and 燕 are surnames too, but 小梅 and 小燕 are girls.
+        assert_eq!(name_gender("小梅", false), (Gender::Female, false));
+        assert_eq!(name_gender("小燕", false), (Gender::Female, false));
     }
 
     #[test]
