@@ -613,6 +613,20 @@ fn cuda_that_cannot_be_had_is_a_setting_error_and_voices_says_where_it_runs() {
         listing.contains("runs on cpu: device = auto and no CUDA provider installed"),
         "{listing}"
     );
+    // …and how its convolutions run on this CPU.
+    assert!(
+        listing.contains(tingshu::synth::kokoro::rewrite::describe()),
+        "{listing}"
+    );
+    let out = command(
+        dir.path(),
+        &["voices", "--voices", &default_voices()],
+        Some(data.path()),
+    )
+    .env("TINGSHU_KOKORO_REWRITE", "0")
+    .output();
+    let listing = String::from_utf8_lossy(&out.stdout);
+    assert!(listing.contains("convolutions as published"), "{listing}");
 }
 
 /// Whether this machine lacks the NVIDIA driver's library.

@@ -112,6 +112,11 @@ impl BackendKind for KokoroConfig {
     fn listing_note(&self) -> Option<String> {
         let files = KokoroFiles::locate(self.data_dir.as_deref());
         Some(match cuda::choose(&files, self.device) {
+            Ok(choice) if choice.device == "cpu" => format!(
+                "    runs on cpu: {}\n    {}\n",
+                choice.reason,
+                rewrite::describe()
+            ),
             Ok(choice) => format!("    runs on {}: {}\n", choice.device, choice.reason),
             Err(why) => format!("    cannot run: device = cuda and {why}\n"),
         })

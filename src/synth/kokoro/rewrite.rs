@@ -75,6 +75,20 @@ pub fn enabled() -> bool {
     products_here().is_some() && std::env::var_os("TINGSHU_KOKORO_REWRITE").is_none_or(|v| v != "0")
 }
 
+/// How CPU sessions run the convolutions here, for `tingshu voices`.
+pub fn describe() -> &'static str {
+    match (products_here(), enabled()) {
+        (None, _) => "convolutions as published (the int8 rewrite is for x86-64 only)",
+        (Some(_), false) => "convolutions as published (TINGSHU_KOKORO_REWRITE=0)",
+        (Some(Products::Exact), true) => {
+            "convolutions as int8 matrix products (VNNI: exact for every weight)"
+        }
+        (Some(Products::Pairs), true) => {
+            "convolutions as int8 matrix products (no VNNI: those with 7-bit weights, exact)"
+        }
+    }
+}
+
 /// The rewrite's part of the optimized graph's cache key on this CPU: the
 /// version, and whether weights beyond 7 bits were rewritten.
 pub fn cache_tag() -> String {
