@@ -1570,8 +1570,7 @@ async fn studio_preview_errors(dir: &Path, book: &str) -> String {
         errors.push_str(&body);
         errors.push('\n');
     }
-    let _ = child.kill();
-    let _ = child.wait();
+    crate::support::cli::stop(&mut child);
     errors
 }
 

@@ -88,28 +88,8 @@ struct Studio {
 }
 
 impl Drop for Studio {
-    /// SIGTERM, as a user's Ctrl-C, so that the studio removes its previews
-    /// folder from the system's temporary folder; killed if it has not
-    /// stopped within 5 s.
     fn drop(&mut self) {
-        // Once waited for, its pid may be another process's.
-        if matches!(self.child.try_wait(), Ok(Some(_))) {
-            return;
-        }
-        let pid = self.child.id() as libc::pid_t;
-        // SAFETY: kill(2) on the pid of our own child process, not yet
-        // reaped (an exited child stays a zombie until waited for).
-        if unsafe { libc::kill(pid, libc::SIGTERM) } == 0 {
-            let deadline = Instant::now() + Duration::from_secs(5);
-            while Instant::now() < deadline {
-                if matches!(self.child.try_wait(), Ok(Some(_))) {
-                    return;
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        crate::support::cli::stop(&mut self.child);
     }
 }
 

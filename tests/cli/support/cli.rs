@@ -130,3 +130,28 @@ pub fn fails(out: &Output, code: i32, message: &str) -> String {
     assert!(stderr.contains(message), "expected {message:?}: {stderr}");
     stderr
 }
+
+/// Stops a child tingshu as a user's Ctrl-C would (SIGTERM), so that it
+/// cleans up after itself (the studio's previews folder in the system's
+/// temporary folder); killed if it has not stopped within 5 s. A child
+/// already waited for is left alone: its pid may be another process's.
+pub fn stop(child: &mut std::process::Child) {
+    use std::time::{Duration, Instant};
+    if matches!(child.try_wait(), Ok(Some(_))) {
+        return;
+    }
+    let pid = child.id() as libc::pid_t;
+    // SAFETY: kill(2) on the pid of our own child process, not yet reaped
+    // (an exited child stays a zombie until waited for).
+    if unsafe { libc::kill(pid, libc::SIGTERM) } == 0 {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if matches!(child.try_wait(), Ok(Some(_))) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
