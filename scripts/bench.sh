@@ -8,7 +8,8 @@
 #    (best of N runs each).
 #   scripts/bench.sh [BOOK] [RUNS]     (NEURAL=0 skips part 1, ESPEAK=0 part 2)
 # BIN=path benchmarks another build of tingshu (an older one, for a before and
-# after in one sitting). The neural build reports the CPU time (user + system)
+# after in one sitting). It first prints the CPU and how it runs the model's
+# convolutions (figures from different CPUs do not compare). The neural build reports the CPU time (user + system)
 # of the process tree per second of audio, and the first audio of a streamed
 # preview (`preview TEXT -o -`: seconds until the first bytes past the WAV
 # header), model load included.
@@ -26,6 +27,8 @@ now() { date +%s.%N; }
 audio_of() { python3 -c "import json,glob;print(round(sum(c['duration_s'] for m in glob.glob('$1/*/manifest.json') for c in json.load(open(m))['chapters']),1))"; }
 
 if [ "${NEURAL:-1}" != 0 ] && "$bin" voices --voices voices/default.toml >/dev/null 2>&1; then
+  # Figures from different CPUs do not compare: say which ran them.
+  echo "cpu: $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1), $(nproc) cores;$("$bin" voices --voices voices/default.toml 2>/dev/null | grep -m1 'convolutions as' | sed 's/^ */ /')"
   load0=$(cut -d' ' -f1 /proc/loadavg)
   t0=$(now)
   /usr/bin/time -f '%M %U %S' -o "$tmp/rss" "$bin" build "$book" --voices voices/default.toml --out "$tmp/nout" 2>/dev/null
