@@ -9,10 +9,10 @@
 #   scripts/bench.sh [BOOK] [RUNS]     (NEURAL=0 skips part 1, ESPEAK=0 part 2)
 # BIN=path benchmarks another build of tingshu (an older one, for a before and
 # after in one sitting). It first prints the CPU and how it runs the model's
-# convolutions (figures from different CPUs do not compare). The neural build reports the CPU time (user + system)
-# of the process tree per second of audio, and the first audio of a streamed
-# preview (`preview TEXT -o -`: seconds until the first bytes past the WAV
-# header), model load included.
+# convolutions (figures from different CPUs do not compare). The neural
+# build reports the CPU time (user + system) of the process tree per second
+# of audio, and the first audio of a streamed preview (`preview TEXT -o -`:
+# seconds until the first bytes past the WAV header), model load included.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 book=${1:-../shared/samples/004_a3a7bf909582209b.txt}
