@@ -573,6 +573,12 @@ pub fn guess_genders(found: &mut [Discovered], chapters: &[Vec<ParagraphView<'_>
                 }
             }
         }
+        // 安姐, 言哥: how colleagues and juniors address one today.
+        if !not_bare_key(key) {
+            for (title, gender) in BARE_ADDRESS {
+                addressed.push((format!("{key}{title}"), i, *gender));
+            }
+        }
     }
     // 薛大爷, 秦相公, 林姑娘: a surname and a title, for the one character
     // of that surname whose name does not say the other gender.
@@ -635,6 +641,10 @@ pub fn guess_genders(found: &mut [Discovered], chapters: &[Vec<ParagraphView<'_>
                 .is_some_and(|s| s.kind != SegmentKind::Narration && s.start <= m.start());
             let pat = m.pattern().as_usize();
             match owner[pat] {
+                // 安姐夫 is her husband, 言哥们 his friends.
+                Some(_)
+                    if pat >= first_address
+                        && p.text[m.end()..].starts_with(['夫', '们', '們', '俩', '倆']) => {}
                 Some(i) if pat >= first_address => {
                     match addressed[pat - first_address].2 {
                         Gender::Female => evidence[i].female_titles += 1,
@@ -757,7 +767,16 @@ fn titles_around(e: &mut GenderEvidence, before: &str, after: &str) {
     // the lists, to pass over most names at one lookup.
     static AFTER_BYTES: std::sync::LazyLock<[bool; 256]> = std::sync::LazyLock::new(|| {
         let mut t = [false; 256];
-        for w in [NOT_TITLES, FEMALE_AFTER, HAS_HUSBAND, MALE_AFTER, HAS_WIFE].concat() {
+        for w in [
+            NOT_TITLES,
+            FEMALE_AFTER,
+            HAS_HUSBAND,
+            MALE_AFTER,
+            HAS_WIFE,
+            &["是"],
+        ]
+        .concat()
+        {
             if let Some(&b) = w.as_bytes().get(2) {
                 t[usize::from(b)] = true;
             }
@@ -789,8 +808,90 @@ fn titles_around(e: &mut GenderEvidence, before: &str, after: &str) {
     }
 }
 
+/// Kin and people words that say what one is (林默是她的女儿, 若溪是她谈了
+/// 三年的男朋友, 她是个好姑娘): (word, female).
+const IS_A: &[(&str, bool)] = &[
+    ("女朋友", true),
+    ("女友", true),
+    ("妻子", true),
+    ("老婆", true),
+    ("媳妇", true),
+    ("媳婦", true),
+    ("太太", true),
+    ("女儿", true),
+    ("女兒", true),
+    ("闺女", true),
+    ("閨女", true),
+    ("姐姐", true),
+    ("妹妹", true),
+    ("母亲", true),
+    ("母親", true),
+    ("妈妈", true),
+    ("媽媽", true),
+    ("姑娘", true),
+    ("女孩", true),
+    ("女孩子", true),
+    ("女人", true),
+    ("女生", true),
+    ("嫂子", true),
+    ("男朋友", false),
+    ("男友", false),
+    ("丈夫", false),
+    ("老公", false),
+    ("儿子", false),
+    ("兒子", false),
+    ("哥哥", false),
+    ("弟弟", false),
+    ("父亲", false),
+    ("父親", false),
+    ("爸爸", false),
+    ("男人", false),
+    ("男孩", false),
+    ("男孩子", false),
+    ("男生", false),
+    ("小伙子", false),
+    ("小夥子", false),
+    ("姐夫", false),
+];
+
+/// 是 after the name and a clause that ends in what the name is: one of
+/// [`IS_A`], alone, after a pronoun or in a phrase with 的 or 个 (not
+/// 是不是, nor a clause longer than a description).
+fn copula(e: &mut GenderEvidence, after: &str) {
+    let Some(rest) = after.strip_prefix('是') else {
+        return;
+    };
+    if rest.starts_with(['不', '否']) {
+        return;
+    }
+    let end = rest
+        .char_indices()
+        .find(|&(_, c)| is_punct(c) || "“”「」『』‘’".contains(c))
+        .map_or(rest.len(), |(at, _)| at);
+    let clause = &rest[..end];
+    if clause.chars().count() > 14 {
+        return;
+    }
+    for &(word, female) in IS_A {
+        if let Some(head) = clause.strip_suffix(word)
+            && (head.is_empty()
+                || head.contains(['的', '個', '个'])
+                || head.ends_with(['她', '他', '我', '你', '们', '們']))
+        {
+            if female {
+                e.female_titles += 1;
+            } else {
+                e.male_titles += 1;
+            }
+            return;
+        }
+    }
+}
+
 fn titles_after(e: &mut GenderEvidence, after: &str) {
-    if any_prefix(after, NOT_TITLES) {
+    if after.starts_with('是') {
+        copula(e, after);
+    } else if any_prefix(after, NOT_TITLES) {
     } else if any_prefix(after, FEMALE_AFTER) || any_prefix(after, HAS_HUSBAND) {
         e.female_titles += 1;
     } else if any_prefix(after, MALE_AFTER) || any_prefix(after, HAS_WIFE) {
@@ -989,6 +1090,18 @@ const ADDRESS_RANKS: &[&str] = &[
 /// Not 奶奶: 琏二奶奶 is 贾琏's wife.
 const ADDRESS_MALE: &[&str] = &["爷", "爺", "哥儿", "哥兒", "哥哥", "兄弟", "叔", "相公"];
 const ADDRESS_FEMALE: &[&str] = &["丫头", "丫頭", "姑娘", "姐姐", "妹妹", "姐儿", "姐兒"];
+/// 姐 / 哥 alone after a given-name character (安姐, 言哥), as colleagues,
+/// juniors and friends address one in a modern book.
+const BARE_ADDRESS: &[(&str, Gender)] = &[("姐", Gender::Female), ("哥", Gender::Male)];
+/// Given-name characters that make a word with a bare 姐 or 哥 (学姐, 帅哥,
+/// 空姐, 亲哥): never a key for those.
+const NOT_BARE_KEYS: &str = "学學亲親帅帥空靓靚";
+/// Whether a bare 姐 or 哥 after `key` makes no address of a given name
+/// (学姐, 大哥, 小姐: [`NOT_BARE_KEYS`] and [`NOT_ADDRESS_KEYS`]).
+pub(super) fn not_bare_key(key: char) -> bool {
+    NOT_BARE_KEYS.contains(key) || NOT_ADDRESS_KEYS.contains(key)
+}
+
 /// Given-name characters that also make titles and common words (大哥,
 /// 小妹, 老爷): never a key.
 const NOT_ADDRESS_KEYS: &str =
@@ -1644,6 +1757,42 @@ mod tests {
         );
         assert_eq!(titles(&got[0].1), (1, 0), "{:?}", got[0].1);
         assert_eq!(titles(&got[1].1), (0, 1), "{:?}", got[1].1);
+    }
+
+    #[test]
+    fn a_given_name_character_with_a_bare_title_addresses_its_owner() {
+        let got = guessed(
+            &[("苏安", &[]), ("许言", &[]), ("林学", &[])],
+            &[
+                "“安姐，您看这个。”",
+                "陶桃跑过来：“言哥，韩总找你。”",
+                // Her husband, his friends, and a word of its own.
+                "“安姐夫来了。”",
+                "“言哥们都到了。”",
+                "“学姐，等等。”",
+            ],
+        );
+        assert_eq!(titles(&got[0].1), (1, 0), "{:?}", got[0].1);
+        assert_eq!(titles(&got[1].1), (0, 1), "{:?}", got[1].1);
+        assert_eq!(titles(&got[2].1), (0, 0), "{:?}", got[2].1);
+    }
+
+    #[test]
+    fn what_a_name_is_says_its_gender() {
+        let got = guessed(
+            &[("陈若溪", &[]), ("林默", &[]), ("许言", &[]), ("苏安", &[])],
+            &[
+                "陈若溪是她谈了三年的男朋友，在图书馆上班。",
+                "林默是个好姑娘。",
+                // A question, and what the name is not.
+                "许言是不是你男朋友？",
+                "苏安是禾润这次比稿的负责人，也是她女儿的老师。",
+            ],
+        );
+        assert_eq!(titles(&got[0].1), (0, 1), "{:?}", got[0].1);
+        assert_eq!(titles(&got[1].1), (1, 0), "{:?}", got[1].1);
+        assert_eq!(titles(&got[2].1), (0, 0), "{:?}", got[2].1);
+        assert_eq!(titles(&got[3].1), (0, 0), "{:?}", got[3].1);
     }
 
     #[test]

@@ -78,6 +78,45 @@ fn surname_addresses(cast: &Cast) -> Vec<(String, usize)> {
     out
 }
 
+/// 安姐, 言哥: a given name's first or last character with a bare 姐 or 哥
+/// (for a character whose gender does not say the other), as colleagues,
+/// juniors and friends address one in a modern book; only where no other
+/// character's name holds that character (see [`super::gender`]'s keys).
+fn given_addresses(cast: &Cast) -> Vec<(String, usize)> {
+    let given = |name: &str| -> Option<Vec<char>> {
+        let chars: Vec<char> = name.chars().collect();
+        ((2..=3).contains(&chars.len()) && is_surname(chars[0])).then(|| chars[1..].to_vec())
+    };
+    let mut out = Vec::new();
+    for (i, c) in cast.characters.iter().enumerate() {
+        let Some(g) = given(&c.name) else {
+            continue;
+        };
+        let mut ends = vec![g[0]];
+        if g.len() > 1 {
+            ends.push(g[g.len() - 1]);
+        }
+        for key in ends {
+            if super::gender::not_bare_key(key)
+                || cast.characters.iter().enumerate().any(|(j, o)| {
+                    j != i
+                        && std::iter::once(&o.name)
+                            .chain(&o.aliases)
+                            .any(|n| n.contains(key))
+                })
+            {
+                continue;
+            }
+            for (title, fits) in [("姐", Gender::Female), ("哥", Gender::Male)] {
+                if c.gender == Gender::Unknown || c.gender == fits {
+                    out.push((format!("{key}{title}"), i));
+                }
+            }
+        }
+    }
+    out
+}
+
 /// Most words the cast matcher searches with a DFA.
 const MAX_DFA_WORDS: usize = 2000;
 
@@ -156,7 +195,10 @@ pub(super) fn cast_matcher(cast: &Cast) -> (AhoCorasick, Vec<Pattern>) {
             });
         }
     }
-    for (word, i) in surname_addresses(cast) {
+    for (word, i) in surname_addresses(cast)
+        .into_iter()
+        .chain(given_addresses(cast))
+    {
         if seen.insert(word.clone(), ()).is_none() {
             words.push(word);
             patterns.push(Pattern::Name(i));

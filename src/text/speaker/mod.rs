@@ -491,6 +491,15 @@ mod tests {
     }
 
     #[test]
+    fn a_given_name_with_a_bare_title_is_its_owner() {
+        let c = cast(&[("苏安", &[], F), ("许言", &[], M), ("陶桃", &[], F)]);
+        let text = "苏安和许言坐在工位上。\n安姐笑道：“先吃饭。”\n言哥说：“好。”";
+        assert_eq!(names(&speakers(&c, text)), ["苏安", "许言"]);
+        let (a, _) = spoken(&c, "");
+        assert_eq!(a.vocative("“安姐，走吗？”"), Some(Who::Character(0)));
+    }
+
+    #[test]
     fn continued_speech_keeps_its_speaker() {
         let c = cast(&[("林一舟", &[], M), ("苏晚", &[], F)]);
         let text = "苏晚说：“第一件事，\n“第二件事。”\n林一舟点头。";

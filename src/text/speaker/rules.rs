@@ -1078,7 +1078,7 @@ impl Context<'_, '_> {
         let mentions = self.mentions_in(j, start, end);
         let m = mentions
             .iter()
-            .find(|m| m.who.is_some() && is_subject(p.text, m, start))?;
+            .rfind(|m| m.who.is_some() && is_subject(p.text, m, start))?;
         Some(Candidate {
             who: m.who?,
             strength: Strength::Weak,
@@ -1268,4 +1268,57 @@ fn other_mention(mentions: &[Mention], who: Option<Who>) -> Option<Who> {
         .iter()
         .filter_map(|m| m.who)
         .find(|w| Some(*w) != who && matches!(w, Who::Character(_)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::{test_spans, test_views};
+    use super::*;
+    use crate::text::cast::{Cast, Character, Gender};
+
+    /// The one acting at the end of each line, by name.
+    fn beats(names: &[&str], lines: &[&str]) -> Vec<Option<String>> {
+        let cast = Cast {
+            characters: names
+                .iter()
+                .map(|n| Character {
+                    name: (*n).into(),
+                    aliases: Vec::new(),
+                    gender: Gender::Unknown,
+                    voice: None,
+                })
+                .collect(),
+        };
+        let attributor = Attributor::new(&cast);
+        let spans = test_spans(lines);
+        let paragraphs = test_views(lines, &spans);
+        let mentions = attributor.chapter_mentions(&paragraphs);
+        let ctx = Context {
+            attributor: &attributor,
+            paragraphs: &paragraphs,
+            mentions: &mentions,
+            named: &[],
+        };
+        (0..lines.len())
+            .map(|j| {
+                let who = ctx.action_beat(j)?.who;
+                attributor.name(who).map(str::to_owned)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_last_one_acting_in_a_sentence_is_its_beat() {
+        let got = beats(
+            &["苏安", "许言"],
+            &[
+                "苏安在门口坐下，旁边的许言把一杯咖啡推到她手边，连头都没抬。",
+                "许言刚讲到第三页，苏安就抬手打断了他。",
+                // Not one acted on: 许言 is the object.
+                "苏安看了许言一眼，转身走了。",
+            ],
+        );
+        let want = [Some("许言"), Some("苏安"), Some("苏安")];
+        assert_eq!(got, want.map(|w| w.map(str::to_owned)));
+    }
 }

@@ -359,9 +359,25 @@ const SPOUSE_CALLS: &[(&str, usize)] = &[
     ("娘子", 0),
 ];
 
+/// A spouse or partner one speaks of as one's own (我老公, 我前妻), with
+/// the gender it says the speaker is.
+const MY_PARTNER: &[(&str, usize)] = &[
+    ("我老公", 1),
+    ("我丈夫", 1),
+    ("我前夫", 1),
+    ("我男朋友", 1),
+    ("我老婆", 0),
+    ("我媳妇", 0),
+    ("我媳婦", 0),
+    ("我妻子", 0),
+    ("我前妻", 0),
+    ("我女朋友", 0),
+];
+
 /// The gender slot that `quote` says its speaker is of: a word they call
-/// themselves by (not 你老子, your father; not 老娘们, women), or the
-/// word for a spouse they open by calling (“老公，…”).
+/// themselves by (not 你老子, your father; not 老娘们, women), a partner
+/// they speak of as theirs (我前夫), or the word for a spouse they open by
+/// calling (“老公，…”).
 pub(super) fn self_reference(quote: &str) -> Option<usize> {
     static SELF_MATCHER: std::sync::LazyLock<aho_corasick::AhoCorasick> =
         std::sync::LazyLock::new(|| {
@@ -376,6 +392,15 @@ pub(super) fn self_reference(quote: &str) -> Option<usize> {
         if !owned && !after.is_some_and(|c| not_after.contains(c)) {
             return Some(slot);
         }
+    }
+    // One pass for 我, then the words after it.
+    if let Some(slot) = quote.match_indices('我').find_map(|(at, _)| {
+        MY_PARTNER
+            .iter()
+            .find(|(w, _)| quote[at..].starts_with(w))
+            .map(|&(_, slot)| slot)
+    }) {
+        return Some(slot);
     }
     let opening = quote.trim_start_matches(['“', '「', '『', '"']);
     SPOUSE_CALLS.iter().find_map(|&(word, slot)| {
@@ -412,6 +437,18 @@ mod tests {
         ] {
             assert_eq!(self_reference(not), None, "{not}");
         }
+    }
+
+    #[test]
+    fn a_partner_spoken_of_as_ones_own_says_the_speakers_gender() {
+        assert_eq!(
+            self_reference("“胸外科的周主任，是我前夫的表姐。”"),
+            Some(1)
+        );
+        assert_eq!(self_reference("“我男朋友在楼下等。”"), Some(1));
+        assert_eq!(self_reference("“这是给我老婆买的。”"), Some(0));
+        assert_eq!(self_reference("“你老公回来了吗？”"), None);
+        assert_eq!(self_reference("“我老家在陕北。”"), None);
     }
 
     #[test]
