@@ -461,6 +461,12 @@ fn self_introductions(quote: &str) -> impl Iterator<Item = &str> {
     INTRODUCTIONS.iter().flat_map(move |intro| {
         quote.match_indices(intro).filter_map(move |(at, _)| {
             let rest = &quote[at + intro.len()..];
+            // 我是禾润的高志远。: where one comes from, then the name.
+            let rest = if intro.ends_with('是') {
+                after_affiliation(rest)
+            } else {
+                rest
+            };
             let end = rest
                 .char_indices()
                 .take(4)
@@ -470,6 +476,25 @@ fn self_introductions(quote: &str) -> impl Iterator<Item = &str> {
             (6..=9).contains(&end).then(|| &rest[..end])
         })
     })
+}
+
+/// Longest affiliation before a name one gives (禾润的, 市一院的): Han
+/// characters and 的, in bytes.
+const MAX_AFFILIATION_BYTES: usize = 7 * 3;
+
+/// `rest` after an affiliation it opens with (禾润的高志远 → 高志远): up to
+/// [`MAX_AFFILIATION_BYTES`] of Han characters ending in 的; `rest` as it
+/// is when it opens with none.
+pub(super) fn after_affiliation(rest: &str) -> &str {
+    let window = rest
+        .char_indices()
+        .take_while(|&(at, c)| at < MAX_AFFILIATION_BYTES && is_han(c))
+        .filter(|&(_, c)| c == '的')
+        .last();
+    match window {
+        Some((at, c)) if at > 0 => &rest[at + c.len_utf8()..],
+        _ => rest,
+    }
 }
 
 /// The English name that opens `clause` (Lisa of Lisa笑道): a capital and
@@ -1213,6 +1238,28 @@ mod tests {
         let names = names_of(&found);
         assert!(names.contains(&"韩冬青"), "{names:?}");
         assert!(!names.contains(&"时再来"), "{names:?}");
+    }
+
+    #[test]
+    fn one_may_give_where_they_come_from_before_their_name() {
+        let text = [
+            "手机响了，是个陌生号码。",
+            "“苏经理吗？我是禾润的高志远。”",
+            "会议室里，高志远抬起头。",
+            "“我是你的朋友。”",
+        ];
+        let found = discovered(&text);
+        let names = names_of(&found);
+        assert!(names.contains(&"高志远"), "{names:?}");
+        assert!(!names.contains(&"朋友"), "{names:?}");
+        assert_eq!(after_affiliation("禾润的高志远。"), "高志远。");
+        assert_eq!(after_affiliation("高志远。"), "高志远。");
+        // Not past a pause, nor further than an affiliation goes.
+        assert_eq!(after_affiliation("说，的确"), "说，的确");
+        assert_eq!(
+            after_affiliation("一二三四五六七八的高"),
+            "一二三四五六七八的高"
+        );
     }
 
     #[test]

@@ -429,7 +429,8 @@ impl Attributor {
     }
 
     /// A character who names themselves in a quote (“我是孙少平。”, “我……运生。”,
-    /// “我叫侯生贵，…”): the name right after 我是/我叫 and before a pause.
+    /// “我叫侯生贵，…”, “我是禾润的高志远。”): the name right after 我是/我叫
+    /// (and where one comes from) and before a pause.
     pub(super) fn self_named(&self, quote: &str) -> Option<Who> {
         const INTRODUCTIONS: &[&str] = &["是", "就是", "叫", "名叫", "……", "…", "，", "，是"];
         for (at, _) in quote.match_indices('我') {
@@ -445,6 +446,12 @@ impl Attributor {
             for intro in INTRODUCTIONS {
                 let Some(named) = rest.strip_prefix(intro) else {
                     continue;
+                };
+                // 我是禾润的高志远: where one comes from, then the name.
+                let named = if intro.ends_with('是') {
+                    super::discovery::after_affiliation(named)
+                } else {
+                    named
                 };
                 let Some(m) = self.matcher.find(named).filter(|m| m.start() == 0) else {
                     continue;

@@ -500,6 +500,13 @@ mod tests {
     }
 
     #[test]
+    fn one_who_gives_their_name_after_where_they_come_from_speaks() {
+        let c = cast(&[("苏安", &[], F), ("高志远", &[], M)]);
+        let text = "苏安的手机响了。\n“苏经理吗？我是禾润的高志远。”";
+        assert_eq!(names(&speakers(&c, text)), ["高志远"]);
+    }
+
+    #[test]
     fn continued_speech_keeps_its_speaker() {
         let c = cast(&[("林一舟", &[], M), ("苏晚", &[], F)]);
         let text = "苏晚说：“第一件事，\n“第二件事。”\n林一舟点头。";
