@@ -237,7 +237,10 @@ fn is_speech_char(prev: Option<char>, c: char, next: Option<char>) -> bool {
         }
         '问' | '問' => !matches!(next, Some('题' | '題')),
         '叫' => !matches!(next, Some('做' | '作')),
-        '喊' | '答' | '嚷' | '吼' | '骂' | '罵' | '叹' | '嘆' => true,
+        '喊' | '答' | '嚷' | '吼' | '骂' | '罵' => true,
+        // 叹道, 叹一声; not a sigh (叹了口气, 叹气, 叹息): one may sigh
+        // without a word.
+        '叹' | '嘆' => !matches!(next, Some('了' | '气' | '氣' | '息')),
         // 操曰, 玄德曰; not 名曰 or 诗曰 (named, a poem says).
         '曰' => !matches!(
             prev,
@@ -423,6 +426,10 @@ mod tests {
         assert!(!has_speech_verb("他知道这件事"));
         assert!(!has_speech_verb("听说他来了"));
         assert!(!has_speech_verb("这个问题"));
+        // A sigh says nothing; 叹道 does.
+        assert!(!has_speech_verb("苏安叹了口气，在父亲旁边坐下"));
+        assert!(!has_speech_verb("他轻轻叹息"));
+        assert!(has_speech_verb("他叹道"));
     }
 
     #[test]
