@@ -250,16 +250,28 @@ fn is_speech_char(prev: Option<char>, c: char, next: Option<char>) -> bool {
     }
 }
 
+/// True when `s` holds a speech verb that is not negated (苏安没说话, 他不
+/// 回答, 她没有吭声: they did not speak).
 pub(super) fn has_speech_verb(s: &str) -> bool {
     let mut prev = None;
-    let mut chars = s.chars().peekable();
-    while let Some(c) = chars.next() {
-        if is_speech_char(prev, c, chars.peek().copied()) {
+    let mut chars = s.char_indices().peekable();
+    while let Some((at, c)) = chars.next() {
+        if is_speech_char(prev, c, chars.peek().map(|&(_, n)| n)) && !negated(&s[..at]) {
             return true;
         }
         prev = Some(c);
     }
-    SPEECH_MATCHER.is_match(s)
+    SPEECH_MATCHER
+        .find_iter(s)
+        .any(|m| !negated(&s[..m.start()]))
+}
+
+/// True when `before` ends in a negation of the verb after it (没, 不, 未,
+/// 没有).
+fn negated(before: &str) -> bool {
+    before.ends_with(['没', '沒', '不', '未'])
+        || before.ends_with("没有")
+        || before.ends_with("沒有")
 }
 
 static SPEECH_MATCHER: std::sync::LazyLock<AhoCorasick> = std::sync::LazyLock::new(|| {
@@ -430,6 +442,12 @@ mod tests {
         assert!(!has_speech_verb("苏安叹了口气，在父亲旁边坐下"));
         assert!(!has_speech_verb("他轻轻叹息"));
         assert!(has_speech_verb("他叹道"));
+        // Nor does one who did not speak.
+        assert!(!has_speech_verb("苏安没说话，伸手抱住了她"));
+        assert!(!has_speech_verb("他没有回答"));
+        assert!(!has_speech_verb("她不问了"));
+        assert!(has_speech_verb("她忍不住问"));
+        assert!(has_speech_verb("他没说话，过了一会儿才问"));
     }
 
     #[test]
