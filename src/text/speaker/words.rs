@@ -253,10 +253,15 @@ fn is_speech_char(prev: Option<char>, c: char, next: Option<char>) -> bool {
 /// True when `s` holds a speech verb that is not negated (苏安没说话, 他不
 /// 回答, 她没有吭声: they did not speak).
 pub(super) fn has_speech_verb(s: &str) -> bool {
-    let mut prev = None;
+    let mut prev: Option<char> = None;
     let mut chars = s.char_indices().peekable();
     while let Some((at, c)) = chars.next() {
-        if is_speech_char(prev, c, chars.peek().map(|&(_, n)| n)) && !negated(&s[..at]) {
+        // 没回答: the negation may stand before the verb's first character.
+        let word_start = match prev {
+            Some(p) if "回应應作吭接".contains(p) => at - p.len_utf8(),
+            _ => at,
+        };
+        if is_speech_char(prev, c, chars.peek().map(|&(_, n)| n)) && !negated(&s[..word_start]) {
             return true;
         }
         prev = Some(c);
