@@ -251,7 +251,7 @@ fn is_speech_char(prev: Option<char>, c: char, next: Option<char>) -> bool {
 }
 
 /// True when `s` holds a speech verb that is not negated (苏安没说话, 他不
-/// 回答, 她没有吭声: they did not speak).
+/// 回答, 她没有吭声: they did not speak) nor passive (知意被问住了).
 pub(super) fn has_speech_verb(s: &str) -> bool {
     let mut prev: Option<char> = None;
     let mut chars = s.char_indices().peekable();
@@ -272,9 +272,9 @@ pub(super) fn has_speech_verb(s: &str) -> bool {
 }
 
 /// True when `before` ends in a negation of the verb after it (没, 不, 未,
-/// 没有).
+/// 没有), or in 被 with no one between (知意被问住了: she was asked).
 fn negated(before: &str) -> bool {
-    before.ends_with(['没', '沒', '不', '未'])
+    before.ends_with(['没', '沒', '不', '未', '被'])
         || before.ends_with("没有")
         || before.ends_with("沒有")
 }
@@ -453,6 +453,9 @@ mod tests {
         assert!(!has_speech_verb("她不问了"));
         assert!(has_speech_verb("她忍不住问"));
         assert!(has_speech_verb("他没说话，过了一会儿才问"));
+        // One asked did not ask; one asked by someone named was.
+        assert!(!has_speech_verb("知意被问住了"));
+        assert!(has_speech_verb("知意被他问住了"));
     }
 
     #[test]
