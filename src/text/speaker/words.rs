@@ -272,9 +272,15 @@ pub(super) fn has_speech_verb(s: &str) -> bool {
 }
 
 /// True when `before` ends in a negation of the verb after it (没, 不, 未,
-/// 没有), or in 被 with no one between (知意被问住了: she was asked).
+/// 没有), or in 被 with no one or a pronoun between (知意被问住了, 老夫人被她
+/// 问住了: the subject was asked).
 fn negated(before: &str) -> bool {
-    before.ends_with(['没', '沒', '不', '未', '被'])
+    let mut back = before.chars().rev();
+    // 老夫人被她问住了: the one asked is the subject, not the one asking.
+    let passive =
+        matches!(back.next(), Some('他' | '她' | '你' | '我')) && back.next() == Some('被');
+    passive
+        || before.ends_with(['没', '沒', '不', '未', '被'])
         || before.ends_with("没有")
         || before.ends_with("沒有")
 }
@@ -455,7 +461,8 @@ mod tests {
         assert!(has_speech_verb("他没说话，过了一会儿才问"));
         // One asked did not ask; one asked by someone named was.
         assert!(!has_speech_verb("知意被问住了"));
-        assert!(has_speech_verb("知意被他问住了"));
+        assert!(!has_speech_verb("老夫人被她问住了"));
+        assert!(has_speech_verb("知意被陆景深问住了"));
     }
 
     #[test]
