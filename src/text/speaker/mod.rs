@@ -911,6 +911,14 @@ mod tests {
         assert_eq!(names(&speakers(&c, "“万岁！”众人齐声喊道。")), ["众人"]);
         let text = "林一舟说：“上船。”\n众人一面跑一面喊道：\n“开船！”\n“快开船！”";
         assert_eq!(names(&speakers(&c, text)), ["林一舟", "众人", "众人"]);
+        // Not past narration that moves on.
+        let c = cast(&[("林一舟", &[], M), ("苏晚", &[], F)]);
+        let text = "众人纷纷举杯：“干杯！”\n散场前，林一舟在露台上找到了苏晚。\n“刚才的事，是我没处理好。”\n“不关你的事。”";
+        let got = speakers(&c, text);
+        assert!(
+            got[1..].iter().all(|n| n.as_deref() != Some("众人")),
+            "{got:?}"
+        );
     }
 
     #[test]

@@ -285,10 +285,11 @@ impl Context<'_, '_> {
         let mut candidates = self.latent_candidates(&l, cascade);
         let mut gender_unsure = false;
         let pronoun = someone.map(|c| c.who);
-        // A crowd shouts on (“快追！” “别让他们跑了！”); a quote a colon
-        // introduced is that unnamed one's; `他问。` is a man's.
+        // A crowd shouts on (“快追！” “别让他们跑了！”), right after its
+        // turn (not past narration that moves on: 散场前，…); a quote a
+        // colon introduced is that unnamed one's; `他问。` is a man's.
         let who = match last_speaker {
-            Some(crowd @ Who::Crowd(_)) => Some(crowd),
+            Some(crowd @ Who::Crowd(_)) if prev_is_turn => Some(crowd),
             _ if introduced => pronoun,
             _ => {
                 let genders = &self.attributor.genders;
@@ -356,7 +357,9 @@ impl Context<'_, '_> {
                 }
             }
         };
-        let addressee = last_speaker.filter(|l| Some(*l) != who && !turns.is_empty());
+        // Not a crowd that shouted: it does not take the next turn.
+        let addressee = last_speaker
+            .filter(|l| Some(*l) != who && !turns.is_empty() && !matches!(l, Who::Crowd(_)));
         Decision {
             speaker: who,
             addressee,
@@ -1195,7 +1198,11 @@ fn turn_taking(turns: &[Turn], vocative: Option<Who>, recent: Option<Who>) -> Op
             .rev()
             .skip(1)
             .take(3)
-            .find_map(|t| t.speaker.filter(|s| Some(*s) != last.speaker)),
+            // A crowd that shouted once does not take the next turn.
+            .find_map(|t| {
+                t.speaker
+                    .filter(|s| Some(*s) != last.speaker && !matches!(s, Who::Crowd(_)))
+            }),
         recent,
     ];
     candidates
