@@ -256,19 +256,24 @@ pub(super) fn has_speech_verb(s: &str) -> bool {
     let mut prev: Option<char> = None;
     let mut chars = s.char_indices().peekable();
     while let Some((at, c)) = chars.next() {
-        // 没回答: the negation may stand before the verb's first character.
-        let word_start = match prev {
-            Some(p) if "回应應作吭接".contains(p) => at - p.len_utf8(),
-            _ => at,
-        };
-        if is_speech_char(prev, c, chars.peek().map(|&(_, n)| n)) && !negated(&s[..word_start]) {
-            return true;
+        if is_speech_char(prev, c, chars.peek().map(|&(_, n)| n)) {
+            // 没回答: the negation may stand before the verb's first character.
+            let word_start = match prev {
+                Some(p) if matches!(p, '回' | '应' | '應' | '作' | '吭' | '接') => {
+                    at - p.len_utf8()
+                }
+                _ => at,
+            };
+            if !negated(&s[..word_start]) {
+                return true;
+            }
         }
         prev = Some(c);
     }
-    SPEECH_MATCHER
-        .find_iter(s)
-        .any(|m| !negated(&s[..m.start()]))
+    SPEECH_MATCHER.is_match(s)
+        && SPEECH_MATCHER
+            .find_iter(s)
+            .any(|m| !negated(&s[..m.start()]))
 }
 
 /// True when `before` ends in a negation of the verb after it (没, 不, 未,
