@@ -196,6 +196,10 @@ const CONTEXT_WEIGHT: f32 = 0.5;
 /// thousandths) over how many words.
 const CONTEXT_MIN_MILLI: i16 = 50;
 const CONTEXT_MIN_WORDS: u32 = 50;
+/// Or over fewer words, when their lean times their count (in thousandths)
+/// reaches so much: as far as 50 words leaning 0.1 go.
+const CONTEXT_FEW_WORDS: u32 = 20;
+const CONTEXT_MIN_TOTAL: i64 = 5_000;
 /// Characters each side of a name whose words are counted, within its clause.
 const CONTEXT_CHARS: usize = 8;
 
@@ -284,7 +288,11 @@ impl GenderEvidence {
     /// The gender the words around the name lean to, when they lean enough
     /// over enough words.
     pub fn context(&self) -> Gender {
-        if self.context_words < CONTEXT_MIN_WORDS {
+        // Fewer words count when they lean far (程默: −0.176 over 38).
+        let total = i64::from(self.context_milli).abs() * i64::from(self.context_words);
+        let enough = self.context_words >= CONTEXT_MIN_WORDS
+            || (self.context_words >= CONTEXT_FEW_WORDS && total >= CONTEXT_MIN_TOTAL);
+        if !enough {
             Gender::Unknown
         } else if self.context_milli >= CONTEXT_MIN_MILLI {
             Gender::Female
@@ -1775,6 +1783,25 @@ mod tests {
         assert_eq!(titles(&got[0].1), (1, 0), "{:?}", got[0].1);
         assert_eq!(titles(&got[1].1), (0, 1), "{:?}", got[1].1);
         assert_eq!(titles(&got[2].1), (0, 0), "{:?}", got[2].1);
+    }
+
+    #[test]
+    fn few_words_around_a_name_count_when_they_lean_far() {
+        let around = |milli: i16, words: u32| {
+            GenderEvidence {
+                context_milli: milli,
+                context_words: words,
+                ..Default::default()
+            }
+            .context()
+        };
+        assert_eq!(around(-176, 38), Gender::Male);
+        assert_eq!(around(150, 40), Gender::Female);
+        // Not leaning far enough for so few words, nor too few at all.
+        assert_eq!(around(-60, 38), Gender::Unknown);
+        assert_eq!(around(-400, 12), Gender::Unknown);
+        // As before over many words.
+        assert_eq!(around(-60, 80), Gender::Male);
     }
 
     #[test]
