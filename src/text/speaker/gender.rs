@@ -862,6 +862,9 @@ const IS_A: &[(&str, bool)] = &[
     ("姐夫", false),
 ];
 
+/// Longest clause after 是 that says what one is, in characters.
+const MAX_COPULA_CHARS: usize = 14;
+
 /// 是 after the name and a clause that ends in what the name is: one of
 /// [`IS_A`], alone, after a pronoun or in a phrase with 的 or 个 (not
 /// 是不是, nor a clause longer than a description).
@@ -872,14 +875,25 @@ fn copula(e: &mut GenderEvidence, after: &str) {
     if rest.starts_with(['不', '否']) {
         return;
     }
-    let end = rest
+    // The clause ends within 15 characters, or it is no description (and
+    // the scan stays short on any paragraph).
+    let Some(end) = rest
         .char_indices()
-        .find(|&(_, c)| is_punct(c) || "“”「」『』‘’".contains(c))
-        .map_or(rest.len(), |(at, _)| at);
-    let clause = &rest[..end];
-    if clause.chars().count() > 14 {
+        .take(MAX_COPULA_CHARS + 1)
+        .find(|&(_, c)| {
+            is_punct(c) || matches!(c, '“' | '”' | '「' | '」' | '『' | '』' | '‘' | '’')
+        })
+        .map(|(at, _)| at)
+        .or_else(|| {
+            rest.chars()
+                .nth(MAX_COPULA_CHARS)
+                .is_none()
+                .then_some(rest.len())
+        })
+    else {
         return;
-    }
+    };
+    let clause = &rest[..end];
     for &(word, female) in IS_A {
         if let Some(head) = clause.strip_suffix(word)
             && (head.is_empty()
@@ -1807,15 +1821,23 @@ mod tests {
     #[test]
     fn what_a_name_is_says_its_gender() {
         let got = guessed(
-            &[("陈若溪", &[]), ("林默", &[]), ("许言", &[]), ("苏安", &[])],
+            &[
+                ("陈若溪", &[]),
+                ("林默", &[]),
+                ("许言", &[]),
+                ("苏安", &[]),
+                ("周晴", &[]),
+            ],
             &[
                 "陈若溪是她谈了三年的男朋友，在图书馆上班。",
                 "林默是个好姑娘。",
-                // A question, and what the name is not.
+                // A question, what the name is not, a clause too long.
                 "许言是不是你男朋友？",
                 "苏安是禾润这次比稿的负责人，也是她女儿的老师。",
+                "周晴是城南那家开了二十多年的小饭馆老板的女儿",
             ],
         );
+        assert_eq!(titles(&got[4].1), (0, 0), "{:?}", got[4].1);
         assert_eq!(titles(&got[0].1), (0, 1), "{:?}", got[0].1);
         assert_eq!(titles(&got[1].1), (1, 0), "{:?}", got[1].1);
         assert_eq!(titles(&got[2].1), (0, 0), "{:?}", got[2].1);
