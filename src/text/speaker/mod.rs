@@ -39,6 +39,7 @@
 //! - `discovery`: finding the names of a book without a cast file;
 //! - `gender`: guessing the genders of the names found.
 
+mod call;
 mod clause;
 mod discovery;
 mod gender;
@@ -57,6 +58,7 @@ pub use discovery::{Discovered, NARRATOR, add_narrator, discover};
 pub use gender::{GenderEvidence, GenderGuess, guess_genders};
 pub use scorer::TagStyle;
 
+use call::Call;
 use mentions::Pattern;
 use rules::{Context, Decision, Turn, continues_speech};
 use words::CROWDS;
@@ -163,6 +165,8 @@ impl Attributor {
             .map(|p| vec![Spoken::default(); p.spans.len()])
             .collect();
         let mut turns: Vec<Turn> = Vec::new();
+        // A telephone call going on.
+        let mut call: Option<Call> = None;
         // Index of the previous paragraph that takes part (not skipped).
         let mut previous: Option<usize> = None;
         let mut continued: Option<Spoken> = None;
@@ -180,6 +184,20 @@ impl Attributor {
             };
             let has_dialogue = p.spans.iter().any(|s| s.kind == SegmentKind::Dialogue);
             if !has_dialogue {
+                // Hung up, or gone on to something else once the two spoke
+                // (not while it rings: 我下意识坐直了身子。…).
+                let over = call.is_some_and(|c| {
+                    Call::hung_up(p.text) || (c.started() && Call::moved_on(p.text))
+                });
+                if over {
+                    call = None;
+                } else if let Some(opened) = Call::opened(&ctx, i) {
+                    call = Some(opened);
+                } else if let Some(on) = call.as_mut()
+                    && !on.wait_for_holder(&ctx, i)
+                {
+                    call = None;
+                }
                 let last_speaker = turns.last().and_then(|t| t.speaker);
                 adjacent = adjacent && (ctx.is_tag(i) || ctx.is_beat_of(i, last_speaker));
                 previous = Some(i);
@@ -191,20 +209,63 @@ impl Attributor {
                 s.kind == SegmentKind::Dialogue
                     && previous.is_some_and(|j| continues_speech(&paragraphs[j], s))
             });
+            // A call this paragraph opens (她接起电话：“喂？”, 屏幕上跳出两个字
+            // ——“母上”。): its own quotes are the rules' to give.
+            let opened = Call::opened(&ctx, i);
+            let opens_call = opened.is_some();
+            if opened.is_some() {
+                call = opened;
+            }
             let Decision {
-                speaker,
+                mut speaker,
                 addressee,
                 own,
-                gender_unsure,
+                mut gender_unsure,
+                tagged,
             } = match (opens_continued, continued) {
                 (true, Some(spoken)) => Decision {
                     speaker: spoken.who,
                     addressee: turns.last().and_then(|t| t.addressee),
                     own: Vec::new(),
                     gender_unsure: spoken.gender_unsure,
+                    tagged: true,
                 },
                 _ => ctx.decide(i, previous, prev_is_turn, &turns),
             };
+            // On the phone: the holder and the caller take turns.
+            let first = p
+                .spans
+                .iter()
+                .find(|s| s.kind == SegmentKind::Dialogue)
+                .map_or("", |s| s.text(p.text));
+            if let Some(on) = call.as_mut().filter(|_| opens_call) {
+                let introduced = p
+                    .spans
+                    .iter()
+                    .position(|s| s.kind == SegmentKind::Dialogue)
+                    .filter(|&k| k > 0)
+                    .is_some_and(|k| {
+                        p.spans[k - 1]
+                            .text(p.text)
+                            .trim_end()
+                            .ends_with(['：', ':'])
+                    });
+                on.opened_with(speaker, first, introduced, self.vocative(first));
+            } else if let Some(on) = call.as_mut() {
+                match on.speaker(first, self.vocative(first), speaker, tagged) {
+                    Some(who) => {
+                        gender_unsure &= who == speaker;
+                        speaker = who;
+                    }
+                    None => call = None,
+                }
+                if p.spans
+                    .iter()
+                    .any(|s| s.kind == SegmentKind::Narration && Call::hung_up(s.text(p.text)))
+                {
+                    call = None;
+                }
+            }
             for (k, s) in p.spans.iter().enumerate() {
                 if s.kind == SegmentKind::Dialogue {
                     // `own` is in span order.
@@ -504,6 +565,32 @@ mod tests {
         let c = cast(&[("苏安", &[], F), ("高志远", &[], M)]);
         let text = "苏安的手机响了。\n“苏经理吗？我是禾润的高志远。”";
         assert_eq!(names(&speakers(&c, text)), ["高志远"]);
+    }
+
+    #[test]
+    fn on_the_phone_the_holder_and_the_caller_take_turns() {
+        let c = cast(&[("苏安", &["安安"], F), ("许言", &[], M), ("林默", &[], F)]);
+        // A kin caller the cast does not name: a woman, unnamed; the two
+        // take turns until the narration moves on; then the room speaks.
+        let text = "苏安和许言坐在工位上，林默在对面看文件。\n            手机在桌上震起来，屏幕上跳出“二姨”两个字。\n            苏安硬着头皮接起来。\n            “安安！你昨晚怎么回事？”\n            “二姨，对不起，我加班忘了……”\n            “忘了？这种事也能忘？”\n            “我明天亲自去道歉，行吗？”\n            电话挂了。苏安把手机扣在桌上，半天没说话。\n            许言探过头来：“相亲？”\n            “嗯。”";
+        assert_eq!(
+            speakers(&c, text),
+            [
+                Some("(female)".to_owned()),
+                Some("苏安".to_owned()),
+                Some("(female)".to_owned()),
+                Some("苏安".to_owned()),
+                Some("许言".to_owned()),
+                Some("苏安".to_owned()),
+            ]
+        );
+        // The holder calls the caller by name at once (“郑哥？”).
+        let c = cast(&[("沈若溪", &["若溪"], F), ("郑海", &[], M), ("唐蜜", &[], F)]);
+        let text = "沈若溪和唐蜜坐在沙发上。\n            手机又响了。沈若溪看了一眼屏幕，换上一副温柔的嗓音：“郑哥？”\n            “若溪啊，秦总刚才问我，那个营销号是怎么回事。”\n            “我哪知道呀。”\n            “这段时间，你消停点。”";
+        assert_eq!(
+            names(&speakers(&c, text)),
+            ["沈若溪", "郑海", "沈若溪", "郑海"]
+        );
     }
 
     #[test]

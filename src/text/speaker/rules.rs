@@ -116,6 +116,8 @@ pub(super) struct Decision {
     /// The scorer chose `speaker` among candidates of both genders without
     /// being sure of the gender: a voice of neither reads it.
     pub(super) gender_unsure: bool,
+    /// A tag (a strong candidate) named `speaker`.
+    pub(super) tagged: bool,
 }
 
 /// A paragraph with dialogue, as one turn of a conversation.
@@ -246,6 +248,7 @@ impl Context<'_, '_> {
                     addressee: Some(c.who),
                     own,
                     gender_unsure: false,
+                    tagged: false,
                 };
             }
             if accept(c) {
@@ -254,6 +257,7 @@ impl Context<'_, '_> {
                     addressee: c.addressee,
                     own,
                     gender_unsure: false,
+                    tagged: c.strength == Strength::Strong,
                 };
             }
         }
@@ -365,6 +369,7 @@ impl Context<'_, '_> {
             addressee,
             own,
             gender_unsure,
+            tagged: false,
         }
     }
 
@@ -676,7 +681,7 @@ impl Context<'_, '_> {
             .all(|m| after_preposition(&text[..m.start]))
     }
 
-    fn mentions_in(&self, i: usize, start: usize, end: usize) -> &[Mention] {
+    pub(super) fn mentions_in(&self, i: usize, start: usize, end: usize) -> &[Mention] {
         let all = &self.mentions[i];
         let from = all.partition_point(|m| m.start < start);
         let to = all.partition_point(|m| m.start < end);
@@ -830,7 +835,7 @@ impl Context<'_, '_> {
     /// byte `at` (at most [`MAX_CALL_PARAGRAPHS`], and [`MAX_CALL_BYTES`] of
     /// their text: the attributor stays linear on a paragraph of a thousand
     /// calls).
-    fn caller_before(&self, i: usize, at: usize) -> Option<Who> {
+    pub(super) fn caller_before(&self, i: usize, at: usize) -> Option<Who> {
         let mut budget = MAX_CALL_BYTES;
         for j in (i.saturating_sub(MAX_CALL_PARAGRAPHS)..=i).rev() {
             let p = &self.paragraphs[j];
