@@ -187,12 +187,14 @@ impl Call {
                 .iter()
                 .filter(|m| matches!(m.who, Some(Who::Character(_))) && m.who != holder)
                 .find(|m| {
-                    let after = &text[m.end..(m.end + MAX_CALLING_BYTES).min(text.len())];
-                    let after = &after[..(0..=after.len())
-                        .rev()
-                        .find(|&k| after.is_char_boundary(k))
-                        .unwrap_or(0)];
-                    CALLING.iter().any(|w| after.contains(w))
+                    if m.end > text.len() {
+                        return false;
+                    }
+                    let mut to = (m.end + MAX_CALLING_BYTES).min(text.len());
+                    while !text.is_char_boundary(to) {
+                        to -= 1;
+                    }
+                    CALLING.iter().any(|w| text[m.end..to].contains(w))
                 })
                 .and_then(|m| m.who)
         };
@@ -342,10 +344,11 @@ fn holder_in(ctx: &Context<'_, '_>, i: usize, end: usize) -> Option<Who> {
     let text = &ctx.paragraphs[i].text[..end];
     let mentions = ctx.mentions_in(i, 0, end);
     let person = |m: &&Mention| matches!(m.who, Some(Who::Character(_) | Who::Someone(_)));
-    let owner = mentions
-        .iter()
-        .filter(person)
-        .find(|m| OWNED_PHONES.iter().any(|w| text[m.end..].starts_with(w)));
+    let owner = mentions.iter().filter(person).find(|m| {
+        OWNED_PHONES
+            .iter()
+            .any(|w| text.get(m.end..).is_some_and(|t| t.starts_with(w)))
+    });
     let picker = || {
         let at = PICKUPS.iter().filter_map(|w| text.find(w)).min()?;
         mentions
@@ -365,6 +368,44 @@ fn holder_in(ctx: &Context<'_, '_>, i: usize, end: usize) -> Option<Who> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_caller_named_before_any_width_of_text_is_found_without_panicking() {
+        use crate::text::cast::{Cast, Character, Gender};
+        use crate::text::speaker::Attributor;
+        use crate::text::speaker::test_support::{test_spans, test_views};
+        let cast = Cast {
+            characters: ["苏安", "周桂芳"]
+                .iter()
+                .map(|n| Character {
+                    name: (*n).into(),
+                    aliases: Vec::new(),
+                    gender: Gender::Female,
+                    voice: None,
+                })
+                .collect(),
+        };
+        let attributor = Attributor::new(&cast);
+        // ASCII after the name puts byte 24 inside a character.
+        for line in [
+            "苏安的手机响了。周桂芳ab从来不打电话，真的。",
+            "苏安的手机响了。周桂芳a打来的。",
+            "苏安的手机响了。周桂芳",
+        ] {
+            let lines = [line];
+            let spans = test_spans(&lines);
+            let paragraphs = test_views(&lines, &spans);
+            let mentions = attributor.chapter_mentions(&paragraphs);
+            let ctx = Context {
+                attributor: &attributor,
+                paragraphs: &paragraphs,
+                mentions: &mentions,
+                named: &[],
+            };
+            let call = Call::opened(&ctx, 0).expect(line);
+            assert_eq!(call.holder, Some(Who::Character(0)), "{line}");
+        }
+    }
 
     #[test]
     fn kin_callers_say_a_gender() {
