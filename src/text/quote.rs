@@ -119,8 +119,8 @@ pub fn scan_paragraph(paragraph: &str, out: &mut Vec<SpanRange>) {
         let before2 = back.next();
         let before = before.or_else(|| last_visible(paragraph, out, first, narration_start));
         let after = paragraph[end..].chars().next();
-        let shown =
-            matches!(before, Some('：' | '，')) && is_shown(&paragraph[narration_start..i], inner);
+        let shown = matches!(before, Some('：' | '，' | '—'))
+            && is_shown(&paragraph[narration_start..i], inner);
         if closed && (shown || is_scare_quote(before, before2, inner, after, &paragraph[end..])) {
             i = end;
             continue;
@@ -366,8 +366,8 @@ const SHOWING: &[&str] = &[
 /// Longest word a screen shows (in characters).
 const SHOWN_MAX_CHARS: usize = 6;
 
-/// Is a quote after a colon or a comma a word a screen shows (屏幕上跳出两个
-/// 字：“蔓姐”)? A short quote with no punctuation whose clause before the colon
+/// Is a quote after a colon, a comma or a dash a word a screen shows (屏幕上
+/// 跳出两个字：“蔓姐”, ——“母上”)? A short quote with no punctuation whose clause before the colon
 /// says so: narration, not speech.
 fn is_shown(narration: &str, inner: &str) -> bool {
     // The quote first: most are long, and end in punctuation.
@@ -383,7 +383,7 @@ fn is_shown(narration: &str, inner: &str) -> bool {
     }
     let clause = narration
         .trim_end()
-        .trim_end_matches(['：', '，'])
+        .trim_end_matches(['：', '，', '—'])
         .rsplit(|c: char| is_clause_punct(c))
         .next()
         .unwrap_or("");
@@ -516,6 +516,7 @@ mod tests {
             "手机震了起来，屏幕上跳出两个字：“蔓姐”。她按下接听。",
             "手机响了，屏幕上跳出两个字，“苏晴”。",
             "看到来电显示：“妈”，她的心一下子提到了嗓子眼。",
+            "我的手机响了。屏幕上跳出两个字——“母上”。",
         ] {
             assert_eq!(kinds(p), [(Narration, p.into())], "{p}");
         }
