@@ -371,38 +371,16 @@ mod tests {
 
     #[test]
     fn a_caller_named_before_any_width_of_text_is_found_without_panicking() {
-        use crate::text::cast::{Cast, Character, Gender};
-        use crate::text::speaker::Attributor;
-        use crate::text::speaker::test_support::{test_spans, test_views};
-        let cast = Cast {
-            characters: ["苏安", "周桂芳"]
-                .iter()
-                .map(|n| Character {
-                    name: (*n).into(),
-                    aliases: Vec::new(),
-                    gender: Gender::Female,
-                    voice: None,
-                })
-                .collect(),
-        };
-        let attributor = Attributor::new(&cast);
+        use crate::text::cast::Gender;
+        use crate::text::speaker::test_support::{test_cast, with_context};
+        let cast = test_cast(&["苏安", "周桂芳"], Gender::Female);
         // ASCII after the name puts byte 24 inside a character.
         for line in [
             "苏安的手机响了。周桂芳ab从来不打电话，真的。",
             "苏安的手机响了。周桂芳a打来的。",
             "苏安的手机响了。周桂芳",
         ] {
-            let lines = [line];
-            let spans = test_spans(&lines);
-            let paragraphs = test_views(&lines, &spans);
-            let mentions = attributor.chapter_mentions(&paragraphs);
-            let ctx = Context {
-                attributor: &attributor,
-                paragraphs: &paragraphs,
-                mentions: &mentions,
-                named: &[],
-            };
-            let call = Call::opened(&ctx, 0).expect(line);
+            let call = with_context(&cast, &[line], |ctx, _| Call::opened(ctx, 0)).expect(line);
             assert_eq!(call.holder, Some(Who::Character(0)), "{line}");
         }
     }

@@ -233,26 +233,20 @@ impl Attributor {
                 _ => ctx.decide(i, previous, prev_is_turn, &turns),
             };
             // On the phone: the holder and the caller take turns.
-            let first = p
-                .spans
-                .iter()
-                .find(|s| s.kind == SegmentKind::Dialogue)
-                .map_or("", |s| s.text(p.text));
+            // The paragraph's first quote, and the one it calls by name.
+            let first_at = p.spans.iter().position(|s| s.kind == SegmentKind::Dialogue);
+            let first = first_at.map_or("", |k| p.spans[k].text(p.text));
+            let vocative = first_at.and_then(|_| self.vocative(first));
             if let Some(on) = call.as_mut().filter(|_| opens_call) {
-                let introduced = p
-                    .spans
-                    .iter()
-                    .position(|s| s.kind == SegmentKind::Dialogue)
-                    .filter(|&k| k > 0)
-                    .is_some_and(|k| {
-                        p.spans[k - 1]
-                            .text(p.text)
-                            .trim_end()
-                            .ends_with(['：', ':'])
-                    });
-                on.opened_with(speaker, first, introduced, self.vocative(first));
+                let introduced = first_at.filter(|&k| k > 0).is_some_and(|k| {
+                    p.spans[k - 1]
+                        .text(p.text)
+                        .trim_end()
+                        .ends_with(['：', ':'])
+                });
+                on.opened_with(speaker, first, introduced, vocative);
             } else if let Some(on) = call.as_mut() {
-                match on.speaker(first, self.vocative(first), speaker, tagged) {
+                match on.speaker(first, vocative, speaker, tagged) {
                     Some(who) => {
                         gender_unsure &= who == speaker;
                         speaker = who;
@@ -291,11 +285,7 @@ impl Attributor {
                 paragraph: i,
                 speaker,
                 addressee,
-                vocative: p
-                    .spans
-                    .iter()
-                    .find(|s| s.kind == SegmentKind::Dialogue)
-                    .and_then(|s| self.vocative(s.text(p.text))),
+                vocative,
             });
             previous = Some(i);
             adjacent = true;
@@ -317,8 +307,45 @@ impl Attributor {
 /// parts build them.
 #[cfg(test)]
 pub(crate) mod test_support {
-    use super::ParagraphView;
+    use super::rules::Context;
+    use super::{Attributor, ParagraphView};
+    use crate::text::cast::{Cast, Character, Gender};
     use crate::text::quote::{SpanRange, scan_paragraph};
+
+    /// A cast of `names`, all of `gender`, with no aliases.
+    pub(super) fn test_cast(names: &[&str], gender: Gender) -> Cast {
+        Cast {
+            characters: names
+                .iter()
+                .map(|n| Character {
+                    name: (*n).into(),
+                    aliases: Vec::new(),
+                    gender,
+                    voice: None,
+                })
+                .collect(),
+        }
+    }
+
+    /// `f` over the rules' view of `lines` (one chapter) with `cast`, and
+    /// the attributor behind it.
+    pub(super) fn with_context<T>(
+        cast: &Cast,
+        lines: &[&str],
+        f: impl FnOnce(&Context<'_, '_>, &Attributor) -> T,
+    ) -> T {
+        let attributor = Attributor::new(cast);
+        let spans = test_spans(lines);
+        let paragraphs = test_views(lines, &spans);
+        let mentions = attributor.chapter_mentions(&paragraphs);
+        let ctx = Context {
+            attributor: &attributor,
+            paragraphs: &paragraphs,
+            mentions: &mentions,
+            named: &[],
+        };
+        f(&ctx, &attributor)
+    }
 
     /// The quote spans of each line.
     pub(crate) fn test_spans(lines: &[&str]) -> Vec<Vec<SpanRange>> {

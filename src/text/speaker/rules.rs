@@ -1284,39 +1284,23 @@ fn other_mention(mentions: &[Mention], who: Option<Who>) -> Option<Who> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_support::{test_spans, test_views};
-    use super::*;
-    use crate::text::cast::{Cast, Character, Gender};
+    use super::super::test_support::{test_cast, with_context};
+    use crate::text::cast::Gender;
 
     /// The one acting at the end of each line, by name.
     fn beats(names: &[&str], lines: &[&str]) -> Vec<Option<String>> {
-        let cast = Cast {
-            characters: names
-                .iter()
-                .map(|n| Character {
-                    name: (*n).into(),
-                    aliases: Vec::new(),
-                    gender: Gender::Unknown,
-                    voice: None,
-                })
-                .collect(),
-        };
-        let attributor = Attributor::new(&cast);
-        let spans = test_spans(lines);
-        let paragraphs = test_views(lines, &spans);
-        let mentions = attributor.chapter_mentions(&paragraphs);
-        let ctx = Context {
-            attributor: &attributor,
-            paragraphs: &paragraphs,
-            mentions: &mentions,
-            named: &[],
-        };
-        (0..lines.len())
-            .map(|j| {
-                let who = ctx.action_beat(j)?.who;
-                attributor.name(who).map(str::to_owned)
-            })
-            .collect()
+        with_context(
+            &test_cast(names, Gender::Unknown),
+            lines,
+            |ctx, attributor| {
+                (0..lines.len())
+                    .map(|j| {
+                        let who = ctx.action_beat(j)?.who;
+                        attributor.name(who).map(str::to_owned)
+                    })
+                    .collect()
+            },
+        )
     }
 
     #[test]
