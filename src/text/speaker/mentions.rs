@@ -491,7 +491,8 @@ impl Attributor {
         let Some(m) = self.matcher.find(inner).filter(|m| m.start() == 0) else {
             return self
                 .given_name_vocative(inner)
-                .or_else(|| self.asked_who(inner));
+                .or_else(|| self.asked_who(inner))
+                .or_else(|| self.closing_vocative(inner));
         };
         let (Pattern::Name(c) | Pattern::TitledName(c, _)) = self.patterns[m.pattern().as_usize()]
         else {
@@ -499,6 +500,31 @@ impl Attributor {
         };
         let (rest, _) = after_address(&inner[m.end()..]);
         pauses(rest).then_some(Who::Character(c))
+    }
+
+    /// A character called by name at the end of the quote, after a comma
+    /// (“放那儿吧，赵姨。”, “走了，沈队！”): the one spoken to. Only after a
+    /// comma: a name alone after a stop can be an answer (“谁来了？赵姨。”).
+    /// Not after a clause that says who someone is (“这就是我们的设计师，沈知
+    /// 意。”, “我是她的经纪人，唐蔓。”, “那个阿屿，江屿！”): the name stands beside it.
+    fn closing_vocative(&self, inner: &str) -> Option<Who> {
+        let body = inner
+            .trim_end_matches(['”', '」', '』', '"'])
+            .trim_end_matches(['。', '！', '？', '!', '?', '…', '～', '~']);
+        let (before, last) = body.rsplit_once(['，', ','])?;
+        let clause = before
+            .rsplit_once(|c: char| is_punct(c))
+            .map_or(before, |(_, c)| c);
+        let says_who = ["那个", "这个", "那位", "这位", "那個", "這個"]
+            .iter()
+            .any(|d| clause.contains(d))
+            || clause
+                .split_once('是')
+                .is_some_and(|(_, named)| named.chars().count() >= 2);
+        if says_who {
+            return None;
+        }
+        self.called(last)
     }
 
     /// A quote that opens by calling a character by the given name

@@ -199,6 +199,19 @@ impl Attributor {
                     call = None;
                 }
                 let last_speaker = turns.last().and_then(|t| t.speaker);
+                // 沈知微把情况简单说了一遍。: a turn told, not quoted.
+                if let Some(who) = ctx.narrated_turn(i) {
+                    turns.push(Turn {
+                        paragraph: i,
+                        speaker: Some(who),
+                        addressee: last_speaker.filter(|l| *l != who),
+                        vocative: None,
+                    });
+                    adjacent = true;
+                    previous = Some(i);
+                    continued = None;
+                    continue;
+                }
                 adjacent = adjacent && (ctx.is_tag(i) || ctx.is_beat_of(i, last_speaker));
                 previous = Some(i);
                 continued = None;
@@ -552,6 +565,14 @@ mod tests {
     }
 
     #[test]
+    fn speech_told_in_the_narration_is_a_turn() {
+        let c = cast(&[("沈知微", &[], F), ("孙志强", &[], M)]);
+        // Without the told turn, 孙志强 asked last and 沈知微 would answer.
+        let text = "孙志强坐在沙发上。\n“出什么事了？”孙志强问。\n沈知微把情况简单说了一遍。\n“什么时候的事？”\n“昨晚。”";
+        assert_eq!(names(&speakers(&c, text)), ["孙志强", "孙志强", "沈知微"]);
+    }
+
+    #[test]
     fn a_surname_and_a_title_call_the_one_of_that_surname() {
         let c = cast(&[("孙志强", &[], M), ("韩建军", &[], M), ("沈知微", &[], F)]);
         let text = "孙志强坐在对面，韩建军翻开了本子。\n“孙总，昨晚在哪儿吃的饭？”\n“在家吃的。”";
@@ -560,6 +581,14 @@ mod tests {
         let (a, _) = spoken(&c, "");
         assert_eq!(a.vocative("“沈队，走吗？”"), Some(Who::Character(2)));
         assert_eq!(a.vocative("“沈哥，走吗？”"), None);
+        // At the end, after a comma, too; not a name alone after a stop.
+        assert_eq!(a.vocative("“走了，沈队！”"), Some(Who::Character(2)));
+        assert_eq!(a.vocative("“放那儿吧，孙总。”"), Some(Who::Character(0)));
+        assert_eq!(a.vocative("“谁来了？孙总。”"), None);
+        assert_eq!(a.vocative("“我去找孙总。”"), None);
+        assert_eq!(a.vocative("“是我，孙总。”"), Some(Who::Character(0)));
+        assert_eq!(a.vocative("“这就是我们的老板，孙总。”"), None);
+        assert_eq!(a.vocative("“就是那个老孙，孙总！”"), None);
     }
 
     #[test]

@@ -6,7 +6,7 @@ use super::clause::{
 };
 use super::mentions::{Mention, gender_slot};
 use super::scorer::{self, Candidates, FEATURE_NAMES, Feature};
-use super::words::{has_speech_verb, self_reference};
+use super::words::{has_speech_verb, narrates_speech, self_reference};
 use super::{Attributor, ParagraphView, Who};
 use crate::text::quote::{SegmentKind, SpanRange};
 
@@ -622,10 +622,28 @@ impl Context<'_, '_> {
         let p = &self.paragraphs[i];
         p.spans.first().is_some_and(|n| {
             n.kind == SegmentKind::Narration
+                && !narrates_speech(&p.text[n.start..sentence_end(p.text, n.start, n.end)])
                 && self
                     .after_quote(i, n)
                     .is_some_and(|c| c.strength == Strength::Strong)
         })
+    }
+
+    /// The one who speaks in narration paragraph `i` without being quoted
+    /// (沈知微把情况简单说了一遍。): a turn of the conversation.
+    pub(super) fn narrated_turn(&self, i: usize) -> Option<Who> {
+        let p = &self.paragraphs[i];
+        let n = p
+            .spans
+            .first()
+            .filter(|n| n.kind == SegmentKind::Narration)?;
+        if !narrates_speech(&p.text[n.start..sentence_end(p.text, n.start, n.end)]) {
+            return None;
+        }
+        self.after_quote(i, n)
+            .filter(|c| c.strength == Strength::Strong)
+            .map(|c| c.who)
+            .filter(|w| matches!(w, Who::Character(_)))
     }
 
     /// True when narration paragraph `i` opens with `who` acting (少平愣住了。).

@@ -276,6 +276,39 @@ pub(super) fn has_speech_verb(s: &str) -> bool {
             .any(|m| !negated(&s[..m.start()]))
 }
 
+/// True when `sentence` tells of speech without quoting it (沈知微把情况说
+/// 了一遍, 她三言两语把事情讲了一遍, 他说明了来意, 又解释了几句): a turn taken in
+/// the narration, not a tag of the quote before.
+pub(super) fn narrates_speech(sentence: &str) -> bool {
+    const TOLD: &[&str] = &[
+        "说了一遍",
+        "說了一遍",
+        "讲了一遍",
+        "講了一遍",
+        "说了一番",
+        "說了一番",
+        "讲了一番",
+        "講了一番",
+        "说明了来意",
+        "說明了來意",
+        "解释了一遍",
+        "解釋了一遍",
+        "解释了几句",
+        "解釋了幾句",
+        "解释了一番",
+        "解釋了一番",
+        "介绍了一遍",
+        "介紹了一遍",
+        "介绍了一番",
+        "介紹了一番",
+        "复述了一遍",
+        "複述了一遍",
+        "交代了一遍",
+        "交代了一番",
+    ];
+    TOLD.iter().any(|t| sentence.contains(t))
+}
+
 /// True when `before` ends in a negation of the verb after it (没, 不, 未,
 /// 没有), or in 被 with no one or a pronoun between (知意被问住了, 老夫人被她
 /// 问住了: the subject was asked).
