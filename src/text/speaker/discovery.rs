@@ -14,7 +14,10 @@ use super::names::{
     is_surname,
 };
 use super::rules::KIN_BEFORE_NAME;
-use super::words::{CONNECTIVES, CROWDS, has_speech_verb, starts_with_speech_verb};
+use super::words::{
+    CONNECTIVES, CROWDS, addressed_as, has_speech_verb, says_of_me, self_reference,
+    starts_with_speech_verb,
+};
 use crate::text::cast::{Character, Gender};
 use crate::text::decode::is_han;
 use crate::text::quote::NICKNAME_MAX_CHARS;
@@ -34,9 +37,24 @@ impl Discovered {
     /// its gender, or that it is the narrator of a book in the first person.
     pub fn note(&self) -> String {
         if self.character.name == NARRATOR {
-            "the narrator: the book is told in the first person; without a gender \
-             here, these lines are read in the narrator's voice"
-                .to_owned()
+            let e = &self.evidence;
+            match e.guess() {
+                g if g.gender == Gender::Unknown => format!(
+                    "the narrator: the book is told in the first person; without a gender \
+                     here, these lines are read in the narrator's voice (what the narrator \
+                     says of themselves and how others address them: {} female / {} male)",
+                    e.female_titles, e.male_titles
+                ),
+                g => format!(
+                    "the narrator: the book is told in the first person; gender {}, \
+                     confidence {:.2}: what the narrator says of themselves and how others \
+                     address them, {} female / {} male",
+                    g.gender.as_str(),
+                    g.confidence,
+                    e.female_titles,
+                    e.male_titles
+                ),
+            }
         } else {
             self.evidence.note()
         }
@@ -327,6 +345,12 @@ pub fn add_narrator(found: &mut Vec<Discovered>, chapters: &[Vec<ParagraphView<'
     {
         return;
     }
+    let [female, male] = narrator_cues(chapters);
+    let evidence = GenderEvidence {
+        female_titles: female,
+        male_titles: male,
+        ..GenderEvidence::default()
+    };
     let at = found.partition_point(|d| d.count >= tags);
     found.insert(
         at,
@@ -334,13 +358,75 @@ pub fn add_narrator(found: &mut Vec<Discovered>, chapters: &[Vec<ParagraphView<'
             character: Character {
                 name: NARRATOR.to_owned(),
                 aliases: Vec::new(),
-                gender: Gender::Unknown,
+                gender: evidence.guess().gender,
                 voice: None,
             },
             count: tags,
-            evidence: GenderEvidence::default(),
+            evidence,
         },
     );
+}
+
+/// What a book told in the first person says of its narrator's gender, as
+/// (female, male) counts: what the narration says after 我 (我老婆, 我一个
+/// 大男人, 我是个女生), what the narrator's own quotes say of their speaker
+/// (老娘, 我前夫; quotes a tag 我说 names), and how the quote right before
+/// one of those addresses its listener (“陈哥，…” / “嗯。”我说。).
+fn narrator_cues(chapters: &[Vec<ParagraphView<'_>>]) -> [usize; 2] {
+    let mut cues = [0usize; 2];
+    let mut add = |slot: Option<usize>| {
+        if let Some(slot) = slot {
+            cues[1 - slot] += 1;
+        }
+    };
+    for chapter in chapters {
+        // The last quote of the paragraph before, when it is someone else's.
+        let mut quote_before: Option<&str> = None;
+        for p in chapter.iter().filter(|p| !p.skipped) {
+            let mut first_quote = true;
+            let mut last_quote = None;
+            for (k, s) in p.spans.iter().enumerate() {
+                let text = s.text(p.text);
+                if s.kind == SegmentKind::Narration {
+                    for (at, _) in text.match_indices(NARRATOR) {
+                        add(says_of_me(&text[at..]));
+                    }
+                    continue;
+                }
+                let tag_before = k > 0 && {
+                    let n = p.spans[k - 1].text(p.text).trim_end();
+                    n.ends_with(['：', ':']) && {
+                        let clause = n[..n.len() - n.chars().last().map_or(0, char::len_utf8)]
+                            .rsplit(|c: char| is_punct(c))
+                            .next()
+                            .unwrap_or("");
+                        clause.starts_with(NARRATOR) && has_speech_verb(clause)
+                    }
+                };
+                let tag_after = p.spans.get(k + 1).is_some_and(|n| {
+                    n.kind == SegmentKind::Narration
+                        && n.text(p.text)
+                            .strip_prefix(NARRATOR)
+                            .is_some_and(starts_with_speech_verb)
+                });
+                let mine = tag_before || tag_after;
+                if mine {
+                    add(self_reference(text));
+                    if first_quote {
+                        add(quote_before.and_then(addressed_as));
+                    }
+                }
+                first_quote = false;
+                last_quote = (!mine).then_some(text);
+            }
+            quote_before = if p.spans.iter().any(|s| s.kind == SegmentKind::Dialogue) {
+                last_quote
+            } else {
+                None
+            };
+        }
+    }
+    cues
 }
 
 /// How often a doubled name must be written to be taken as one.
@@ -1439,6 +1525,48 @@ mod tests {
             found.iter().all(|d| d.character.name != NARRATOR),
             "{found:?}"
         );
+    }
+
+    #[test]
+    fn the_narrator_of_a_book_in_the_first_person_has_a_gender_when_the_book_says_it() {
+        let narrator = |lines: &[&str]| {
+            let spans = test_spans(lines);
+            let views = test_views(lines, &spans);
+            let mut found = discover(std::slice::from_ref(&views));
+            add_narrator(&mut found, &[views]);
+            found
+                .into_iter()
+                .find(|d| d.character.name == NARRATOR)
+                .map(|d| d.character.gender)
+        };
+        // How others address him, what he says of himself.
+        let man = [
+            "我推开店门，雨还在下。",
+            "“陈哥，你可算来了。”",
+            "“嗯。”我说。",
+            "我一个大男人，总不能看着她哭。",
+            "我笑道：“走吧。”",
+            "“那你明天别迟到。”我说。",
+        ];
+        assert_eq!(narrator(&man), Some(Gender::Male));
+        let woman = [
+            "我推开店门，雨还在下。",
+            "“姐，你可算来了。”",
+            "“嗯。”我说。",
+            "我男朋友在楼下等着。",
+            "我笑道：“走吧。”",
+            "“那你明天别迟到。”我说。",
+        ];
+        assert_eq!(narrator(&woman), Some(Gender::Female));
+        // Nothing said: no gender; one's brother (我哥) says nothing of oneself.
+        let nobody = [
+            "我推开店门，雨还在下。",
+            "“我哥，他来不了。”",
+            "“嗯。”我说。",
+            "我笑道：“走吧。”",
+            "“那你明天别迟到。”我说。",
+        ];
+        assert_eq!(narrator(&nobody), Some(Gender::Unknown));
     }
 
     #[test]

@@ -438,6 +438,104 @@ const MY_PARTNER: &[(&str, usize)] = &[
     ("我女朋友", 0),
 ];
 
+/// The gender slot a partner spoken of as one's own says (`at_me` opens
+/// with 我: 我老公 → a woman, 我前妻 → a man).
+pub(super) fn my_partner(at_me: &str) -> Option<usize> {
+    MY_PARTNER
+        .iter()
+        .find(|(w, _)| at_me.starts_with(w))
+        .map(|&(_, slot)| slot)
+}
+
+/// What one says of oneself after 我 in the narration of a book told in
+/// the first person (我一个大男人, 我是个女生, 我这个当姐姐的), with the
+/// gender slot it says.
+const I_AM: &[(&str, usize)] = &[
+    ("一个大男人", 0),
+    ("一个大老爷们", 0),
+    ("一个男人", 0),
+    ("一个男的", 0),
+    ("一个小伙子", 0),
+    ("是个男人", 0),
+    ("是个男的", 0),
+    ("是个男生", 0),
+    ("是个大男人", 0),
+    ("这个大男人", 0),
+    ("这个当哥哥的", 0),
+    ("这个当哥的", 0),
+    ("這個當哥哥的", 0),
+    ("一個大男人", 0),
+    ("一個男人", 0),
+    ("一个女孩子", 1),
+    ("一个女孩", 1),
+    ("一个姑娘家", 1),
+    ("一个女人", 1),
+    ("一个女的", 1),
+    ("一个女生", 1),
+    ("一个小姑娘", 1),
+    ("是个女人", 1),
+    ("是个女的", 1),
+    ("是个女生", 1),
+    ("是个女孩", 1),
+    ("是个姑娘", 1),
+    ("这个当姐姐的", 1),
+    ("这个当姐的", 1),
+    ("這個當姐姐的", 1),
+    ("一個女孩子", 1),
+    ("一個女人", 1),
+];
+
+/// The gender slot what follows 我 says of the one who writes it (`at_me`
+/// opens with 我): one's own partner or what one says one is.
+pub(super) fn says_of_me(at_me: &str) -> Option<usize> {
+    let rest = at_me.strip_prefix('我')?;
+    my_partner(at_me).or_else(|| {
+        I_AM.iter()
+            .find(|(w, _)| rest.starts_with(w))
+            .map(|&(_, slot)| slot)
+    })
+}
+
+/// How a quote opens by addressing its listener, with the gender slot it
+/// says the listener is (“陈哥，…”, “姐，…”, “小姐，…”, “兄弟，…”).
+const ADDRESSED_AS: &[(&str, usize)] = &[
+    ("哥", 0),
+    ("兄弟", 0),
+    ("先生", 0),
+    ("帅哥", 0),
+    ("小伙子", 0),
+    ("老弟", 0),
+    ("哥们", 0),
+    ("哥們", 0),
+    ("姐", 1),
+    ("小姐", 1),
+    ("美女", 1),
+    ("姑娘", 1),
+    ("丫头", 1),
+    ("丫頭", 1),
+    ("妹子", 1),
+    ("姐姐", 1),
+    ("妹妹", 1),
+];
+
+/// The gender slot of the one a quote opens by addressing: a word of
+/// address (after at most two characters of a name: 陈哥, 小林姐) and a
+/// pause. Not 哥哥 / 姐姐 as a subject (“姐姐说…”): only before a pause.
+pub(super) fn addressed_as(quote: &str) -> Option<usize> {
+    let inner = quote.trim_start_matches(['“', '「', '『', '"']);
+    let pause = |c: char| matches!(c, '，' | ',' | '！' | '!' | '？' | '?' | '。' | '…');
+    let end = inner.find(pause)?;
+    let head = &inner[..end];
+    if head.chars().count() > 4 || head.starts_with(['我', '你', '他', '她']) {
+        return None;
+    }
+    ADDRESSED_AS
+        .iter()
+        .filter(|(w, _)| head.ends_with(w))
+        .max_by_key(|(w, _)| w.len())
+        .map(|&(_, slot)| slot)
+}
+
 /// The gender slot that `quote` says its speaker is of: a word they call
 /// themselves by (not 你老子, your father; not 老娘们, women), a partner
 /// they speak of as theirs (我前夫), or the word for a spouse they open by
@@ -458,12 +556,10 @@ pub(super) fn self_reference(quote: &str) -> Option<usize> {
         }
     }
     // One pass for 我, then the words after it.
-    if let Some(slot) = quote.match_indices('我').find_map(|(at, _)| {
-        MY_PARTNER
-            .iter()
-            .find(|(w, _)| quote[at..].starts_with(w))
-            .map(|&(_, slot)| slot)
-    }) {
+    if let Some(slot) = quote
+        .match_indices('我')
+        .find_map(|(at, _)| my_partner(&quote[at..]))
+    {
         return Some(slot);
     }
     let opening = quote.trim_start_matches(['“', '「', '『', '"']);
