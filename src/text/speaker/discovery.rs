@@ -345,7 +345,14 @@ pub fn add_narrator(found: &mut Vec<Discovered>, chapters: &[Vec<ParagraphView<'
     {
         return;
     }
-    let [female, male] = narrator_cues(chapters);
+    let [mut female, mut male] = narrator_cues(chapters);
+    let [f, m] = unclaimed_addresses(found, chapters);
+    // Enough to say a gender only when they agree.
+    if f >= 2 && f >= 3 * m {
+        female += f;
+    } else if m >= 2 && m >= 3 * f {
+        male += m;
+    }
     let evidence = GenderEvidence {
         female_titles: female,
         male_titles: male,
@@ -365,6 +372,118 @@ pub fn add_narrator(found: &mut Vec<Discovered>, chapters: &[Vec<ParagraphView<'
             evidence,
         },
     );
+    add_narrators_kin(found, chapters);
+}
+
+/// The narrator's family as the narration of a book told in the first
+/// person calls them (我妈, 我爸, 我姐), with what the narrator calls them
+/// to their face (妈, 爸, 姐) as an alias and what the word says as their
+/// gender, and what may not follow the word (我姐夫 is a man, 我哥们 a friend).
+const NARRATORS_KIN: &[(&str, &str, Gender, &str)] = &[
+    ("我妈", "妈", Gender::Female, ""),
+    ("我媽", "媽", Gender::Female, ""),
+    ("我爸", "爸", Gender::Male, ""),
+    ("我姐", "姐", Gender::Female, "夫妹们們"),
+    ("我哥", "哥", Gender::Male, "们們儿兒"),
+    ("我妹", "妹", Gender::Female, "夫妹"),
+    ("我弟", "弟", Gender::Male, "子兄妹们們"),
+    ("我奶奶", "奶奶", Gender::Female, ""),
+    ("我爷爷", "爷爷", Gender::Male, ""),
+    ("我爺爺", "爺爺", Gender::Male, ""),
+    ("我老婆", "老婆", Gender::Female, ""),
+    ("我老公", "老公", Gender::Male, ""),
+];
+
+/// How often the narration must call one of the narrator's family so for
+/// them to be a character.
+const MIN_NARRATORS_KIN: usize = 3;
+
+/// The narrator's family who recur in the narration (see [`NARRATORS_KIN`]),
+/// as characters: their lines are theirs, not someone unnamed's.
+fn add_narrators_kin(found: &mut Vec<Discovered>, chapters: &[Vec<ParagraphView<'_>>]) {
+    let mut counts = [0usize; NARRATORS_KIN.len()];
+    for p in chapters.iter().flatten().filter(|p| !p.skipped) {
+        for s in p.spans.iter().filter(|s| s.kind == SegmentKind::Narration) {
+            let text = s.text(p.text);
+            for (k, (word, _, _, not_after)) in NARRATORS_KIN.iter().enumerate() {
+                counts[k] += text
+                    .match_indices(word)
+                    .filter(|(at, w)| {
+                        !text[at + w.len()..]
+                            .chars()
+                            .next()
+                            .is_some_and(|c| not_after.contains(c))
+                    })
+                    .count();
+            }
+        }
+    }
+    for (k, &(word, called, gender, _)) in NARRATORS_KIN.iter().enumerate() {
+        let taken = |n: &str| {
+            found
+                .iter()
+                .any(|d| d.character.name == n || d.character.aliases.iter().any(|a| a == n))
+        };
+        if counts[k] < MIN_NARRATORS_KIN || taken(word) || taken(called) {
+            continue;
+        }
+        let at = found.partition_point(|d| d.count >= counts[k]);
+        found.insert(
+            at,
+            Discovered {
+                character: Character {
+                    name: word.to_owned(),
+                    aliases: vec![called.to_owned()],
+                    gender,
+                    voice: None,
+                },
+                count: counts[k],
+                evidence: GenderEvidence {
+                    name: gender,
+                    name_strong: true,
+                    name_role: true,
+                    ..GenderEvidence::default()
+                },
+            },
+        );
+    }
+}
+
+/// Quotes that open by calling someone by one character and 哥 or 姐 (陈哥，
+/// 树哥！, 宁姐，) where the character is no found character's surname nor
+/// a character of their given name, as (female, male) counts: in a book
+/// told in the first person, mostly the narrator, whom the narration never
+/// names.
+fn unclaimed_addresses(found: &[Discovered], chapters: &[Vec<ParagraphView<'_>>]) -> [usize; 2] {
+    let claimed: Vec<char> = found
+        .iter()
+        .flat_map(|d| std::iter::once(&d.character.name).chain(&d.character.aliases))
+        .flat_map(|n| n.chars())
+        .collect();
+    let mut counts = [0usize; 2];
+    for p in chapters.iter().flatten().filter(|p| !p.skipped) {
+        for s in p.spans.iter().filter(|s| s.kind == SegmentKind::Dialogue) {
+            let inner = s.text(p.text).trim_start_matches(['“', '「', '『', '"']);
+            let mut chars = inner.chars();
+            let (Some(stem), Some(title), Some(pause)) = (chars.next(), chars.next(), chars.next())
+            else {
+                continue;
+            };
+            let slot = match title {
+                '哥' => 1,
+                '姐' => 0,
+                _ => continue,
+            };
+            if is_han(stem)
+                && !claimed.contains(&stem)
+                && !"大老小二三四表堂师師学學我你他她".contains(stem)
+                && matches!(pause, '，' | ',' | '！' | '!' | '？' | '?' | '。' | '…')
+            {
+                counts[slot] += 1;
+            }
+        }
+    }
+    counts
 }
 
 /// What a book told in the first person says of its narrator's gender, as
@@ -1567,6 +1686,37 @@ mod tests {
             "“那你明天别迟到。”我说。",
         ];
         assert_eq!(narrator(&nobody), Some(Gender::Unknown));
+    }
+
+    #[test]
+    fn the_narrators_family_the_narration_recurs_to_are_characters() {
+        let lines = [
+            "我推开家门，我妈在厨房里炒菜。",
+            "“回来啦？”我妈头也不回。",
+            "“嗯。”我说。",
+            "我妈把锅铲一放：“洗手，吃饭。”",
+            "我笑道：“就来。”",
+            "我姐夫在客厅看电视，我哥们儿在楼下喊我。",
+            "“那你快点。”我说。",
+        ];
+        let spans = test_spans(&lines);
+        let views = test_views(&lines, &spans);
+        let mut found = discover(std::slice::from_ref(&views));
+        add_narrator(&mut found, &[views]);
+        let mother = found.iter().find(|d| d.character.name == "我妈");
+        assert!(
+            mother.is_some_and(
+                |d| d.character.gender == Gender::Female && d.character.aliases == ["妈"]
+            ),
+            "{found:?}"
+        );
+        // 我姐夫 is no sister, 我哥们 no brother; and once is not enough.
+        assert!(
+            found
+                .iter()
+                .all(|d| d.character.name != "我姐" && d.character.name != "我哥"),
+            "{found:?}"
+        );
     }
 
     #[test]

@@ -492,7 +492,8 @@ impl Attributor {
             return self
                 .given_name_vocative(inner)
                 .or_else(|| self.asked_who(inner))
-                .or_else(|| self.closing_vocative(inner));
+                .or_else(|| self.closing_vocative(inner))
+                .or_else(|| self.narrator_called(inner));
         };
         let (Pattern::Name(c) | Pattern::TitledName(c, _)) = self.patterns[m.pattern().as_usize()]
         else {
@@ -500,6 +501,27 @@ impl Attributor {
         };
         let (rest, _) = after_address(&inner[m.end()..]);
         pauses(rest).then_some(Who::Character(c))
+    }
+
+    /// The narrator of a book told in the first person, called by a name
+    /// the cast does not hold (“陈哥，…”, “小陈，…”: one character and 哥, 姐
+    /// or after 小, where the character is in no name or alias of the cast):
+    /// the narration never names them, so the cast never finds their name.
+    fn narrator_called(&self, inner: &str) -> Option<Who> {
+        let narrator = self.narrator()?;
+        let mut chars = inner.chars();
+        let (Some(a), Some(b), Some(pause)) = (chars.next(), chars.next(), chars.next()) else {
+            return None;
+        };
+        let stem = match (a, b) {
+            ('小', stem) if is_surname(stem) => stem,
+            (stem, '哥' | '姐') if crate::text::decode::is_han(stem) => stem,
+            _ => return None,
+        };
+        let unclaimed = !self.claimed.contains(&stem)
+            && !"大老小二三四表堂师師学學我你他她".contains(stem)
+            && matches!(pause, '，' | ',' | '！' | '!' | '？' | '?' | '。' | '…');
+        unclaimed.then_some(narrator)
     }
 
     /// A character called by name at the end of the quote, after a comma

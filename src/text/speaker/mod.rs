@@ -113,6 +113,8 @@ pub struct Attributor {
     /// Given names that call one character of the cast in a vocative
     /// (知夏 of 林知夏 in “知夏姐，…”).
     given_names: rustc_hash::FxHashMap<String, usize>,
+    /// Every character of the cast's names and aliases.
+    claimed: rustc_hash::FxHashSet<char>,
     /// Where the book puts its tags (which weights score a quote no tag names).
     style: TagStyle,
 }
@@ -128,8 +130,22 @@ impl Attributor {
             names: cast.characters.iter().map(|c| c.name.clone()).collect(),
             genders: cast.characters.iter().map(|c| c.gender).collect(),
             given_names: mentions::given_names(cast),
+            claimed: cast
+                .characters
+                .iter()
+                .flat_map(|c| std::iter::once(&c.name).chain(&c.aliases))
+                .flat_map(|n| n.chars())
+                .collect(),
             style: TagStyle::Apart,
         }
+    }
+
+    /// The narrator of a book told in the first person, when the cast has one.
+    pub(super) fn narrator(&self) -> Option<Who> {
+        self.names
+            .iter()
+            .position(|n| n == NARRATOR)
+            .map(Who::Character)
     }
 
     /// The same, for a book whose tags are placed as `style` says.
@@ -165,6 +181,7 @@ impl Attributor {
             .map(|p| vec![Spoken::default(); p.spans.len()])
             .collect();
         let mut turns: Vec<Turn> = Vec::new();
+        let narrator = self.narrator();
         // A telephone call going on.
         let mut call: Option<Call> = None;
         // Index of the previous paragraph that takes part (not skipped).
@@ -294,6 +311,9 @@ impl Attributor {
                 }
                 _ => None,
             };
+            // In a book told in the first person, one who speaks to no one
+            // named speaks to the narrator, who is in every scene.
+            let addressee = addressee.or(narrator.filter(|n| speaker.is_some_and(|s| s != *n)));
             turns.push(Turn {
                 paragraph: i,
                 speaker,
@@ -996,6 +1016,24 @@ mod tests {
         let c = cast(&[("苏念", &[], F), ("我", &[], Gender::Unknown)]);
         let text = "我推开宿舍的门。\n“回来啦？”苏念笑着问。\n我们都笑了。\n我点点头，“明天还要考试。”\n“那你早点睡。”";
         assert_eq!(names(&speakers(&c, text)), ["苏念", "我", "苏念"]);
+    }
+
+    #[test]
+    fn in_a_book_in_the_first_person_others_speak_to_the_narrator() {
+        let c = cast(&[(NARRATOR, &[], M), ("许凡", &[], F), ("唐甜甜", &[], F)]);
+        // 许凡 asks no one named: the narrator, in every scene, answers.
+        let text = "唐甜甜在楼上换尿垫。\n早上八点，许凡推门进来，把包子往桌上一放。\n“夜班怎么样？”\n“来了只橘猫。”";
+        assert_eq!(names(&speakers(&c, text)), ["许凡", NARRATOR]);
+        // One called by a name the cast does not hold is the narrator.
+        let (a, _) = spoken(&c, "");
+        assert_eq!(a.vocative("“陈哥，你笑什么？”"), Some(Who::Character(0)));
+        assert_eq!(a.vocative("“小陈，又是你值班？”"), Some(Who::Character(0)));
+        assert_eq!(a.vocative("“凡姐，我先走了。”"), Some(Who::Character(1)));
+        assert_eq!(a.vocative("“大哥，你笑什么？”"), None);
+        // Not in a book told in the third person.
+        let c = cast(&[("许凡", &[], F), ("唐甜甜", &[], F)]);
+        let (a, _) = spoken(&c, "");
+        assert_eq!(a.vocative("“陈哥，你笑什么？”"), None);
     }
 
     #[test]

@@ -597,6 +597,8 @@ impl Context<'_, '_> {
                 );
             }
         }
+        // The narrator of a book told in the first person is in every scene.
+        c.mark(self.attributor.narrator(), Feature::Window);
         for who in self.named {
             c.mark(Some(*who), Feature::Chapter);
         }
