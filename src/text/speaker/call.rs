@@ -202,6 +202,14 @@ impl Call {
             .caller_before(i, end)
             .filter(|c| Some(*c) != holder)
             .or_else(named_caller)
+            // 是我妈。: the narrator's family, a character of a book told
+            // in the first person.
+            .or_else(|| {
+                ctx.mentions_in(i, 0, end)
+                    .iter()
+                    .filter_map(|m| m.who)
+                    .find(|w| Some(*w) != holder && ctx.attributor.is_narrators_kin(*w))
+            })
             .or_else(|| shown_kin(text).map(Who::Unnamed));
         Some(Call {
             holder,

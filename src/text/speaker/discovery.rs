@@ -268,6 +268,40 @@ pub fn discover<'a>(chapters: &[Vec<ParagraphView<'a>>]) -> Vec<Discovered> {
         .collect();
     called.sort();
     names.extend(called.into_iter().map(|(name, n)| (name.to_owned(), n)));
+    // A book told in the first person tags the others with 她 and 他 more
+    // than by name (她一点没犹豫：): there a surname and a given name outside
+    // the dictionary that open the narration's clauses at least
+    // [`MIN_FIRST_PERSON_SUBJECTS`] times make a name (乔宇背着相机来了), the
+    // longest such string (not 陈嘉 of 陈嘉宁).
+    if first_person_tags(chapters).is_some() {
+        let often = |s: &str| subjects.get(s).copied().unwrap_or(0) >= MIN_FIRST_PERSON_SUBJECTS;
+        let mut subject_names: Vec<(&str, usize)> = subjects
+            .iter()
+            .filter(|&(name, &n)| {
+                n >= MIN_FIRST_PERSON_SUBJECTS
+                    && has_surname(name)
+                    && surname_and_title(name).is_none()
+                    && dictionary.phrase(name).is_none()
+                    && !ROLE_NOUNS.contains(name)
+                    && !KIN_BEFORE_NAME.contains(name)
+                    && !is_not_name(name)
+                    && vocative_name(name)
+                    && !subjects.keys().any(|longer| {
+                        longer.len() > name.len() && longer.starts_with(*name) && often(longer)
+                    })
+                    && !names
+                        .iter()
+                        .any(|(other, _)| other.contains(*name) || name.contains(other.as_str()))
+            })
+            .map(|(&name, &n)| (name, n))
+            .collect();
+        subject_names.sort();
+        names.extend(
+            subject_names
+                .into_iter()
+                .map(|(name, n)| (name.to_owned(), n)),
+        );
+    }
     // One who introduces themselves with a surname and a given name
     // outside the dictionary (我叫侯生贵，) …
     let mut introduced: Vec<(&str, usize)> = introduced
@@ -314,6 +348,46 @@ const MIN_NARRATOR_TAGS: usize = 3;
 /// where speech without quote marks says 我, 0.04 times). Nothing is guessed
 /// of the narrator's gender: the pronouns near 我 are other people's.
 pub fn add_narrator(found: &mut Vec<Discovered>, chapters: &[Vec<ParagraphView<'_>>]) {
+    let Some(tags) = first_person_tags(chapters) else {
+        return;
+    };
+    if found.iter().any(|d| d.character.name == NARRATOR) {
+        return;
+    }
+    let [mut female, mut male] = narrator_cues(chapters);
+    let [f, m] = unclaimed_addresses(found, chapters);
+    // Enough to say a gender only when they agree.
+    if f >= 2 && f >= 3 * m {
+        female += f;
+    } else if m >= 2 && m >= 3 * f {
+        male += m;
+    }
+    let evidence = GenderEvidence {
+        female_titles: female,
+        male_titles: male,
+        ..GenderEvidence::default()
+    };
+    let aliases = narrator_names(found, chapters);
+    let at = found.partition_point(|d| d.count >= tags);
+    found.insert(
+        at,
+        Discovered {
+            character: Character {
+                name: NARRATOR.to_owned(),
+                aliases,
+                gender: evidence.guess().gender,
+                voice: None,
+            },
+            count: tags,
+            evidence,
+        },
+    );
+    add_narrators_kin(found, chapters);
+}
+
+/// Of a book told in the first person (see [`add_narrator`]), how many
+/// speech tags 我 opens in its narration; `None` for a book told otherwise.
+fn first_person_tags(chapters: &[Vec<ParagraphView<'_>>]) -> Option<usize> {
     let (mut tags, mut me, mut others) = (0, 0, 0);
     let plural = |rest: &str| rest.starts_with(['们', '們']);
     for p in chapters.iter().flatten().filter(|p| !p.skipped) {
@@ -339,40 +413,63 @@ pub fn add_narrator(found: &mut Vec<Discovered>, chapters: &[Vec<ParagraphView<'
             }
         }
     }
-    if tags < MIN_NARRATOR_TAGS
-        || me * 2 < others
-        || found.iter().any(|d| d.character.name == NARRATOR)
-    {
-        return;
+    (tags >= MIN_NARRATOR_TAGS && me * 2 >= others).then_some(tags)
+}
+
+/// The names a book told in the first person calls its narrator by (“嘉树，
+/// 睡了没有？”): a name of two or three characters that opens quotes before a
+/// pause at least [`MIN_VOCATIVES`] times and that the narration, which says
+/// 我, never writes; none of another character's names or surnames, nor a word.
+fn narrator_names(found: &[Discovered], chapters: &[Vec<ParagraphView<'_>>]) -> Vec<String> {
+    let mut called: rustc_hash::FxHashMap<&str, usize> = rustc_hash::FxHashMap::default();
+    let mut narration: Vec<&str> = Vec::new();
+    for p in chapters.iter().flatten().filter(|p| !p.skipped) {
+        for s in p.spans {
+            let text = s.text(p.text);
+            if s.kind == SegmentKind::Narration {
+                narration.push(text);
+                continue;
+            }
+            let inner = text.trim_start_matches(['“', '「', '『', '"']);
+            let end = inner
+                .char_indices()
+                .take(4)
+                .find(|(_, c)| !is_han(*c))
+                .filter(|(_, c)| matches!(c, '，' | '！' | ','))
+                .map(|(at, _)| at);
+            if let Some(end) = end.filter(|e| (6..=9).contains(e)) {
+                *called.entry(&inner[..end]).or_default() += 1;
+            }
+        }
     }
-    let [mut female, mut male] = narrator_cues(chapters);
-    let [f, m] = unclaimed_addresses(found, chapters);
-    // Enough to say a gender only when they agree.
-    if f >= 2 && f >= 3 * m {
-        female += f;
-    } else if m >= 2 && m >= 3 * f {
-        male += m;
-    }
-    let evidence = GenderEvidence {
-        female_titles: female,
-        male_titles: male,
-        ..GenderEvidence::default()
-    };
-    let at = found.partition_point(|d| d.count >= tags);
-    found.insert(
-        at,
-        Discovered {
-            character: Character {
-                name: NARRATOR.to_owned(),
-                aliases: Vec::new(),
-                gender: evidence.guess().gender,
-                voice: None,
-            },
-            count: tags,
-            evidence,
-        },
-    );
-    add_narrators_kin(found, chapters);
+    let dictionary = crate::frontend::dictionary::Dictionary::get();
+    let others: Vec<&str> = found
+        .iter()
+        .flat_map(|d| std::iter::once(&d.character.name).chain(&d.character.aliases))
+        .map(String::as_str)
+        .collect();
+    let mut names: Vec<String> = called
+        .into_iter()
+        .filter(|(name, n)| {
+            *n >= MIN_VOCATIVES
+                && vocative_name(name)
+                && dictionary.phrase(name).is_none()
+                && !ROLE_NOUNS.contains(name)
+                && !KIN_BEFORE_NAME.contains(name)
+                && !is_not_name(name)
+                && !others
+                    .iter()
+                    .any(|o| o.contains(*name) || name.contains(*o))
+                && !narration.iter().any(|t| t.contains(*name))
+                // 赵姨 beside 赵奶奶: the surname of another.
+                && !name.chars().next().is_some_and(|c| {
+                    is_surname(c) && others.iter().any(|o| o.starts_with(c))
+                })
+        })
+        .map(|(name, _)| name.to_owned())
+        .collect();
+    names.sort();
+    names
 }
 
 /// The narrator's family as the narration of a book told in the first
@@ -752,6 +849,10 @@ fn vocative_name(s: &str) -> bool {
 
 /// How often a string must be called by name and open narration to be a name.
 const MIN_VOCATIVES: usize = 2;
+
+/// How many clauses of the narration a name must open in a book told in the
+/// first person, where it need not stand in a speaker position.
+const MIN_FIRST_PERSON_SUBJECTS: usize = 3;
 
 /// How many speaker clauses a nickname in quote marks must open to be a name.
 const MIN_NICKNAME_CLAUSES: usize = 2;
@@ -1717,6 +1818,47 @@ mod tests {
                 .all(|d| d.character.name != "我姐" && d.character.name != "我哥"),
             "{found:?}"
         );
+    }
+
+    #[test]
+    fn a_book_in_the_first_person_names_the_narrator_in_quotes_and_others_as_subjects() {
+        let lines = [
+            "我推开店门，雨还在下。",
+            "“嘉树，你来了？”",
+            "“嗯。”我说。",
+            "乔宇背着相机进来了。",
+            "“嘉树，这是底片。”她说。",
+            "乔宇看了我一眼，没说话。",
+            "我笑道：“放那儿吧。”",
+            "乔宇收拾好相机，推门走了。",
+            "“明天见。”我说。",
+        ];
+        let spans = test_spans(&lines);
+        let views = test_views(&lines, &spans);
+        let mut found = discover(std::slice::from_ref(&views));
+        add_narrator(&mut found, std::slice::from_ref(&views));
+        // 乔宇 opens three clauses of the narration and never a tag.
+        assert!(names_of(&found).contains(&"乔宇"), "{found:?}");
+        let narrator = found.iter().find(|d| d.character.name == NARRATOR);
+        assert!(
+            narrator.is_some_and(|d| d.character.aliases == ["嘉树"]),
+            "{found:?}"
+        );
+        // Not in a book told in the third person.
+        let third: Vec<&str> = lines
+            .iter()
+            .map(|l| {
+                if l.contains("我说") || l.contains("我笑道") {
+                    "“嗯。”他说。"
+                } else {
+                    l
+                }
+            })
+            .collect();
+        let spans = test_spans(&third);
+        let views = test_views(&third, &spans);
+        let found = discover(std::slice::from_ref(&views));
+        assert!(!names_of(&found).contains(&"乔宇"), "{found:?}");
     }
 
     #[test]

@@ -495,9 +495,11 @@ impl Attributor {
                 .or_else(|| self.closing_vocative(inner))
                 .or_else(|| self.narrator_called(inner));
         };
-        let (Pattern::Name(c) | Pattern::TitledName(c, _)) = self.patterns[m.pattern().as_usize()]
-        else {
-            return None;
+        let c = match self.patterns[m.pattern().as_usize()] {
+            Pattern::Name(c) | Pattern::TitledName(c, _) => c,
+            // “爸，…”: what the narrator calls their family.
+            Pattern::ShortName(c) if self.is_narrators_kin(Who::Character(c)) => c,
+            _ => return None,
         };
         let (rest, _) = after_address(&inner[m.end()..]);
         pauses(rest).then_some(Who::Character(c))

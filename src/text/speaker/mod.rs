@@ -140,6 +140,13 @@ impl Attributor {
         }
     }
 
+    /// One of the narrator's family, as a book told in the first person
+    /// calls them (我妈, 我爸).
+    pub(super) fn is_narrators_kin(&self, who: Who) -> bool {
+        matches!(who, Who::Character(k) if self.names[k].len() > NARRATOR.len()
+            && self.names[k].starts_with(NARRATOR))
+    }
+
     /// The narrator of a book told in the first person, when the cast has one.
     pub(super) fn narrator(&self) -> Option<Who> {
         self.names
@@ -1034,6 +1041,25 @@ mod tests {
         let c = cast(&[("许凡", &[], F), ("唐甜甜", &[], F)]);
         let (a, _) = spoken(&c, "");
         assert_eq!(a.vocative("“陈哥，你笑什么？”"), None);
+    }
+
+    #[test]
+    fn in_a_book_in_the_first_person_the_one_calling_the_narrators_father_is_the_narrator() {
+        let c = cast(&[
+            (NARRATOR, &[], M),
+            ("我爸", &["爸"], M),
+            ("我姐", &["姐"], F),
+        ]);
+        let text = "我姐开了门，我爸在厨房里炒菜。\n“爸，我回来了。”";
+        assert_eq!(names(&speakers(&c, text)), [NARRATOR]);
+        // 是我妈: the narrator's family calls.
+        let c = cast(&[
+            (NARRATOR, &["嘉树"], M),
+            ("我妈", &["妈"], F),
+            ("许凡", &[], F),
+        ]);
+        let text = "许凡走了。\n下午一点，我刚躺下，手机就响了。是我妈。\n“嘉树，睡了没有？”\n“刚躺下。”\n“晚上回来吃饭。”";
+        assert_eq!(names(&speakers(&c, text)), ["我妈", NARRATOR, "我妈"]);
     }
 
     #[test]

@@ -224,10 +224,21 @@ impl Context<'_, '_> {
                 addressee: None,
                 other: None,
             });
+        // “爸，我回来了。”: in a book told in the first person, the one who
+        // calls the narrator's father 爸 is the narrator.
+        let kin_caller = vocative
+            .filter(|v| self.attributor.is_narrators_kin(*v))
+            .and(self.attributor.narrator())
+            .map(|who| Candidate {
+                who,
+                strength: Strength::Medium,
+                addressee: vocative,
+                other: None,
+            });
         let order = if prev_colon.is_some() && strong.is_some() && Some(best_at) != first_quote {
-            [prev_colon, strong, named, medium, next()]
+            [prev_colon, strong, named, kin_caller, medium, next()]
         } else {
-            [strong, prev_colon, named, medium, next()]
+            [strong, prev_colon, named, kin_caller, medium, next()]
         };
         // `他问。` where no man was named yet: a man speaks, but which one the
         // turns may tell.
