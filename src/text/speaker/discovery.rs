@@ -755,7 +755,17 @@ const MANNER_AFTER: &[&str] = &["似地", "似的", "般地", "般的", "一般�
 /// What follows 我 when a character gives their name (我叫侯生贵，, 我是顾屿。):
 /// the name must end at a pause (not 我是说…), have a surname, lie outside
 /// the dictionary (not 我是高手。) and be written again (not 我是时再来).
-const INTRODUCTIONS: &[&str] = &["我叫", "我名叫", "我是", "我就是"];
+const INTRODUCTIONS: &[&str] = &["我叫", "我名叫", "我是", "我就是", "我姓"];
+
+/// After 我姓, the surname, a pause and the full name that opens with it
+/// (我姓钱，钱立新 → 钱立新…); `None` when the name does not follow.
+pub(super) fn after_surname(rest: &str) -> Option<&str> {
+    let mut chars = rest.char_indices();
+    let (_, surname) = chars.next()?;
+    let (at, pause) = chars.next()?;
+    let named = &rest[at + pause.len_utf8()..];
+    (matches!(pause, '，' | ',') && named.starts_with(surname)).then_some(named)
+}
 
 /// The names `quote` gives its speaker (“我叫侯生贵，…”): 2 or 3 Han
 /// characters right after an introduction and before a pause.
@@ -766,6 +776,8 @@ fn self_introductions(quote: &str) -> impl Iterator<Item = &str> {
             // 我是禾润的高志远。: where one comes from, then the name.
             let rest = if intro.ends_with('是') {
                 after_affiliation(rest)
+            } else if intro.ends_with('姓') {
+                after_surname(rest)?
             } else {
                 rest
             };

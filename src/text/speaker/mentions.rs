@@ -432,7 +432,7 @@ impl Attributor {
     /// “我叫侯生贵，…”, “我是禾润的高志远。”): the name right after 我是/我叫
     /// (and where one comes from) and before a pause.
     pub(super) fn self_named(&self, quote: &str) -> Option<Who> {
-        const INTRODUCTIONS: &[&str] = &["是", "就是", "叫", "名叫", "……", "…", "，", "，是"];
+        const INTRODUCTIONS: &[&str] = &["是", "就是", "叫", "名叫", "……", "…", "，", "，是", "姓"];
         for (at, _) in quote.match_indices('我') {
             // 我是 at the start of a sentence of the quote, not 说我是.
             let opens = quote[..at]
@@ -450,6 +450,12 @@ impl Attributor {
                 // 我是禾润的高志远: where one comes from, then the name.
                 let named = if intro.ends_with('是') {
                     super::discovery::after_affiliation(named)
+                } else if intro.ends_with('姓') {
+                    // 我姓钱，钱立新: the full name after the surname.
+                    match super::discovery::after_surname(named) {
+                        Some(named) => named,
+                        None => continue,
+                    }
                 } else {
                     named
                 };

@@ -648,6 +648,11 @@ mod tests {
         let c = cast(&[("苏安", &[], F), ("高志远", &[], M)]);
         let text = "苏安的手机响了。\n“苏经理吗？我是禾润的高志远。”";
         assert_eq!(names(&speakers(&c, text)), ["高志远"]);
+        // 我姓高，高志远: the surname, then the full name.
+        let text = "苏安坐在门口。\n“苏经理您好，我姓高，高志远，禾润的。”";
+        assert_eq!(names(&speakers(&c, text)), ["高志远"]);
+        let (a, _) = spoken(&c, "");
+        assert_eq!(a.self_named("“我姓高，王志远。”"), None);
     }
 
     #[test]
