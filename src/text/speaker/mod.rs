@@ -113,7 +113,7 @@ pub struct Attributor {
     /// Given names that call one character of the cast in a vocative
     /// (知夏 of 林知夏 in “知夏姐，…”).
     given_names: rustc_hash::FxHashMap<String, usize>,
-    /// Every character of the cast's names and aliases.
+    /// Every character of the names and aliases of the cast but the narrator.
     claimed: rustc_hash::FxHashSet<char>,
     /// Where the book puts its tags (which weights score a quote no tag names).
     style: TagStyle,
@@ -133,6 +133,7 @@ impl Attributor {
             claimed: cast
                 .characters
                 .iter()
+                .filter(|c| c.name != NARRATOR)
                 .flat_map(|c| std::iter::once(&c.name).chain(&c.aliases))
                 .flat_map(|n| n.chars())
                 .collect(),
