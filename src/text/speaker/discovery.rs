@@ -7,7 +7,7 @@ use aho_corasick::{AhoCorasickBuilder, MatchKind};
 
 use super::ParagraphView;
 use super::clause::is_punct;
-use super::gender::{GenderEvidence, gender_hint};
+use super::gender::{GenderEvidence, gender_hint, name_gender};
 use super::names::{
     COMPOUND_SURNAMES, OFFICE_TITLES, ROLE_NOUNS, has_surname, is_house_title, is_non_name_char,
     is_non_name_inner, is_non_name_tail, is_not_name, is_palace_title, is_particle, is_role_word,
@@ -48,11 +48,15 @@ impl Discovered {
                 g => format!(
                     "the narrator: the book is told in the first person; gender {}, \
                      confidence {:.2}: what the narrator says of themselves and how others \
-                     address them, {} female / {} male",
+                     address them, {} female / {} male; the names others call them by, {}",
                     g.gender.as_str(),
                     g.confidence,
                     e.female_titles,
-                    e.male_titles
+                    e.male_titles,
+                    match e.name {
+                        Gender::Unknown => "none",
+                        n => n.as_str(),
+                    }
                 ),
             }
         } else {
@@ -362,12 +366,31 @@ pub fn add_narrator(found: &mut Vec<Discovered>, chapters: &[Vec<ParagraphView<'
     } else if m >= 2 && m >= 3 * f {
         male += m;
     }
+    let aliases = narrator_names(found, chapters);
+    let [f, m] = named_addresses(&aliases, chapters);
+    female += f;
+    male += m;
+    // What the names others call the narrator by suggest (知夏, 嘉树): weak,
+    // and only when they agree.
+    let mut name = Gender::Unknown;
+    for alias in &aliases {
+        match (name_gender(alias, true), name) {
+            ((g, false), Gender::Unknown) if g != Gender::Unknown => name = g,
+            ((g, false), n) if g != Gender::Unknown && g != n => {
+                name = Gender::Unknown;
+                break;
+            }
+            _ => {}
+        }
+    }
     let evidence = GenderEvidence {
         female_titles: female,
         male_titles: male,
+        name,
+        book_has_she: true,
+        vernacular: true,
         ..GenderEvidence::default()
     };
-    let aliases = narrator_names(found, chapters);
     let at = found.partition_point(|d| d.count >= tags);
     found.insert(
         at,
@@ -414,6 +437,38 @@ fn first_person_tags(chapters: &[Vec<ParagraphView<'_>>]) -> Option<usize> {
         }
     }
     (tags >= MIN_NARRATOR_TAGS && me * 2 >= others).then_some(tags)
+}
+
+/// Quotes that open by calling the narrator by one of `names` and 哥 or 姐
+/// (“夏夏姐，…”, “嘉树哥！”), as (female, male) counts.
+fn named_addresses(names: &[String], chapters: &[Vec<ParagraphView<'_>>]) -> [usize; 2] {
+    let mut counts = [0usize; 2];
+    if names.is_empty() {
+        return counts;
+    }
+    for p in chapters.iter().flatten().filter(|p| !p.skipped) {
+        for s in p.spans.iter().filter(|s| s.kind == SegmentKind::Dialogue) {
+            let inner = s.text(p.text).trim_start_matches(['“', '「', '『', '"']);
+            for name in names {
+                let Some(rest) = inner.strip_prefix(name.as_str()) else {
+                    continue;
+                };
+                let mut chars = rest.chars();
+                let slot = match chars.next() {
+                    Some('哥') => 1,
+                    Some('姐') => 0,
+                    _ => continue,
+                };
+                if chars
+                    .next()
+                    .is_some_and(|c| matches!(c, '，' | ',' | '！' | '!' | '？' | '?' | '。' | '…'))
+                {
+                    counts[slot] += 1;
+                }
+            }
+        }
+    }
+    counts
 }
 
 /// The names a book told in the first person calls its narrator by (“嘉树，
@@ -1799,6 +1854,16 @@ mod tests {
             "“那你明天别迟到。”我说。",
         ];
         assert_eq!(narrator(&nobody), Some(Gender::Unknown));
+        // Called by a name of theirs with 姐.
+        let called = [
+            "我推开店门，雨还在下。",
+            "“夏夏姐，你可算来了。”",
+            "“嗯。”我说。",
+            "“夏夏姐，明天见！”",
+            "我笑道：“走吧。”",
+            "“那你明天别迟到。”我说。",
+        ];
+        assert_eq!(narrator(&called), Some(Gender::Female));
     }
 
     #[test]
