@@ -129,10 +129,15 @@ fn opening_kin(quote: &str) -> bool {
 /// The kin word a screen or the narration shows for a caller (屏幕上跳出
 /// “二姨”两个字, 来电显示上那个“妈”字, 是她妈): its gender slot.
 fn shown_kin(text: &str) -> Option<usize> {
+    shown_kin_word(text).and_then(kin_caller)
+}
+
+/// The kin word itself (母上, 二姨, 妈).
+fn shown_kin_word(text: &str) -> Option<&str> {
     let quoted = text.match_indices(['“', '「']).find_map(|(at, open)| {
         let inner = &text[at + open.len()..];
         let inner = &inner[..inner.find(['”', '」'])?];
-        kin_caller(inner)
+        kin_caller(inner).map(|_| inner)
     });
     quoted.or_else(|| {
         // 是她妈。/ 是我爸打来的
@@ -143,7 +148,7 @@ fn shown_kin(text: &str) -> Option<usize> {
                 .take(3)
                 .find(|(_, c)| !crate::text::decode::is_han(*c) || *c == '打')
                 .map(|(at, _)| at)?;
-            kin_caller(&rest[..end])
+            kin_caller(&rest[..end]).map(|_| &rest[..end])
         })
     })
 }
@@ -210,7 +215,14 @@ impl Call {
                     .filter_map(|m| m.who)
                     .find(|w| Some(*w) != holder && ctx.attributor.is_narrators_kin(*w))
             })
-            .or_else(|| shown_kin(text).map(Who::Unnamed));
+            // “母上” on the screen: the narrator's mother, when she is one of
+            // the characters; else someone unnamed of the word's gender.
+            .or_else(|| {
+                let word = shown_kin_word(text)?;
+                ctx.attributor
+                    .narrators_parent(word)
+                    .or_else(|| kin_caller(word).map(Who::Unnamed))
+            });
         Some(Call {
             holder,
             caller,

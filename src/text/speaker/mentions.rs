@@ -584,10 +584,15 @@ impl Attributor {
             .matcher
             .find(text)
             .filter(|m| m.start() == 0 && m.end() == text.len())
-            && let Pattern::Name(c) | Pattern::TitledName(c, _) =
-                self.patterns[m.pattern().as_usize()]
         {
-            return Some(Who::Character(c));
+            match self.patterns[m.pattern().as_usize()] {
+                Pattern::Name(c) | Pattern::TitledName(c, _) => return Some(Who::Character(c)),
+                // 妈: what the narrator calls their family.
+                Pattern::ShortName(c) if self.is_narrators_kin(Who::Character(c)) => {
+                    return Some(Who::Character(c));
+                }
+                _ => {}
+            }
         }
         // As a vocative it would be, alone: 蔓姐 → “蔓姐，”.
         (text.chars().count() <= MAX_CALLED_CHARS)

@@ -148,6 +148,26 @@ impl Attributor {
             && self.names[k].starts_with(NARRATOR))
     }
 
+    /// The narrator's mother or father, when the cast has them (我妈, 我爸),
+    /// for what a screen or the narrator calls them (母上, 妈, 老爸).
+    pub(super) fn narrators_parent(&self, word: &str) -> Option<Who> {
+        const MOTHER: &[&str] = &[
+            "妈", "妈妈", "老妈", "母上", "母亲", "娘", "媽", "媽媽", "老媽", "母親",
+        ];
+        const FATHER: &[&str] = &["爸", "爸爸", "老爸", "父亲", "爹", "老爹", "父親"];
+        let names: &[&str] = if MOTHER.contains(&word) {
+            &["我妈", "我媽", "我娘"]
+        } else if FATHER.contains(&word) {
+            &["我爸", "我爹"]
+        } else {
+            return None;
+        };
+        self.names
+            .iter()
+            .position(|n| names.contains(&n.as_str()))
+            .map(Who::Character)
+    }
+
     /// The narrator of a book told in the first person, when the cast has one.
     pub(super) fn narrator(&self) -> Option<Who> {
         self.names
@@ -1066,6 +1086,9 @@ mod tests {
         ]);
         let text = "许凡走了。\n下午一点，我刚躺下，手机就响了。是我妈。\n“嘉树，睡了没有？”\n“刚躺下。”\n“晚上回来吃饭。”";
         assert_eq!(names(&speakers(&c, text)), ["我妈", NARRATOR, "我妈"]);
+        // A screen that shows 母上.
+        let text = "许凡走了。\n我的手机响了。屏幕上跳出两个字——“母上”。\n“喂，妈。”\n“下班了没有？”\n“下了。”";
+        assert_eq!(names(&speakers(&c, text)), [NARRATOR, "我妈", NARRATOR]);
     }
 
     #[test]
