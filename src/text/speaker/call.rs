@@ -127,12 +127,8 @@ fn opening_kin(quote: &str) -> bool {
 }
 
 /// The kin word a screen or the narration shows for a caller (屏幕上跳出
-/// “二姨”两个字, 来电显示上那个“妈”字, 是她妈): its gender slot.
-fn shown_kin(text: &str) -> Option<usize> {
-    shown_kin_word(text).and_then(kin_caller)
-}
-
-/// The kin word itself (母上, 二姨, 妈).
+/// “二姨”两个字, 来电显示上那个“妈”字, 是她妈): the word, one
+/// [`kin_caller`] knows.
 fn shown_kin_word(text: &str) -> Option<&str> {
     let quoted = text.match_indices(['“', '「']).find_map(|(at, open)| {
         let inner = &text[at + open.len()..];
@@ -419,12 +415,12 @@ mod tests {
     #[test]
     fn a_screen_or_the_narration_shows_a_kin_caller() {
         assert_eq!(
-            shown_kin("手机在桌上震起来，屏幕上跳出“二姨”两个字。"),
-            Some(1)
+            shown_kin_word("手机在桌上震起来，屏幕上跳出“二姨”两个字。"),
+            Some("二姨")
         );
-        assert_eq!(shown_kin("手机响了。是她妈。这么晚了"), Some(1));
-        assert_eq!(shown_kin("手机响了，是我爸打来的。"), Some(0));
-        assert_eq!(shown_kin("手机响了，是个陌生号码。"), None);
+        assert_eq!(shown_kin_word("手机响了。是她妈。这么晚了"), Some("妈"));
+        assert_eq!(shown_kin_word("手机响了，是我爸打来的。"), Some("爸"));
+        assert_eq!(shown_kin_word("手机响了，是个陌生号码。"), None);
         assert!(opening_kin("“喂，妈……”"));
         assert!(opening_kin("“妈？”"));
         assert!(!opening_kin("“妈妈的事以后再说。”"));
