@@ -1113,8 +1113,17 @@ impl Context<'_, '_> {
         let body = p.text[n.start..n.end].trim_end();
         let last = body.chars().last()?;
         let end = n.start + body.len() - if is_punct(last) { last.len_utf8() } else { 0 };
-        let start = sentence_start(p.text, n.start, end);
-        let mentions = self.mentions_in(j, start, end);
+        let mut start = sentence_start(p.text, n.start, end);
+        let mut mentions = self.mentions_in(j, start, end);
+        // A last sentence that names no one describes what the one before
+        // acts on (她站起来，看着墙上的旧照片。那些照片…褪了色。): that one.
+        if !mentions.iter().any(|m| m.who.is_some()) && start > n.start {
+            let end = p.text[..start]
+                .trim_end_matches(|c: char| is_punct(c))
+                .len();
+            start = sentence_start(p.text, n.start, end);
+            mentions = self.mentions_in(j, start, end);
+        }
         let m = mentions
             .iter()
             .rfind(|m| m.who.is_some() && is_subject(p.text, m, start))?;
@@ -1343,9 +1352,11 @@ mod tests {
                 "许言刚讲到第三页，苏安就抬手打断了他。",
                 // Not one acted on: 许言 is the object.
                 "苏安看了许言一眼，转身走了。",
+                // A last sentence naming no one: the one before acts.
+                "许言站起来，看着墙上的旧照片。那些照片早就褪了色。",
             ],
         );
-        let want = [Some("许言"), Some("苏安"), Some("苏安")];
+        let want = [Some("许言"), Some("苏安"), Some("苏安"), Some("许言")];
         assert_eq!(got, want.map(|w| w.map(str::to_owned)));
     }
 }
