@@ -157,9 +157,10 @@ fn discovered_cast(found: &[speaker::Discovered]) -> Cast {
 
 fn discover_in(scanned: &[Scanned]) -> Vec<speaker::Discovered> {
     let views: Vec<Vec<ParagraphView<'_>>> = scanned.iter().map(Scanned::views).collect();
-    let mut found = speaker::discover(&views);
+    let first_person = speaker::first_person_tags(&views);
+    let mut found = speaker::discover_told(&views, first_person);
     speaker::guess_genders(&mut found, &views);
-    speaker::add_narrator(&mut found, &views);
+    speaker::add_narrator_told(&mut found, &views, first_person);
     found
 }
 

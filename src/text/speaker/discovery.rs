@@ -70,6 +70,15 @@ impl Discovered {
 /// a cast of them, most frequent first, with genders guessed from the
 /// pronouns that follow them and from gendered characters.
 pub fn discover<'a>(chapters: &[Vec<ParagraphView<'a>>]) -> Vec<Discovered> {
+    discover_told(chapters, first_person_tags(chapters))
+}
+
+/// [`discover`] for a book told as `first_person` says (see
+/// [`first_person_tags`]), worked out once by the caller.
+pub fn discover_told<'a>(
+    chapters: &[Vec<ParagraphView<'a>>],
+    first_person: Option<usize>,
+) -> Vec<Discovered> {
     // (times in a speaker position, times right before a verb or the clause end)
     let mut counts: rustc_hash::FxHashMap<&str, (usize, usize)> = rustc_hash::FxHashMap::default();
     // How often each 2–3 character string opens a quote before a comma (“少平，…”).
@@ -277,7 +286,7 @@ pub fn discover<'a>(chapters: &[Vec<ParagraphView<'a>>]) -> Vec<Discovered> {
     // the dictionary that open the narration's clauses at least
     // [`MIN_FIRST_PERSON_SUBJECTS`] times make a name (乔宇背着相机来了), the
     // longest such string (not 陈嘉 of 陈嘉宁).
-    if first_person_tags(chapters).is_some() {
+    if first_person.is_some() {
         let often = |s: &str| subjects.get(s).copied().unwrap_or(0) >= MIN_FIRST_PERSON_SUBJECTS;
         let mut subject_names: Vec<(&str, usize)> = subjects
             .iter()
@@ -352,7 +361,16 @@ const MIN_NARRATOR_TAGS: usize = 3;
 /// where speech without quote marks says 我, 0.04 times). Nothing is guessed
 /// of the narrator's gender: the pronouns near 我 are other people's.
 pub fn add_narrator(found: &mut Vec<Discovered>, chapters: &[Vec<ParagraphView<'_>>]) {
-    let Some(tags) = first_person_tags(chapters) else {
+    add_narrator_told(found, chapters, first_person_tags(chapters));
+}
+
+/// [`add_narrator`] for a book told as `first_person` says.
+pub fn add_narrator_told(
+    found: &mut Vec<Discovered>,
+    chapters: &[Vec<ParagraphView<'_>>],
+    first_person: Option<usize>,
+) {
+    let Some(tags) = first_person else {
         return;
     };
     if found.iter().any(|d| d.character.name == NARRATOR) {
@@ -410,7 +428,7 @@ pub fn add_narrator(found: &mut Vec<Discovered>, chapters: &[Vec<ParagraphView<'
 
 /// Of a book told in the first person (see [`add_narrator`]), how many
 /// speech tags 我 opens in its narration; `None` for a book told otherwise.
-fn first_person_tags(chapters: &[Vec<ParagraphView<'_>>]) -> Option<usize> {
+pub fn first_person_tags(chapters: &[Vec<ParagraphView<'_>>]) -> Option<usize> {
     let (mut tags, mut me, mut others) = (0, 0, 0);
     let plural = |rest: &str| rest.starts_with(['们', '們']);
     for p in chapters.iter().flatten().filter(|p| !p.skipped) {

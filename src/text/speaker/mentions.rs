@@ -542,6 +542,9 @@ impl Attributor {
             .trim_end_matches(['”', '」', '』', '"'])
             .trim_end_matches(['。', '！', '？', '!', '?', '…', '～', '~']);
         let (before, last) = body.rsplit_once(['，', ','])?;
+        if last.chars().nth(MAX_CALLED_CHARS).is_some() {
+            return None;
+        }
         let clause = before
             .rsplit_once(|c: char| is_punct(c))
             .map_or(before, |(_, c)| c);

@@ -54,7 +54,10 @@ use aho_corasick::AhoCorasick;
 use super::cast::{Cast, Gender};
 use super::quote::{SegmentKind, SpanRange};
 
-pub use discovery::{Discovered, NARRATOR, add_narrator, discover};
+pub use discovery::{
+    Discovered, NARRATOR, add_narrator, add_narrator_told, discover, discover_told,
+    first_person_tags,
+};
 pub use gender::{GenderEvidence, GenderGuess, guess_genders};
 pub use scorer::TagStyle;
 
@@ -115,6 +118,8 @@ pub struct Attributor {
     given_names: rustc_hash::FxHashMap<String, usize>,
     /// Every character of the names and aliases of the cast but the narrator.
     claimed: rustc_hash::FxHashSet<char>,
+    /// The narrator of a book told in the first person, when the cast has one.
+    narrator: Option<usize>,
     /// Where the book puts its tags (which weights score a quote no tag names).
     style: TagStyle,
 }
@@ -137,6 +142,7 @@ impl Attributor {
                 .flat_map(|c| std::iter::once(&c.name).chain(&c.aliases))
                 .flat_map(|n| n.chars())
                 .collect(),
+            narrator: cast.characters.iter().position(|c| c.name == NARRATOR),
             style: TagStyle::Apart,
         }
     }
@@ -170,10 +176,7 @@ impl Attributor {
 
     /// The narrator of a book told in the first person, when the cast has one.
     pub(super) fn narrator(&self) -> Option<Who> {
-        self.names
-            .iter()
-            .position(|n| n == NARRATOR)
-            .map(Who::Character)
+        self.narrator.map(Who::Character)
     }
 
     /// The same, for a book whose tags are placed as `style` says.
