@@ -8,8 +8,9 @@
 # --inline refits WEIGHTS_INLINE instead (books that put tags in the
 # quote's paragraph) on tests/fixtures/speaker/webnovel-{a,c,e,f,g}.txt,
 # leaving each book out in turn for the held-out figure; webnovel-b.txt,
-# webnovel-d.txt, webnovel-h.txt and webnovel-k.txt are held out and never
-# fitted on (webnovel-i.txt and webnovel-j.txt are tuned on but not fitted).
+# webnovel-d.txt, webnovel-h.txt, webnovel-k.txt and webnovel-m.txt are held
+# out and never fitted on (webnovel-i.txt, -j.txt and -l.txt are tuned on
+# but not fitted).
 #
 # Prints the held-out accuracy of leaving each part out (against the rules
 # alone on the same quotes), then the weights fitted on every part as the
