@@ -405,8 +405,6 @@ pub fn add_narrator_told(
         female_titles: female,
         male_titles: male,
         name,
-        book_has_she: true,
-        vernacular: true,
         ..GenderEvidence::default()
     };
     let at = found.partition_point(|d| d.count >= tags);

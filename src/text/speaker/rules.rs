@@ -1117,12 +1117,12 @@ impl Context<'_, '_> {
         let mut mentions = self.mentions_in(j, start, end);
         // A last sentence that names no one describes what the one before
         // acts on (她站起来，看着墙上的旧照片。那些照片…褪了色。): that one.
-        if !mentions.iter().any(|m| m.who.is_some()) && start > n.start {
-            let end = p.text[..start]
-                .trim_end_matches(|c: char| is_punct(c))
-                .len();
-            start = sentence_start(p.text, n.start, end);
-            mentions = self.mentions_in(j, start, end);
+        let before = p.text[..start]
+            .trim_end_matches(|c: char| is_punct(c))
+            .len();
+        if !mentions.iter().any(|m| m.who.is_some()) && before > n.start {
+            start = sentence_start(p.text, n.start, before);
+            mentions = self.mentions_in(j, start, before);
         }
         let m = mentions
             .iter()
