@@ -124,6 +124,75 @@ fn suggested_cast_matches_golden_and_parses() {
     ok(&split(&[path_str(&book), "--cast", path_str(&cast)]));
 }
 
+#[test]
+fn a_book_in_the_first_person_suggests_its_narrator_with_a_gender_and_their_family() {
+    // webnovel-l: told by a man the narration never names; its tags removed.
+    let tagged = std::fs::read_to_string(paths::fixture("speaker").join("webnovel-l.txt")).unwrap();
+    let mut text = String::with_capacity(tagged.len());
+    let mut rest = tagged.as_str();
+    while let Some(open) = rest.find('⟦') {
+        text.push_str(&rest[..open]);
+        rest = &rest[open..];
+        rest = &rest[rest
+            .find('⟧')
+            .map_or(rest.len(), |close| close + '⟧'.len_utf8())..];
+    }
+    text.push_str(rest);
+    let dir = tempfile::tempdir().unwrap();
+    let book = dir.path().join("book.txt");
+    std::fs::write(&book, &text).unwrap();
+    let out = ok(&split(&[path_str(&book), "--suggest-cast"]));
+    let cast: toml::Value = toml::from_str(&out).unwrap();
+    let characters = cast["character"].as_array().unwrap();
+    let find = |name: &str| {
+        characters
+            .iter()
+            .find(|c| c["name"].as_str() == Some(name))
+            .unwrap_or_else(|| panic!("{name} not suggested:\n{out}"))
+    };
+    let aliases = |c: &toml::Value| -> Vec<String> {
+        c.get("aliases")
+            .and_then(|a| a.as_array())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|x| x.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let me = find("我");
+    assert_eq!(me["gender"].as_str(), Some("male"), "{out}");
+    assert!(aliases(me).iter().any(|a| a == "嘉树"), "{out}");
+    assert!(
+        out.contains("# the narrator: the book is told in the first person; gender male"),
+        "{out}"
+    );
+    let mother = find("我妈");
+    assert_eq!(mother["gender"].as_str(), Some("female"), "{out}");
+    assert_eq!(aliases(mother), ["妈"], "{out}");
+    // Named in the narration, never in a speaker position.
+    assert_eq!(find("乔宇")["gender"].as_str(), Some("female"), "{out}");
+    // The suggestion is a cast file split accepts, and the narrator speaks
+    // (“尿闭了。”我说).
+    let file = dir.path().join("cast.toml");
+    std::fs::write(&file, &out).unwrap();
+    let jsonl = ok(&split(&[
+        path_str(&book),
+        "--cast",
+        path_str(&file),
+        "--format",
+        "jsonl",
+    ]));
+    let lines = json_lines(&jsonl);
+    assert!(
+        dialogue(&lines)
+            .iter()
+            .any(|v| v["speaker"] == "我"
+                && v["text"].as_str().is_some_and(|t| t.contains("尿闭了"))),
+        "{jsonl}"
+    );
+}
+
 /// Sample goldens hold no text of the sample, only the shape of its script:
 /// chapter, paragraph, kind, speaker and length of each segment.
 fn script_shape(jsonl: &str) -> String {
