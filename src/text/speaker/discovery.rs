@@ -15,8 +15,8 @@ use super::names::{
 };
 use super::rules::KIN_BEFORE_NAME;
 use super::words::{
-    CONNECTIVES, CROWDS, addressed_as, has_speech_verb, says_of_me, self_reference,
-    starts_with_speech_verb,
+    CONNECTIVES, CROWDS, addressed_as, has_speech_verb, is_address_pause, one_char_address,
+    says_of_me, self_reference, starts_with_speech_verb,
 };
 use crate::text::cast::{Character, Gender};
 use crate::text::decode::is_han;
@@ -475,10 +475,7 @@ fn named_addresses(names: &[String], chapters: &[Vec<ParagraphView<'_>>]) -> [us
                     Some('姐') => 0,
                     _ => continue,
                 };
-                if chars
-                    .next()
-                    .is_some_and(|c| matches!(c, '，' | ',' | '！' | '!' | '？' | '?' | '。' | '…'))
-                {
+                if chars.next().is_some_and(is_address_pause) {
                     counts[slot] += 1;
                 }
             }
@@ -632,22 +629,8 @@ fn unclaimed_addresses(found: &[Discovered], chapters: &[Vec<ParagraphView<'_>>]
     for p in chapters.iter().flatten().filter(|p| !p.skipped) {
         for s in p.spans.iter().filter(|s| s.kind == SegmentKind::Dialogue) {
             let inner = s.text(p.text).trim_start_matches(['“', '「', '『', '"']);
-            let mut chars = inner.chars();
-            let (Some(stem), Some(title), Some(pause)) = (chars.next(), chars.next(), chars.next())
-            else {
-                continue;
-            };
-            let slot = match title {
-                '哥' => 1,
-                '姐' => 0,
-                _ => continue,
-            };
-            if is_han(stem)
-                && !claimed.contains(&stem)
-                && !"大老小二三四表堂师師学學我你他她".contains(stem)
-                && matches!(pause, '，' | ',' | '！' | '!' | '？' | '?' | '。' | '…')
-            {
-                counts[slot] += 1;
+            if let Some((_, slot)) = one_char_address(inner).filter(|(c, _)| !claimed.contains(c)) {
+                counts[1 - slot] += 1;
             }
         }
     }

@@ -11,7 +11,7 @@ use super::names::{
     OFFICE_TITLES, SURNAME_TITLES, UNNAMED_PEOPLE, Unnamed, is_non_name_char, is_role_word,
     is_surname,
 };
-use super::words::{CROWDS, starts_with_speech_verb};
+use super::words::{CROWDS, is_address_pause, one_char_address, starts_with_speech_verb};
 use super::{Attributor, NARRATOR, ParagraphView, Who};
 use crate::text::cast::{Cast, Gender};
 use crate::text::quote::{SegmentKind, SpanRange};
@@ -518,18 +518,15 @@ impl Attributor {
     fn narrator_called(&self, inner: &str) -> Option<Who> {
         let narrator = self.narrator()?;
         let mut chars = inner.chars();
-        let (Some(a), Some(b), Some(pause)) = (chars.next(), chars.next(), chars.next()) else {
-            return None;
+        let stem = match (chars.next(), chars.next(), chars.next()) {
+            (Some('小'), Some(stem), Some(pause))
+                if is_surname(stem) && is_address_pause(pause) =>
+            {
+                stem
+            }
+            _ => one_char_address(inner)?.0,
         };
-        let stem = match (a, b) {
-            ('小', stem) if is_surname(stem) => stem,
-            (stem, '哥' | '姐') if crate::text::decode::is_han(stem) => stem,
-            _ => return None,
-        };
-        let unclaimed = !self.claimed.contains(&stem)
-            && !"大老小二三四表堂师師学學我你他她".contains(stem)
-            && matches!(pause, '，' | ',' | '！' | '!' | '？' | '?' | '。' | '…');
-        unclaimed.then_some(narrator)
+        (!self.claimed.contains(&stem)).then_some(narrator)
     }
 
     /// A character called by name at the end of the quote, after a comma

@@ -522,13 +522,37 @@ const ADDRESSED_AS: &[(&str, usize)] = &[
     ("妹妹", 1),
 ];
 
+/// A pause after a form of address (陈哥，, 树哥！, 妈？).
+pub(super) fn is_address_pause(c: char) -> bool {
+    matches!(c, '，' | ',' | '！' | '!' | '？' | '?' | '。' | '…')
+}
+
+/// A quote (`inner`, after its opening mark) that opens by calling someone
+/// by one character and 哥 or 姐 before a pause (陈哥，, 树哥！, 宁姐，): the
+/// character and the gender slot the address says (0 a man, 1 a woman);
+/// not a generic one (大哥, 老姐, 表哥, 师姐, 我哥).
+pub(super) fn one_char_address(inner: &str) -> Option<(char, usize)> {
+    let mut chars = inner.chars();
+    let (Some(stem), Some(title), Some(pause)) = (chars.next(), chars.next(), chars.next()) else {
+        return None;
+    };
+    let slot = match title {
+        '哥' => 0,
+        '姐' => 1,
+        _ => return None,
+    };
+    (crate::text::decode::is_han(stem)
+        && !"大老小二三四表堂师師学學我你他她".contains(stem)
+        && is_address_pause(pause))
+    .then_some((stem, slot))
+}
+
 /// The gender slot of the one a quote opens by addressing: a word of
 /// address (after at most two characters of a name: 陈哥, 小林姐) and a
 /// pause. Not 哥哥 / 姐姐 as a subject (“姐姐说…”): only before a pause.
 pub(super) fn addressed_as(quote: &str) -> Option<usize> {
     let inner = quote.trim_start_matches(['“', '「', '『', '"']);
-    let pause = |c: char| matches!(c, '，' | ',' | '！' | '!' | '？' | '?' | '。' | '…');
-    let end = inner.find(pause)?;
+    let end = inner.find(is_address_pause)?;
     let head = &inner[..end];
     if head.chars().count() > 4 || head.starts_with(['我', '你', '他', '她']) {
         return None;
