@@ -394,8 +394,10 @@ impl Attributor {
                 }
                 Pattern::Ignore => continue,
             };
-            // 老石他们告辞后，…他: one of a group is not whom the next 他 stands for.
+            // 老石他们告辞后，…他: one of a group is not whom the next 他 stands for;
+            // nor is the narrator of a book told in the first person, who is 我.
             if let Some(Who::Character(c)) = who
+                && who != self.narrator()
                 && let Some(slot) = gender_slot(self.genders[c])
                 && !["他们", "她们", "他們", "她們"]
                     .iter()

@@ -1066,6 +1066,10 @@ mod tests {
         assert_eq!(a.vocative("“小陈，又是你值班？”"), Some(Who::Character(0)));
         assert_eq!(a.vocative("“凡姐，我先走了。”"), Some(Who::Character(1)));
         assert_eq!(a.vocative("“大哥，你笑什么？”"), None);
+        // 她 is never the narrator, who is 我, whatever her gender.
+        let c2 = cast(&[(NARRATOR, &[], F), ("苏念", &[], F)]);
+        let text = "苏念推门进来。\n我看着她，半天没出声。\n她说：“回来啦？”";
+        assert_eq!(names(&speakers(&c2, text)), ["苏念"]);
         // Not in a book told in the third person.
         let c = cast(&[("许凡", &[], F), ("唐甜甜", &[], F)]);
         let (a, _) = spoken(&c, "");
