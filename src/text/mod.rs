@@ -160,7 +160,7 @@ fn discover_in(scanned: &[Scanned]) -> Vec<speaker::Discovered> {
     let first_person = speaker::first_person_tags(&views);
     let mut found = speaker::discover_told(&views, first_person);
     speaker::guess_genders(&mut found, &views);
-    speaker::add_narrator_told(&mut found, &views, first_person);
+    speaker::add_narrator(&mut found, &views, first_person);
     found
 }
 

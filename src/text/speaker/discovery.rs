@@ -180,14 +180,8 @@ pub fn discover_told<'a>(
                         .char_indices()
                         .nth(1)
                         .map_or("", |(at, _)| &quote[at..]);
-                    let end = inner
-                        .char_indices()
-                        .take(4)
-                        .find(|(_, c)| !is_han(*c))
-                        .filter(|(_, c)| matches!(c, '，' | '！' | ','))
-                        .map(|(at, _)| at);
-                    if let Some(end) = end.filter(|e| (6..=9).contains(e)) {
-                        *vocatives.entry(&inner[..end]).or_default() += 1;
+                    if let Some(name) = opening_call(inner) {
+                        *vocatives.entry(name).or_default() += 1;
                     }
                     for name in self_introductions(quote) {
                         *introduced.entry(name).or_default() += 1;
@@ -271,12 +265,8 @@ pub fn discover_told<'a>(
         .filter(|(name, n)| {
             *n >= MIN_VOCATIVES
                 && subjects.get(name).copied().unwrap_or(0) >= MIN_VOCATIVES
-                && dictionary.phrase(name).is_none()
-                && !ROLE_NOUNS.contains(name)
-                && !KIN_BEFORE_NAME.contains(name)
-                && !is_not_name(name)
                 && !names.iter().any(|(other, _)| other.contains(name))
-                && vocative_name(name)
+                && called_as_name(name, dictionary)
         })
         .collect();
     called.sort();
@@ -358,14 +348,12 @@ const MIN_NARRATOR_TAGS: usize = 3;
 /// the narration right before a speech verb at least [`MIN_NARRATOR_TAGS`]
 /// times and its narration writes 我 at least half as often as 他 and 她
 /// (a first-person book about 1.6 times as often, 《西游记》's narration,
-/// where speech without quote marks says 我, 0.04 times). Nothing is guessed
-/// of the narrator's gender: the pronouns near 我 are other people's.
-pub fn add_narrator(found: &mut Vec<Discovered>, chapters: &[Vec<ParagraphView<'_>>]) {
-    add_narrator_told(found, chapters, first_person_tags(chapters));
-}
-
-/// [`add_narrator`] for a book told as `first_person` says.
-pub fn add_narrator_told(
+/// where speech without quote marks says 我, 0.04 times): `first_person`,
+/// as [`first_person_tags`] says. The pronouns near 我 are other people's;
+/// the narrator's gender comes from what the book says of them
+/// ([`narrator_cues`], addresses no one else's name holds, the names others
+/// call them by), and their family joins them ([`add_narrators_kin`]).
+pub fn add_narrator(
     found: &mut Vec<Discovered>,
     chapters: &[Vec<ParagraphView<'_>>],
     first_person: Option<usize>,
@@ -498,15 +486,8 @@ fn narrator_names(found: &[Discovered], chapters: &[Vec<ParagraphView<'_>>]) -> 
                 narration.push(text);
                 continue;
             }
-            let inner = text.trim_start_matches(['“', '「', '『', '"']);
-            let end = inner
-                .char_indices()
-                .take(4)
-                .find(|(_, c)| !is_han(*c))
-                .filter(|(_, c)| matches!(c, '，' | '！' | ','))
-                .map(|(at, _)| at);
-            if let Some(end) = end.filter(|e| (6..=9).contains(e)) {
-                *called.entry(&inner[..end]).or_default() += 1;
+            if let Some(name) = opening_call(text.trim_start_matches(['“', '「', '『', '"'])) {
+                *called.entry(name).or_default() += 1;
             }
         }
     }
@@ -520,11 +501,7 @@ fn narrator_names(found: &[Discovered], chapters: &[Vec<ParagraphView<'_>>]) -> 
         .into_iter()
         .filter(|(name, n)| {
             *n >= MIN_VOCATIVES
-                && vocative_name(name)
-                && dictionary.phrase(name).is_none()
-                && !ROLE_NOUNS.contains(name)
-                && !KIN_BEFORE_NAME.contains(name)
-                && !is_not_name(name)
+                && called_as_name(name, dictionary)
                 && !others
                     .iter()
                     .any(|o| o.contains(*name) || name.contains(*o))
@@ -911,6 +888,27 @@ fn vocative_name(s: &str) -> bool {
         && !is_non_name_tail(last)
         && !is_particle(last)
         && !"啊呀哪吧呢们們哥姐叔婶嬸爸妈媽爷爺伯娘".contains(last)
+}
+
+/// The 2–3 Han characters a quote (`inner`, after its opening mark) opens
+/// with before a comma or an exclamation: whom it calls (少平 of “少平，…”).
+fn opening_call(inner: &str) -> Option<&str> {
+    let (end, _) = inner
+        .char_indices()
+        .take(4)
+        .find(|(_, c)| !is_han(*c))
+        .filter(|(_, c)| matches!(c, '，' | '！' | ','))?;
+    (6..=9).contains(&end).then(|| &inner[..end])
+}
+
+/// A string quotes call someone by that can be a name: not a word, a role
+/// or kinship word, nor what names never are ([`vocative_name`]).
+fn called_as_name(name: &str, dictionary: &crate::frontend::dictionary::Dictionary) -> bool {
+    dictionary.phrase(name).is_none()
+        && !ROLE_NOUNS.contains(&name)
+        && !KIN_BEFORE_NAME.contains(&name)
+        && !is_not_name(name)
+        && vocative_name(name)
 }
 
 /// How often a string must be called by name and open narration to be a name.
@@ -1548,6 +1546,17 @@ mod tests {
         discover(&[views])
     }
 
+    /// The same, with the narrator of a book told in the first person (and
+    /// the narrator's family) as the split adds them.
+    fn with_narrator(text: &[&str]) -> Vec<Discovered> {
+        let spans = test_spans(text);
+        let chapters = [test_views(text, &spans)];
+        let first_person = first_person_tags(&chapters);
+        let mut found = discover_told(&chapters, first_person);
+        add_narrator(&mut found, &chapters, first_person);
+        found
+    }
+
     #[test]
     fn discovers_recurring_speakers() {
         let text = [
@@ -1784,10 +1793,7 @@ mod tests {
             "顾屿看着我：“走吧。”",
             "“那你挂科了别哭。”我说。",
         ];
-        let spans = test_spans(&first);
-        let views = test_views(&first, &spans);
-        let mut found = discover(std::slice::from_ref(&views));
-        add_narrator(&mut found, &[views]);
+        let found = with_narrator(&first);
         let names = names_of(&found);
         assert!(names.contains(&NARRATOR), "{names:?}");
         // 我是顾屿 introduces one the book names again.
@@ -1803,10 +1809,7 @@ mod tests {
             "行者道：我笑他不知天高地厚。他恼了，她劝他，他不听，她走了。",
             "“回来啦？”他笑着问。",
         ];
-        let spans = test_spans(&third);
-        let views = test_views(&third, &spans);
-        let mut found = discover(std::slice::from_ref(&views));
-        add_narrator(&mut found, &[views]);
+        let found = with_narrator(&third);
         assert!(
             found.iter().all(|d| d.character.name != NARRATOR),
             "{found:?}"
@@ -1816,11 +1819,7 @@ mod tests {
     #[test]
     fn the_narrator_of_a_book_in_the_first_person_has_a_gender_when_the_book_says_it() {
         let narrator = |lines: &[&str]| {
-            let spans = test_spans(lines);
-            let views = test_views(lines, &spans);
-            let mut found = discover(std::slice::from_ref(&views));
-            add_narrator(&mut found, &[views]);
-            found
+            with_narrator(lines)
                 .into_iter()
                 .find(|d| d.character.name == NARRATOR)
                 .map(|d| d.character.gender)
@@ -1853,7 +1852,7 @@ mod tests {
             "“那你明天别迟到。”我说。",
         ];
         assert_eq!(narrator(&nobody), Some(Gender::Unknown));
-        // Called by a name of theirs with 姐.
+        // Called 夏夏姐 in the quote right before one of hers.
         let called = [
             "我推开店门，雨还在下。",
             "“夏夏姐，你可算来了。”",
@@ -1876,10 +1875,7 @@ mod tests {
             "我姐夫在客厅看电视，我哥们儿在楼下喊我。",
             "“那你快点。”我说。",
         ];
-        let spans = test_spans(&lines);
-        let views = test_views(&lines, &spans);
-        let mut found = discover(std::slice::from_ref(&views));
-        add_narrator(&mut found, &[views]);
+        let found = with_narrator(&lines);
         let mother = found.iter().find(|d| d.character.name == "我妈");
         assert!(
             mother.is_some_and(
@@ -1909,10 +1905,7 @@ mod tests {
             "乔宇收拾好相机，推门走了。",
             "“明天见。”我说。",
         ];
-        let spans = test_spans(&lines);
-        let views = test_views(&lines, &spans);
-        let mut found = discover(std::slice::from_ref(&views));
-        add_narrator(&mut found, std::slice::from_ref(&views));
+        let found = with_narrator(&lines);
         // 乔宇 opens three clauses of the narration and never a tag.
         assert!(names_of(&found).contains(&"乔宇"), "{found:?}");
         let narrator = found.iter().find(|d| d.character.name == NARRATOR);

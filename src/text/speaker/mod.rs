@@ -55,8 +55,7 @@ use super::cast::{Cast, Gender};
 use super::quote::{SegmentKind, SpanRange};
 
 pub use discovery::{
-    Discovered, NARRATOR, add_narrator, add_narrator_told, discover, discover_told,
-    first_person_tags,
+    Discovered, NARRATOR, add_narrator, discover, discover_told, first_person_tags,
 };
 pub use gender::{GenderEvidence, GenderGuess, guess_genders};
 pub use scorer::TagStyle;
@@ -277,6 +276,10 @@ impl Attributor {
             if opened.is_some() {
                 call = opened;
             }
+            // The paragraph's first quote, and the one it calls by name.
+            let first_at = p.spans.iter().position(|s| s.kind == SegmentKind::Dialogue);
+            let first = first_at.map_or("", |k| p.spans[k].text(p.text));
+            let vocative = first_at.and_then(|_| self.vocative(first));
             let Decision {
                 mut speaker,
                 addressee,
@@ -291,13 +294,9 @@ impl Attributor {
                     gender_unsure: spoken.gender_unsure,
                     tagged: true,
                 },
-                _ => ctx.decide(i, previous, prev_is_turn, &turns),
+                _ => ctx.decide(i, previous, prev_is_turn, &turns, vocative),
             };
             // On the phone: the holder and the caller take turns.
-            // The paragraph's first quote, and the one it calls by name.
-            let first_at = p.spans.iter().position(|s| s.kind == SegmentKind::Dialogue);
-            let first = first_at.map_or("", |k| p.spans[k].text(p.text));
-            let vocative = first_at.and_then(|_| self.vocative(first));
             if let Some(on) = call.as_mut().filter(|_| opens_call) {
                 let introduced = first_at.filter(|&k| k > 0).is_some_and(|k| {
                     p.spans[k - 1]

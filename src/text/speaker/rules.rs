@@ -156,13 +156,9 @@ impl Context<'_, '_> {
         previous: Option<usize>,
         prev_is_turn: bool,
         turns: &[Turn],
+        vocative: Option<Who>,
     ) -> Decision {
         let p = &self.paragraphs[i];
-        let vocative = p
-            .spans
-            .iter()
-            .find(|s| s.kind == SegmentKind::Dialogue)
-            .and_then(|s| self.attributor.vocative(s.text(p.text)));
         let mut best: Option<Candidate> = None;
         // The span the best candidate speaks.
         let mut best_at = 0;
