@@ -191,9 +191,11 @@ impl Script {
     fn from_scanned(scanned: Vec<Scanned>, book: &str, cast: Option<&Cast>) -> Script {
         let discovered = cast.is_none().then(|| discover_in(&scanned));
         let found = discovered.as_deref().map(discovered_cast);
-        let style = speaker::TagStyle::of(scanned.iter().flat_map(Scanned::views));
-        let attributor =
-            Attributor::new(cast.or(found.as_ref()).unwrap_or(&Cast::default())).with_style(style);
+        let views: Vec<Vec<ParagraphView<'_>>> = scanned.iter().map(Scanned::views).collect();
+        let style = speaker::TagStyle::of(views.iter().flatten().copied());
+        let attributor = Attributor::new(cast.or(found.as_ref()).unwrap_or(&Cast::default()))
+            .with_style(style)
+            .with_kin(&views);
         let mut chapters = Vec::new();
         let mut skipped = Vec::new();
         for (k, s) in scanned.iter().enumerate() {

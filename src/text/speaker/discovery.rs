@@ -232,7 +232,9 @@ pub fn discover_told<'a>(
             }
         }
     }
-    let mut names = by_usage(select_names(&counts, &subjects), &subjects, chapters);
+    let mut selected = select_names(&counts, &subjects);
+    selected.extend(full_names_of_given(&counts, &subjects, &selected, chapters));
+    let mut names = by_usage(selected, &subjects, chapters);
     // A nickname the book puts in quote marks is a name when it stands right
     // before a speech verb at least once and opens speaker clauses twice.
     // (In a fixed order: the cast must come out the same on every run.)
@@ -754,6 +756,86 @@ fn with_given_names(
     names.extend(given);
     names.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     names
+}
+
+/// Full names found by their given names (李向前 by 向前, 郝红梅 by 红梅):
+/// a given name that opens speaker clauses at least [`MIN_GIVEN_SPEAKER`]
+/// times but is no name by itself (向 seldom opens a name, 红梅 is a word of
+/// the dictionary), and that the book writes after one surname at least
+/// [`MIN_WRITTEN`] times, as often as after anything else. The full name
+/// need not open a clause: a book may write it only after 和 or 是.
+fn full_names_of_given(
+    counts: &rustc_hash::FxHashMap<&str, (usize, usize)>,
+    subjects: &rustc_hash::FxHashMap<&str, usize>,
+    names: &[(String, usize)],
+    chapters: &[Vec<ParagraphView<'_>>],
+) -> Vec<(String, usize)> {
+    let mut given: Vec<(&str, usize)> = counts
+        .iter()
+        .filter(|(g, (n, _))| {
+            *n >= MIN_GIVEN_SPEAKER
+                && g.chars().count() == 2
+                && g.chars().all(is_han)
+                && subjects.get(*g).copied().unwrap_or(0) >= MIN_GIVEN_SUBJECT
+                && !names.iter().any(|(name, _)| name.contains(*g))
+                && !CROWDS.contains(g)
+                && !ROLE_NOUNS.contains(g)
+                && !OFFICE_TITLES.contains(g)
+                && !KIN_BEFORE_NAME.contains(g)
+                && !is_not_name(g)
+                && !has_speech_verb(g)
+        })
+        .map(|(g, (n, _))| (*g, *n))
+        .collect();
+    if given.is_empty() {
+        return Vec::new();
+    }
+    given.sort();
+    let Ok(matcher) = AhoCorasickBuilder::new()
+        .match_kind(MatchKind::LeftmostLongest)
+        .build(given.iter().map(|(g, _)| g))
+    else {
+        return Vec::new();
+    };
+    // For each given name: how often each (character, character before it)
+    // stands before it.
+    let mut before: Vec<rustc_hash::FxHashMap<(char, char), usize>> =
+        vec![Default::default(); given.len()];
+    for p in chapters.iter().flatten().filter(|p| !p.skipped) {
+        for m in matcher.find_iter(p.text) {
+            let mut back = p.text[..m.start()].chars().rev();
+            let prev = back.next().unwrap_or(' ');
+            if is_surname(prev) && !is_non_name_char(prev) {
+                let key = (prev, back.next().unwrap_or(' '));
+                *before[m.pattern().as_usize()].entry(key).or_default() += 1;
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for ((g, n), before) in given.iter().zip(&before) {
+        // How often after each surname.
+        let mut by_surname: rustc_hash::FxHashMap<char, usize> = Default::default();
+        for (&(s, _), &k) in before {
+            *by_surname.entry(s).or_default() += k;
+        }
+        let Some((surname, written)) = by_surname
+            .iter()
+            .map(|(s, k)| (*s, *k))
+            .max_by_key(|(s, k)| (*k, std::cmp::Reverse(*s)))
+        else {
+            continue;
+        };
+        // 晓云指着: 云 closes another name more than it opens this one.
+        let tail = before
+            .iter()
+            .any(|(&(s, c), &k)| s == surname && k * 2 > written && is_han(c));
+        let full = format!("{surname}{g}");
+        if written >= MIN_WRITTEN && !tail && !is_not_name(&full) {
+            tracing::debug!(name = %full, given = g, written, "a full name found by its given name");
+            out.push((full, *n));
+        }
+    }
+    out
 }
 
 /// How often each of `names` is written in the book (quotes included).

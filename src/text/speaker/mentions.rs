@@ -647,7 +647,7 @@ fn after_address(rest: &str) -> (&str, bool) {
 }
 
 /// A vocative's pause: `rest` opens with a comma, a stop or an exclamation.
-fn pauses(rest: &str) -> bool {
+pub(super) fn pauses(rest: &str) -> bool {
     rest.chars()
         .next()
         .is_some_and(|c| matches!(c, '，' | ',' | '！' | '!' | '、' | '…' | '？' | '?' | '。'))

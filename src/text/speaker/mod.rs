@@ -43,6 +43,7 @@ mod call;
 mod clause;
 mod discovery;
 mod gender;
+mod kin;
 mod mentions;
 mod names;
 mod rules;
@@ -119,6 +120,9 @@ pub struct Attributor {
     claimed: rustc_hash::FxHashSet<char>,
     /// The narrator of a book told in the first person, when the cast has one.
     narrator: Option<usize>,
+    /// What each character is called by the younger of their family (see
+    /// [`kin`]); none until [`Attributor::with_kin`] reads the book.
+    kin: Vec<kin::Kin>,
     /// Where the book puts its tags (which weights score a quote no tag names).
     style: TagStyle,
 }
@@ -142,6 +146,7 @@ impl Attributor {
                 .flat_map(|n| n.chars())
                 .collect(),
             narrator: cast.characters.iter().position(|c| c.name == NARRATOR),
+            kin: vec![0; cast.characters.len()],
             style: TagStyle::Apart,
         }
     }
@@ -279,7 +284,10 @@ impl Attributor {
             // The paragraph's first quote, and the one it calls by name.
             let first_at = p.spans.iter().position(|s| s.kind == SegmentKind::Dialogue);
             let first = first_at.map_or("", |k| p.spans[k].text(p.text));
-            let vocative = first_at.and_then(|_| self.vocative(first));
+            let vocative = first_at.and_then(|_| {
+                self.vocative(first)
+                    .or_else(|| self.kin_vocative(first, i, &mentions, &turns))
+            });
             let Decision {
                 mut speaker,
                 addressee,

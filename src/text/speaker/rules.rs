@@ -1246,10 +1246,16 @@ fn turn_taking(turns: &[Turn], vocative: Option<Who>, recent: Option<Who>) -> Op
             }),
         recent,
     ];
-    candidates
+    let next = candidates
         .into_iter()
         .flatten()
-        .find(|who| Some(*who) != last.speaker && Some(*who) != vocative)
+        .find(|who| Some(*who) != last.speaker);
+    match next {
+        // The quote calls the one whose turn it would be: the last speaker
+        // goes on, calling them (“姐姐，你不能再这样了！…” after narration).
+        Some(n) if Some(n) == vocative => last.speaker.filter(|s| Some(*s) != vocative),
+        next => next,
+    }
 }
 
 /// True when a mention right after `before` is the object of a preposition
