@@ -234,6 +234,7 @@ pub fn discover_told<'a>(
     }
     let mut selected = select_names(&counts, &subjects);
     selected.extend(full_names_of_given(&counts, &subjects, &selected, chapters));
+    selected.extend(often_written_full_names(&selected, chapters));
     let mut names = by_usage(selected, &subjects, chapters);
     // A nickname the book puts in quote marks is a name when it stands right
     // before a speech verb at least once and opens speaker clauses twice.
@@ -834,6 +835,90 @@ fn full_names_of_given(
             tracing::debug!(name = %full, given = g, written, "a full name found by its given name");
             out.push((full, *n));
         }
+    }
+    out
+}
+
+/// Numerals: no name opens after one or holds one (十万天兵, 万八千).
+const NUMERALS: &str = "一二三四五六七八九十百千万两";
+
+/// Last characters of places (朱紫国, 雷音寺, 凤仙郡, 米家镇).
+const PLACE_ENDS: &str = "国國宫宮殿寺庙廟观觀郡县縣府镇鎮村庄莊乡鄉省市区區街路楼樓洞岭嶺关關";
+
+/// How often a full name must be written to be a name though it never
+/// stands in a speaker position.
+const MIN_FULL_WRITTEN: usize = 15;
+
+/// Full names the book writes often (田福高, 金俊山) though they seldom open
+/// a speaker clause: a surname and two characters that stand in names, the
+/// given name no word of the dictionary, the surname and the first of them
+/// no word either (高兴, 白天), no number and no place, written at least
+/// [`MIN_FULL_WRITTEN`] times, and not mostly after or before one character
+/// (a word they stand in).
+fn often_written_full_names(
+    names: &[(String, usize)],
+    chapters: &[Vec<ParagraphView<'_>>],
+) -> Vec<(String, usize)> {
+    // Each string of three characters that opens with a surname: how often,
+    // and how often after and before each character.
+    type Around = rustc_hash::FxHashMap<(char, bool), usize>;
+    let mut seen: rustc_hash::FxHashMap<&str, (usize, Around)> = Default::default();
+    for p in chapters.iter().flatten().filter(|p| !p.skipped) {
+        let text = p.text;
+        let mut prev = ' ';
+        for (at, c) in text.char_indices() {
+            let before = std::mem::replace(&mut prev, c);
+            if !is_surname(c) || is_non_name_char(c) {
+                continue;
+            }
+            let mut rest = text[at..].char_indices().skip(1);
+            let (Some((_, c2)), Some((j3, c3))) = (rest.next(), rest.next()) else {
+                continue;
+            };
+            if !is_han(c2) || !is_han(c3) || is_non_name_inner(c2) || is_non_name_char(c2) {
+                continue;
+            }
+            // 金家湾, 十万八千, 战兢兢, 朱紫国: a family's place, a number, a
+            // doubled word, a place.
+            if is_non_name_tail(c3)
+                || is_particle(c3)
+                || c2 == '家'
+                || c2 == c3
+                || [before, c2, c3].iter().any(|c| NUMERALS.contains(*c))
+                || PLACE_ENDS.contains(c3)
+            {
+                continue;
+            }
+            let end = at + j3 + c3.len_utf8();
+            let next = rest.next().map_or(' ', |(_, c)| c);
+            let entry = seen.entry(&text[at..end]).or_default();
+            entry.0 += 1;
+            *entry.1.entry((next, true)).or_default() += 1;
+            *entry.1.entry((before, false)).or_default() += 1;
+        }
+    }
+    let dictionary = crate::frontend::dictionary::Dictionary::get();
+    let mut out: Vec<(String, usize)> = seen
+        .into_iter()
+        .filter(|(full, (n, around))| {
+            let two = &full[..full.char_indices().nth(2).map_or(full.len(), |(j, _)| j)];
+            let given = &full[full.chars().next().map_or(0, char::len_utf8)..];
+            *n >= MIN_FULL_WRITTEN
+                // Not mostly after or before one character (通关文牒, 周文龙回).
+                && around.iter().all(|(&(c, after), k)| {
+                    !is_han(c) || (after && is_non_name_char(c)) || k * 2 <= *n
+                })
+                && dictionary.phrase(given).is_none()
+                && dictionary.phrase(two).is_none()
+                && !is_not_name(full)
+                && !has_speech_verb(full)
+                && !names.iter().any(|(name, _)| name.contains(*full) || full.contains(name.as_str()))
+        })
+        .map(|(full, (n, _))| (full.to_owned(), n))
+        .collect();
+    out.sort();
+    for (name, n) in &out {
+        tracing::debug!(name, written = n, "a full name the book often writes");
     }
     out
 }

@@ -425,6 +425,11 @@ const FEMALE_BEFORE: &[&str] = &[
     "女同事",
     "女老师",
     "女老師",
+    // kin called by what they are, before a name (她姐润叶, 二嫂秀莲)
+    "姐",
+    "嫂",
+    "婆婆",
+    "弟媳",
 ];
 const MALE_BEFORE: &[&str] = &[
     "嫁给",
@@ -484,6 +489,13 @@ const MALE_BEFORE: &[&str] = &[
     "男同事",
     "男老师",
     "男老師",
+    // kin called by what they are, before a name (他哥孙少安, 他姐夫王满银)
+    "哥",
+    "姐夫",
+    "妹夫",
+    "姑父",
+    "姨父",
+    "公公",
 ];
 /// Verbs that name someone just introduced (书童名唤茗烟).
 const NAMING: &[&str] = &["名唤", "名喚", "名叫", "叫做", "唤作", "喚作", "名字叫"];
