@@ -963,15 +963,32 @@ fn goes_on(p: &ParagraphView<'_>, from: usize, last_person: usize) -> bool {
 
 /// 靖王笑道：“本王…” / 赵琰竖起一根手指，“本王…”: what the one named first
 /// in the sentence that runs into a quote calls themselves in it says their
-/// gender, as a title does (not when a pronoun comes first: 她看着赵琰，“…”).
+/// gender, as a title does (not when a pronoun comes first: 她看着赵琰，“…”);
+/// likewise the one a tag after the quote names (“…我老婆…”贾冰说。).
 fn self_titles(
     p: &ParagraphView<'_>,
     matcher: &aho_corasick::AhoCorasick,
     owner: &[Option<usize>],
     evidence: &mut [GenderEvidence],
 ) {
+    let mut tally = |i: usize, slot: usize| match slot {
+        0 => evidence[i].male_titles += 1,
+        _ => evidence[i].female_titles += 1,
+    };
     for pair in p.spans.windows(2) {
         let [n, q] = pair else { continue };
+        // “我老婆是个‘土耳其’！…”贾冰说。: the tag after the quote.
+        if n.kind != SegmentKind::Narration && q.kind == SegmentKind::Narration {
+            let tag = p.text[q.start..q.end].trim_start();
+            if let Some(m) = matcher.find(tag).filter(|m| m.start() == 0)
+                && let Some(i) = owner[m.pattern().as_usize()]
+                && super::words::starts_with_speech_verb(&tag[m.end()..])
+                && let Some(slot) = super::words::self_reference(n.text(p.text))
+            {
+                tally(i, slot);
+            }
+            continue;
+        }
         if n.kind != SegmentKind::Narration || q.kind == SegmentKind::Narration {
             continue;
         }
@@ -985,10 +1002,7 @@ fn self_titles(
             .find(&p.text[from..end])
             .and_then(|m| owner[m.pattern().as_usize()])
         {
-            match slot {
-                0 => evidence[i].male_titles += 1,
-                _ => evidence[i].female_titles += 1,
-            }
+            tally(i, slot);
         }
     }
 }

@@ -378,7 +378,7 @@ fn starts_with_bare_speech_verb(s: &str) -> bool {
 /// a calling (贫僧, 洒家), the young (本姑娘, 本少爷).
 const SELF_WORDS: &[(&str, usize, &str)] = &[
     ("老娘", 1, "们們家"),
-    ("老子", 0, "们們家曰"),
+    ("老子", 0, "们們家曰娘"),
     ("本姑娘", 1, ""),
     ("本小姐", 1, ""),
     ("小女子", 1, ""),
