@@ -1769,6 +1769,57 @@ mod tests {
     }
 
     #[test]
+    fn a_full_name_is_found_by_its_given_name_though_it_never_opens_a_clause() {
+        // 向前 opens speaker clauses; 李向前 never opens a clause.
+        let mut text = vec![
+            "向前说：“走吧。”",
+            "向前问：“几点了？”",
+            "向前想了想：“再等等。”",
+            "向前站起来。",
+        ];
+        let found = discovered(&text);
+        assert!(
+            found.iter().all(|d| !d.character.name.contains("向前")),
+            "{found:?}"
+        );
+        for _ in 0..MIN_WRITTEN / 2 {
+            text.extend(["大家都知道，这事和李向前有关。", "原来是李向前。"]);
+        }
+        let found = discovered(&text);
+        let full = found.iter().find(|d| d.character.name == "李向前");
+        assert!(
+            full.is_some_and(|d| d.character.aliases.contains(&"向前".to_owned())),
+            "{found:?}"
+        );
+    }
+
+    #[test]
+    fn a_full_name_written_often_is_a_name_but_not_a_place_nor_in_a_longer_word() {
+        // 田福顺 is never in a speaker position, only written; 金家湾 is a
+        // village, 通关文 part of 通关文牒.
+        let lines = [
+            "这件事田福顺早就知道。",
+            "村里人都来找田福顺。",
+            "天黑了，田福顺才回来。",
+            "人们都去了金家湾，又说起通关文牒。",
+            "路过金家湾的人拿着通关文牒。",
+        ];
+        let text: Vec<&str> = lines.iter().copied().cycle().take(5 * 6).collect();
+        let found = discovered(&text);
+        let names = names_of(&found);
+        assert!(names.contains(&"田福顺"), "{names:?}");
+        assert!(
+            !names
+                .iter()
+                .any(|n| n.contains("家湾") || n.contains("关文")),
+            "{names:?}"
+        );
+        // Written fewer times, not a name.
+        let fewer: Vec<&str> = lines.iter().copied().cycle().take(5 * 4).collect();
+        assert!(names_of(&discovered(&fewer)).is_empty());
+    }
+
+    #[test]
     fn one_who_gives_their_name_and_is_named_again_is_a_character() {
         let mut text = vec![
             "院门口站着一个陌生人。",

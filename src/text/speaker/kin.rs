@@ -200,6 +200,71 @@ impl Attributor {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::text::cast::Gender;
+    use crate::text::speaker::test_support::{test_cast, test_spans, test_views};
+
+    /// The speaker of each quote of `lines` (one chapter) with `cast`, the
+    /// kin read from the lines themselves.
+    fn speakers(names: &[&str], lines: &[&str]) -> Vec<Option<String>> {
+        let cast = test_cast(names, Gender::Male);
+        let spans = test_spans(lines);
+        let views = test_views(lines, &spans);
+        let a = Attributor::new(&cast).with_kin(std::slice::from_ref(&views));
+        a.attribute(&views)
+            .iter()
+            .zip(&views)
+            .flat_map(|(spoken, p)| {
+                spoken
+                    .iter()
+                    .zip(p.spans.iter())
+                    .filter(|(_, s)| s.kind == crate::text::quote::SegmentKind::Dialogue)
+                    .map(|(w, _)| w.who.and_then(|w| a.name(w)).map(str::to_owned))
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_younger_brother_calls_his_brother_by_what_he_is() {
+        let lines = [
+            "孙少平回到家里，他哥孙少安正在院子里劈柴。",
+            "孙少安抬起头，把斧头放下了。",
+            "“哥，我回来了。”",
+            "“回来就好。”",
+        ];
+        let got = speakers(&["孙少平", "孙少安"], &lines);
+        assert_eq!(
+            got,
+            [Some("孙少平".to_owned()), Some("孙少安".to_owned())],
+            "the one called 哥 does not say “哥，…”"
+        );
+    }
+
+    #[test]
+    fn kin_is_learned_only_before_a_name_and_not_inside_a_word() {
+        let cast = test_cast(&["孙少安", "金波", "田润叶"], Gender::Unknown);
+        let lines = ["他哥孙少安来了。帅哥金波也来了。姐姐田润叶没来。"];
+        let spans = test_spans(&lines);
+        let views = test_views(&lines, &spans);
+        let a = Attributor::new(&cast).with_kin(std::slice::from_ref(&views));
+        assert_eq!(a.kin, [ELDER_BROTHER, 0, ELDER_SISTER]);
+    }
+
+    #[test]
+    fn a_call_that_two_of_the_scene_answer_to_names_no_one() {
+        // Both brothers are 哥 to someone: “哥，…” does not say which.
+        let lines = [
+            "他哥孙少安和他二哥孙少平都在窑里。",
+            "孙少安看了孙少平一眼。",
+            "“哥，你说呢？”",
+        ];
+        let cast = test_cast(&["孙少安", "孙少平"], Gender::Male);
+        let spans = test_spans(&lines);
+        let views = test_views(&lines, &spans);
+        let a = Attributor::new(&cast).with_kin(std::slice::from_ref(&views));
+        let mentions = a.chapter_mentions(&views);
+        assert_eq!(a.kin_vocative("“哥，你说呢？”", 2, &mentions, &[]), None);
+    }
 
     #[test]
     fn a_quote_opening_with_a_kin_word_calls_that_kin() {
