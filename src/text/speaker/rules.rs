@@ -1329,6 +1329,32 @@ mod tests {
     use super::super::test_support::{test_cast, with_context};
     use crate::text::cast::Gender;
 
+    #[test]
+    fn a_quote_calling_the_one_whose_turn_it_was_is_the_last_speakers() {
+        use super::{Turn, turn_taking};
+        use crate::text::speaker::Who;
+        let (a, b, c) = (Who::Character(0), Who::Character(1), Who::Character(2));
+        let turn = |speaker, addressee| Turn {
+            paragraph: 0,
+            speaker: Some(speaker),
+            addressee: Some(addressee),
+            vocative: None,
+        };
+        // A spoke to B; a quote that calls B is A's again, not C's.
+        assert_eq!(
+            turn_taking(&[turn(c, a), turn(a, b)], Some(b), None),
+            Some(a)
+        );
+        // Calling no one, or someone else, B answers.
+        assert_eq!(turn_taking(&[turn(c, a), turn(a, b)], None, None), Some(b));
+        assert_eq!(
+            turn_taking(&[turn(c, a), turn(a, b)], Some(c), None),
+            Some(b)
+        );
+        // A quote that calls A, who just spoke: not A.
+        assert_eq!(turn_taking(&[turn(a, b)], Some(a), None), Some(b));
+    }
+
     /// The one acting at the end of each line, by name.
     fn beats(names: &[&str], lines: &[&str]) -> Vec<Option<String>> {
         with_context(
