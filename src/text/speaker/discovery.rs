@@ -233,8 +233,7 @@ pub fn discover_told<'a>(
         }
     }
     let mut selected = select_names(&counts, &subjects);
-    selected.extend(full_names_of_given(&counts, &subjects, &selected, chapters));
-    selected.extend(often_written_full_names(&selected, chapters));
+    selected.extend(full_names_missed(&counts, &subjects, &selected, chapters));
     let mut names = by_usage(selected, &subjects, chapters);
     // A nickname the book puts in quote marks is a name when it stands right
     // before a speech verb at least once and opens speaker clauses twice.
@@ -759,13 +758,84 @@ fn with_given_names(
     names
 }
 
-/// Full names found by their given names (李向前 by 向前, 郝红梅 by 红梅):
-/// a given name that opens speaker clauses at least [`MIN_GIVEN_SPEAKER`]
-/// times but is no name by itself (向 seldom opens a name, 红梅 is a word of
-/// the dictionary), and that the book writes after one surname at least
-/// [`MIN_WRITTEN`] times, as often as after anything else. The full name
-/// need not open a clause: a book may write it only after 和 or 是.
-fn full_names_of_given(
+/// Numerals: no name opens after one or holds one (十万天兵, 万八千).
+fn is_numeral(c: char) -> bool {
+    matches!(
+        c,
+        '一' | '二'
+            | '三'
+            | '四'
+            | '五'
+            | '六'
+            | '七'
+            | '八'
+            | '九'
+            | '十'
+            | '百'
+            | '千'
+            | '万'
+            | '两'
+    )
+}
+
+/// Last characters of places (朱紫国, 雷音寺, 凤仙郡, 米家镇).
+fn is_place_end(c: char) -> bool {
+    matches!(
+        c,
+        '国' | '國'
+            | '宫'
+            | '宮'
+            | '殿'
+            | '寺'
+            | '庙'
+            | '廟'
+            | '观'
+            | '觀'
+            | '郡'
+            | '县'
+            | '縣'
+            | '府'
+            | '镇'
+            | '鎮'
+            | '村'
+            | '庄'
+            | '莊'
+            | '乡'
+            | '鄉'
+            | '省'
+            | '市'
+            | '区'
+            | '區'
+            | '街'
+            | '路'
+            | '楼'
+            | '樓'
+            | '洞'
+            | '岭'
+            | '嶺'
+            | '关'
+            | '關'
+    )
+}
+
+/// How often a full name must be written to be a name though it never
+/// stands in a speaker position.
+const MIN_FULL_WRITTEN: usize = 15;
+
+/// Full names the speaker clauses miss, from one pass over the book:
+/// - found by their given names (李向前 by 向前, 郝红梅 by 红梅): a given
+///   name that opens speaker clauses at least [`MIN_GIVEN_SPEAKER`] times
+///   but is no name by itself (向 seldom opens a name, 红梅 is a word of
+///   the dictionary), and that the book writes after one surname at least
+///   [`MIN_WRITTEN`] times, as often as after anything else. The full name
+///   need not open a clause: a book may write it only after 和 or 是;
+/// - written often (田福顺, 金俊山) though seldom in a speaker clause: a
+///   surname and two characters that stand in names, the given name no
+///   word of the dictionary, the surname and the first of them no word
+///   either (高兴, 白天), no number and no place, written at least
+///   [`MIN_FULL_WRITTEN`] times, and not mostly after or before one
+///   character (a word they stand in).
+fn full_names_missed(
     counts: &rustc_hash::FxHashMap<&str, (usize, usize)>,
     subjects: &rustc_hash::FxHashMap<&str, usize>,
     names: &[(String, usize)],
@@ -788,81 +858,19 @@ fn full_names_of_given(
         })
         .map(|(g, (n, _))| (*g, *n))
         .collect();
-    if given.is_empty() {
-        return Vec::new();
-    }
     given.sort();
-    let Ok(matcher) = AhoCorasickBuilder::new()
-        .match_kind(MatchKind::LeftmostLongest)
-        .build(given.iter().map(|(g, _)| g))
-    else {
-        return Vec::new();
-    };
-    // For each given name: how often each (character, character before it)
+    let given_at: rustc_hash::FxHashMap<&str, usize> = given
+        .iter()
+        .enumerate()
+        .map(|(k, (g, _))| (*g, k))
+        .collect();
+    // For each given name: how often each (surname, character before it)
     // stands before it.
-    let mut before: Vec<rustc_hash::FxHashMap<(char, char), usize>> =
+    let mut surnames: Vec<rustc_hash::FxHashMap<(char, char), usize>> =
         vec![Default::default(); given.len()];
-    for p in chapters.iter().flatten().filter(|p| !p.skipped) {
-        for m in matcher.find_iter(p.text) {
-            let mut back = p.text[..m.start()].chars().rev();
-            let prev = back.next().unwrap_or(' ');
-            if is_surname(prev) && !is_non_name_char(prev) {
-                let key = (prev, back.next().unwrap_or(' '));
-                *before[m.pattern().as_usize()].entry(key).or_default() += 1;
-            }
-        }
-    }
-    let mut out = Vec::new();
-    for ((g, n), before) in given.iter().zip(&before) {
-        // How often after each surname.
-        let mut by_surname: rustc_hash::FxHashMap<char, usize> = Default::default();
-        for (&(s, _), &k) in before {
-            *by_surname.entry(s).or_default() += k;
-        }
-        let Some((surname, written)) = by_surname
-            .iter()
-            .map(|(s, k)| (*s, *k))
-            .max_by_key(|(s, k)| (*k, std::cmp::Reverse(*s)))
-        else {
-            continue;
-        };
-        // 晓云指着: 云 closes another name more than it opens this one.
-        let tail = before
-            .iter()
-            .any(|(&(s, c), &k)| s == surname && k * 2 > written && is_han(c));
-        let full = format!("{surname}{g}");
-        if written >= MIN_WRITTEN && !tail && !is_not_name(&full) {
-            tracing::debug!(name = %full, given = g, written, "a full name found by its given name");
-            out.push((full, *n));
-        }
-    }
-    out
-}
-
-/// Numerals: no name opens after one or holds one (十万天兵, 万八千).
-const NUMERALS: &str = "一二三四五六七八九十百千万两";
-
-/// Last characters of places (朱紫国, 雷音寺, 凤仙郡, 米家镇).
-const PLACE_ENDS: &str = "国國宫宮殿寺庙廟观觀郡县縣府镇鎮村庄莊乡鄉省市区區街路楼樓洞岭嶺关關";
-
-/// How often a full name must be written to be a name though it never
-/// stands in a speaker position.
-const MIN_FULL_WRITTEN: usize = 15;
-
-/// Full names the book writes often (田福高, 金俊山) though they seldom open
-/// a speaker clause: a surname and two characters that stand in names, the
-/// given name no word of the dictionary, the surname and the first of them
-/// no word either (高兴, 白天), no number and no place, written at least
-/// [`MIN_FULL_WRITTEN`] times, and not mostly after or before one character
-/// (a word they stand in).
-fn often_written_full_names(
-    names: &[(String, usize)],
-    chapters: &[Vec<ParagraphView<'_>>],
-) -> Vec<(String, usize)> {
-    // Each string of three characters that opens with a surname: how often,
-    // and how often after and before each character.
-    type Around = rustc_hash::FxHashMap<(char, bool), usize>;
-    let mut seen: rustc_hash::FxHashMap<&str, (usize, Around)> = Default::default();
+    // How often each string of three characters that may be a name is
+    // written (by its characters, with one place it is written at).
+    let mut written: rustc_hash::FxHashMap<[char; 3], (usize, &str)> = Default::default();
     for p in chapters.iter().flatten().filter(|p| !p.skipped) {
         let text = p.text;
         let mut prev = ' ';
@@ -872,51 +880,119 @@ fn often_written_full_names(
                 continue;
             }
             let mut rest = text[at..].char_indices().skip(1);
-            let (Some((_, c2)), Some((j3, c3))) = (rest.next(), rest.next()) else {
+            let (Some((j2, c2)), Some((j3, c3))) = (rest.next(), rest.next()) else {
                 continue;
             };
-            if !is_han(c2) || !is_han(c3) || is_non_name_inner(c2) || is_non_name_char(c2) {
-                continue;
-            }
-            // 金家湾, 十万八千, 战兢兢, 朱紫国: a family's place, a number, a
-            // doubled word, a place.
-            if is_non_name_tail(c3)
-                || is_particle(c3)
-                || c2 == '家'
-                || c2 == c3
-                || [before, c2, c3].iter().any(|c| NUMERALS.contains(*c))
-                || PLACE_ENDS.contains(c3)
-            {
+            if !is_han(c2) || !is_han(c3) {
                 continue;
             }
             let end = at + j3 + c3.len_utf8();
-            let next = rest.next().map_or(' ', |(_, c)| c);
-            let entry = seen.entry(&text[at..end]).or_default();
-            entry.0 += 1;
-            *entry.1.entry((next, true)).or_default() += 1;
-            *entry.1.entry((before, false)).or_default() += 1;
+            if let Some(&k) = given_at.get(&text[at + j2..end]) {
+                *surnames[k].entry((c, before)).or_default() += 1;
+            }
+            // 金家湾, 十万八千, 战兢兢, 朱紫国: a family's place, a number, a
+            // doubled word, a place.
+            if is_non_name_inner(c2)
+                || is_non_name_char(c2)
+                || is_non_name_tail(c3)
+                || is_particle(c3)
+                || c2 == '家'
+                || c2 == c3
+                || is_numeral(before)
+                || is_numeral(c2)
+                || is_numeral(c3)
+                || is_place_end(c3)
+            {
+                continue;
+            }
+            written.entry([c, c2, c3]).or_insert((0, &text[at..end])).0 += 1;
         }
     }
+    let mut out = Vec::new();
+    for ((g, n), before) in given.iter().zip(&surnames) {
+        let mut by_surname: rustc_hash::FxHashMap<char, usize> = Default::default();
+        for (&(s, _), &k) in before {
+            *by_surname.entry(s).or_default() += k;
+        }
+        let Some((surname, times)) = by_surname
+            .into_iter()
+            .max_by_key(|(s, k)| (*k, std::cmp::Reverse(*s)))
+        else {
+            continue;
+        };
+        // 晓云指着: 云 closes another name more than it opens this one.
+        let tail = before
+            .iter()
+            .any(|(&(s, c), &k)| s == surname && k * 2 > times && is_han(c));
+        let full = format!("{surname}{g}");
+        if times >= MIN_WRITTEN && !tail && !is_not_name(&full) {
+            tracing::debug!(name = %full, given = g, times, "a full name found by its given name");
+            out.push((full, *n));
+        }
+    }
+    out.extend(often_written(written, names, &out, chapters));
+    out
+}
+
+/// The names of [`full_names_missed`] written often, from how often each
+/// may-be name is `written`, but for those in `names` and `found`.
+fn often_written(
+    written: rustc_hash::FxHashMap<[char; 3], (usize, &str)>,
+    names: &[(String, usize)],
+    found: &[(String, usize)],
+    chapters: &[Vec<ParagraphView<'_>>],
+) -> Vec<(String, usize)> {
     let dictionary = crate::frontend::dictionary::Dictionary::get();
-    let mut out: Vec<(String, usize)> = seen
-        .into_iter()
-        .filter(|(full, (n, around))| {
+    let mut candidates: Vec<(&str, usize)> = written
+        .into_values()
+        .map(|(n, full)| (full, n))
+        .filter(|(full, n)| {
             let two = &full[..full.char_indices().nth(2).map_or(full.len(), |(j, _)| j)];
             let given = &full[full.chars().next().map_or(0, char::len_utf8)..];
             *n >= MIN_FULL_WRITTEN
-                // Not mostly after or before one character (通关文牒, 周文龙回).
-                && around.iter().all(|(&(c, after), k)| {
-                    !is_han(c) || (after && is_non_name_char(c)) || k * 2 <= *n
-                })
                 && dictionary.phrase(given).is_none()
                 && dictionary.phrase(two).is_none()
                 && !is_not_name(full)
                 && !has_speech_verb(full)
-                && !names.iter().any(|(name, _)| name.contains(*full) || full.contains(name.as_str()))
+                && !names
+                    .iter()
+                    .chain(found)
+                    .any(|(name, _)| name.contains(*full) || full.contains(name.as_str()))
         })
-        .map(|(full, (n, _))| (full.to_owned(), n))
         .collect();
-    out.sort();
+    if candidates.is_empty() {
+        return Vec::new();
+    }
+    candidates.sort();
+    // Not mostly after or before one character (通关文牒, 周文龙回): how
+    // often each stands after (true) or before (false) each candidate.
+    let Ok(matcher) = AhoCorasickBuilder::new()
+        .match_kind(MatchKind::LeftmostLongest)
+        .build(candidates.iter().map(|(full, _)| full))
+    else {
+        return Vec::new();
+    };
+    let mut around: Vec<rustc_hash::FxHashMap<(char, bool), usize>> =
+        vec![Default::default(); candidates.len()];
+    for p in chapters.iter().flatten().filter(|p| !p.skipped) {
+        for m in matcher.find_iter(p.text) {
+            let around = &mut around[m.pattern().as_usize()];
+            let before = p.text[..m.start()].chars().next_back().unwrap_or(' ');
+            let next = p.text[m.end()..].chars().next().unwrap_or(' ');
+            *around.entry((before, false)).or_default() += 1;
+            *around.entry((next, true)).or_default() += 1;
+        }
+    }
+    let out: Vec<(String, usize)> = candidates
+        .into_iter()
+        .zip(around)
+        .filter(|((_, n), around)| {
+            around
+                .iter()
+                .all(|(&(c, after), k)| !is_han(c) || (after && is_non_name_char(c)) || k * 2 <= *n)
+        })
+        .map(|((full, n), _)| (full.to_owned(), n))
+        .collect();
     for (name, n) in &out {
         tracing::debug!(name, written = n, "a full name the book often writes");
     }

@@ -961,6 +961,9 @@ fn goes_on(p: &ParagraphView<'_>, from: usize, last_person: usize) -> bool {
         && !ends_sentence(rest.trim_end_matches(['。', '…']))
 }
 
+/// Longest name looked for at the start of a tag after a quote, in characters.
+const MAX_TAG_NAME_CHARS: usize = 6;
+
 /// 靖王笑道：“本王…” / 赵琰竖起一根手指，“本王…”: what the one named first
 /// in the sentence that runs into a quote calls themselves in it says their
 /// gender, as a title does (not when a pronoun comes first: 她看着赵琰，“…”);
@@ -980,7 +983,12 @@ fn self_titles(
         // “我老婆是个‘土耳其’！…”贾冰说。: the tag after the quote.
         if n.kind != SegmentKind::Narration && q.kind == SegmentKind::Narration {
             let tag = p.text[q.start..q.end].trim_start();
-            if let Some(m) = matcher.find(tag).filter(|m| m.start() == 0)
+            // A name opening the tag: only its first few characters are searched.
+            let head = tag
+                .char_indices()
+                .nth(MAX_TAG_NAME_CHARS)
+                .map_or(tag, |(at, _)| &tag[..at]);
+            if let Some(m) = matcher.find(head).filter(|m| m.start() == 0)
                 && let Some(i) = owner[m.pattern().as_usize()]
                 && super::words::starts_with_speech_verb(&tag[m.end()..])
                 && let Some(slot) = super::words::self_reference(n.text(p.text))

@@ -10,9 +10,18 @@ const SURNAMES: &str = "王李张張刘劉陈陳杨楊黄黃赵趙吴吳周徐�
 
 /// Is `c` one of the common surnames?
 pub(super) fn is_surname(c: char) -> bool {
-    static SET: std::sync::LazyLock<rustc_hash::FxHashSet<char>> =
-        std::sync::LazyLock::new(|| SURNAMES.chars().collect());
-    SET.contains(&c)
+    // One bit for each character of the Basic Multilingual Plane (every
+    // surname is there): a lookup per character of a book stays cheap.
+    static SET: std::sync::LazyLock<Box<[u64; 1024]>> = std::sync::LazyLock::new(|| {
+        let mut bits = Box::new([0u64; 1024]);
+        for c in SURNAMES.chars() {
+            let c = c as usize;
+            bits[c / 64] |= 1 << (c % 64);
+        }
+        bits
+    });
+    let c = c as usize;
+    c < 0x10000 && SET[c / 64] & (1 << (c % 64)) != 0
 }
 
 /// True when a name of three or more characters opens with a common surname
