@@ -91,6 +91,9 @@ const POSSESSORS: &[char] = &[
     '他', '她', '你', '您', '我', '的', '己', '们', '們', '俺', '咱',
 ];
 
+/// Whose kin a quote speaks of (你哥, 我姐夫, 他爸).
+const OWNERS: &[char] = &['你', '您', '我', '他', '她', '咱', '俺'];
+
 /// How many paragraphs back a call looks for the kin it names among those
 /// who spoke or were spoken to…
 const SCENE_PARAGRAPHS: usize = 12;
@@ -174,7 +177,47 @@ impl Attributor {
         if self.kin.iter().all(|k| *k == 0) {
             return None;
         }
-        let wanted = call(quote)?;
+        self.kin_holder(call(quote)?, i, mentions, turns)
+    }
+
+    /// The kin a quote of paragraph `i` speaks of as someone's (“你哥一走，…”,
+    /// “我姐夫是个好人”): the holders of those words lately in the scene,
+    /// who are not the ones speaking.
+    pub(super) fn kin_spoken_of(
+        &self,
+        quote: &str,
+        i: usize,
+        mentions: &[Vec<Mention>],
+        turns: &[Turn],
+    ) -> Vec<Who> {
+        if self.kin.iter().all(|k| *k == 0) {
+            return Vec::new();
+        }
+        BEFORE_NAME_MATCHER
+            .find_iter(quote)
+            .filter(|m| {
+                quote[..m.start()]
+                    .chars()
+                    .next_back()
+                    .is_some_and(|c| OWNERS.contains(&c))
+                    // 我哥们, 你哥儿俩: friends, brothers together.
+                    && !quote[m.end()..].starts_with(['们', '們', '儿', '兒', '俩', '倆'])
+            })
+            .filter_map(|m| {
+                self.kin_holder(BEFORE_NAME[m.pattern().as_usize()].1, i, mentions, turns)
+            })
+            .collect()
+    }
+
+    /// The one holding `wanted` who spoke or was spoken to lately before
+    /// paragraph `i`, or whom the narration just named, when only one did.
+    fn kin_holder(
+        &self,
+        wanted: Kin,
+        i: usize,
+        mentions: &[Vec<Mention>],
+        turns: &[Turn],
+    ) -> Option<Who> {
         let holds = |w: &Who| matches!(w, Who::Character(c) if self.kin[*c] & wanted != 0);
         let from = i.saturating_sub(SCENE_PARAGRAPHS);
         let mut held = turns
@@ -248,6 +291,28 @@ mod tests {
         let views = test_views(&lines, &spans);
         let a = Attributor::new(&cast).with_kin(std::slice::from_ref(&views));
         assert_eq!(a.kin, [ELDER_BROTHER, 0, ELDER_SISTER]);
+    }
+
+    #[test]
+    fn kin_spoken_of_in_a_quote_are_the_holders_in_the_scene() {
+        let lines = [
+            "他哥孙少安出门了。孙少平坐在炕上，孙玉厚蹲在门口。",
+            "“你哥一走，家里就我一个人了。”",
+        ];
+        let cast = test_cast(&["孙少安", "孙少平", "孙玉厚"], Gender::Male);
+        let spans = test_spans(&lines);
+        let views = test_views(&lines, &spans);
+        let a = Attributor::new(&cast).with_kin(std::slice::from_ref(&views));
+        let mentions = a.chapter_mentions(&views);
+        assert_eq!(
+            a.kin_spoken_of(lines[1], 1, &mentions, &[]),
+            [Who::Character(0)]
+        );
+        // 哥们 is no brother; a kin word no one in the scene holds, no one.
+        assert!(
+            a.kin_spoken_of("“我哥们来了，我妈也来了。”", 1, &mentions, &[])
+                .is_empty()
+        );
     }
 
     #[test]

@@ -580,7 +580,13 @@ impl Context<'_, '_> {
             .spans
             .iter()
             .filter(|s| s.kind == SegmentKind::Dialogue)
-            .flat_map(|s| self.attributor.named_in(s.text(p.text)))
+            .flat_map(|s| {
+                let quote = s.text(p.text);
+                let kin = self
+                    .attributor
+                    .kin_spoken_of(quote, l.i, self.mentions, l.turns);
+                self.attributor.named_in(quote).into_iter().chain(kin)
+            })
             .collect();
         c.mark_all(Feature::NamedInQuote, |w| in_quotes.contains(&w));
         for t in l.turns {
