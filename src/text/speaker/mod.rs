@@ -36,6 +36,8 @@
 //!   verbs) and speech-verb detection;
 //! - `names`: the word tables of what a name is and is not (surnames,
 //!   common words, role nouns);
+//! - `kin`: kin called by what they are (他哥孙少安 → “哥，…” calls him),
+//!   learned from the kin words written right before names;
 //! - `discovery`: finding the names of a book without a cast file;
 //! - `gender`: guessing the genders of the names found.
 
