@@ -107,6 +107,37 @@ fn someone_unnamed_keeps_their_gender_in_the_script() {
 }
 
 #[test]
+fn a_brother_called_by_what_he_is_does_not_speak_the_call() {
+    // 他哥孙少安 once: “哥，…” calls 孙少安, so the younger brother says it.
+    let dir = tempfile::tempdir().unwrap();
+    let book = dir.path().join("窑洞.txt");
+    std::fs::write(
+        &book,
+        "第一章 回家\n孙少平回到家里，他哥孙少安正在院子里劈柴。\n孙少安抬起头，把斧头放下了。\n“哥，我回来了。”\n“回来就好。”\n",
+    )
+    .unwrap();
+    let cast = dir.path().join("cast.toml");
+    std::fs::write(
+        &cast,
+        "[[character]]\nname = \"孙少平\"\ngender = \"male\"\n\n[[character]]\nname = \"孙少安\"\ngender = \"male\"\n",
+    )
+    .unwrap();
+    let out = ok(&split(&[
+        path_str(&book),
+        "--cast",
+        path_str(&cast),
+        "--format",
+        "jsonl",
+    ]));
+    let speakers: Vec<_> = json_lines(&out)
+        .into_iter()
+        .filter(|v| v["kind"] == "dialogue")
+        .map(|v| v["speaker"].clone())
+        .collect();
+    assert_eq!(speakers, ["孙少平", "孙少安"], "{out}");
+}
+
+#[test]
 fn numbered_lines_become_chapters_when_consistent() {
     let out = ok(&split(&[path_str(&fixture("numbered.txt"))]));
     golden("numbered.txt", &out);
