@@ -145,7 +145,9 @@ fn scan(text: &str, book: &str, options: SplitOptions) -> Vec<Scanned> {
 
 /// Finds the characters of a book without a cast file (see [`speaker::discover`]).
 pub fn discover_cast(text: &str, book: &str) -> Vec<speaker::Discovered> {
-    discover_in(&scan(text, book, SplitOptions::default()))
+    let scanned = scan(text, book, SplitOptions::default());
+    let views: Vec<Vec<ParagraphView<'_>>> = scanned.iter().map(Scanned::views).collect();
+    discover_in(&views)
 }
 
 /// The cast of characters found in a book.
@@ -155,12 +157,11 @@ fn discovered_cast(found: &[speaker::Discovered]) -> Cast {
     }
 }
 
-fn discover_in(scanned: &[Scanned]) -> Vec<speaker::Discovered> {
-    let views: Vec<Vec<ParagraphView<'_>>> = scanned.iter().map(Scanned::views).collect();
-    let first_person = speaker::first_person_tags(&views);
-    let mut found = speaker::discover_told(&views, first_person);
-    speaker::guess_genders(&mut found, &views);
-    speaker::add_narrator(&mut found, &views, first_person);
+fn discover_in(views: &[Vec<ParagraphView<'_>>]) -> Vec<speaker::Discovered> {
+    let first_person = speaker::first_person_tags(views);
+    let mut found = speaker::discover_told(views, first_person);
+    speaker::guess_genders(&mut found, views);
+    speaker::add_narrator(&mut found, views, first_person);
     found
 }
 
@@ -189,9 +190,9 @@ impl Script {
     }
 
     fn from_scanned(scanned: Vec<Scanned>, book: &str, cast: Option<&Cast>) -> Script {
-        let discovered = cast.is_none().then(|| discover_in(&scanned));
-        let found = discovered.as_deref().map(discovered_cast);
         let views: Vec<Vec<ParagraphView<'_>>> = scanned.iter().map(Scanned::views).collect();
+        let discovered = cast.is_none().then(|| discover_in(&views));
+        let found = discovered.as_deref().map(discovered_cast);
         let style = speaker::TagStyle::of(views.iter().flatten().copied());
         let attributor = Attributor::new(cast.or(found.as_ref()).unwrap_or(&Cast::default()))
             .with_style(style)

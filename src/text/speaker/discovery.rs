@@ -827,8 +827,9 @@ const MIN_FULL_WRITTEN: usize = 15;
 ///   name that opens speaker clauses at least [`MIN_GIVEN_SPEAKER`] times
 ///   but is no name by itself (向 seldom opens a name, 红梅 is a word of
 ///   the dictionary), and that the book writes after one surname at least
-///   [`MIN_WRITTEN`] times, as often as after anything else. The full name
-///   need not open a clause: a book may write it only after 和 or 是;
+///   [`MIN_WRITTEN`] times, that surname not mostly after one character
+///   (晓云指着: 云 ends another name). The full name need not open a
+///   clause: a book may write it only after 和 or 是;
 /// - written often (田福顺, 金俊山) though seldom in a speaker clause: a
 ///   surname and two characters that stand in names, the given name no
 ///   word of the dictionary, the surname and the first of them no word

@@ -1252,14 +1252,16 @@ fn turn_taking(turns: &[Turn], vocative: Option<Who>, recent: Option<Who>) -> Op
             }),
         recent,
     ];
-    let next = candidates
-        .into_iter()
-        .flatten()
-        .find(|who| Some(*who) != last.speaker);
-    match next {
+    let pick = |called: Option<Who>| {
+        candidates
+            .into_iter()
+            .flatten()
+            .find(|who| Some(*who) != last.speaker && Some(*who) != called)
+    };
+    match pick(None) {
         // The quote calls the one whose turn it would be: the last speaker
         // goes on, calling them (“姐姐，你不能再这样了！…” after narration).
-        Some(n) if Some(n) == vocative => last.speaker.filter(|s| Some(*s) != vocative),
+        Some(next) if Some(next) == vocative => last.speaker.or_else(|| pick(vocative)),
         next => next,
     }
 }
