@@ -830,7 +830,7 @@ const MIN_FULL_WRITTEN: usize = 15;
 ///   [`MIN_WRITTEN`] times, that surname not mostly after one character
 ///   (晓云指着: 云 ends another name). The full name need not open a
 ///   clause: a book may write it only after 和 or 是;
-/// - written often (田福顺, 金俊山) though seldom in a speaker clause: a
+/// - written often (田福顺, 金俊山, 田福高) though seldom in a speaker clause: a
 ///   surname and two characters that stand in names, the given name no
 ///   word of the dictionary, the surname and the first of them no word
 ///   either (高兴, 白天), no number and no place, written at least
@@ -892,10 +892,10 @@ fn full_names_missed(
                 *surnames[k].entry((c, before)).or_default() += 1;
             }
             // 金家湾, 十万八千, 战兢兢, 朱紫国: a family's place, a number, a
-            // doubled word, a place.
+            // doubled word, a place. (A last character that seldom ends a
+            // name may: 田福高, written this often.)
             if is_non_name_inner(c2)
                 || is_non_name_char(c2)
-                || is_non_name_tail(c3)
                 || is_particle(c3)
                 || c2 == '家'
                 || c2 == c3
