@@ -975,8 +975,11 @@ fn often_written(
     };
     let mut around: Vec<rustc_hash::FxHashMap<(char, bool), usize>> =
         vec![Default::default(); candidates.len()];
+    // Matches that do not overlap (毛仲毛 in 毛仲毛仲毛仲… is half as many).
+    let mut hits = vec![0usize; candidates.len()];
     for p in chapters.iter().flatten().filter(|p| !p.skipped) {
         for m in matcher.find_iter(p.text) {
+            hits[m.pattern().as_usize()] += 1;
             let around = &mut around[m.pattern().as_usize()];
             let before = p.text[..m.start()].chars().next_back().unwrap_or(' ');
             let next = p.text[m.end()..].chars().next().unwrap_or(' ');
@@ -986,11 +989,12 @@ fn often_written(
     }
     let out: Vec<(String, usize)> = candidates
         .into_iter()
-        .zip(around)
-        .filter(|((_, n), around)| {
-            around
-                .iter()
-                .all(|(&(c, after), k)| !is_han(c) || (after && is_non_name_char(c)) || k * 2 <= *n)
+        .zip(around.iter().zip(hits))
+        .filter(|(_, (around, hits))| {
+            *hits >= MIN_FULL_WRITTEN
+                && around.iter().all(|(&(c, after), k)| {
+                    !is_han(c) || (after && is_non_name_char(c)) || k * 2 <= *hits
+                })
         })
         .map(|((full, n), _)| (full.to_owned(), n))
         .collect();
