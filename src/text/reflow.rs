@@ -307,7 +307,8 @@ fn inline_heading(s: &str, half: usize) -> Option<Inline> {
     })
 }
 
-fn is_numeral(c: char) -> bool {
+/// A digit or a Chinese numeral (一, 萬, 兩, 拾 …).
+pub(crate) fn is_numeral(c: char) -> bool {
     c.is_ascii_digit()
         || ('０'..='９').contains(&c)
         || "零〇一二两兩三四五六七八九十百千万萬壹贰貳叁參肆伍陆陸柒捌玖拾佰仟".contains(c)

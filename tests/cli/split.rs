@@ -74,28 +74,35 @@ fn jsonl_schema_is_exact() {
     assert!(out.starts_with("{\"chapter\":1,\"title\":\"hard-cases\",\"paragraph\":1,\"kind\":"));
 }
 
-#[test]
-fn someone_unnamed_keeps_their_gender_in_the_script() {
+/// The JSON-lines script of a one-chapter `book` split with a `cast` file
+/// of (name, gender) pairs.
+fn script_with_cast(book: &str, cast: &[(&str, &str)]) -> String {
     let dir = tempfile::tempdir().unwrap();
-    let book = dir.path().join("家.txt");
-    std::fs::write(
-        &book,
-        "第一章 回家\n林一舟和苏晚回到家。\n她父亲听她说完，忧愁地说：\n“你说的也是实情。”\n“我知道。”苏晚说。\n",
-    )
-    .unwrap();
-    let cast = dir.path().join("cast.toml");
-    std::fs::write(
-        &cast,
-        "[[character]]\nname = \"林一舟\"\ngender = \"male\"\n\n[[character]]\nname = \"苏晚\"\ngender = \"female\"\n",
-    )
-    .unwrap();
-    let out = ok(&split(&[
-        path_str(&book),
+    let book_path = dir.path().join("book.txt");
+    std::fs::write(&book_path, book).unwrap();
+    let cast_path = dir.path().join("cast.toml");
+    let toml: String = cast
+        .iter()
+        .map(|(name, gender)| {
+            format!("[[character]]\nname = \"{name}\"\ngender = \"{gender}\"\n\n")
+        })
+        .collect();
+    std::fs::write(&cast_path, toml).unwrap();
+    ok(&split(&[
+        path_str(&book_path),
         "--cast",
-        path_str(&cast),
+        path_str(&cast_path),
         "--format",
         "jsonl",
-    ]));
+    ]))
+}
+
+#[test]
+fn someone_unnamed_keeps_their_gender_in_the_script() {
+    let out = script_with_cast(
+        "第一章 回家\n林一舟和苏晚回到家。\n她父亲听她说完，忧愁地说：\n“你说的也是实情。”\n“我知道。”苏晚说。\n",
+        &[("林一舟", "male"), ("苏晚", "female")],
+    );
     let lines = json_lines(&out);
     let quotes: Vec<_> = lines.iter().filter(|v| v["kind"] == "dialogue").collect();
     assert_eq!(quotes.len(), 2, "{out}");
@@ -109,26 +116,10 @@ fn someone_unnamed_keeps_their_gender_in_the_script() {
 #[test]
 fn a_brother_called_by_what_he_is_does_not_speak_the_call() {
     // 他哥孙少安 once: “哥，…” calls 孙少安, so the younger brother says it.
-    let dir = tempfile::tempdir().unwrap();
-    let book = dir.path().join("窑洞.txt");
-    std::fs::write(
-        &book,
+    let out = script_with_cast(
         "第一章 回家\n孙少平回到家里，他哥孙少安正在院子里劈柴。\n孙少安抬起头，把斧头放下了。\n“哥，我回来了。”\n“回来就好。”\n",
-    )
-    .unwrap();
-    let cast = dir.path().join("cast.toml");
-    std::fs::write(
-        &cast,
-        "[[character]]\nname = \"孙少平\"\ngender = \"male\"\n\n[[character]]\nname = \"孙少安\"\ngender = \"male\"\n",
-    )
-    .unwrap();
-    let out = ok(&split(&[
-        path_str(&book),
-        "--cast",
-        path_str(&cast),
-        "--format",
-        "jsonl",
-    ]));
+        &[("孙少平", "male"), ("孙少安", "male")],
+    );
     let speakers: Vec<_> = json_lines(&out)
         .into_iter()
         .filter(|v| v["kind"] == "dialogue")

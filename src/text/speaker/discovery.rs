@@ -22,6 +22,7 @@ use crate::text::cast::{Character, Gender};
 use crate::text::decode::is_han;
 use crate::text::quote::NICKNAME_MAX_CHARS;
 use crate::text::quote::SegmentKind;
+use crate::text::reflow::is_numeral;
 
 /// A discovered character with the number of speaker positions it holds
 /// and what the book says about its gender.
@@ -758,26 +759,6 @@ fn with_given_names(
     names
 }
 
-/// Numerals: no name opens after one or holds one (十万天兵, 万八千).
-fn is_numeral(c: char) -> bool {
-    matches!(
-        c,
-        '一' | '二'
-            | '三'
-            | '四'
-            | '五'
-            | '六'
-            | '七'
-            | '八'
-            | '九'
-            | '十'
-            | '百'
-            | '千'
-            | '万'
-            | '两'
-    )
-}
-
 /// Last characters of places (朱紫国, 雷音寺, 凤仙郡, 米家镇).
 fn is_place_end(c: char) -> bool {
     matches!(
@@ -899,9 +880,7 @@ fn full_names_missed(
                 || is_particle(c3)
                 || c2 == '家'
                 || c2 == c3
-                || is_numeral(before)
-                || is_numeral(c2)
-                || is_numeral(c3)
+                || [before, c2, c3].into_iter().any(is_numeral)
                 || is_place_end(c3)
             {
                 continue;

@@ -24,7 +24,8 @@ const MOTHER: Kin = 1 << 3;
 const SISTER_IN_LAW: Kin = 1 << 4;
 const BROTHER_IN_LAW: Kin = 1 << 5;
 
-/// Kin words written right before a name (他哥孙少安): what the one named is.
+/// Kin words written right before a name (他哥孙少安): what the one named
+/// is. Most also open a quote as a call (“哥，…”, “妈！”).
 const BEFORE_NAME: &[(&str, Kin)] = &[
     ("哥", ELDER_BROTHER),
     ("哥哥", ELDER_BROTHER),
@@ -55,35 +56,12 @@ const BEFORE_NAME: &[(&str, Kin)] = &[
     ("姐夫", BROTHER_IN_LAW),
 ];
 
-/// Kin words that open a quote as a call (“哥，…”, “妈！”), and whom they call.
-const CALLS: &[(&str, Kin)] = &[
-    ("哥", ELDER_BROTHER),
-    ("哥哥", ELDER_BROTHER),
-    ("大哥", ELDER_BROTHER),
-    ("二哥", ELDER_BROTHER),
-    ("三哥", ELDER_BROTHER),
-    ("姐", ELDER_SISTER),
-    ("姐姐", ELDER_SISTER),
-    ("大姐", ELDER_SISTER),
-    ("二姐", ELDER_SISTER),
-    ("三姐", ELDER_SISTER),
-    ("爸", FATHER),
-    ("爸爸", FATHER),
-    ("老爸", FATHER),
-    ("爹", FATHER),
-    ("爹爹", FATHER),
-    ("妈", MOTHER),
-    ("妈妈", MOTHER),
-    ("媽", MOTHER),
-    ("媽媽", MOTHER),
-    ("老妈", MOTHER),
-    ("娘", MOTHER),
-    ("嫂子", SISTER_IN_LAW),
-    ("嫂嫂", SISTER_IN_LAW),
-    ("大嫂", SISTER_IN_LAW),
-    ("二嫂", SISTER_IN_LAW),
-    ("姐夫", BROTHER_IN_LAW),
-];
+/// The words of [`BEFORE_NAME`] a quote does not open with to call
+/// someone (one says “爸，…”, not “父亲，…”).
+const NOT_CALLS: &[&str] = &["父亲", "父親", "母亲", "母親"];
+
+/// Words that call kin only, never written before a name.
+const CALLS_ONLY: &[(&str, Kin)] = &[("老爸", FATHER), ("爹爹", FATHER), ("老妈", MOTHER)];
 
 /// Characters that may stand before a kin word that is not part of another
 /// word (他哥, 她的姐姐, 你爸; not 帅哥, 老哥, 干妈, 大娘).
@@ -114,8 +92,10 @@ static BEFORE_NAME_MATCHER: LazyLock<AhoCorasick> = LazyLock::new(|| {
 /// The kin word a quote opens with as a call, and what it calls.
 fn call(quote: &str) -> Option<Kin> {
     let inner = quote.get(quote.chars().next()?.len_utf8()..)?;
-    CALLS
+    BEFORE_NAME
         .iter()
+        .filter(|(w, _)| !NOT_CALLS.contains(w))
+        .chain(CALLS_ONLY)
         .filter_map(|(w, k)| Some((inner.strip_prefix(w)?, *k)))
         .find(|(rest, _)| super::mentions::pauses(rest))
         .map(|(_, k)| k)
