@@ -741,6 +741,19 @@ mod tests {
     }
 
     #[test]
+    fn people_named_by_their_trade_speak_as_someone_of_its_gender() {
+        let c = cast(&[("林一舟", &[], M), ("苏晚", &[], F)]);
+        // The eunuch greeting her is no one of the cast, and a man.
+        let text = "苏晚下了车。门口候着一个太监。\n“这位便是苏姑娘吧？”那太监尖细着嗓音道。";
+        assert_eq!(names(&speakers(&c, text)), ["(male)"]);
+        // A presenter named as a woman, a guard as a man.
+        let text = "林一舟坐在台下。\n女主持人笑着说：\n“下面是提问环节。”";
+        assert_eq!(names(&speakers(&c, text)), ["(female)"]);
+        let text = "苏晚回过头。\n“属下来迟！”侍卫单膝跪地。";
+        assert_eq!(names(&speakers(&c, text)), ["(male)"]);
+    }
+
+    #[test]
     fn in_a_chapter_without_she_an_unnamed_he_is_of_either_gender() {
         let spoken = |c: &Cast, text: &str| {
             spoken(c, text)
