@@ -114,6 +114,12 @@ fn kin_caller(word: &str) -> Option<usize> {
 /// True when a quote opens by calling someone by a kin word (“喂，妈……”,
 /// “妈？”): the one holding the phone speaks to a kin caller.
 fn opening_kin(quote: &str) -> bool {
+    opening_kin_slot(quote).is_some()
+}
+
+/// The gender slot of the kin word a quote opens by calling (“妈，我还在
+/// 店里……” → 1).
+fn opening_kin_slot(quote: &str) -> Option<usize> {
     let inner = quote
         .trim_start_matches(['“', '「', '『', '"'])
         .trim_start_matches("喂，")
@@ -123,7 +129,7 @@ fn opening_kin(quote: &str) -> bool {
         .take(4)
         .find(|(_, c)| !crate::text::decode::is_han(*c))
         .map(|(at, _)| at);
-    end.is_some_and(|end| kin_caller(&inner[..end]).is_some())
+    end.and_then(|end| kin_caller(&inner[..end]))
 }
 
 /// The kin word a screen or the narration shows for a caller (屏幕上跳出
@@ -200,7 +206,9 @@ impl Call {
                 .and_then(|m| m.who)
         };
         let caller = ctx
-            .caller_before(i, end)
+            // What the paragraph that rings shows (not a name a photo
+            // showed before it rang).
+            .caller_before(i, end, 0)
             .filter(|c| Some(*c) != holder)
             .or_else(named_caller)
             // 是我妈。: the narrator's family, a character of a book told
@@ -263,12 +271,13 @@ impl Call {
         if !speech || speaker.is_none() {
             return;
         }
-        // “郑哥？”: the one the holder calls is the caller.
-        if speaker == self.holder
-            && self.caller.is_none()
-            && let Some(v) = vocative.filter(|v| Some(*v) != self.holder)
-        {
-            self.caller = Some(v);
+        // “郑哥？”: the one the holder calls is the caller; “妈，…” calls
+        // someone unnamed of that word's gender, when the cast holds no one
+        // the word stands for.
+        if speaker == self.holder && self.caller.is_none() {
+            self.caller = vocative
+                .filter(|v| Some(*v) != self.holder)
+                .or_else(|| opening_kin_slot(first_quote).map(Who::Unnamed));
         }
         if speaker == self.holder || speaker == self.caller {
             self.last = speaker;
@@ -289,20 +298,29 @@ impl Call {
     }
 
     /// The speaker of a paragraph of the call (`decided`: what the rules
-    /// said; `tagged`: a tag named it): the holder or the caller, by what
-    /// the quote calls the other and by turns; `None` when the call is over.
+    /// said; `tagged`: a tag named it; `far_end`: the narration around the
+    /// quote opens with the far end of the line): the holder or the caller,
+    /// by what the quote calls the other and by turns; `None` when the call
+    /// is over.
     pub(super) fn speaker(
         &mut self,
         first_quote: &str,
         vocative: Option<Who>,
         decided: Option<Who>,
         tagged: bool,
+        far_end: bool,
     ) -> Option<Option<Who>> {
         let holder = self.holder?;
         if self.left == 0 {
             return None;
         }
         self.left -= 1;
+        // `电话那头的声音大得连陆远都听得见：`: the caller, whoever the
+        // sentence names after the far end.
+        if far_end && let Some(caller) = self.caller {
+            self.last = Some(caller);
+            return Some(Some(caller));
+        }
         // 她换上一副温柔的嗓音：“郑总，…”: the one the holder calls.
         if self.caller.is_none()
             && let Some(v) = vocative.filter(|v| *v != holder)

@@ -293,7 +293,7 @@ impl Attributor {
             let Decision {
                 mut speaker,
                 addressee,
-                own,
+                mut own,
                 mut gender_unsure,
                 tagged,
             } = match (opens_continued, continued) {
@@ -316,10 +316,16 @@ impl Attributor {
                 });
                 on.opened_with(speaker, first, introduced, vocative);
             } else if let Some(on) = call.as_mut() {
-                match on.speaker(first, vocative, speaker, tagged) {
+                let far_end = first_at.is_some_and(|k| ctx.far_end_speaks(i, k));
+                match on.speaker(first, vocative, speaker, tagged, far_end) {
                     Some(who) => {
                         gender_unsure &= who == speaker;
                         speaker = who;
+                        // The one the sentence names after the far end
+                        // only hears (连陆远都听得见).
+                        if far_end {
+                            own.retain(|(k, _)| Some(*k) != first_at);
+                        }
                     }
                     None => call = None,
                 }
@@ -711,6 +717,24 @@ mod tests {
         assert_eq!(
             names(&speakers(&c, text)),
             ["沈若溪", "郑海", "沈若溪", "郑海"]
+        );
+    }
+
+    #[test]
+    fn the_far_end_of_a_call_the_holder_answers_as_mum_is_her_mother() {
+        let c = cast(&[("夏青", &[], F), ("程川", &[], M), ("白露", &[], M)]);
+        // A name a photo shows before the phone rings is no caller; the
+        // holder's “妈，…” says who calls; the one who overhears the far
+        // end does not speak for it.
+        let text = "程川掏出手机，翻出一张照片来对比，照片底下印着两个字，“白露”。\n\
+            这时候，桌上的手机嗡嗡地震了起来。夏青看了一眼，有些不好意思地接起来：\
+            “妈，我还在外面呢，一会儿就回。”\n\
+            电话那头的声音大得连程川都听得见：“外面？天都黑了，跟谁在一块儿？”\n\
+            “跟同事，真的。”\n\
+            “早点回来，听见没有！”";
+        assert_eq!(
+            names(&speakers(&c, text)),
+            ["夏青", "(female)", "夏青", "(female)"]
         );
     }
 

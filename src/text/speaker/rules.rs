@@ -843,6 +843,28 @@ impl Context<'_, '_> {
     /// before it: the character a screen showed or the narration said called
     /// in the few paragraphs before (屏幕上跳出两个字：“蔓姐”, 是苏晴打来的).
     fn far_end(&self, i: usize, start: usize, end: usize) -> Option<Who> {
+        self.opens_far_end(i, start, end)
+            .then(|| self.caller_before(i, start, MAX_CALL_PARAGRAPHS))
+            .flatten()
+    }
+
+    /// True when the narration right around quote `k` of paragraph `i`
+    /// (the sentence before it, or the one after) opens with the far end of
+    /// a telephone: `电话那头的声音大得连陆远都听得见：“…”`.
+    pub(super) fn far_end_speaks(&self, i: usize, k: usize) -> bool {
+        let p = &self.paragraphs[i];
+        let before = (k > 0).then(|| &p.spans[k - 1]).filter(|n| n.kind == SegmentKind::Narration);
+        let after = p.spans.get(k + 1).filter(|n| n.kind == SegmentKind::Narration);
+        before.is_some_and(|n| {
+            let body = p.text[n.start..n.end].trim_end_matches(|c: char| c.is_whitespace() || is_punct(c));
+            let end = n.start + body.len();
+            self.opens_far_end(i, sentence_start(p.text, n.start, end), end)
+        }) || after.is_some_and(|n| self.opens_far_end(i, n.start, sentence_end(p.text, n.start, n.end)))
+    }
+
+    /// True when the narration at `text[start..end]` opens with the far end
+    /// of a telephone (电话那头的声音…, 听筒里传来…) and names nobody before it.
+    pub(super) fn opens_far_end(&self, i: usize, start: usize, end: usize) -> bool {
         let text = self.paragraphs[i].text;
         let clause_end = text[start..end]
             .char_indices()
@@ -851,26 +873,27 @@ impl Context<'_, '_> {
         let clause = &text[start..clause_end];
         // One pass for the characters every word of FAR_END holds.
         if !clause.contains(['电', '電', '筒']) {
-            return None;
+            return false;
         }
-        let at = FAR_END.iter().filter_map(|w| clause.find(w)).min()?;
-        if self
-            .mentions_in(i, start, start + at)
+        FAR_END
             .iter()
-            .any(|m| m.who.is_some())
-        {
-            return None;
-        }
-        self.caller_before(i, start)
+            .filter_map(|w| clause.find(w))
+            .min()
+            .is_some_and(|at| {
+                !self
+                    .mentions_in(i, start, start + at)
+                    .iter()
+                    .any(|m| m.who.is_some())
+            })
     }
 
-    /// Who called, from the paragraphs before `i` and paragraph `i` before
-    /// byte `at` (at most [`MAX_CALL_PARAGRAPHS`], and [`MAX_CALL_BYTES`] of
-    /// their text: the attributor stays linear on a paragraph of a thousand
-    /// calls).
-    pub(super) fn caller_before(&self, i: usize, at: usize) -> Option<Who> {
+    /// Who called, from the `back` paragraphs before `i` and paragraph `i`
+    /// before byte `at` (at most [`MAX_CALL_PARAGRAPHS`], and
+    /// [`MAX_CALL_BYTES`] of their text: the attributor stays linear on a
+    /// paragraph of a thousand calls).
+    pub(super) fn caller_before(&self, i: usize, at: usize, back: usize) -> Option<Who> {
         let mut budget = MAX_CALL_BYTES;
-        for j in (i.saturating_sub(MAX_CALL_PARAGRAPHS)..=i).rev() {
+        for j in (i.saturating_sub(back.min(MAX_CALL_PARAGRAPHS))..=i).rev() {
             let p = &self.paragraphs[j];
             if p.skipped {
                 continue;
