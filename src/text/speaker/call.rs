@@ -33,6 +33,19 @@ const HANG_UPS: &[&str] = &[
     "收起手机",
     "收起手機",
 ];
+/// Someone else taking the phone at the far end.
+const HANDED_OVER: &[&str] = &[
+    "换了个人",
+    "換了個人",
+    "换了一个人",
+    "換了一個人",
+    "抢过电话",
+    "搶過電話",
+    "抢过手机",
+    "搶過手機",
+    "被抢了过去",
+    "被搶了過去",
+];
 /// After a name, a phone it owns (林知夏的手机).
 const OWNED_PHONES: &[&str] = &["的手机", "的手機", "的电话", "的電話", "的座机", "的座機"];
 /// After a name the narration gives for the caller (周桂芳从来不打电话, 周桂芳打来的).
@@ -365,8 +378,22 @@ impl Call {
         } else {
             Some(holder)
         };
+        // The one who took the phone at the far end goes on as its caller.
+        if self.caller.is_none() && who.is_some() && who == caller {
+            self.caller = who;
+        }
         self.last = who;
         Some(who)
+    }
+
+    /// Narration `text` during the call: when someone else takes the phone
+    /// at the far end (换了个人, 电话被抢了过去), the caller is not known
+    /// any more, and the far end speaks next.
+    pub(super) fn hand_over(&mut self, text: &str) {
+        if self.holder.is_some() && HANDED_OVER.iter().any(|w| text.contains(w)) {
+            self.caller = None;
+            self.last = self.holder;
+        }
     }
 }
 

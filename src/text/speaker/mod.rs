@@ -251,6 +251,8 @@ impl Attributor {
                     && !on.wait_for_holder(&ctx, i)
                 {
                     call = None;
+                } else if let Some(on) = call.as_mut() {
+                    on.hand_over(p.text);
                 }
                 let last_speaker = turns.last().and_then(|t| t.speaker);
                 // 沈知微把情况简单说了一遍。: a turn told, not quoted.
@@ -735,6 +737,18 @@ mod tests {
         assert_eq!(
             names(&speakers(&c, text)),
             ["夏青", "(female)", "夏青", "(female)"]
+        );
+        // Someone else takes the phone at the far end: the one acting in
+        // the next quote's own narration is the new caller, and speaks on.
+        let c = cast(&[("夏青", &[], F), ("老夏", &[], M), ("程川", &[], M)]);
+        let text = "夏青的手机响了。夏青接起来：“妈，我还在外面呢。”\n\
+            “几点了还在外面？”\n\
+            夏青张了张嘴，电话那头换了个人。\n\
+            “闺女，别听你妈的，”老夏压低了嗓子，“玩够了再回。”\n\
+            “知道啦。”";
+        assert_eq!(
+            names(&speakers(&c, text)),
+            ["夏青", "(female)", "老夏", "老夏", "夏青"]
         );
     }
 

@@ -325,6 +325,10 @@ fn negated(before: &str) -> bool {
         || before.ends_with(['没', '沒', '不', '未', '被'])
         || before.ends_with("没有")
         || before.ends_with("沒有")
+        // 她正要解释，电话那头换了个人: about to speak, not speaking.
+        || ["正要", "刚要", "剛要", "正想", "刚想", "剛想"]
+            .iter()
+            .any(|w| before.ends_with(w))
 }
 
 static SPEECH_MATCHER: std::sync::LazyLock<AhoCorasick> = std::sync::LazyLock::new(|| {
@@ -625,6 +629,10 @@ mod tests {
         assert!(!has_speech_verb("知意被问住了"));
         assert!(!has_speech_verb("老夫人被她问住了"));
         assert!(has_speech_verb("知意被陆景深问住了"));
+        // One about to speak has not spoken yet.
+        assert!(!has_speech_verb("夏青正要解释"));
+        assert!(!has_speech_verb("他刚要开口"));
+        assert!(has_speech_verb("他正要走，又回头问"));
     }
 
     #[test]
