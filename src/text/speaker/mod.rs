@@ -218,6 +218,7 @@ impl Attributor {
             .map(|p| vec![Spoken::default(); p.spans.len()])
             .collect();
         let mut turns: Vec<Turn> = Vec::new();
+        let mut exchange: Vec<Exchanged> = Vec::new();
         let narrator = self.narrator();
         // A telephone call going on.
         let mut call: Option<Call> = None;
@@ -309,6 +310,7 @@ impl Attributor {
                 _ => ctx.decide(i, previous, prev_is_turn, &turns, vocative),
             };
             // On the phone: the holder and the caller take turns.
+            let on_call = call.is_some();
             if let Some(on) = call.as_mut().filter(|_| opens_call) {
                 let introduced = first_at.filter(|&k| k > 0).is_some_and(|k| {
                     p.spans[k - 1]
@@ -359,6 +361,20 @@ impl Attributor {
                 }
                 _ => None,
             };
+            // The first quote's speaker, named by a tag or not.
+            let (first_speaker, first_tagged) =
+                match own.iter().find(|(k, _)| Some(*k) == first_at) {
+                    Some(&(_, who)) => (Some(who), true),
+                    None => (speaker, tagged),
+                };
+            exchange.push(Exchanged {
+                paragraph: i,
+                speaker: first_speaker,
+                tagged: first_tagged,
+                bare: !on_call
+                    && !opens_continued
+                    && p.spans.iter().all(|s| s.kind == SegmentKind::Dialogue),
+            });
             // In a book told in the first person, one who speaks to no one
             // named speaks to the narrator, who is in every scene.
             let addressee = addressee.or(narrator.filter(|n| speaker.is_some_and(|s| s != *n)));
@@ -371,6 +387,11 @@ impl Attributor {
             previous = Some(i);
             adjacent = true;
         }
+        // Where tags stand apart (`玉亭兴奋地说，` after his own bare quote),
+        // one speaker often takes two paragraphs running.
+        if self.style == TagStyle::Inline {
+            reanchor_exchanges(&exchange, &mut out);
+        }
         // A chapter that writes no 她 writes 他 for women too (classical
         // texts): a 他 nobody was named for may be a woman, read by a voice
         // of neither (not 他父亲: the word says a man).
@@ -381,6 +402,62 @@ impl Attributor {
             }
         }
         out
+    }
+}
+
+/// A paragraph with quotes, as the attribution left it.
+struct Exchanged {
+    paragraph: usize,
+    /// The speaker of its first quote.
+    speaker: Option<Who>,
+    /// A tag named that speaker.
+    tagged: bool,
+    /// All quotes, no tag, no call, not a speech going on.
+    bare: bool,
+}
+
+/// Bare quotes that alternate between two characters (A, B, A, B) after
+/// narration, where the quote right after them is tagged as the last one's
+/// speaker: in a book that puts its tags in the quotes' paragraphs, one
+/// speaker does not take two paragraphs running, so the tag
+/// anchors the exchange and the guess that opened it was the wrong way
+/// round (…一眼就看见楼下停着辆熟悉的车。/ “你怎么来了？” / “…” / “…” /
+/// “我怕明天早上堵车。” / 苏安笑了：“…”).
+fn reanchor_exchanges(exchange: &[Exchanged], out: &mut [Vec<Spoken>]) {
+    let character = |w: Option<Who>| w.filter(|w| matches!(w, Who::Character(_)));
+    for (t, tag) in exchange.iter().enumerate() {
+        let Some(x) = character(tag.speaker).filter(|_| tag.tagged) else {
+            continue;
+        };
+        let follows = |a: usize, b: usize| exchange[a].paragraph + 1 == exchange[b].paragraph;
+        // The bare quotes right before the tag, alternating, the last one
+        // given to the tag's speaker.
+        let mut start = t;
+        let mut other = None;
+        while start > 0 && follows(start - 1, start) && exchange[start - 1].bare {
+            let who = character(exchange[start - 1].speaker);
+            let want = if (t - start) % 2 == 0 { Some(x) } else { other.or(who.filter(|w| *w != x)) };
+            if who.is_none() || who != want {
+                break;
+            }
+            other = other.or(who.filter(|w| *w != x));
+            start -= 1;
+        }
+        let Some(y) = other else { continue };
+        // Opened after narration (not anchored by a turn before it), and
+        // at least two quotes long.
+        if t - start < 2 || (start > 0 && follows(start - 1, start)) {
+            continue;
+        }
+        for e in &exchange[start..t] {
+            for s in out[e.paragraph].iter_mut() {
+                if s.who == Some(x) {
+                    s.who = Some(y);
+                } else if s.who == Some(y) {
+                    s.who = Some(x);
+                }
+            }
+        }
     }
 }
 
@@ -922,6 +999,41 @@ mod tests {
         let (style, got) = speakers_with(&c, &lines.join("\n"), true);
         assert_eq!(style, TagStyle::Inline);
         assert_eq!(names(&got[got.len() - 3..]), ["苏晚", "周岚", "苏晚"]);
+    }
+
+    #[test]
+    fn a_tag_after_bare_quotes_turns_an_exchange_opened_the_wrong_way() {
+        let c = cast(&[("夏青", &[], F), ("程川", &[], M)]);
+        let mut lines = Vec::new();
+        for _ in 0..8 {
+            lines.extend([
+                "程川和夏青坐在窗边。",
+                "程川放下杯子。“你去哪儿？”",
+                "“回家。”夏青说。",
+            ]);
+        }
+        // 夏青 speaks the last quote by its tag: the bare exchange before
+        // it alternates back from her, not from the one last named.
+        let exchange = [
+            "快十一点的时候，夏青下楼扔垃圾，一眼就看见楼下停着辆熟悉的车。程川靠在车门上抽烟。",
+            "“你怎么来了？”",
+            "“明天要早起开车，干脆先过来。”",
+            "“那也是明天早上的事。”",
+            "“我怕明天早上堵车。”",
+            "夏青笑了：“现在是晚上十一点。”",
+        ];
+        lines.extend(exchange);
+        let (style, got) = speakers_with(&c, &lines.join("\n"), true);
+        assert_eq!(style, TagStyle::Inline);
+        assert_eq!(
+            names(&got[got.len() - 5..]),
+            ["夏青", "程川", "夏青", "程川", "夏青"]
+        );
+        // Where tags stand apart, one speaker may go on after a tag
+        // paragraph: the exchange stays as the turns gave it.
+        let (style, apart) = speakers_with(&c, &exchange.join("\n"), true);
+        assert_eq!(style, TagStyle::Apart);
+        assert_eq!(names(&apart)[4], "夏青");
     }
 
     #[test]
