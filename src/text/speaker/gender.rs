@@ -1472,7 +1472,7 @@ const WEAK_MALE: &str = "刚剛强強龙龍虎彪雄杰傑武军軍勇斌健伟�
 const STRONG_FEMALE: &[&str] = &[
     "女", "娘", "婆", "妇", "婦", "公主", "夫人", "太太", "小姐", "姐", "妹", "嫂", "婶", "嬸",
     "姨", "妈", "媽", "姑", "奶奶", "氏", "妃", "后", "姥姥", "嬷嬷", "嬤嬤", "菩萨", "菩薩",
-    "观音", "觀音", "母",
+    "观音", "觀音", "母", "妪", "嫗", "婢",
 ];
 const STRONG_MALE: &[&str] = &[
     "哥", "叔", "爷", "爺", "伯", "公", "王", "帝", "兄", "弟", "爹", "侯", "将", "將", "军", "軍",
@@ -1950,6 +1950,8 @@ mod tests {
             ("胖子", Gender::Male),
             ("女王", Gender::Female),
             ("嫂子", Gender::Female),
+            ("老妪", Gender::Female),
+            ("侍婢", Gender::Female),
             // Offices of classical fiction.
             ("判官", Gender::Male),
             ("王刺史", Gender::Male),
