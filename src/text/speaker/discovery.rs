@@ -16,7 +16,7 @@ use super::names::{
 use super::rules::KIN_BEFORE_NAME;
 use super::words::{
     CONNECTIVES, CROWDS, addressed_as, has_speech_verb, is_address_pause, one_char_address,
-    says_of_me, self_reference, starts_with_speech_verb,
+    says_of_me, self_reference, starts_with_bare_speech_verb, starts_with_speech_verb,
 };
 use crate::text::cast::{Character, Gender};
 use crate::text::decode::is_han;
@@ -1456,7 +1456,12 @@ fn runs_into_a_word(name: &str, n: usize, longer: &HashMap<&str, Vec<(&str, usiz
     }) else {
         return false;
     };
+    // 金光明说: a full name right before the verb does not run into 明说.
+    let before_verb = name.chars().count() == 3
+        && has_surname(name)
+        && starts_with_bare_speech_verb(&next[name.len()..]);
     c * 5 >= n * 4
+        && !before_verb
         && crate::frontend::dictionary::Dictionary::get()
             .phrase(&next[last..])
             .is_some_and(|p| p.common)
@@ -1927,6 +1932,10 @@ mod tests {
         let found = discovered(&text);
         let names = names_of(&found);
         assert_eq!(names, ["马顺"]);
+        // … but not a full name right before the verb (金光明说：, not 金光
+        // and 明说).
+        let text = ["金光明说：“好。”"; 6];
+        assert_eq!(names_of(&discovered(&text)), ["金光明"]);
     }
 
     #[test]

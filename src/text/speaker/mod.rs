@@ -362,11 +362,11 @@ impl Attributor {
                 _ => None,
             };
             // The first quote's speaker, named by a tag or not.
-            let (first_speaker, first_tagged) =
-                match own.iter().find(|(k, _)| Some(*k) == first_at) {
-                    Some(&(_, who)) => (Some(who), true),
-                    None => (speaker, tagged),
-                };
+            let (first_speaker, first_tagged) = match own.iter().find(|(k, _)| Some(*k) == first_at)
+            {
+                Some(&(_, who)) => (Some(who), true),
+                None => (speaker, tagged),
+            };
             exchange.push(Exchanged {
                 paragraph: i,
                 speaker: first_speaker,
@@ -436,7 +436,11 @@ fn reanchor_exchanges(exchange: &[Exchanged], out: &mut [Vec<Spoken>]) {
         let mut other = None;
         while start > 0 && follows(start - 1, start) && exchange[start - 1].bare {
             let who = character(exchange[start - 1].speaker);
-            let want = if (t - start) % 2 == 0 { Some(x) } else { other.or(who.filter(|w| *w != x)) };
+            let want = if (t - start) % 2 == 0 {
+                Some(x)
+            } else {
+                other.or(who.filter(|w| *w != x))
+            };
             if who.is_none() || who != want {
                 break;
             }

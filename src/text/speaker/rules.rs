@@ -853,19 +853,24 @@ impl Context<'_, '_> {
     /// a telephone: `电话那头的声音大得连陆远都听得见：“…”`.
     pub(super) fn far_end_speaks(&self, i: usize, k: usize) -> bool {
         let p = &self.paragraphs[i];
-        let before = (k > 0).then(|| &p.spans[k - 1]).filter(|n| n.kind == SegmentKind::Narration);
-        let after = p.spans.get(k + 1).filter(|n| n.kind == SegmentKind::Narration);
+        let before = (k > 0)
+            .then(|| &p.spans[k - 1])
+            .filter(|n| n.kind == SegmentKind::Narration);
+        let after = p
+            .spans
+            .get(k + 1)
+            .filter(|n| n.kind == SegmentKind::Narration);
         // Not when the sentence names whose voice comes down the line
         // (听筒里远远传来我妈的声音).
         let far = |start: usize, end: usize| {
-            let body = p.text[start..end]
-                .trim_end_matches(|c: char| c.is_whitespace() || is_punct(c));
+            let body =
+                p.text[start..end].trim_end_matches(|c: char| c.is_whitespace() || is_punct(c));
             let end = start + body.len();
             self.opens_far_end(i, start, end) && self.heard(i, start, end).is_none()
         };
         before.is_some_and(|n| {
-            let body = p.text[n.start..n.end]
-                .trim_end_matches(|c: char| c.is_whitespace() || is_punct(c));
+            let body =
+                p.text[n.start..n.end].trim_end_matches(|c: char| c.is_whitespace() || is_punct(c));
             let end = n.start + body.len();
             far(sentence_start(p.text, n.start, end), end)
         }) || after.is_some_and(|n| far(n.start, sentence_end(p.text, n.start, n.end)))

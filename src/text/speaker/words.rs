@@ -364,7 +364,7 @@ pub(super) fn starts_with_speech_verb(s: &str) -> bool {
             .is_some_and(starts_with_bare_speech_verb)
 }
 
-fn starts_with_bare_speech_verb(s: &str) -> bool {
+pub(super) fn starts_with_bare_speech_verb(s: &str) -> bool {
     let mut it = s.chars();
     let Some(c) = it.next() else { return false };
     let next = it.next();
