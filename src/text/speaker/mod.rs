@@ -646,6 +646,18 @@ mod tests {
     }
 
     #[test]
+    fn a_pronoun_is_not_the_one_its_clause_names_again() {
+        let c = cast(&[("林一舟", &["一舟"], M), ("老周", &[], M)]);
+        // 他 would be 一舟, last named, but the clause speaks to 一舟.
+        let text = "一舟来找老周，说了半天。\n\
+            那他老周在村里就成了孤家寡人。\n\
+            先把一舟这小子打发走，让他想一想再说！\n\
+            他于是就对等着他表态的一舟说：\n\
+            “你先回去，等我们开会研究后再答复你！”";
+        assert_eq!(names(&speakers(&c, text)), ["老周"]);
+    }
+
+    #[test]
     fn one_who_names_themselves_speaks() {
         let c = cast(&[("林一舟", &[], M), ("老周", &[], M), ("苏晚", &[], F)]);
         let text =

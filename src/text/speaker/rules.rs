@@ -1231,7 +1231,20 @@ impl Context<'_, '_> {
                     })
                 })?,
         };
-        Some((m.who?, other_mention(mentions, m.who)))
+        // 他于是就对等待他表态的少安说：: a 他 that would be the one the
+        // clause names again (少安) is the other man named lately.
+        let again = |who: Option<Who>| {
+            mentions.iter().any(|o| {
+                o.start > m.start && o.who == who && !matches!(&text[o.start..o.end], "他" | "她")
+            })
+        };
+        let who = match m.other {
+            Some(other) if matches!(&text[m.start..m.end], "他" | "她") && again(m.who) => {
+                Some(other)
+            }
+            _ => m.who,
+        };
+        Some((who?, other_mention(mentions, who)))
     }
 }
 
