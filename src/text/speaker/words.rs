@@ -5,6 +5,7 @@
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder};
 
 use super::names::is_not_name;
+use super::clause::is_punct;
 
 /// Groups that may speak as one.
 pub(super) const CROWDS: &[&str] = &[
@@ -321,7 +322,16 @@ fn negated(before: &str) -> bool {
     // 老夫人被她问住了: the one asked is the subject, not the one asking.
     let passive =
         matches!(back.next(), Some('他' | '她' | '你' | '我')) && back.next() == Some('被');
+    // 少安倒被弟弟的这番话说得无言对答: what was said (的, 话) after 被 in
+    // the verb's clause did it (not 知意被陆景深问住了: he asked).
+    let clause = before
+        .rfind(|c: char| is_punct(c))
+        .map_or(before, |at| &before[at..]);
+    let by_words = clause
+        .rfind('被')
+        .is_some_and(|at| clause[at..].contains(['的', '话', '話']));
     passive
+        || by_words
         || before.ends_with(['没', '沒', '不', '未', '被'])
         || before.ends_with("没有")
         || before.ends_with("沒有")
@@ -629,6 +639,8 @@ mod tests {
         assert!(!has_speech_verb("知意被问住了"));
         assert!(!has_speech_verb("老夫人被她问住了"));
         assert!(has_speech_verb("知意被陆景深问住了"));
+        assert!(!has_speech_verb("倒被弟弟的这番话说得无言对答"));
+        assert!(has_speech_verb("他被逼急了，大声说"));
         // One about to speak has not spoken yet.
         assert!(!has_speech_verb("夏青正要解释"));
         assert!(!has_speech_verb("他刚要开口"));
