@@ -1283,12 +1283,21 @@ fn by_usage(
             && u.before_verb * 20 < u.written
             && !ROLE_NOUNS.contains(&name)
             && u.in_dictionary;
+        // 站住 of 站住吼叫说：: a common word without a surname, written
+        // too seldom to tell how the book uses it, is no name.
+        let rare_word = !has_surname(name)
+            && u.written < MIN_USES
+            && u.in_dictionary
+            && !is_house_title(name)
+            && !is_palace_title(name)
+            && !ROLE_NOUNS.contains(&name);
         // 石圪节, 黄原: a place is written after 在/到/从 (在少平身边 is rarer).
         let place = u.written >= MIN_USES && u.place * 4 > u.written;
         after * 10 <= u.written
             && !place
             && !comma_word
             && !plain_word
+            && !rare_word
             && (rank < CORE_NAMES || u.written >= MIN_WRITTEN)
     };
     let kept: Vec<(String, usize)> = ranked
@@ -1936,6 +1945,16 @@ mod tests {
         // and 明说).
         let text = ["金光明说：“好。”"; 6];
         assert_eq!(names_of(&discovered(&text)), ["金光明"]);
+    }
+
+    #[test]
+    fn a_common_word_seldom_written_is_no_name() {
+        let mut text = Vec::new();
+        for _ in 0..4 {
+            text.push("孙玉厚以为他还要叫他去开会，站住吼叫说：“你走你的！不要管我！”");
+            text.push("孙玉厚说：“走吧。”");
+        }
+        assert_eq!(names_of(&discovered(&text)), ["孙玉厚"]);
     }
 
     #[test]
