@@ -435,6 +435,30 @@ impl Attributor {
     /// (and where one comes from) and before a pause.
     pub(super) fn self_named(&self, quote: &str) -> Option<Who> {
         const INTRODUCTIONS: &[&str] = &["是", "就是", "叫", "名叫", "……", "…", "，", "，是", "姓"];
+        // 咱家高进忠, 在下李慕白: how one of old calls oneself, then the name.
+        const SELF_WORDS: &[&str] = &[
+            "咱家", "本宫", "本王", "在下", "老夫", "老身", "贫道", "貧道", "贫僧", "貧僧", "洒家",
+            "灑家", "小女子", "奴婢", "臣妾", "妾身",
+        ];
+        for word in SELF_WORDS {
+            for (at, _) in quote.match_indices(word) {
+                let opens = quote[..at]
+                    .chars()
+                    .next_back()
+                    .is_none_or(|c| is_punct(c) || matches!(c, '“' | '「' | '『'));
+                let named = &quote[at + word.len()..];
+                let named = named.strip_prefix(['是', '乃']).unwrap_or(named);
+                if let Some(m) = self.matcher.find(named).filter(|m| opens && m.start() == 0)
+                    && let Pattern::Name(c) = self.patterns[m.pattern().as_usize()]
+                    && named[m.end()..]
+                        .chars()
+                        .next()
+                        .is_none_or(|c| is_punct(c) || matches!(c, '”' | '」' | '』' | '…'))
+                {
+                    return Some(Who::Character(c));
+                }
+            }
+        }
         for (at, _) in quote.match_indices('我') {
             // 我是 at the start of a sentence of the quote, not 说我是.
             let opens = quote[..at]

@@ -663,6 +663,10 @@ mod tests {
         let text =
             "苏晚推开门。\n背后有人叫她。\n“谁？”\n“我……老周。快回去吧！”\n“我是说老周不在。”";
         assert_eq!(names(&speakers(&c, text)), ["苏晚", "老周", "苏晚"]);
+        // How one of old calls oneself, then the name (在下, 咱家, 贫道 …).
+        let c = cast(&[("李慕白", &[], M), ("苏晚", &[], F)]);
+        let text = "苏晚推开院门，院里站着个青衫书生。\n“在下李慕白，见过姑娘。”\n苏晚点了点头。";
+        assert_eq!(names(&speakers(&c, text)), ["李慕白"]);
     }
 
     #[test]
