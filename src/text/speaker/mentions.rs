@@ -437,8 +437,22 @@ impl Attributor {
         const INTRODUCTIONS: &[&str] = &["是", "就是", "叫", "名叫", "……", "…", "，", "，是", "姓"];
         // 咱家高进忠, 在下李慕白: how one of old calls oneself, then the name.
         const SELF_WORDS: &[&str] = &[
-            "咱家", "本宫", "本王", "在下", "老夫", "老身", "贫道", "貧道", "贫僧", "貧僧", "洒家",
-            "灑家", "小女子", "奴婢", "臣妾", "妾身",
+            "咱家",
+            "本宫",
+            "本王",
+            "在下",
+            "老夫",
+            "老身",
+            "贫道",
+            "貧道",
+            "贫僧",
+            "貧僧",
+            "洒家",
+            "灑家",
+            "小女子",
+            "奴婢",
+            "臣妾",
+            "妾身",
         ];
         for word in SELF_WORDS {
             for (at, _) in quote.match_indices(word) {

@@ -4,8 +4,8 @@
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder};
 
-use super::names::is_not_name;
 use super::clause::is_punct;
+use super::names::is_not_name;
 
 /// Groups that may speak as one.
 pub(super) const CROWDS: &[&str] = &[
