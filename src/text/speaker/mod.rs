@@ -412,7 +412,7 @@ struct Exchanged {
     speaker: Option<Who>,
     /// A tag named that speaker.
     tagged: bool,
-    /// All quotes, no tag, no call, not a speech going on.
+    /// All quotes (no narration), not on a call, not a speech going on.
     bare: bool,
 }
 
@@ -434,7 +434,11 @@ fn reanchor_exchanges(exchange: &[Exchanged], out: &mut [Vec<Spoken>]) {
         // given to the tag's speaker.
         let mut start = t;
         let mut other = None;
-        while start > 0 && follows(start - 1, start) && exchange[start - 1].bare {
+        while start > 0
+            && follows(start - 1, start)
+            && exchange[start - 1].bare
+            && !exchange[start - 1].tagged
+        {
             let who = character(exchange[start - 1].speaker);
             let want = if (t - start) % 2 == 0 {
                 Some(x)

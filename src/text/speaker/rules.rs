@@ -860,20 +860,27 @@ impl Context<'_, '_> {
             .spans
             .get(k + 1)
             .filter(|n| n.kind == SegmentKind::Narration);
+        // Where `text[start..end]` ends but its closing marks.
+        let body_end = |start: usize, end: usize| {
+            start
+                + p.text[start..end]
+                    .trim_end_matches(|c: char| c.is_whitespace() || is_punct(c))
+                    .len()
+        };
         // Not when the sentence names whose voice comes down the line
         // (听筒里远远传来我妈的声音).
         let far = |start: usize, end: usize| {
-            let body =
-                p.text[start..end].trim_end_matches(|c: char| c.is_whitespace() || is_punct(c));
-            let end = start + body.len();
             self.opens_far_end(i, start, end) && self.heard(i, start, end).is_none()
         };
         before.is_some_and(|n| {
-            let body =
-                p.text[n.start..n.end].trim_end_matches(|c: char| c.is_whitespace() || is_punct(c));
-            let end = n.start + body.len();
+            let end = body_end(n.start, n.end);
             far(sentence_start(p.text, n.start, end), end)
-        }) || after.is_some_and(|n| far(n.start, sentence_end(p.text, n.start, n.end)))
+        }) || after.is_some_and(|n| {
+            far(
+                n.start,
+                body_end(n.start, sentence_end(p.text, n.start, n.end)),
+            )
+        })
     }
 
     /// True when the narration at `text[start..end]` opens with the far end
