@@ -117,6 +117,10 @@ fn given_addresses(cast: &Cast) -> Vec<(String, usize)> {
     out
 }
 
+/// The longest name looked for right after 我是, 在下 …, in bytes (a
+/// name and its title; longer strings are cut, the match checked on the cut).
+const MAX_INTRODUCED_BYTES: usize = 12 * 3;
+
 /// Most words the cast matcher searches with a DFA.
 const MAX_DFA_WORDS: usize = 2000;
 
@@ -430,6 +434,16 @@ impl Attributor {
         }
     }
 
+    /// The cast's word that opens `text`, looked for in its first
+    /// [`MAX_INTRODUCED_BYTES`] only: a quote of a thousand 在下 stays linear.
+    fn name_at_start(&self, text: &str) -> Option<aho_corasick::Match> {
+        let mut end = text.len().min(MAX_INTRODUCED_BYTES);
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        self.matcher.find(&text[..end]).filter(|m| m.start() == 0)
+    }
+
     /// A character who names themselves in a quote (“我是孙少平。”, “我……运生。”,
     /// “我叫侯生贵，…”, “我是禾润的高志远。”): the name right after 我是/我叫
     /// (and where one comes from) and before a pause.
@@ -454,23 +468,28 @@ impl Attributor {
             "臣妾",
             "妾身",
         ];
-        for word in SELF_WORDS {
-            for (at, _) in quote.match_indices(word) {
-                let opens = quote[..at]
+        // One pass: only where a sentence of the quote opens.
+        let mut opens = true;
+        for (at, ch) in quote.char_indices() {
+            let here = opens;
+            opens = is_punct(ch) || matches!(ch, '“' | '「' | '『');
+            if !here {
+                continue;
+            }
+            let rest = &quote[at..];
+            let Some(word) = SELF_WORDS.iter().find(|w| rest.starts_with(**w)) else {
+                continue;
+            };
+            let named = &rest[word.len()..];
+            let named = named.strip_prefix(['是', '乃']).unwrap_or(named);
+            if let Some(m) = self.name_at_start(named)
+                && let Pattern::Name(c) = self.patterns[m.pattern().as_usize()]
+                && named[m.end()..]
                     .chars()
-                    .next_back()
-                    .is_none_or(|c| is_punct(c) || matches!(c, '“' | '「' | '『'));
-                let named = &quote[at + word.len()..];
-                let named = named.strip_prefix(['是', '乃']).unwrap_or(named);
-                if let Some(m) = self.matcher.find(named).filter(|m| opens && m.start() == 0)
-                    && let Pattern::Name(c) = self.patterns[m.pattern().as_usize()]
-                    && named[m.end()..]
-                        .chars()
-                        .next()
-                        .is_none_or(|c| is_punct(c) || matches!(c, '”' | '」' | '』' | '…'))
-                {
-                    return Some(Who::Character(c));
-                }
+                    .next()
+                    .is_none_or(|c| is_punct(c) || matches!(c, '”' | '」' | '』' | '…'))
+            {
+                return Some(Who::Character(c));
             }
         }
         for (at, _) in quote.match_indices('我') {
@@ -499,7 +518,7 @@ impl Attributor {
                 } else {
                     named
                 };
-                let Some(m) = self.matcher.find(named).filter(|m| m.start() == 0) else {
+                let Some(m) = self.name_at_start(named) else {
                     continue;
                 };
                 let (Pattern::Name(c) | Pattern::TitledName(c, _)) =
