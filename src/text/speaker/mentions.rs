@@ -468,18 +468,9 @@ impl Attributor {
             "臣妾",
             "妾身",
         ];
-        // One pass: only where a sentence of the quote opens.
-        let mut opens = true;
-        for (at, ch) in quote.char_indices() {
-            let here = opens;
-            opens = is_punct(ch) || matches!(ch, '“' | '「' | '『');
-            if !here {
-                continue;
-            }
-            let rest = &quote[at..];
-            let Some(word) = SELF_WORDS.iter().find(|w| rest.starts_with(**w)) else {
-                continue;
-            };
+        // At the start of the quote (“在下李慕白，…”).
+        let rest = quote.trim_start_matches(['“', '「', '『', '"']);
+        if let Some(word) = SELF_WORDS.iter().find(|w| rest.starts_with(**w)) {
             let named = &rest[word.len()..];
             let named = named.strip_prefix(['是', '乃']).unwrap_or(named);
             if let Some(m) = self.name_at_start(named)

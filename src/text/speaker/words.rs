@@ -324,12 +324,10 @@ fn negated(before: &str) -> bool {
         matches!(back.next(), Some('他' | '她' | '你' | '我')) && back.next() == Some('被');
     // 少安倒被弟弟的这番话说得无言对答: what was said (的, 话) after 被 in
     // the verb's clause did it (not 知意被陆景深问住了: he asked).
-    let clause = before
-        .rfind(|c: char| is_punct(c))
-        .map_or(before, |at| &before[at..]);
-    let by_words = clause
-        .rfind('被')
-        .is_some_and(|at| clause[at..].contains(['的', '话', '話']));
+    let by_words = before.rfind('被').is_some_and(|at| {
+        let after = &before[at..];
+        !after.contains(|c: char| is_punct(c)) && after.contains(['的', '话', '話'])
+    });
     passive
         || by_words
         || before.ends_with(['没', '沒', '不', '未', '被'])
