@@ -11,7 +11,9 @@ use super::names::{
     OFFICE_TITLES, SURNAME_TITLES, UNNAMED_PEOPLE, Unnamed, is_non_name_char, is_role_word,
     is_surname,
 };
-use super::words::{CROWDS, is_address_pause, one_char_address, starts_with_speech_verb};
+use super::words::{
+    CROWDS, after_self_word, is_address_pause, one_char_address, starts_with_speech_verb,
+};
 use super::{Attributor, NARRATOR, ParagraphView, Who};
 use crate::text::cast::{Cast, Gender};
 use crate::text::quote::{SegmentKind, SpanRange};
@@ -449,29 +451,9 @@ impl Attributor {
     /// (and where one comes from) and before a pause.
     pub(super) fn self_named(&self, quote: &str) -> Option<Who> {
         const INTRODUCTIONS: &[&str] = &["是", "就是", "叫", "名叫", "……", "…", "，", "，是", "姓"];
-        // 咱家高进忠, 在下李慕白: how one of old calls oneself, then the name.
-        const SELF_WORDS: &[&str] = &[
-            "咱家",
-            "本宫",
-            "本王",
-            "在下",
-            "老夫",
-            "老身",
-            "贫道",
-            "貧道",
-            "贫僧",
-            "貧僧",
-            "洒家",
-            "灑家",
-            "小女子",
-            "奴婢",
-            "臣妾",
-            "妾身",
-        ];
-        // At the start of the quote (“在下李慕白，…”).
-        let rest = quote.trim_start_matches(['“', '「', '『', '"']);
-        if let Some(word) = SELF_WORDS.iter().find(|w| rest.starts_with(**w)) {
-            let named = &rest[word.len()..];
+        // What one of old calls oneself, then the name, at the start of
+        // the quote (“在下李慕白，…”, 咱家高进忠).
+        if let Some(named) = after_self_word(quote.trim_start_matches(['“', '「', '『', '"'])) {
             let named = named.strip_prefix(['是', '乃']).unwrap_or(named);
             if let Some(m) = self.name_at_start(named)
                 && let Pattern::Name(c) = self.patterns[m.pattern().as_usize()]

@@ -1054,10 +1054,11 @@ mod tests {
             ["夏青", "程川", "夏青", "程川", "夏青"]
         );
         // Where tags stand apart, one speaker may go on after a tag
-        // paragraph: the exchange stays as the turns gave it.
+        // paragraph: the exchange stays as the turns gave it, 夏青 twice
+        // running.
         let (style, apart) = speakers_with(&c, &exchange.join("\n"), true);
         assert_eq!(style, TagStyle::Apart);
-        assert_eq!(names(&apart)[4], "夏青");
+        assert_eq!(names(&apart), ["程川", "夏青", "程川", "夏青", "夏青"]);
     }
 
     #[test]

@@ -580,6 +580,27 @@ pub(super) fn addressed_as(quote: &str) -> Option<usize> {
 /// themselves by (not 你老子, your father; not 老娘们, women), a partner
 /// they speak of as theirs (我前夫), or the word for a spouse they open by
 /// calling (“老公，…”).
+/// Words one calls oneself by that say no gender here, though they may
+/// come before one's own name (咱家高进忠, 在下李慕白, 贫道张三).
+const SELF_WORDS_OF_NAMING: &[&str] = &["咱家", "在下", "贫道", "貧道"];
+
+/// The rest of `text` after a word one calls oneself by that opens it
+/// ([`SELF_WORDS`] or those of [`SELF_WORDS_OF_NAMING`]): where one's own
+/// name may follow (“在下李慕白，…”, “本王赵琰…”).
+pub(super) fn after_self_word(text: &str) -> Option<&str> {
+    SELF_WORDS
+        .iter()
+        .find_map(|(w, _, not_after)| {
+            text.strip_prefix(w)
+                .filter(|rest| !rest.starts_with(|c: char| not_after.contains(c)))
+        })
+        .or_else(|| {
+            SELF_WORDS_OF_NAMING
+                .iter()
+                .find_map(|w| text.strip_prefix(w))
+        })
+}
+
 pub(super) fn self_reference(quote: &str) -> Option<usize> {
     static SELF_MATCHER: std::sync::LazyLock<aho_corasick::AhoCorasick> =
         std::sync::LazyLock::new(|| {
