@@ -798,6 +798,25 @@ mod tests {
     }
 
     #[test]
+    fn one_who_only_listened_did_not_speak_the_quote_before() {
+        let c = cast(&[("周岚", &[], F), ("程野", &[], M)]);
+        // The next paragraph says 周岚 kept silent, or was taken aback
+        // before she answered: the quote before was said to her, not by her.
+        let text = "程野把一沓文件推到周岚面前，敲了敲最上面那一页。\n\
+            “这份合同，你签字之前到底看过没有？”\n\
+            周岚没说话，低头盯着自己的指甲。\n\
+            “我问你话呢。”\n\
+            “看过。”\n\
+            程野把合同摔在桌上，转身走到窗边，背对着她站了很久。\n\
+            “你知道这份合同让公司赔了多少钱吗？”\n\
+            周岚一愣，随即抬起头：“我不知道。”";
+        assert_eq!(
+            names(&speakers(&c, text)),
+            ["程野", "程野", "周岚", "程野", "周岚"]
+        );
+    }
+
+    #[test]
     fn on_the_phone_the_holder_and_the_caller_take_turns() {
         let c = cast(&[("苏安", &["安安"], F), ("许言", &[], M), ("林默", &[], F)]);
         // A kin caller the cast does not name: a woman, unnamed; the two

@@ -6,7 +6,7 @@ use super::clause::{
 };
 use super::mentions::{Mention, gender_slot};
 use super::scorer::{self, Candidates, FEATURE_NAMES, Feature};
-use super::words::{has_speech_verb, narrates_speech, self_reference};
+use super::words::{has_speech_verb, narrates_speech, only_listened, self_reference};
 use super::{Attributor, ParagraphView, Who};
 use crate::text::quote::{SegmentKind, SpanRange};
 
@@ -276,6 +276,13 @@ impl Context<'_, '_> {
         });
         let turn = turn_taking(turns, vocative, recent)
             .filter(|w| self.fits_pronoun(someone.map(|c| c.who), *w));
+        // The next paragraph opens with one who kept silent (知意没接话。): the
+        // quote was said to them, not by them.
+        let (next_subject, silent) = match self.next_paragraph_subject(i) {
+            Some((c, true)) => (None, Some(c.who)),
+            Some((c, false)) => (Some(c), None),
+            None => (None, None),
+        };
         let l = Latent {
             i,
             previous,
@@ -287,13 +294,16 @@ impl Context<'_, '_> {
             someone,
             recent,
             turn,
-            next_subject: self.next_paragraph_subject(i),
+            next_subject,
             beat_before: previous.and_then(|j| self.action_beat(j)),
             introduced,
             first_quote,
         };
         let cascade = self.cascade(&l);
         let mut candidates = self.latent_candidates(&l, cascade);
+        if let Some(silent) = silent {
+            candidates.retain(|w| w != silent);
+        }
         let mut gender_unsure = false;
         let pronoun = someone.map(|c| c.who);
         // A crowd shouts on (“快追！” “别让他们跑了！”), right after its
@@ -1129,8 +1139,9 @@ impl Context<'_, '_> {
         .then_some(c)
     }
 
-    /// The next paragraph opens with a character acting (晓晨指了指门。).
-    fn next_paragraph_subject(&self, i: usize) -> Option<Candidate> {
+    /// The one acting at the start of the paragraph after `i` (晓晨指了指门。),
+    /// and whether that sentence says they only listened (知意没接话。, 她一愣，).
+    fn next_paragraph_subject(&self, i: usize) -> Option<(Candidate, bool)> {
         let j = (i + 1..self.paragraphs.len()).find(|&j| !self.paragraphs[j].skipped)?;
         let p = &self.paragraphs[j];
         let n = p
@@ -1138,19 +1149,26 @@ impl Context<'_, '_> {
             .first()
             .filter(|s| s.kind == SegmentKind::Narration)?;
         let end = sentence_end(p.text, n.start, n.end);
-        if p.text[n.start..end].trim_end().ends_with(['：', ':']) {
-            return None;
-        }
+        let colon = p.text[n.start..end].trim_end().ends_with(['：', ':']);
         let m = self
             .mentions_in(j, n.start, end)
             .iter()
             .find(|m| m.who.is_some() && is_subject(p.text, m, n.start))?;
-        Some(Candidate {
-            who: m.who?,
-            strength: Strength::Weak,
-            addressee: None,
-            other: m.other,
-        })
+        let silent = only_listened(&p.text[m.start..end]);
+        // One a colon introduces speaks next (她站起来：): only one who
+        // listened first (沈若溪一愣，随即笑了：) tells of the quote before.
+        if colon && !silent {
+            return None;
+        }
+        Some((
+            Candidate {
+                who: m.who?,
+                strength: Strength::Weak,
+                addressee: None,
+                other: m.other,
+            },
+            silent,
+        ))
     }
 
     /// The character acting in the last sentence of paragraph `j`.

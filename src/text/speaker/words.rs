@@ -339,6 +339,73 @@ fn negated(before: &str) -> bool {
             .any(|w| before.ends_with(w))
 }
 
+/// What comes after a negation when one keeps silent (没说话, 不吭声, 没有
+/// 回答, 没理她).
+const SILENT_VERBS: &[&str] = &[
+    "说话", "說話", "接话", "接話", "搭话", "搭話", "答话", "答話", "回话", "回話", "吭声", "吭聲",
+    "吱声", "吱聲", "作声", "作聲", "出声", "出聲", "应声", "應聲", "回答", "回应", "回應", "作答",
+    "接茬", "搭腔", "言语", "言語", "开口", "開口", "理他", "理她", "理我", "理你", "理会", "理會",
+    "搭理",
+];
+
+/// Words of silence that need no negation, and of one taken aback by what
+/// was said (一愣, 怔住, 语塞).
+const SILENT_WORDS: &[&str] = &[
+    "沉默",
+    "一言不发",
+    "一言不發",
+    "默然",
+    "不语",
+    "不語",
+    "缄默",
+    "緘默",
+    "无言",
+    "無言",
+    "一愣",
+    "愣住",
+    "愣了",
+    "一怔",
+    "怔住",
+    "怔了",
+    "语塞",
+    "語塞",
+    "噎住",
+    "吓了一跳",
+    "嚇了一跳",
+];
+
+/// True when `sentence` says its subject kept silent or was taken aback
+/// (苏安没说话, 他半天没吭声, 知意没有回答, 她不答, 老沈沉默了, 沈若溪一愣):
+/// whoever spoke the quote before, it was not them. Not one who said no more (他没再说话, 没多说) or spoke before
+/// falling silent (向前说不下去了, 说完就不吭声了): that one may have just
+/// spoken; nor a manner (不出声地哭泣).
+pub(super) fn only_listened(sentence: &str) -> bool {
+    let silence = SILENT_WORDS
+        .iter()
+        .filter_map(|w| sentence.find(w).map(|at| (at, at + w.len())))
+        .chain(sentence.char_indices().filter_map(|(at, c)| {
+            if !matches!(c, '没' | '沒' | '不' | '未') {
+                return None;
+            }
+            let after = at + c.len_utf8();
+            let rest = &sentence[after..];
+            let rest = rest.strip_prefix('有').unwrap_or(rest);
+            let skipped = sentence.len() - after - rest.len();
+            // 不答 (not 不答应: one may refuse aloud).
+            let len = SILENT_VERBS
+                .iter()
+                .find(|w| rest.starts_with(*w))
+                .map(|w| w.len())
+                .or_else(|| {
+                    (rest.starts_with('答') && !rest[3..].starts_with(['应', '應'])).then_some(3)
+                })?;
+            Some((at, after + skipped + len))
+        }));
+    silence
+        .into_iter()
+        .any(|(at, end)| !sentence[end..].starts_with('地') && !has_speech_verb(&sentence[..at]))
+}
+
 static SPEECH_MATCHER: std::sync::LazyLock<AhoCorasick> = std::sync::LazyLock::new(|| {
     AhoCorasickBuilder::new()
         .start_kind(aho_corasick::StartKind::Both)
@@ -664,6 +731,24 @@ mod tests {
         assert!(!has_speech_verb("夏青正要解释"));
         assert!(!has_speech_verb("他刚要开口"));
         assert!(has_speech_verb("他正要走，又回头问"));
+    }
+
+    #[test]
+    fn one_who_only_listened() {
+        assert!(only_listened("周岚没说话，低头盯着自己的指甲"));
+        assert!(only_listened("他半天没吭声"));
+        assert!(only_listened("知意没有回答"));
+        assert!(only_listened("宝玉不答"));
+        assert!(only_listened("老沈沉默了很久"));
+        assert!(only_listened("沈若溪一愣，随即笑了："));
+        assert!(only_listened("周秀云没理她，往旁边挪了挪"));
+        // One who said no more may have just spoken; one may refuse aloud;
+        // a manner is no silence.
+        assert!(!only_listened("他没再说话"));
+        assert!(!only_listened("她没多说什么"));
+        assert!(!only_listened("向前说不下去了，不出声地哭泣起来"));
+        assert!(!only_listened("她不答应"));
+        assert!(!only_listened("他点了点头"));
     }
 
     #[test]
