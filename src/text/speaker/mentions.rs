@@ -12,7 +12,8 @@ use super::names::{
     is_surname,
 };
 use super::words::{
-    CROWDS, after_self_word, is_address_pause, one_char_address, starts_with_speech_verb,
+    CROWDS, after_self_word, asks_who_you_are, is_address_pause, one_char_address,
+    starts_with_speech_verb,
 };
 use super::{Attributor, NARRATOR, ParagraphView, Who};
 use crate::text::cast::{Cast, Gender};
@@ -509,6 +510,26 @@ impl Attributor {
             }
         }
         None
+    }
+
+    /// The one who answers a question of who they are with their name and
+    /// a pause (“你是……” / “顾屿。”, “请问您是？” / “苏曼。”, “陈嘉树，这儿
+    /// 的医生。”): `asked` is the quote before, `quote` the answer. Not a
+    /// vocative, though it looks like one.
+    pub(super) fn named_in_answer(&self, asked: &str, quote: &str) -> Option<Who> {
+        if !asks_who_you_are(asked) {
+            return None;
+        }
+        let inner = quote.trim_start_matches(['“', '「', '『', '"']);
+        let m = self.name_at_start(inner)?;
+        let Pattern::Name(c) = self.patterns[m.pattern().as_usize()] else {
+            return None;
+        };
+        inner[m.end()..]
+            .chars()
+            .next()
+            .is_none_or(|c| is_punct(c) || matches!(c, '”' | '」' | '』' | '…'))
+            .then_some(Who::Character(c))
     }
 
     /// The characters a quote names, anywhere in it.

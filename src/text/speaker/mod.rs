@@ -289,13 +289,25 @@ impl Attributor {
             // The paragraph's first quote, and the one it calls by name.
             let first_at = p.spans.iter().position(|s| s.kind == SegmentKind::Dialogue);
             let first = first_at.map_or("", |k| p.spans[k].text(p.text));
-            let vocative = first_at.and_then(|_| {
+            // “你是……” / “顾屿。”: one who answers who they are speaks, and
+            // calls no one.
+            let answered = previous
+                .filter(|_| prev_is_turn && first_at == Some(0))
+                .and_then(|j| {
+                    let q = &paragraphs[j];
+                    q.spans
+                        .iter()
+                        .rfind(|s| s.kind == SegmentKind::Dialogue)
+                        .map(|s| s.text(q.text))
+                })
+                .and_then(|asked| self.named_in_answer(asked, first));
+            let vocative = first_at.filter(|_| answered.is_none()).and_then(|_| {
                 self.vocative(first)
                     .or_else(|| self.kin_vocative(first, i, &mentions, &turns))
             });
             let Decision {
                 mut speaker,
-                addressee,
+                mut addressee,
                 mut own,
                 mut gender_unsure,
                 tagged,
@@ -309,6 +321,14 @@ impl Attributor {
                 },
                 _ => ctx.decide(i, previous, prev_is_turn, &turns, vocative),
             };
+            if let Some(who) = answered.filter(|_| !tagged) {
+                speaker = Some(who);
+                gender_unsure = false;
+                addressee = turns
+                    .last()
+                    .and_then(|t| t.speaker)
+                    .filter(|asker| *asker != who);
+            }
             // On the phone: the holder and the caller take turns.
             let on_call = call.is_some();
             if let Some(on) = call.as_mut().filter(|_| opens_call) {
@@ -795,6 +815,25 @@ mod tests {
         assert_eq!(names(&speakers(&c, text)), ["高志远"]);
         let (a, _) = spoken(&c, "");
         assert_eq!(a.self_named("“我姓高，王志远。”"), None);
+    }
+
+    #[test]
+    fn one_asked_who_they_are_answers_with_their_name() {
+        let c = cast(&[("林夕", &[], F), ("韩冬", &[], M)]);
+        // “韩冬，…” after “您是……” is a name given, not a call.
+        let text = "林夕推开诊室的门，里面坐着一个穿白大褂的年轻男人，正低头写病历。\n\
+            “请问，您是……”\n\
+            “韩冬，今天值班的医生。”\n\
+            “韩医生好，我来拿化验单。”";
+        assert_eq!(names(&speakers(&c, text)), ["林夕", "韩冬", "林夕"]);
+        let (a, _) = spoken(&c, "");
+        assert_eq!(
+            a.named_in_answer("“你是……”", "“韩冬。”"),
+            Some(Who::Character(1))
+        );
+        // Not after another question, nor a name that runs on.
+        assert_eq!(a.named_in_answer("“你找谁？”", "“韩冬。”"), None);
+        assert_eq!(a.named_in_answer("“你是……”", "“韩冬叫我来的。”"), None);
     }
 
     #[test]

@@ -406,6 +406,45 @@ pub(super) fn only_listened(sentence: &str) -> bool {
         .any(|(at, end)| !sentence[end..].starts_with('地') && !has_speech_verb(&sentence[..at]))
 }
 
+/// How a quote ends that asks the one spoken to who they are (“你是……”,
+/// “请问您是？”, “怎么称呼？”).
+const WHO_ARE_YOU: &[&str] = &[
+    "你是",
+    "您是",
+    "你是谁",
+    "您是谁",
+    "你是誰",
+    "您是誰",
+    "你哪位",
+    "您哪位",
+    "你叫什么",
+    "你叫什麼",
+    "你叫什么名字",
+    "你叫什麼名字",
+    "您贵姓",
+    "您貴姓",
+    "怎么称呼",
+    "怎麼稱呼",
+    "阁下是",
+    "閣下是",
+    "阁下是谁",
+    "閣下是誰",
+    "你是什么人",
+    "你是什麼人",
+];
+
+/// True when `quote` ends by asking the one spoken to who they are: the
+/// answer is likely their name (“你是……” / “顾屿。”).
+pub(super) fn asks_who_you_are(quote: &str) -> bool {
+    let body = quote.trim_end_matches(|c: char| {
+        matches!(
+            c,
+            '”' | '」' | '』' | '"' | '？' | '?' | '。' | '…' | '！' | '!' | '—'
+        )
+    });
+    WHO_ARE_YOU.iter().any(|w| body.ends_with(w))
+}
+
 static SPEECH_MATCHER: std::sync::LazyLock<AhoCorasick> = std::sync::LazyLock::new(|| {
     AhoCorasickBuilder::new()
         .start_kind(aho_corasick::StartKind::Both)
