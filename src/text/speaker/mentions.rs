@@ -615,6 +615,17 @@ impl Attributor {
     /// a form of address (required after a one-character given name), and
     /// a pause.
     fn given_name_vocative(&self, inner: &str) -> Option<Who> {
+        // 阿 before a given name is a form of address too (“阿屿，…”).
+        if let Some(name) = inner.strip_prefix('阿')
+            && let Some((c, end)) = name
+                .char_indices()
+                .map(|(j, c)| j + c.len_utf8())
+                .take(MAX_GIVEN_CHARS)
+                .find_map(|end| self.given_names.get(&name[..end]).map(|&c| (c, end)))
+            && pauses(&name[end..])
+        {
+            return Some(Who::Character(c));
+        }
         let mut ends = inner.char_indices().map(|(j, c)| j + c.len_utf8());
         for end in ends.by_ref().take(MAX_GIVEN_CHARS) {
             let Some(&c) = self.given_names.get(&inner[..end]) else {

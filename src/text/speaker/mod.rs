@@ -1146,6 +1146,11 @@ mod tests {
         assert_eq!(a.vocative("“蔓，走吧。”"), None);
         assert_eq!(a.vocative("“景川哥，走吧。”"), None);
         assert_eq!(a.vocative("“知夏天天都来。”"), None);
+        // 阿 is a form of address before a given name, of one character or two.
+        assert_eq!(a.vocative("“阿蔓，对不起。”"), Some(Who::Character(1)));
+        assert_eq!(a.vocative("“阿知夏！”"), Some(Who::Character(0)));
+        assert_eq!(a.vocative("“阿蔓她们走了。”"), None);
+        assert_eq!(a.vocative("“阿姨，对不起。”"), None);
     }
 
     #[test]
