@@ -66,7 +66,7 @@ pub use scorer::TagStyle;
 use call::Call;
 use mentions::Pattern;
 use rules::{Context, Decision, Turn, continues_speech};
-use words::CROWDS;
+use words::{CROWDS, introduces_thought};
 
 /// A speaker: a character of the cast or a crowd.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -398,13 +398,27 @@ impl Attributor {
             // In a book told in the first person, one who speaks to no one
             // named speaks to the narrator, who is in every scene.
             let addressee = addressee.or(narrator.filter(|n| speaker.is_some_and(|s| s != *n)));
+            previous = Some(i);
+            // 她心想：“果然是你。”: a thought alone in its paragraph is no
+            // turn of the conversation (the next quote does not answer it).
+            let thought = p
+                .spans
+                .iter()
+                .filter(|s| s.kind == SegmentKind::Dialogue)
+                .count()
+                == 1
+                && first_at
+                    .filter(|&k| k > 0)
+                    .is_some_and(|k| introduces_thought(p.spans[k - 1].text(p.text)));
+            if thought {
+                continue;
+            }
             turns.push(Turn {
                 paragraph: i,
                 speaker,
                 addressee,
                 vocative,
             });
-            previous = Some(i);
             adjacent = true;
         }
         // Where tags stand apart (`玉亭兴奋地说，` after his own bare quote),
@@ -834,6 +848,20 @@ mod tests {
         // Not after another question, nor a name that runs on.
         assert_eq!(a.named_in_answer("“你找谁？”", "“韩冬。”"), None);
         assert_eq!(a.named_in_answer("“你是……”", "“韩冬叫我来的。”"), None);
+    }
+
+    #[test]
+    fn a_thought_is_no_turn_of_the_conversation() {
+        let c = cast(&[("许晴", &[], F), ("周凯", &[], M)]);
+        // The answer after her thought is hers: the thought did not answer him.
+        let text = "周凯把戒指盒推到她面前，手心全是汗。\n\
+            “嫁给我吧。”他说。\n\
+            许晴盯着那个盒子看了很久。她心想：“他怎么偏偏挑今天。”\n\
+            “……我需要想一想。”";
+        assert_eq!(names(&speakers(&c, text)), ["周凯", "许晴", "许晴"]);
+        assert!(words::introduces_thought("她心想："));
+        assert!(words::introduces_thought("行者暗道:"));
+        assert!(!words::introduces_thought("她想了想，说："));
     }
 
     #[test]

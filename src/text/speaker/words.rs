@@ -445,6 +445,33 @@ pub(super) fn asks_who_you_are(quote: &str) -> bool {
     WHO_ARE_YOU.iter().any(|w| body.ends_with(w))
 }
 
+/// True when `narration` ends by bringing in a thought (她心想：, 暗道：,
+/// 心里想：), not speech.
+pub(super) fn introduces_thought(narration: &str) -> bool {
+    const THINKING: &[&str] = &[
+        "心想",
+        "心里想",
+        "心裏想",
+        "暗想",
+        "心道",
+        "暗道",
+        "想道",
+        "寻思",
+        "尋思",
+        "心说",
+        "心說",
+        "暗忖",
+        "忖道",
+        "默念",
+        "想着",
+        "想著",
+    ];
+    narration
+        .trim_end()
+        .strip_suffix(['：', ':'])
+        .is_some_and(|before| THINKING.iter().any(|t| before.ends_with(t)))
+}
+
 static SPEECH_MATCHER: std::sync::LazyLock<AhoCorasick> = std::sync::LazyLock::new(|| {
     AhoCorasickBuilder::new()
         .start_kind(aho_corasick::StartKind::Both)
