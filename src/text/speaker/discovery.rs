@@ -2273,6 +2273,24 @@ mod tests {
     }
 
     #[test]
+    fn what_was_said_is_no_name() {
+        // 说完这话后，便…: 话后 had been taken for a name (后 as an empress's title).
+        let text = [
+            "林秀站在门口，说：",
+            "“你快回去吧。”",
+            "说完这话后，便转过身走了。",
+            "“我记住了。”",
+            "说完这话后，便转过身走了。",
+            "“明天见。”",
+            "说完这话后，便转过身走了。",
+            "林秀说：“走吧。”",
+            "林秀笑道：“好。”",
+        ];
+        let found = discovered(&text);
+        assert!(!names_of(&found).contains(&"话后"), "{:?}", names_of(&found));
+    }
+
+    #[test]
     fn places_and_posts_before_names_are_no_names() {
         let mut text = Vec::new();
         for _ in 0..5 {

@@ -896,6 +896,8 @@ pub(super) fn is_non_name_char(c: char) -> bool {
         || matches!(
             c,
             '什' | '怎'
+                | '话'
+                | '話'
                 | '咱'
                 | '哪'
                 | '太'
