@@ -4,7 +4,7 @@
 
 use super::mentions::Mention;
 use super::names::is_title_end;
-use super::words::CONNECTIVES;
+use super::words::connective_at_start;
 
 /// Punctuation that ends a clause, closing brackets and quotes included.
 pub(super) fn is_punct(c: char) -> bool {
@@ -90,7 +90,7 @@ pub(super) fn opens_clause(prefix: &str) -> bool {
         if describes(prefix) {
             return true;
         }
-        match CONNECTIVES.iter().find(|c| prefix.starts_with(**c)) {
+        match connective_at_start(prefix) {
             Some(c) => prefix = prefix[c.len()..].trim_start(),
             None => return false,
         }

@@ -15,7 +15,7 @@ use super::names::{
 };
 use super::rules::KIN_BEFORE_NAME;
 use super::words::{
-    CONNECTIVES, CROWDS, addressed_as, has_speech_verb, is_address_pause, one_char_address,
+    CROWDS, addressed_as, connective_at_start, has_speech_verb, is_address_pause, one_char_address,
     says_of_me, self_reference, starts_with_bare_speech_verb, starts_with_speech_verb,
 };
 use crate::text::cast::{Character, Gender};
@@ -95,7 +95,7 @@ pub fn discover_told<'a>(
         let clause = &text[start..end];
         let mut rest = clause.trim_start();
         for _ in 0..2 {
-            match CONNECTIVES.iter().find(|c| rest.starts_with(**c)) {
+            match connective_at_start(rest) {
                 Some(c) => rest = &rest[c.len()..],
                 None => break,
             }
@@ -2287,7 +2287,11 @@ mod tests {
             "林秀笑道：“好。”",
         ];
         let found = discovered(&text);
-        assert!(!names_of(&found).contains(&"话后"), "{:?}", names_of(&found));
+        assert!(
+            !names_of(&found).contains(&"话后"),
+            "{:?}",
+            names_of(&found)
+        );
     }
 
     #[test]

@@ -545,11 +545,22 @@ const POSTS: &[&str] = &[
 /// Posts that end a title before a name (小学教师金成, 大队会计田海民): an
 /// office title or one of [`POSTS`], or 教师.
 pub(super) fn is_title_end(prefix: &str) -> bool {
-    OFFICE_TITLES
-        .iter()
-        .chain(POSTS)
-        .chain(&["教师", "教師"])
-        .any(|t| prefix.ends_with(t))
+    // The titles by their last character: one lookup, then a few words.
+    static BY_LAST: std::sync::LazyLock<rustc_hash::FxHashMap<char, Vec<&'static str>>> =
+        std::sync::LazyLock::new(|| {
+            let mut by_last = rustc_hash::FxHashMap::<char, Vec<&'static str>>::default();
+            for t in OFFICE_TITLES.iter().chain(POSTS).chain(&["教师", "教師"]) {
+                if let Some(last) = t.chars().next_back() {
+                    by_last.entry(last).or_default().push(t);
+                }
+            }
+            by_last
+        });
+    prefix
+        .chars()
+        .next_back()
+        .and_then(|last| BY_LAST.get(&last))
+        .is_some_and(|titles| titles.iter().any(|t| prefix.ends_with(t)))
 }
 
 /// True when a name of the cast is a role noun, office title or post (书记,

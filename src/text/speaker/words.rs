@@ -472,6 +472,30 @@ pub(super) fn introduces_thought(narration: &str) -> bool {
         .is_some_and(|before| THINKING.iter().any(|t| before.ends_with(t)))
 }
 
+/// [`CONNECTIVES`] by their first character, each list in the table's order.
+static CONNECTIVES_BY_FIRST: std::sync::LazyLock<rustc_hash::FxHashMap<char, Vec<&'static str>>> =
+    std::sync::LazyLock::new(|| {
+        let mut by_first = rustc_hash::FxHashMap::<char, Vec<&'static str>>::default();
+        for c in CONNECTIVES {
+            if let Some(first) = c.chars().next() {
+                by_first.entry(first).or_default().push(c);
+            }
+        }
+        by_first
+    });
+
+/// The first of [`CONNECTIVES`] that `text` starts with (然后, 于是…): the
+/// same answer as scanning the table, looking only at the words that
+/// start with `text`'s first character.
+pub(super) fn connective_at_start(text: &str) -> Option<&'static str> {
+    let first = text.chars().next()?;
+    CONNECTIVES_BY_FIRST
+        .get(&first)?
+        .iter()
+        .copied()
+        .find(|c| text.starts_with(c))
+}
+
 static SPEECH_MATCHER: std::sync::LazyLock<AhoCorasick> = std::sync::LazyLock::new(|| {
     AhoCorasickBuilder::new()
         .start_kind(aho_corasick::StartKind::Both)
