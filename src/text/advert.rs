@@ -79,16 +79,15 @@ pub fn classify(line: &str) -> LineClass {
     if short && PLEAS.iter().any(|p| line.contains(p)) {
         return LineClass::Advert;
     }
-    let has_latin = line
-        .chars()
-        .any(|c| c.is_ascii_alphanumeric() || ('\u{ff10}'..='\u{ff5a}').contains(&c));
-    let has_symbol = line.contains([
-        '$', '@', '#', '%', '^', '&', '*', '~', '|', '＄', '＠', '＃', '＊',
-    ]);
+    let Marks {
+        latin: has_latin,
+        symbol: has_symbol,
+        may_be_url,
+    } = Marks::of(line);
     if (has_latin || has_symbol) && is_obfuscated(line) {
         return LineClass::Advert;
     }
-    if has_latin {
+    if has_latin && may_be_url {
         let mut cleaned = String::new();
         let mut last = 0;
         for m in URL.find_iter(line) {
@@ -110,6 +109,49 @@ pub fn classify(line: &str) -> LineClass {
         }
     }
     LineClass::Story
+}
+
+/// What [`classify`] looks for in a line, found in one pass over its bytes
+/// (most lines are Han characters and CJK punctuation, none of it decoded).
+struct Marks {
+    /// Latin letters or digits, of either width.
+    latin: bool,
+    /// Symbols adverts put between characters ($, @, ＃ …).
+    symbol: bool,
+    /// What every URL the pattern finds holds: a dot of some width, or the
+    /// h of http, or the w of www.
+    may_be_url: bool,
+}
+
+impl Marks {
+    fn of(line: &str) -> Marks {
+        let mut marks = Marks {
+            latin: false,
+            symbol: false,
+            may_be_url: false,
+        };
+        let b = line.as_bytes();
+        for (i, &c) in b.iter().enumerate() {
+            if c < 0x80 {
+                marks.latin |= c.is_ascii_alphanumeric();
+                marks.symbol |= matches!(
+                    c,
+                    b'$' | b'@' | b'#' | b'%' | b'^' | b'&' | b'*' | b'~' | b'|'
+                );
+                marks.may_be_url |= matches!(c, b'.' | b'h' | b'H' | b'w' | b'W');
+            } else if c == 0xEF && i + 2 < b.len() {
+                // U+F000..=U+FFFF: the full-width forms among them.
+                let cp = 0xF000 | (u32::from(b[i + 1] & 0x3F) << 6) | u32::from(b[i + 2] & 0x3F);
+                marks.latin |= (0xFF10..=0xFF5A).contains(&cp);
+                marks.symbol |= matches!(cp, 0xFF04 | 0xFF20 | 0xFF03 | 0xFF0A);
+                marks.may_be_url |= matches!(cp, 0xFF0E | 0xFF57 | 0xFF37);
+            } else if c == 0xC2 && b.get(i + 1) == Some(&0xB7) {
+                // ·
+                marks.may_be_url = true;
+            }
+        }
+        marks
+    }
 }
 
 /// `PS：…` (any case, any colon), 本书首发…, 作者按…
@@ -159,6 +201,33 @@ fn is_obfuscated(line: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_marks_read_from_bytes_are_those_of_the_characters() {
+        for line in [
+            "他看着窗外，心想：明天去www.baidu.com查一查。",
+            "水6大会，全是汉字和标点！",
+            "ＷＷＷ．ＸＸＸ．ＣＯＭ，１２３",
+            "小$说$天\"堂＄＠＃＊",
+            "·　Http　ｗ",
+            "纯汉字。",
+            "",
+        ] {
+            let m = Marks::of(line);
+            let latin = line
+                .chars()
+                .any(|c| c.is_ascii_alphanumeric() || ('\u{ff10}'..='\u{ff5a}').contains(&c));
+            let symbol = line.contains([
+                '$', '@', '#', '%', '^', '&', '*', '~', '|', '＄', '＠', '＃', '＊',
+            ]);
+            let url = line.contains(['.', '．', '·', 'h', 'H', 'w', 'W', 'ｗ', 'Ｗ']);
+            assert_eq!(
+                (m.latin, m.symbol, m.may_be_url),
+                (latin, symbol, url),
+                "{line}"
+            );
+        }
+    }
 
     #[test]
     fn url_in_a_sentence_is_cut_out() {
