@@ -865,6 +865,26 @@ mod tests {
     }
 
     #[test]
+    fn a_voice_nobody_names_after_a_quote_said_it() {
+        let c = cast(&[("林晚", &[], F), ("陆川", &[], M)]);
+        // Not the one in the scene: a voice of no told gender, then a man's.
+        let text = "林晚踮起脚去够墙头那枝海棠，够了两回都没够着。\n\
+            “那枝早被虫蛀了，折它做什么。”\n\
+            身后忽然有人开口，吓得她差点摔下来。\n\
+            “谁在那儿？”林晚问。\n\
+            “过路的。”\n\
+            院门外传来一道低低的男声，听不出是谁。";
+        assert_eq!(
+            speakers(&c, text),
+            [None, Some("林晚".to_owned()), Some("(male)".to_owned())]
+        );
+        // A voice the sentence names is a tag; one that brings in the next
+        // quote with a colon says nothing of the quote before.
+        let text = "林晚坐在窗下。\n“下雨了。”\n陆川的声音从门外传来。";
+        assert_eq!(names(&speakers(&c, text)), ["陆川"]);
+    }
+
+    #[test]
     fn one_who_only_listened_did_not_speak_the_quote_before() {
         let c = cast(&[("周岚", &[], F), ("程野", &[], M)]);
         // The next paragraph says 周岚 kept silent, or was taken aback

@@ -309,6 +309,17 @@ impl Context<'_, '_> {
         // A crowd shouts on (“快追！” “别让他们跑了！”), right after its
         // turn (not past narration that moves on: 散场前，…); a quote a
         // colon introduced is that unnamed one's; `他问。` is a man's.
+        // 身后忽然有人开口。/ 一个低沉的声音从回廊那头传来。: a voice nobody
+        // names said it, not someone in the scene.
+        if let Some(voice) = self.unnamed_voice_after(i) {
+            return Decision {
+                speaker: voice,
+                addressee: None,
+                own,
+                gender_unsure: false,
+                tagged: false,
+            };
+        }
         let who = match last_speaker {
             Some(crowd @ Who::Crowd(_)) if prev_is_turn => Some(crowd),
             _ if introduced => pronoun,
@@ -1137,6 +1148,57 @@ impl Context<'_, '_> {
         (c.strength == Strength::Strong
             || (c.strength == Strength::Medium && has_speech_verb(sentence)))
         .then_some(c)
+    }
+
+    /// The paragraph after `i` opens by telling of a voice nobody names
+    /// (身后忽然有人开口，…; 一个低沉的声音从回廊那头传来。): the quote was that
+    /// voice's. `Some(None)` for a voice of no told gender, `Some(Some(_))`
+    /// for a man's or a woman's (一道男声); `None` when the paragraph tells of
+    /// no such voice, or brings in the next quote (…传来一道男声：).
+    fn unnamed_voice_after(&self, i: usize) -> Option<Option<Who>> {
+        let j = (i + 1..self.paragraphs.len()).find(|&j| !self.paragraphs[j].skipped)?;
+        let p = &self.paragraphs[j];
+        let n = p
+            .spans
+            .first()
+            .filter(|s| s.kind == SegmentKind::Narration)?;
+        let end = sentence_end(p.text, n.start, n.end);
+        let sentence = p.text[n.start..end].trim_end();
+        if sentence.ends_with(['：', ':']) || !sentence.contains(['声', '聲', '有']) {
+            return None;
+        }
+        let someone = ["有人开口", "有人開口", "有人说话", "有人說話"]
+            .iter()
+            .any(|w| sentence.contains(w));
+        let voice = ["传来", "傳來"].iter().any(|w| sentence.contains(w))
+            && ["声音", "聲音", "男声", "男聲", "女声", "女聲"]
+                .iter()
+                .any(|w| sentence.contains(w));
+        if !(someone || voice) {
+            return None;
+        }
+        // Not a voice the sentence names (苏晴的声音从门外传来: a tag), nor
+        // one someone hears (她听见…); 吓得她手一抖 after it is no owner.
+        let at = ["有人", "声", "聲"]
+            .iter()
+            .filter_map(|w| sentence.find(w))
+            .min()
+            .map_or(end, |at| n.start + at);
+        if self
+            .mentions_in(j, n.start, end)
+            .iter()
+            .any(|m| m.start < at && matches!(m.who, Some(Who::Character(_))))
+        {
+            return None;
+        }
+        let slot = if sentence.contains("男声") || sentence.contains("男聲") {
+            Some(0)
+        } else if sentence.contains("女声") || sentence.contains("女聲") {
+            Some(1)
+        } else {
+            None
+        };
+        Some(slot.map(Who::Unnamed))
     }
 
     /// The one acting at the start of the paragraph after `i` (晓晨指了指门。),
