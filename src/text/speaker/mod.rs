@@ -882,6 +882,9 @@ mod tests {
         // quote with a colon says nothing of the quote before.
         let text = "林晚坐在窗下。\n“下雨了。”\n陆川的声音从门外传来。";
         assert_eq!(names(&speakers(&c, text)), ["陆川"]);
+        // The one the next sentence opens with is whose voice it was.
+        let text = "林晚蹲在河边。\n“兜里有钱包。”\n声音是从坡上传下来的。陆川慢吞吞地走下坡。";
+        assert_eq!(names(&speakers(&c, text)), ["陆川"]);
     }
 
     #[test]

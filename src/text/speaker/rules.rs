@@ -1170,7 +1170,20 @@ impl Context<'_, '_> {
         let someone = ["有人开口", "有人開口", "有人说话", "有人說話"]
             .iter()
             .any(|w| sentence.contains(w));
-        let voice = ["传来", "傳來"].iter().any(|w| sentence.contains(w))
+        let voice = [
+            "传来",
+            "傳來",
+            "传下来",
+            "傳下來",
+            "传过来",
+            "傳過來",
+            "传进来",
+            "傳進來",
+            "飘来",
+            "飄來",
+        ]
+        .iter()
+        .any(|w| sentence.contains(w))
             && ["声音", "聲音", "男声", "男聲", "女声", "女聲"]
                 .iter()
                 .any(|w| sentence.contains(w));
@@ -1190,6 +1203,16 @@ impl Context<'_, '_> {
             .any(|m| m.start < at && matches!(m.who, Some(Who::Character(_))))
         {
             return None;
+        }
+        // 声音是从坡上传下来的。韩建军五十出头，…: the one the next sentence
+        // opens with is whose voice it was.
+        if end < n.end
+            && let Some(m) = self
+                .mentions_in(j, end, sentence_end(p.text, end, n.end))
+                .first()
+                .filter(|m| matches!(m.who, Some(Who::Character(_))) && is_subject(p.text, m, end))
+        {
+            return Some(m.who);
         }
         let slot = if sentence.contains("男声") || sentence.contains("男聲") {
             Some(0)
