@@ -615,6 +615,19 @@ impl Attributor {
     /// a form of address (required after a one-character given name), and
     /// a pause.
     fn given_name_vocative(&self, inner: &str) -> Option<Who> {
+        // 老 or 小 before the surname of one character only (“老顾。”, “小吴，…”),
+        // not a word (老师, 小时), nor asked about (“小方？开车的那个？”).
+        if let Some(rest) = inner.strip_prefix(['老', '小'])
+            && let Some(s) = rest.chars().next()
+            && let Some(&c) = self.surnames.get(&s)
+            && pauses(&rest[s.len_utf8()..])
+            && !rest[s.len_utf8()..].starts_with(['？', '?'])
+            && !crate::frontend::dictionary::Dictionary::get()
+                .phrase(&inner[..'老'.len_utf8() + s.len_utf8()])
+                .is_some_and(|p| p.common)
+        {
+            return Some(Who::Character(c));
+        }
         // 阿 before a given name is a form of address too (“阿屿，…”).
         if let Some(name) = inner.strip_prefix('阿')
             && let Some((c, end)) = name
@@ -724,6 +737,34 @@ const MAX_GIVEN_CHARS: usize = 2;
 /// The given names of the cast's characters (the name but its surname: 知夏
 /// of 林知夏, 蔓 of 唐蔓, 景珩 of 萧景珩): only those that one character
 /// bears, and none that is a name or alias of the cast already.
+/// Surnames that one character of the cast only bears (a name of two or
+/// three characters that opens with a surname), with that character.
+pub(super) fn unique_surnames(cast: &Cast) -> rustc_hash::FxHashMap<char, usize> {
+    let mut out: rustc_hash::FxHashMap<char, usize> = rustc_hash::FxHashMap::default();
+    let mut shared: rustc_hash::FxHashSet<char> = rustc_hash::FxHashSet::default();
+    for (i, c) in cast.characters.iter().enumerate() {
+        let mut chars = c.name.chars();
+        let Some(first) = chars.next() else { continue };
+        let n = 1 + chars.count();
+        if !(2..=3).contains(&n) || !is_surname(first) || is_non_name_char(first) {
+            continue;
+        }
+        if shared.contains(&first) || out.insert(first, i).is_some_and(|j| j != i) {
+            out.remove(&first);
+            shared.insert(first);
+        }
+    }
+    // A surname another name opens with too (顾 of 顾家 as a house) is shared.
+    out.retain(|s, i| {
+        !cast
+            .characters
+            .iter()
+            .enumerate()
+            .any(|(j, o)| j != *i && o.name.starts_with(*s))
+    });
+    out
+}
+
 pub(super) fn given_names(cast: &Cast) -> rustc_hash::FxHashMap<String, usize> {
     let mut out: rustc_hash::FxHashMap<String, usize> = rustc_hash::FxHashMap::default();
     let mut shared: std::collections::HashSet<String> = std::collections::HashSet::new();

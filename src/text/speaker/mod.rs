@@ -118,6 +118,8 @@ pub struct Attributor {
     /// Given names that call one character of the cast in a vocative
     /// (知夏 of 林知夏 in “知夏姐，…”).
     given_names: rustc_hash::FxHashMap<String, usize>,
+    /// Surnames of one character of the cast only (顾 of 顾明远 in “老顾。”).
+    surnames: rustc_hash::FxHashMap<char, usize>,
     /// Every character of the names and aliases of the cast but the narrator.
     claimed: rustc_hash::FxHashSet<char>,
     /// The narrator of a book told in the first person, when the cast has one.
@@ -140,6 +142,7 @@ impl Attributor {
             names: cast.characters.iter().map(|c| c.name.clone()).collect(),
             genders: cast.characters.iter().map(|c| c.gender).collect(),
             given_names: mentions::given_names(cast),
+            surnames: mentions::unique_surnames(cast),
             claimed: cast
                 .characters
                 .iter()
@@ -1202,6 +1205,11 @@ mod tests {
         assert_eq!(a.vocative("“阿知夏！”"), Some(Who::Character(0)));
         assert_eq!(a.vocative("“阿蔓她们走了。”"), None);
         assert_eq!(a.vocative("“阿姨，对不起。”"), None);
+        // 老 or 小 before a surname one character bears; not asked about.
+        assert_eq!(a.vocative("“老唐，走了。”"), Some(Who::Character(1)));
+        assert_eq!(a.vocative("“小沈！”"), Some(Who::Character(3)));
+        assert_eq!(a.vocative("“小陆？你也在？”"), None);
+        assert_eq!(a.vocative("“老王，走了。”"), None);
     }
 
     #[test]
