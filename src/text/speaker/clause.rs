@@ -132,6 +132,9 @@ pub(super) fn brought_in(prefix: &str) -> bool {
             .rfind(w)
             .is_some_and(|at| prefix.len() - at - w.len() <= MAX_BROUGHT_IN_BYTES)
     }) || counted_subject(prefix)
+        // 外头有婆子扬声道: 有 right before (not 没有, 所有).
+        || (prefix.ends_with('有')
+            && !["没有", "沒有", "所有", "只有"].iter().any(|w| prefix.ends_with(w)))
 }
 
 /// Counts and demonstratives that open a noun phrase (一个女人, 那位老者).

@@ -1101,6 +1101,11 @@ mod tests {
         // The one a clause acts on is not brought in: 她把那个女人.
         let text = "林一舟和苏晚站在桥上。\n她把那个女人拉开，小声说：“别看了。”";
         assert_eq!(names(&speakers(&c, text)), ["苏晚"]);
+        // 有 right before brings someone in (外头有婆子); 没有 does not.
+        let text = "林一舟和苏晚站在廊下。\n正说着，外头有婆子扬声道：“林少爷，车备好了。”";
+        assert_eq!(names(&speakers(&c, text)), ["(female)"]);
+        let text = "林一舟和苏晚站在廊下。\n苏晚身边没有丫鬟跟着，只好自己说：“我们走吧。”";
+        assert_eq!(names(&speakers(&c, text)), ["苏晚"]);
     }
 
     #[test]
