@@ -53,25 +53,9 @@ const ANAPHORIC_ROLES: &[&str] = &[
 /// other character of the cast bears (孙志强 → 孙总, 孙哥 …), as (word,
 /// character); none for a surname that is also a function word (于, 将).
 fn surname_addresses(cast: &Cast) -> Vec<(String, usize)> {
-    let surname = |name: &str| {
-        let mut chars = name.chars();
-        let first = chars.next()?;
-        let n = 1 + chars.count();
-        ((2..=3).contains(&n) && is_surname(first) && !is_non_name_char(first)).then_some(first)
-    };
     let mut out = Vec::new();
-    for (i, c) in cast.characters.iter().enumerate() {
-        let Some(s) = surname(&c.name) else {
-            continue;
-        };
-        let shared = cast
-            .characters
-            .iter()
-            .enumerate()
-            .any(|(j, o)| j != i && o.name.starts_with(s));
-        if shared {
-            continue;
-        }
+    for (s, i) in unique_surnames(cast) {
+        let c = &cast.characters[i];
         for (title, fits) in SURNAME_TITLES {
             if *fits == Gender::Unknown || c.gender == Gender::Unknown || c.gender == *fits {
                 out.push((format!("{s}{title}"), i));
@@ -734,37 +718,33 @@ const MAX_CALLED_CHARS: usize = 6;
 /// Longest given name looked for in a vocative, in characters.
 const MAX_GIVEN_CHARS: usize = 2;
 
+/// Surnames that one character of the cast only bears (a name of two or
+/// three characters that opens with a surname no other name opens with),
+/// with that character, in the cast's order.
+pub(super) fn unique_surnames(cast: &Cast) -> Vec<(char, usize)> {
+    let surname = |name: &str| {
+        let mut chars = name.chars();
+        let first = chars.next()?;
+        let n = 1 + chars.count();
+        ((2..=3).contains(&n) && is_surname(first) && !is_non_name_char(first)).then_some(first)
+    };
+    cast.characters
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| surname(&c.name).map(|s| (s, i)))
+        .filter(|&(s, i)| {
+            !cast
+                .characters
+                .iter()
+                .enumerate()
+                .any(|(j, o)| j != i && o.name.starts_with(s))
+        })
+        .collect()
+}
+
 /// The given names of the cast's characters (the name but its surname: 知夏
 /// of 林知夏, 蔓 of 唐蔓, 景珩 of 萧景珩): only those that one character
 /// bears, and none that is a name or alias of the cast already.
-/// Surnames that one character of the cast only bears (a name of two or
-/// three characters that opens with a surname), with that character.
-pub(super) fn unique_surnames(cast: &Cast) -> rustc_hash::FxHashMap<char, usize> {
-    let mut out: rustc_hash::FxHashMap<char, usize> = rustc_hash::FxHashMap::default();
-    let mut shared: rustc_hash::FxHashSet<char> = rustc_hash::FxHashSet::default();
-    for (i, c) in cast.characters.iter().enumerate() {
-        let mut chars = c.name.chars();
-        let Some(first) = chars.next() else { continue };
-        let n = 1 + chars.count();
-        if !(2..=3).contains(&n) || !is_surname(first) || is_non_name_char(first) {
-            continue;
-        }
-        if shared.contains(&first) || out.insert(first, i).is_some_and(|j| j != i) {
-            out.remove(&first);
-            shared.insert(first);
-        }
-    }
-    // A surname another name opens with too (顾 of 顾家 as a house) is shared.
-    out.retain(|s, i| {
-        !cast
-            .characters
-            .iter()
-            .enumerate()
-            .any(|(j, o)| j != *i && o.name.starts_with(*s))
-    });
-    out
-}
-
 pub(super) fn given_names(cast: &Cast) -> rustc_hash::FxHashMap<String, usize> {
     let mut out: rustc_hash::FxHashMap<String, usize> = rustc_hash::FxHashMap::default();
     let mut shared: std::collections::HashSet<String> = std::collections::HashSet::new();

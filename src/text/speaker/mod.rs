@@ -142,7 +142,7 @@ impl Attributor {
             names: cast.characters.iter().map(|c| c.name.clone()).collect(),
             genders: cast.characters.iter().map(|c| c.gender).collect(),
             given_names: mentions::given_names(cast),
-            surnames: mentions::unique_surnames(cast),
+            surnames: mentions::unique_surnames(cast).into_iter().collect(),
             claimed: cast
                 .characters
                 .iter()
@@ -885,6 +885,9 @@ mod tests {
         // quote with a colon says nothing of the quote before.
         let text = "林晚坐在窗下。\n“下雨了。”\n陆川的声音从门外传来。";
         assert_eq!(names(&speakers(&c, text)), ["陆川"]);
+        // No one speaking is no voice.
+        let text = "林晚对陆川说：“走吧。”\n“下雨了。”\n屋里没有人说话。";
+        assert_ne!(speakers(&c, text)[1], None);
         // The one the next sentence opens with is whose voice it was.
         let text = "林晚蹲在河边。\n“兜里有钱包。”\n声音是从坡上传下来的。陆川慢吞吞地走下坡。";
         assert_eq!(names(&speakers(&c, text)), ["陆川"]);

@@ -306,9 +306,6 @@ impl Context<'_, '_> {
         }
         let mut gender_unsure = false;
         let pronoun = someone.map(|c| c.who);
-        // A crowd shouts on (“快追！” “别让他们跑了！”), right after its
-        // turn (not past narration that moves on: 散场前，…); a quote a
-        // colon introduced is that unnamed one's; `他问。` is a man's.
         // 身后忽然有人开口。/ 一个低沉的声音从回廊那头传来。: a voice nobody
         // names said it, not someone in the scene.
         if let Some(voice) = self.unnamed_voice_after(i) {
@@ -320,6 +317,9 @@ impl Context<'_, '_> {
                 tagged: false,
             };
         }
+        // A crowd shouts on (“快追！” “别让他们跑了！”), right after its
+        // turn (not past narration that moves on: 散场前，…); a quote a
+        // colon introduced is that unnamed one's; `他问。` is a man's.
         let who = match last_speaker {
             Some(crowd @ Who::Crowd(_)) if prev_is_turn => Some(crowd),
             _ if introduced => pronoun,
@@ -1167,9 +1167,14 @@ impl Context<'_, '_> {
         if sentence.ends_with(['：', ':']) || !sentence.contains(['声', '聲', '有']) {
             return None;
         }
+        // Not 没有人说话: no one spoke.
         let someone = ["有人开口", "有人開口", "有人说话", "有人說話"]
             .iter()
-            .any(|w| sentence.contains(w));
+            .any(|w| {
+                sentence
+                    .match_indices(w)
+                    .any(|(at, _)| !sentence[..at].ends_with(['没', '沒']))
+            });
         let voice = [
             "传来",
             "傳來",

@@ -376,9 +376,9 @@ const SILENT_WORDS: &[&str] = &[
 
 /// True when `sentence` says its subject kept silent or was taken aback
 /// (苏安没说话, 他半天没吭声, 知意没有回答, 她不答, 老沈沉默了, 沈若溪一愣):
-/// whoever spoke the quote before, it was not them. Not one who said no more (他没再说话, 没多说) or spoke before
-/// falling silent (向前说不下去了, 说完就不吭声了): that one may have just
-/// spoken; nor a manner (不出声地哭泣).
+/// whoever spoke the quote before, it was not them. Not one who said no
+/// more (他没再说话, 没多说) or spoke before falling silent (向前说不下去了,
+/// 说完就不吭声了): that one may have just spoken; nor a manner (不出声地哭泣).
 pub(super) fn only_listened(sentence: &str) -> bool {
     let silence = SILENT_WORDS
         .iter()
