@@ -1131,15 +1131,23 @@ impl Context<'_, '_> {
         })
     }
 
-    /// The next paragraph opens with `她问。`, `他说着，…`.
-    fn next_paragraph_verb(&self, i: usize) -> Option<Candidate> {
+    /// The narration that opens the next paragraph after `i` that is read
+    /// (its index, its span) and where its first sentence ends; `None` when
+    /// that paragraph opens with a quote.
+    fn next_opening_sentence(&self, i: usize) -> Option<(usize, &SpanRange, usize)> {
         let j = (i + 1..self.paragraphs.len()).find(|&j| !self.paragraphs[j].skipped)?;
         let p = &self.paragraphs[j];
         let n = p
             .spans
             .first()
             .filter(|s| s.kind == SegmentKind::Narration)?;
-        let end = sentence_end(p.text, n.start, n.end);
+        Some((j, n, sentence_end(p.text, n.start, n.end)))
+    }
+
+    /// The next paragraph opens with `她问。`, `他说着，…`.
+    fn next_paragraph_verb(&self, i: usize) -> Option<Candidate> {
+        let (j, n, end) = self.next_opening_sentence(i)?;
+        let p = &self.paragraphs[j];
         let sentence = p.text[n.start..end].trim_end();
         if sentence.ends_with(['：', ':']) {
             return None;
@@ -1156,13 +1164,8 @@ impl Context<'_, '_> {
     /// for a man's or a woman's (一道男声); `None` when the paragraph tells of
     /// no such voice, or brings in the next quote (…传来一道男声：).
     fn unnamed_voice_after(&self, i: usize) -> Option<Option<Who>> {
-        let j = (i + 1..self.paragraphs.len()).find(|&j| !self.paragraphs[j].skipped)?;
+        let (j, n, end) = self.next_opening_sentence(i)?;
         let p = &self.paragraphs[j];
-        let n = p
-            .spans
-            .first()
-            .filter(|s| s.kind == SegmentKind::Narration)?;
-        let end = sentence_end(p.text, n.start, n.end);
         let sentence = p.text[n.start..end].trim_end();
         if sentence.ends_with(['：', ':']) || !sentence.contains(['声', '聲', '有']) {
             return None;
@@ -1232,13 +1235,8 @@ impl Context<'_, '_> {
     /// The one acting at the start of the paragraph after `i` (晓晨指了指门。),
     /// and whether that sentence says they only listened (知意没接话。, 她一愣，).
     fn next_paragraph_subject(&self, i: usize) -> Option<(Candidate, bool)> {
-        let j = (i + 1..self.paragraphs.len()).find(|&j| !self.paragraphs[j].skipped)?;
+        let (j, n, end) = self.next_opening_sentence(i)?;
         let p = &self.paragraphs[j];
-        let n = p
-            .spans
-            .first()
-            .filter(|s| s.kind == SegmentKind::Narration)?;
-        let end = sentence_end(p.text, n.start, n.end);
         let colon = p.text[n.start..end].trim_end().ends_with(['：', ':']);
         let m = self
             .mentions_in(j, n.start, end)
