@@ -692,7 +692,12 @@ pub fn guess_genders(found: &mut [Discovered], chapters: &[Vec<ParagraphView<'_>
                     // Nor is a name that does not open its clause (兰花听满银这么说，她…).
                     let subject = !in_quote
                         && opens_clause(&p.text[clause_start(p.text, m.start(), 0)..m.start()]);
-                    if subject && !any_prefix(after, POSSESSIVE) {
+                    // 润生吃苹果的时候，她…: one named in a clause of time
+                    // is no subject of the sentence a pronoun goes on with.
+                    if subject && in_time_clause(after) {
+                        last = None;
+                        sentence_subject = false;
+                    } else if subject && !any_prefix(after, POSSESSIVE) {
                         last = Some((i, m.end()));
                         // …and the subject of its whole sentence when it
                         // is the first person the sentence names (周六一早，
@@ -778,6 +783,56 @@ pub fn guess_genders(found: &mut [Discovered], chapters: &[Vec<ParagraphView<'_>
         d.character.gender = e.guess().gender;
         d.evidence = e;
     }
+}
+
+/// Words that end a clause of time (…的时候, …以后, 临走时).
+const TIME_CLAUSE_ENDS: &[&str] = &[
+    "时候",
+    "时",
+    "時候",
+    "時",
+    "以后",
+    "之后",
+    "以後",
+    "之後",
+    "以前",
+    "之前",
+    "那会儿",
+    "那會兒",
+    "之际",
+    "之際",
+];
+/// …时 and …后 that end no clause of time (两个小时, 当时; 身后, 最后).
+const NOT_TIME_ENDS: &[&str] = &[
+    "小时", "小時", "一时", "一時", "当时", "當時", "及时", "及時", "准时", "準時", "按时", "按時",
+    "暂时", "暫時", "临时", "臨時",
+];
+const NOT_AFTER: &str = "身背门門最然随隨落脑腦屋房山墙牆幕窗树樹村院楼樓车車台臺";
+
+/// Longest clause of time looked for after a name, in characters.
+const MAX_TIME_CLAUSE_CHARS: usize = 30;
+
+/// Does the clause a name opens (`after`: the text after it) end in a word
+/// of time (润生吃苹果的时候，…; 润叶撒完这个谎后，…)?
+fn in_time_clause(after: &str) -> bool {
+    // Only the first few characters are looked at (linear time on any input).
+    let Some(end) = after
+        .char_indices()
+        .take(MAX_TIME_CLAUSE_CHARS)
+        .find(|&(_, c)| is_punct(c) || matches!(c, '“' | '「' | '『'))
+        .map(|(at, _)| at)
+    else {
+        return false;
+    };
+    let clause = &after[..end];
+    if any_suffix(clause, NOT_TIME_ENDS) {
+        return false;
+    }
+    if any_suffix(clause, TIME_CLAUSE_ENDS) {
+        return true;
+    }
+    let mut last = clause.chars().rev();
+    matches!(last.next(), Some('后' | '後')) && last.next().is_some_and(|c| !NOT_AFTER.contains(c))
 }
 
 /// Titles and kinship terms right after a name (润叶姐, 林姑娘, …嫁给了) or
@@ -1578,6 +1633,26 @@ mod tests {
         let got = guessed(names, &lines);
         assert_eq!((got[0].1.she, got[0].1.he), (0, 1));
         assert_eq!((got[1].1.she, got[1].1.he), (2, 0));
+    }
+
+    #[test]
+    fn one_named_in_a_clause_of_time_is_no_pronouns_antecedent() {
+        let names: &[(&str, &[&str])] = &[("高远", &[]), ("叶青", &[])];
+        let lines = [
+            // A clause of time: 她 and the next paragraph's 她 are someone else.
+            "高远吃苹果的时候，她才又问他。",
+            "高远临走时，她塞给他一包糖。",
+            "高远喝完这碗汤以后，她收了碗。",
+            // A clause of place or a length of time is the sentence's own.
+            "叶青躲在门后，她不敢出声。",
+            "叶青等了两个小时，她有些急了。",
+        ];
+        let got = guessed(names, &lines);
+        assert_eq!((got[0].1.she, got[0].1.he, got[0].1.she_next), (0, 0, 0));
+        assert_eq!((got[1].1.she, got[1].1.he), (2, 0));
+        assert!(in_time_clause("撒完这个谎后，她"));
+        assert!(!in_time_clause("走到屋后，她"));
+        assert!(!in_time_clause("最后，她"));
     }
 
     #[test]
