@@ -1958,6 +1958,17 @@ mod tests {
     }
 
     #[test]
+    fn that_one_is_no_name() {
+        // 那人宽宏地说: someone unnamed, not 人宽.
+        let text = ["“你提个数目。”那人宽宏地说。"; 6];
+        let found = discovered(&text);
+        assert!(
+            found.iter().all(|d| !d.character.name.starts_with('人')),
+            "{found:?}"
+        );
+    }
+
+    #[test]
     fn no_name_ends_in_a_particle() {
         let text = ["司机的声音低低地说：“到了。”"; 10];
         let found = discovered(&text);

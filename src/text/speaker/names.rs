@@ -907,6 +907,7 @@ pub(super) fn is_non_name_char(c: char) -> bool {
         || matches!(
             c,
             '什' | '怎'
+                | '人'
                 | '话'
                 | '話'
                 | '咱'
