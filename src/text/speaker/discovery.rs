@@ -336,7 +336,64 @@ pub fn discover_told<'a>(
     let mut found = into_cast(names);
     fold_titles(&mut found, chapters);
     add_doubled_names(&mut found, chapters);
+    add_full_names_of_titled(&mut found, &subjects, dictionary);
     found
+}
+
+/// How often the narration must open a clause with the full name of one
+/// called 老韩 or 小陆 for it to be theirs.
+const MIN_FULL_OF_TITLED: usize = 2;
+
+/// 老韩, whose full name the narration opens a clause with now and then
+/// (韩建军把烟头按灭…), is 韩建军 too: a surname and two characters that
+/// stand in names, outside the dictionary, opening clauses at least
+/// [`MIN_FULL_OF_TITLED`] times, the one such name of that surname, when no
+/// other character found bears it.
+fn add_full_names_of_titled(
+    found: &mut [Discovered],
+    subjects: &rustc_hash::FxHashMap<&str, usize>,
+    dictionary: &crate::frontend::dictionary::Dictionary,
+) {
+    for k in 0..found.len() {
+        let mut chars = found[k].character.name.chars();
+        let (Some('老' | '小'), Some(surname), None) = (chars.next(), chars.next(), chars.next())
+        else {
+            continue;
+        };
+        if !is_surname(surname)
+            || found.iter().enumerate().any(|(j, d)| {
+                j != k
+                    && std::iter::once(&d.character.name)
+                        .chain(&d.character.aliases)
+                        .any(|n| n.contains(surname))
+            })
+        {
+            continue;
+        }
+        let mut full = subjects.iter().filter(|&(name, &n)| {
+            let mut c = name.chars();
+            n >= MIN_FULL_OF_TITLED
+                && c.next() == Some(surname)
+                && c.by_ref()
+                    .take(2)
+                    .filter(|&c| {
+                        is_han(c)
+                            && !is_non_name_char(c)
+                            && !is_non_name_inner(c)
+                            && !is_particle(c)
+                    })
+                    .count()
+                    == 2
+                && c.next().is_none()
+                && dictionary.phrase(name).is_none()
+                && !is_not_name(name)
+                && !has_speech_verb(name)
+        });
+        if let (Some((name, _)), None) = (full.next(), full.next()) {
+            tracing::debug!(name = %name, of = %found[k].character.name, "a full name of one called by title");
+            found[k].character.aliases.push((*name).to_owned());
+        }
+    }
 }
 
 /// The name the narrator of a book told in the first person goes by: 我.
@@ -1955,6 +2012,32 @@ mod tests {
             text.push("孙玉厚说：“走吧。”");
         }
         assert_eq!(names_of(&discovered(&text)), ["孙玉厚"]);
+    }
+
+    #[test]
+    fn the_full_name_of_one_called_by_title_is_theirs() {
+        let mut text = Vec::new();
+        for _ in 0..4 {
+            text.extend([
+                "老韩说：“走吧。”",
+                "陆远问：“去哪？”",
+                "老韩笑了笑，说：“江边。”",
+            ]);
+        }
+        text.push("韩建军五十出头，是队里资历最老的。");
+        let aliases = |text: &[&str]| {
+            let found = discovered(text);
+            let han = found
+                .iter()
+                .find(|d| d.character.name == "老韩")
+                .expect("老韩");
+            han.character.aliases.clone()
+        };
+        // Once is not enough…
+        assert!(aliases(&text).is_empty());
+        // … twice is.
+        text.push("“老出毛病。”韩建军把烟头按灭在纸杯里。");
+        assert_eq!(aliases(&text), ["韩建军"]);
     }
 
     #[test]
