@@ -335,7 +335,7 @@ pub fn discover_told<'a>(
     );
     let mut found = into_cast(names);
     fold_titles(&mut found, chapters);
-    add_doubled_names(&mut found, chapters);
+    add_doubled_names(&mut found, chapters, &subjects);
     add_full_names_of_titled(&mut found, &subjects, dictionary);
     found
 }
@@ -742,8 +742,13 @@ const MIN_DOUBLED: usize = 2;
 /// The last character of a given name written twice (许念 → 念念, 林知夏 →
 /// 夏夏) is what family and friends call its owner: an alias, when no other
 /// character's given name ends with that character, the book writes it at
-/// least twice and it is no common word (深深, 静静 are adverbs).
-fn add_doubled_names(found: &mut [Discovered], chapters: &[Vec<ParagraphView>]) {
+/// least twice or opens a clause of narration with it (夏夏眨巴着眼睛凑过来。)
+/// and it is no common word (深深, 静静 are adverbs).
+fn add_doubled_names(
+    found: &mut [Discovered],
+    chapters: &[Vec<ParagraphView>],
+    subjects: &rustc_hash::FxHashMap<&str, usize>,
+) {
     let last_given = |name: &str| -> Option<char> {
         let chars: Vec<char> = name.chars().collect();
         let given = match chars.len() {
@@ -781,7 +786,7 @@ fn add_doubled_names(found: &mut [Discovered], chapters: &[Vec<ParagraphView>]) 
     doubled.sort();
     let written = count_written(chapters, doubled.iter().map(|(w, _)| w.as_str()));
     for ((word, i), n) in doubled.into_iter().zip(written) {
-        if n >= MIN_DOUBLED {
+        if n >= MIN_DOUBLED || subjects.contains_key(word.as_str()) {
             tracing::debug!(alias = %word, of = %found[i].character.name, "a doubled given name");
             found[i].character.aliases.push(word);
         }
@@ -2131,6 +2136,23 @@ mod tests {
         assert_eq!(of("许念"), Some(vec!["念念".to_owned()]), "{found:?}");
         // 深深 is a word.
         assert_eq!(of("陆景深"), Some(vec![]), "{found:?}");
+        // Written once, but opening a clause of narration.
+        text.truncate(6);
+        assert_eq!(names_of(&discovered(&text)), ["许念", "陆景深"]);
+        let once = discovered(&text);
+        assert!(
+            once.iter().all(|d| d.character.aliases.is_empty()),
+            "{once:?}"
+        );
+        text.push("念念眨巴着眼睛凑过来。");
+        let found = discovered(&text);
+        let of = |name: &str| {
+            found
+                .iter()
+                .find(|d| d.character.name == name)
+                .map(|d| d.character.aliases.clone())
+        };
+        assert_eq!(of("许念"), Some(vec!["念念".to_owned()]), "{found:?}");
     }
 
     #[test]
