@@ -137,6 +137,23 @@ pub(super) fn brought_in(prefix: &str) -> bool {
             && !["没有", "沒有", "所有", "只有"].iter().any(|w| prefix.ends_with(w)))
 }
 
+/// Verbs of seeing that bring someone new into view (看见一个玄衣男子).
+const SEEING: &[&str] = &[
+    "看见", "看見", "看到", "瞧见", "瞧見", "发现", "發現", "只见", "只見",
+];
+
+/// True when `prefix` (the clause up to a mention) sees someone counted come
+/// into view: a verb of seeing, then a count and a short description (便看见一个
+/// 玄衣, 只见一位) — someone new, though the object of the verb.
+pub(super) fn seen_coming(prefix: &str) -> bool {
+    SEEING.iter().any(|w| {
+        prefix.rfind(w).is_some_and(|at| {
+            let rest = &prefix[at + w.len()..];
+            COUNTED[..4].iter().any(|c| rest.starts_with(c)) && counted_subject(rest)
+        })
+    })
+}
+
 /// Counts and demonstratives that open a noun phrase (一个女人, 那位老者).
 const COUNTED: &[&str] = &[
     "一个", "一個", "一位", "一名", "那个", "那個", "那位", "这个", "這個", "这位", "這位",

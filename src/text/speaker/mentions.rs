@@ -6,7 +6,9 @@ use std::collections::HashMap;
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 
-use super::clause::{MAX_CLAUSE_BYTES, brought_in, clause_start, is_punct, opens_clause};
+use super::clause::{
+    MAX_CLAUSE_BYTES, brought_in, clause_start, is_punct, opens_clause, seen_coming,
+};
 use super::names::{
     OFFICE_TITLES, SURNAME_TITLES, UNNAMED_PEOPLE, Unnamed, is_non_name_char, is_role_word,
     is_surname,
@@ -367,10 +369,17 @@ impl Attributor {
                     }
                     // 那女人 after 周秀芳 is she; 卖肉的中年女人, 一个女人 is
                     // someone new.
-                    let named = (kind == Unnamed::Described
-                        && !brought_in(&text[clause_start(text, start, span.start)..start]))
-                    .then(|| last.named_subject(slot, paragraph))
-                    .flatten();
+                    let clause = &text[clause_start(text, start, span.start)..start];
+                    let newcomer =
+                        kind == Unnamed::Described && (brought_in(clause) || seen_coming(clause));
+                    let named = (kind == Unnamed::Described && !newcomer)
+                        .then(|| last.named_subject(slot, paragraph))
+                        .flatten();
+                    // 一个玄衣男子靠坐在树下。…他眯起眼: the next 他 is the
+                    // newcomer's, not the man named before.
+                    if newcomer {
+                        last.newcomer(slot);
+                    }
                     (Some(named.map_or(Who::Unnamed(slot), Who::Character)), None)
                 }
                 Pattern::Pronoun(g) => {
@@ -835,6 +844,18 @@ impl Recency {
             }
             s.subject = Some((c, paragraph, end));
         }
+    }
+
+    /// Someone of the slot's gender not named is brought in: a pronoun of
+    /// that gender stands for nobody named until one is named again (the
+    /// one before stays `previous`).
+    fn newcomer(&mut self, slot: usize) {
+        let s = &mut self.slots[slot];
+        let before = s.latest.map(|(c, _, _)| c).or(s.previous);
+        *s = Slot {
+            previous: before,
+            ..Slot::default()
+        };
     }
 
     /// The latest character of a gender named as a subject in `paragraph`.

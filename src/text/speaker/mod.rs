@@ -687,6 +687,25 @@ mod tests {
     }
 
     #[test]
+    fn a_pronoun_after_someone_new_comes_into_view_is_not_the_man_named_before() {
+        let c = cast(&[("老周", &[], M), ("苏晚", &[], F)]);
+        let text = "老周在林子外头候着。
+            苏晚拨开枯枝，便看见一个玄衣男子靠坐在树下。
+            他眯起眼打量她：“你认得我？”";
+        assert_eq!(names(&speakers(&c, text)), ["(male)"]);
+        // Brought in opening a clause.
+        let text = "老周在林子外头候着。\n\
+            门口一个玄衣男子走了进来。\n\
+            他眯起眼打量苏晚：“你认得我？”";
+        assert_eq!(names(&speakers(&c, text)), ["(male)"]);
+        // Seen, but no one new: 他 is 老周.
+        let text = "老周在林子外头候着。
+            苏晚拨开枯枝，便看见了老周。
+            他眯起眼打量她：“你认得我？”";
+        assert_eq!(names(&speakers(&c, text)), ["老周"]);
+    }
+
+    #[test]
     fn a_pronoun_is_not_the_one_its_clause_names_again() {
         let c = cast(&[("林一舟", &["一舟"], M), ("老周", &[], M)]);
         // 他 would be 一舟, last named, but the clause speaks to 一舟.
