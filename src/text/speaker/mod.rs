@@ -706,6 +706,14 @@ mod tests {
     }
 
     #[test]
+    fn the_one_walked_up_to_does_not_speak() {
+        let c = cast(&[("沈若溪", &["若溪"], F), ("林知夏", &[], F)]);
+        let text = "沈若溪的笑容僵了一瞬。\n\
+            拎包的助理弯下腰，凑到她耳边：“若溪姐，要不要我去打个招呼？”";
+        assert_eq!(names(&speakers(&c, text)), ["-"]);
+    }
+
+    #[test]
     fn a_pronoun_is_not_the_one_its_clause_names_again() {
         let c = cast(&[("林一舟", &["一舟"], M), ("老周", &[], M)]);
         // 他 would be 一舟, last named, but the clause speaks to 一舟.

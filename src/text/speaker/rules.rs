@@ -1438,7 +1438,7 @@ fn turn_taking(turns: &[Turn], vocative: Option<Who>, recent: Option<Who>) -> Op
 /// one spoken to.
 fn after_preposition(before: &str) -> bool {
     before.ends_with([
-        '对', '對', '向', '朝', '冲', '衝', '跟', '给', '給', '同', '问', '問',
+        '对', '對', '到', '向', '朝', '冲', '衝', '跟', '给', '給', '同', '问', '問',
     ]) || ["告诉", "告訴", "吩咐", "嘱咐", "囑咐", "叮嘱", "叮囑"]
         .iter()
         .any(|v| before.ends_with(v))
