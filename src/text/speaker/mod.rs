@@ -711,6 +711,10 @@ mod tests {
         let text = "沈若溪的笑容僵了一瞬。\n\
             拎包的助理弯下腰，凑到她耳边：“若溪姐，要不要我去打个招呼？”";
         assert_eq!(names(&speakers(&c, text)), ["-"]);
+        // 到 that ends a clause (顷刻而到) is no going up to anyone.
+        let c = cast(&[("行者", &[], M), ("八戒", &[], M)]);
+        let text = "八戒驾云在后。\n顷刻而到行者道：“此山便是。”";
+        assert_eq!(names(&speakers(&c, text)), ["行者"]);
     }
 
     #[test]

@@ -1345,6 +1345,7 @@ impl Context<'_, '_> {
                         m.who.is_some()
                             && !m.unnamed()
                             && !after_preposition(text[..m.start].trim_end_matches(['着', '著']))
+                            && !walked_up_to(&text[..m.start], &text[m.end..])
                     })
                 })?,
         };
@@ -1438,10 +1439,21 @@ fn turn_taking(turns: &[Turn], vocative: Option<Who>, recent: Option<Who>) -> Op
 /// one spoken to.
 fn after_preposition(before: &str) -> bool {
     before.ends_with([
-        '对', '對', '到', '向', '朝', '冲', '衝', '跟', '给', '給', '同', '问', '問',
+        '对', '對', '向', '朝', '冲', '衝', '跟', '给', '給', '同', '问', '問',
     ]) || ["告诉", "告訴", "吩咐", "嘱咐", "囑咐", "叮嘱", "叮囑"]
         .iter()
         .any(|v| before.ends_with(v))
+}
+
+/// Where one goes up to someone (凑到她耳边, 走到他面前).
+const BESIDE: &[&str] = &[
+    "耳边", "耳邊", "面前", "跟前", "身边", "身邊", "身前", "身后", "身後", "身旁", "旁边", "旁邊",
+];
+
+/// True when a mention is where the subject goes (凑到她耳边：): `before`
+/// and `after` are the text around it.
+fn walked_up_to(before: &str, after: &str) -> bool {
+    before.ends_with('到') && BESIDE.iter().any(|w| after.starts_with(w))
 }
 
 /// What the narration says before the one who just spoke (问话的是陆景深).
