@@ -807,6 +807,8 @@ const NOT_TIME_ENDS: &[&str] = &[
     "小时", "小時", "一时", "一時", "当时", "當時", "及时", "及時", "准时", "準時", "按时", "按時",
     "暂时", "暫時", "临时", "臨時",
 ];
+/// Characters before 后 that make it a place or an order (身后, 门后, 最后,
+/// 然后), not a time after something.
 const NOT_AFTER: &str = "身背门門最然随隨落脑腦屋房山墙牆幕窗树樹村院楼樓车車台臺";
 
 /// Longest clause of time looked for after a name, in characters.
@@ -1639,7 +1641,8 @@ mod tests {
     fn one_named_in_a_clause_of_time_is_no_pronouns_antecedent() {
         let names: &[(&str, &[&str])] = &[("高远", &[]), ("叶青", &[])];
         let lines = [
-            // A clause of time: 她 and the next paragraph's 她 are someone else.
+            // A clause of time: the 她 after it is someone else's (so is the
+            // next sentence's).
             "高远吃苹果的时候，她才又问他。",
             "高远临走时，她塞给他一包糖。",
             "高远喝完这碗汤以后，她收了碗。",

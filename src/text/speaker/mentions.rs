@@ -369,9 +369,10 @@ impl Attributor {
                     }
                     // 那女人 after 周秀芳 is she; 卖肉的中年女人, 一个女人 is
                     // someone new.
-                    let clause = &text[clause_start(text, start, span.start)..start];
-                    let newcomer =
-                        kind == Unnamed::Described && (brought_in(clause) || seen_coming(clause));
+                    let newcomer = kind == Unnamed::Described && {
+                        let clause = &text[clause_start(text, start, span.start)..start];
+                        brought_in(clause) || seen_coming(clause)
+                    };
                     let named = (kind == Unnamed::Described && !newcomer)
                         .then(|| last.named_subject(slot, paragraph))
                         .flatten();
