@@ -149,7 +149,10 @@ pub(super) fn seen_coming(prefix: &str) -> bool {
     SEEING.iter().any(|w| {
         prefix.rfind(w).is_some_and(|at| {
             let rest = &prefix[at + w.len()..];
-            COUNTED[..4].iter().any(|c| rest.starts_with(c)) && counted_subject(rest)
+            COUNTED
+                .iter()
+                .any(|c| c.starts_with('一') && rest.starts_with(c))
+                && counted_subject(rest)
         })
     })
 }

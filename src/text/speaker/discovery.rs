@@ -1842,6 +1842,14 @@ mod tests {
         found.iter().map(|d| d.character.name.as_str()).collect()
     }
 
+    /// The aliases of the character `name` among those `found`.
+    fn aliases_of(found: &[Discovered], name: &str) -> Option<Vec<String>> {
+        found
+            .iter()
+            .find(|d| d.character.name == name)
+            .map(|d| d.character.aliases.clone())
+    }
+
     /// The characters discovered in `text`, one paragraph a line.
     fn discovered(text: &[&str]) -> Vec<Discovered> {
         let spans = test_spans(text);
@@ -2030,19 +2038,14 @@ mod tests {
             ]);
         }
         text.push("韩建军五十出头，是队里资历最老的。");
-        let aliases = |text: &[&str]| {
-            let found = discovered(text);
-            let han = found
-                .iter()
-                .find(|d| d.character.name == "老韩")
-                .expect("老韩");
-            han.character.aliases.clone()
-        };
         // Once is not enough…
-        assert!(aliases(&text).is_empty());
+        assert_eq!(aliases_of(&discovered(&text), "老韩"), Some(vec![]));
         // … twice is.
         text.push("“老出毛病。”韩建军把烟头按灭在纸杯里。");
-        assert_eq!(aliases(&text), ["韩建军"]);
+        assert_eq!(
+            aliases_of(&discovered(&text), "老韩"),
+            Some(vec!["韩建军".to_owned()])
+        );
     }
 
     #[test]
@@ -2127,32 +2130,28 @@ mod tests {
         text.push("小桃探出头：“念念姐？”");
         text.push("“念念！”");
         let found = discovered(&text);
-        let of = |name: &str| {
-            found
-                .iter()
-                .find(|d| d.character.name == name)
-                .map(|d| d.character.aliases.clone())
-        };
-        assert_eq!(of("许念"), Some(vec!["念念".to_owned()]), "{found:?}");
+        assert_eq!(
+            aliases_of(&found, "许念"),
+            Some(vec!["念念".to_owned()]),
+            "{found:?}"
+        );
         // 深深 is a word.
-        assert_eq!(of("陆景深"), Some(vec![]), "{found:?}");
+        assert_eq!(aliases_of(&found, "陆景深"), Some(vec![]), "{found:?}");
         // Written once, but opening a clause of narration.
         text.truncate(6);
-        assert_eq!(names_of(&discovered(&text)), ["许念", "陆景深"]);
         let once = discovered(&text);
+        assert_eq!(names_of(&once), ["许念", "陆景深"]);
         assert!(
             once.iter().all(|d| d.character.aliases.is_empty()),
             "{once:?}"
         );
         text.push("念念眨巴着眼睛凑过来。");
         let found = discovered(&text);
-        let of = |name: &str| {
-            found
-                .iter()
-                .find(|d| d.character.name == name)
-                .map(|d| d.character.aliases.clone())
-        };
-        assert_eq!(of("许念"), Some(vec!["念念".to_owned()]), "{found:?}");
+        assert_eq!(
+            aliases_of(&found, "许念"),
+            Some(vec!["念念".to_owned()]),
+            "{found:?}"
+        );
     }
 
     #[test]
