@@ -2388,6 +2388,24 @@ mod tests {
     }
 
     #[test]
+    fn the_other_one_is_no_name() {
+        let mut text = Vec::new();
+        for _ in 0..6 {
+            text.extend([
+                "另一位副主任马国雄立刻附和说：“对。”",
+                "另一边，周大山笑道：“走。”",
+                "另一个寸步不离周大山的人是马国雄。",
+                "另一只手提个口袋，马国雄说：“好。”",
+                "另一个小伙子也帮腔说话。",
+            ]);
+        }
+        let found = discovered(&text);
+        let names = names_of(&found);
+        assert!(names.contains(&"马国雄"), "{names:?}");
+        assert!(!names.iter().any(|n| n.starts_with('另')), "{names:?}");
+    }
+
+    #[test]
     fn what_was_said_is_no_name() {
         // 说完这话后，便…: 话后 had been taken for a name (后 as an empress's title).
         let text = [

@@ -385,7 +385,18 @@ impl Attributor {
                 }
                 Pattern::Pronoun(g) => {
                     let slot = gender_slot(g);
-                    match slot.and_then(|s| last.resolve(s, paragraph, text, start)) {
+                    // 润叶见大爷又问她这事: one of the other gender in between,
+                    // in the same clause, is who acts on her; she may be the
+                    // clause's subject.
+                    let past_other = out.last().is_some_and(|m| {
+                        let of = match m.who {
+                            Some(Who::Character(k)) => gender_slot(self.genders[k]),
+                            Some(Who::Unnamed(s) | Who::Someone(s)) => Some(s),
+                            _ => None,
+                        };
+                        of.is_some() && of != slot && !text[m.end..start].chars().any(is_punct)
+                    });
+                    match slot.and_then(|s| last.resolve(s, paragraph, text, start, past_other)) {
                         Some(c) => {
                             other = slot.and_then(|s| last.other(s, c)).map(Who::Character);
                             (Some(Who::Character(c)), None)
@@ -878,7 +889,14 @@ impl Recency {
     /// The character a pronoun at `text[at..]` stands for: the latest subject
     /// of its gender (else the latest mention), unless that one is the
     /// subject of the same clause (晓晨问他: 他 is someone else).
-    fn resolve(&self, slot: usize, paragraph: usize, text: &str, at: usize) -> Option<usize> {
+    fn resolve(
+        &self,
+        slot: usize,
+        paragraph: usize,
+        text: &str,
+        at: usize,
+        past_other: bool,
+    ) -> Option<usize> {
         let s = self.slots[slot];
         let same_clause = |(_, p, end): (usize, usize, usize)| {
             p == paragraph
@@ -889,7 +907,7 @@ impl Recency {
                     .any(|ch| is_punct(ch) || ch == '”' || ch == '“')
         };
         let first = s.subject.or(s.latest)?;
-        if !same_clause(first) {
+        if !same_clause(first) || past_other {
             return Some(first.0);
         }
         match s.latest {

@@ -1546,4 +1546,52 @@ mod tests {
         let text = "晚霞满天，林一舟说：“走。”\n霞说：“好。”";
         assert_eq!(names(&speakers(&c, text)), ["林一舟", "田晓霞"]);
     }
+
+    #[test]
+    fn a_kinsman_who_speaks_to_him_is_not_him() {
+        let c = cast(&[("周明远", &["明远"], M), ("周海生", &["海生"], M)]);
+        // Tag after the quote: his father speaks to him, not he to himself.
+        let text = "明远给父亲端来一碗热茶，又问：\n“家里的牛卖了没有？”\n\
+            “牛卖了，你就安心把书念完！”\n他父亲对他说。";
+        assert_eq!(names(&speakers(&c, text)), ["周明远", "(male)"]);
+    }
+
+    #[test]
+    fn one_brought_in_speaks_though_the_cast_holds_the_word_for_them() {
+        // The book's cast holds a 妇女 (a role the discovery made a
+        // character): 有个妇女 brings her in, and she asks, not the man walking.
+        let c = cast(&[("周明远", &["明远"], M), ("妇女", &[], F)]);
+        let text = "明远背着柴走在河滩上，坡上面有个妇女问他：\n“你从镇上回来了？”";
+        assert_eq!(names(&speakers(&c, text)), ["妇女"]);
+        let c = cast(&[("周明远", &["明远"], M)]);
+        assert_eq!(names(&speakers(&c, text)), ["(female)"]);
+    }
+
+    #[test]
+    fn she_may_be_the_subject_when_one_of_the_other_gender_acts_on_her_in_between() {
+        let c = cast(&[
+            ("孟秋", &[], F),
+            ("林素云", &["素云"], F),
+            ("杨老栓", &["老栓"], M),
+        ]);
+        let she = |text: &'static str| {
+            let lines: Vec<&str> = text.lines().collect();
+            let spans = test_spans(&lines);
+            let a = Attributor::new(&c);
+            let views = test_views(&lines, &spans);
+            let mentions = a.chapter_mentions(&views).concat();
+            let at = lines.last().unwrap().find('她').unwrap();
+            let m = mentions.iter().find(|m| m.start == at).unwrap().who;
+            m.and_then(|w| a.name(w)).map(str::to_owned)
+        };
+        // 她 of 老栓又催她 is 孟秋, whom he presses; not 素云, gone since.
+        let text = "素云吃过饭就回了厂里。\n孟秋见老栓又催她这事，只好应了。";
+        assert_eq!(she(text).as_deref(), Some("孟秋"));
+        // With no one in between she is not the clause's subject.
+        let text = "素云吃过饭就回了厂里。\n孟秋在她床边坐下了。";
+        assert_eq!(she(text).as_deref(), Some("林素云"));
+        // Nor when the one in between is of her gender.
+        let text = "素云吃过饭就回了厂里。\n孟秋见老栓的女儿又催她这事，只好应了。";
+        assert_eq!(she(text).as_deref(), Some("林素云"));
+    }
 }

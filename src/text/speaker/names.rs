@@ -908,6 +908,7 @@ pub(super) fn is_non_name_char(c: char) -> bool {
             c,
             '什' | '怎'
                 | '人'
+                | '另'
                 | '话'
                 | '話'
                 | '咱'

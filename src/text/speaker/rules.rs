@@ -328,6 +328,10 @@ impl Context<'_, '_> {
                 let of_slot = |slot| move |w: Who| matches!(w, Who::Character(k) if gender_slot(genders[k]) == Some(slot));
                 if let Some(Who::Someone(slot) | Who::Unnamed(slot)) = pronoun {
                     candidates.retain(of_slot(slot));
+                    // 他父亲对他说。: not the one the tag says they speak to.
+                    if let Some(to) = someone.and_then(|c| c.addressee) {
+                        candidates.retain(|w| w != to);
+                    }
                 }
                 // “…叫老娘…”, “老公，…”: one who calls herself 老娘 or her
                 // husband 老公 is a woman, 老子 or 贫僧 a man (when one of that
@@ -1307,9 +1311,9 @@ impl Context<'_, '_> {
         for m in mentions.iter().filter(|m| m.who.is_some()) {
             let cs = clause_start(text, m.start, start);
             // 周秀芳挑排骨，卖肉的中年女人一边剁骨头一边搭话：someone unnamed
-            // brought in opens a later clause.
-            let opens =
-                is_subject(text, m, start) || (m.unnamed() && brought_in(&text[cs..m.start]));
+            // brought in opens a later clause (as does 有个妇女 where the
+            // book's cast holds a 妇女).
+            let opens = is_subject(text, m, start) || brought_in(&text[cs..m.start]);
             if !opens {
                 continue;
             }
