@@ -333,12 +333,28 @@ pub fn discover_told<'a>(
             .filter(|(_, written)| *written >= 2)
             .map(|((name, n), _)| (name.to_owned(), n)),
     );
+    // 妻子说, 父亲问: kin is always someone's, never a character of its
+    // own (the narrator's kin in a book told in the first person are added
+    // apart, see [`add_narrator`]); but for the words that also call an old
+    // woman or man by respect (那妈妈, 张奶奶, 李叔叔), who may be one.
+    names.retain(|(name, _)| {
+        KIN_AS_RESPECT.contains(&name.as_str())
+            || !super::names::UNNAMED_PEOPLE
+                .iter()
+                .any(|(w, _, kind)| *kind == super::names::Unnamed::Kin && w == name)
+    });
     let mut found = into_cast(names);
     fold_titles(&mut found, chapters);
     add_doubled_names(&mut found, chapters, &subjects);
     add_full_names_of_titled(&mut found, &subjects, dictionary);
     found
 }
+
+/// Kin words that also call someone of no kin by respect (西游记's 那妈妈 is
+/// an old woman of the house): these may be a character of their own.
+const KIN_AS_RESPECT: &[&str] = &[
+    "妈妈", "媽媽", "奶奶", "爷爷", "爺爺", "叔叔", "婶子", "嬸子", "嫂子",
+];
 
 /// How often the narration must open a clause with the full name of one
 /// called 老韩 or 小陆 for it to be theirs.
@@ -2403,6 +2419,28 @@ mod tests {
         let names = names_of(&found);
         assert!(names.contains(&"马国雄"), "{names:?}");
         assert!(!names.iter().any(|n| n.starts_with('另')), "{names:?}");
+    }
+
+    #[test]
+    fn kin_is_nobody_of_its_own_but_an_old_one_called_so_by_respect_may_be() {
+        let found = |who: &str| {
+            let mut text = Vec::new();
+            for _ in 0..6 {
+                text.extend([
+                    "周大山扛着锄头回了家。".to_owned(),
+                    format!("{who}说：“早好了。”"),
+                    "周大山坐下，问：“娃呢？”".to_owned(),
+                    format!("{who}笑道：“睡了。”"),
+                ]);
+            }
+            let lines: Vec<&str> = text.iter().map(String::as_str).collect();
+            names_of(&discovered(&lines))
+                .iter()
+                .map(|n| (*n).to_owned())
+                .collect::<Vec<_>>()
+        };
+        assert!(!found("妻子").contains(&"妻子".to_owned()));
+        assert!(found("妈妈").contains(&"妈妈".to_owned()));
     }
 
     #[test]
