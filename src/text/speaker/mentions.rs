@@ -296,8 +296,14 @@ impl Attributor {
     ) {
         let narration = &text[span.start..span.end];
         let (mut clause, mut scanned) = (span.start, span.start);
+        // The end of a pronoun and the kin after it (他哥, 她二妈), inside
+        // which no other word is looked for.
+        let mut kin_end = 0;
         for m in self.matcher.find_iter(narration) {
-            let (mut start, end) = (span.start + m.start(), span.start + m.end());
+            let (mut start, mut end) = (span.start + m.start(), span.start + m.end());
+            if start < kin_end {
+                continue;
+            }
             let mut other = None;
             let (who, pronoun) = match self.patterns[m.pattern().as_usize()] {
                 Pattern::Name(c) | Pattern::TitledName(c, _) => {
@@ -382,6 +388,21 @@ impl Attributor {
                         last.newcomer(slot);
                     }
                     (Some(named.map_or(Who::Unnamed(slot), Who::Character)), None)
+                }
+                // 他哥说, 她二妈说：, 少平他舅: his brother, her aunt (not he
+                // or she), someone unnamed of the kin's gender; one mention
+                // with a name right before.
+                Pattern::Pronoun(_) if let Some((len, kin)) = kin_after_pronoun(&text[end..]) => {
+                    end += len;
+                    kin_end = end;
+                    if let Some(last) = out.last()
+                        && last.end == start
+                        && matches!(last.who, Some(Who::Character(_)))
+                    {
+                        start = last.start;
+                        out.pop();
+                    }
+                    (gender_slot(kin).map(Who::Unnamed), None)
                 }
                 Pattern::Pronoun(g) => {
                     let slot = gender_slot(g);
@@ -923,6 +944,62 @@ impl Recency {
     }
 }
 
+/// Kin words right after 他 / 她 (他哥, 她二妈, 他舅妈), longest first, with
+/// their gender; not 爷 or 奶 alone (她奶茶), nor the words kept among the
+/// cast matcher's people (他爸, 她妈, 他爷爷, 她奶奶, 他叔叔, 他舅舅).
+const KIN_AFTER_PRONOUN: &[(&str, Gender)] = &[
+    ("二爸", Gender::Male),
+    ("大爸", Gender::Male),
+    ("三爸", Gender::Male),
+    ("二妈", Gender::Female),
+    ("二媽", Gender::Female),
+    ("大妈", Gender::Female),
+    ("大媽", Gender::Female),
+    ("三妈", Gender::Female),
+    ("三媽", Gender::Female),
+    ("姐夫", Gender::Male),
+    ("妹夫", Gender::Male),
+    ("姨夫", Gender::Male),
+    ("姨父", Gender::Male),
+    ("姑夫", Gender::Male),
+    ("姑父", Gender::Male),
+    ("舅妈", Gender::Female),
+    ("舅媽", Gender::Female),
+    ("舅母", Gender::Female),
+    ("伯母", Gender::Female),
+    ("弟媳", Gender::Female),
+    ("弟妹", Gender::Female),
+    ("大哥", Gender::Male),
+    ("二哥", Gender::Male),
+    ("大姐", Gender::Female),
+    ("二姐", Gender::Female),
+    ("哥", Gender::Male),
+    ("弟", Gender::Male),
+    ("舅", Gender::Male),
+    ("叔", Gender::Male),
+    ("伯", Gender::Male),
+    ("姐", Gender::Female),
+    ("妹", Gender::Female),
+    ("姨", Gender::Female),
+    ("姑", Gender::Female),
+    ("嫂", Gender::Female),
+    ("婶", Gender::Female),
+    ("嬸", Gender::Female),
+];
+
+/// The kin word opening `rest` (the text right after 他 / 她), as its length
+/// in bytes and its gender.
+fn kin_after_pronoun(rest: &str) -> Option<(usize, Gender)> {
+    let first = rest.chars().next()?;
+    if !"二大三姐妹姨姑舅伯弟哥叔嫂婶嬸".contains(first) {
+        return None;
+    }
+    KIN_AFTER_PRONOUN
+        .iter()
+        .find(|(w, _)| rest.starts_with(w))
+        .map(|(w, g)| (w.len(), *g))
+}
+
 /// True when a mention between `before` and `after` is seen doing something
 /// (看见田福堂正站在路边): the subject of what is seen, and the one the
 /// next 他/她 stands for.
@@ -942,7 +1019,7 @@ fn seen_doing(before: &str, after: &str) -> bool {
 /// True when `before` (the text before a clause) ends in a verb of saying
 /// or knowing and a comma: the clause is what was said or known (田福堂听金
 /// 俊山说，金俊武同意了: 金俊武 is no subject of the story).
-fn reports(before: &str) -> bool {
+pub(super) fn reports(before: &str) -> bool {
     let Some(rest) = before.strip_suffix('，') else {
         return false;
     };

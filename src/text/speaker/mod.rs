@@ -1594,4 +1594,22 @@ mod tests {
         let text = "素云吃过饭就回了厂里。\n孟秋见老栓的女儿又催她这事，只好应了。";
         assert_eq!(she(text).as_deref(), Some("林素云"));
     }
+
+    #[test]
+    fn his_brother_or_her_uncle_speaks_not_he_or_she() {
+        let c = cast(&[("周明远", &["明远"], M), ("林素云", &["素云"], F)]);
+        let said = |tag: &str| {
+            let text = format!("明远和素云在院子里坐着。\n{tag}\n“快吃饭吧。”");
+            names(&speakers(&c, &text)).join(" ")
+        };
+        assert_eq!(said("他哥说："), "(male)");
+        assert_eq!(said("她二爸说："), "(male)");
+        assert_eq!(said("她姐夫笑着说："), "(male)");
+        assert_eq!(said("他舅妈对他说："), "(female)");
+        assert_eq!(said("明远他姐说："), "(female)");
+        // Not a word that only starts like kin.
+        assert_eq!(said("他大声说："), "周明远");
+        // What one knows opens no tag: 明远 speaks, not his brother.
+        assert_eq!(said("明远知道，他哥看来非来不行了，就对素云说："), "周明远");
+    }
 }

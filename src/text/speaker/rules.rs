@@ -1314,7 +1314,9 @@ impl Context<'_, '_> {
             // brought in opens a later clause (as does 有个妇女 where the
             // book's cast holds a 妇女).
             let opens = is_subject(text, m, start) || brought_in(&text[cs..m.start]);
-            if !opens {
+            // 少平知道，他哥看来非来不行了，就…说：what one knows or heard
+            // has no subject of the tag.
+            if !opens || (cs > start && super::mentions::reports(&text[start..cs])) {
                 continue;
             }
             match subject {
