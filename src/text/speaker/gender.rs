@@ -182,6 +182,12 @@ const VERNACULAR_DAO: usize = 8;
 /// stands for women too): a hint that many men are men, no more.
 const HE_WITHOUT_SHE: f32 = 0.05;
 
+/// Weight of a title after the name (林姑娘, 兰哥儿) or of a pronoun right
+/// after it as a subject (润叶她…): one outweighs a given name's weak hint
+/// and the words around together (2.0 had tied them: 贾兰, called 兰哥儿
+/// once, came out unknown).
+const TITLE_WEIGHT: f32 = 3.0;
+
 /// Weight of a pronoun opening the paragraph after the name's, against
 /// one in the name's own sentence: the paragraph after may turn to the one
 /// spoken to or looked at.
@@ -228,9 +234,9 @@ impl GenderEvidence {
         let he_after = if self.he_is_a_man() { self.he_after } else { 0 };
         let he_next = if self.he_is_a_man() { self.he_next } else { 0 };
         let mut f = she * (self.she as f32 + NEXT_PARAGRAPH * self.she_next as f32)
-            + 2.0 * (self.female_titles + self.she_after) as f32;
+            + TITLE_WEIGHT * (self.female_titles + self.she_after) as f32;
         let mut m = he * (self.he as f32 + NEXT_PARAGRAPH * he_next as f32)
-            + 2.0 * (self.male_titles + he_after) as f32;
+            + TITLE_WEIGHT * (self.male_titles + he_after) as f32;
         let prior = if self.name_strong { 8.0 } else { 1.5 };
         match self.name {
             Gender::Female => f += prior,
@@ -2131,5 +2137,27 @@ mod tests {
         assert_eq!(gender_hint("毛仲"), Gender::Unknown);
         assert_eq!(gender_hint("公主"), Gender::Female);
         assert_eq!(gender_hint("女王"), Gender::Female);
+    }
+
+    #[test]
+    fn one_title_outweighs_a_given_name_and_the_words_around_it() {
+        // Called 哥儿 once; a given name and the words around it that lean
+        // to a woman, a little each: a man.
+        let e = GenderEvidence {
+            male_titles: 1,
+            name: Gender::Female,
+            context_milli: 90,
+            context_words: 90,
+            ..GenderEvidence::default()
+        };
+        assert_eq!(e.context(), Gender::Female);
+        assert_eq!(e.guess().gender, Gender::Male);
+        // Two titles of each: unknown.
+        let e = GenderEvidence {
+            male_titles: 2,
+            female_titles: 2,
+            ..GenderEvidence::default()
+        };
+        assert_eq!(e.guess().gender, Gender::Unknown);
     }
 }
