@@ -431,6 +431,22 @@ const FEMALE_BEFORE: &[&str] = &[
     "女同事",
     "女老师",
     "女老師",
+    // the women's roles of the stage (小旦龄官) and women by their trade
+    // in a modern book (女记者苏晴)
+    "小旦",
+    "花旦",
+    "正旦",
+    "老旦",
+    "女演员",
+    "女演員",
+    "女明星",
+    "女记者",
+    "女記者",
+    "女医生",
+    "女醫生",
+    "女警",
+    "女孩儿",
+    "女孩兒",
     // kin called by what they are, before a name (她姐润叶, 二嫂秀莲)
     "姐",
     "嫂",
@@ -495,6 +511,15 @@ const MALE_BEFORE: &[&str] = &[
     "男同事",
     "男老师",
     "男老師",
+    "男演员",
+    "男演員",
+    "男明星",
+    "男记者",
+    "男記者",
+    "男医生",
+    "男醫生",
+    "男孩儿",
+    "男孩兒",
     // kin called by what they are, before a name (他哥孙少安, 他姐夫王满银)
     "哥",
     "姐夫",
@@ -2159,5 +2184,19 @@ mod tests {
             ..GenderEvidence::default()
         };
         assert_eq!(e.guess().gender, Gender::Unknown);
+    }
+
+    #[test]
+    fn a_womans_role_of_the_stage_or_trade_before_a_name_makes_a_woman() {
+        // Only the words around otherwise, which lean to the man beside them.
+        let lines = [
+            "那边院里有小旦秋官唱得最好。",
+            "宝生走过去，秋官正在廊下坐着，宝生笑着作揖。",
+            "女记者阿念举起相机，对着台上的老周拍了一张。",
+        ];
+        let got = guessed(&[("秋官", &[]), ("阿念", &[])], &lines);
+        assert_eq!(got[0].1.female_titles, 1, "{:?}", got[0].1);
+        assert_eq!(got[0].0, Gender::Female, "{:?}", got[0].1);
+        assert_eq!(got[1].0, Gender::Female, "{:?}", got[1].1);
     }
 }
