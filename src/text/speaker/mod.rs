@@ -129,6 +129,9 @@ pub struct Attributor {
     kin: Vec<kin::Kin>,
     /// Where the book puts its tags (which weights score a quote no tag names).
     style: TagStyle,
+    /// Characters whose name is a word for a role (妇女, 书记): one brought
+    /// into a clause (有个妇女) may be them.
+    role_named: Vec<bool>,
 }
 
 impl Attributor {
@@ -153,6 +156,11 @@ impl Attributor {
             narrator: cast.characters.iter().position(|c| c.name == NARRATOR),
             kin: vec![0; cast.characters.len()],
             style: TagStyle::Apart,
+            role_named: cast
+                .characters
+                .iter()
+                .map(|c| names::is_role_word(&c.name))
+                .collect(),
         }
     }
 

@@ -1313,7 +1313,11 @@ impl Context<'_, '_> {
             // 周秀芳挑排骨，卖肉的中年女人一边剁骨头一边搭话：someone unnamed
             // brought in opens a later clause (as does 有个妇女 where the
             // book's cast holds a 妇女).
-            let opens = is_subject(text, m, start) || brought_in(&text[cs..m.start]);
+            let opens = is_subject(text, m, start)
+                || ((m.unnamed()
+                    || matches!(m.who, Some(Who::Character(c)) if self.attributor.role_named[c])
+                    || text[cs..m.start].contains('有'))
+                    && brought_in(&text[cs..m.start]));
             // 少平知道，他哥看来非来不行了，就…说：what one knows or heard
             // has no subject of the tag.
             if !opens || (cs > start && super::mentions::reports(&text[start..cs])) {
