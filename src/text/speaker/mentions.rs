@@ -991,7 +991,10 @@ const KIN_AFTER_PRONOUN: &[(&str, Gender)] = &[
 /// in bytes and its gender.
 fn kin_after_pronoun(rest: &str) -> Option<(usize, Gender)> {
     let first = rest.chars().next()?;
-    if !"二大三姐妹姨姑舅伯弟哥叔嫂婶嬸".contains(first) {
+    // Not 他姑且, 他姑息 (adverb, verb).
+    if !"二大三姐妹姨姑舅伯弟哥叔嫂婶嬸".contains(first)
+        || ["姑且", "姑息"].iter().any(|w| rest.starts_with(w))
+    {
         return None;
     }
     KIN_AFTER_PRONOUN

@@ -1617,7 +1617,18 @@ mod tests {
         assert_eq!(said("明远他姐说："), "(female)");
         // Not a word that only starts like kin.
         assert_eq!(said("他大声说："), "周明远");
+        assert_eq!(said("他姑且笑着说："), "周明远");
         // What one knows opens no tag: 明远 speaks, not his brother.
         assert_eq!(said("明远知道，他哥看来非来不行了，就对素云说："), "周明远");
+    }
+
+    #[test]
+    fn one_spoken_to_after_a_preposition_is_not_the_possessed_subject() {
+        let c = cast(&[("周明远", &["明远"], M), ("杨老栓", &["老栓"], M)]);
+        // 他旁边的老栓 is 老栓; 明远对尊敬的老栓说 is still 明远.
+        let text = "明远和老栓在院子里坐着。\n他旁边的老栓笑着说：\n“喝茶。”";
+        assert_eq!(names(&speakers(&c, text)), ["杨老栓"]);
+        let text = "明远和老栓在院子里坐着。\n明远对尊敬的老栓说：\n“喝茶。”";
+        assert_eq!(names(&speakers(&c, text)), ["周明远"]);
     }
 }

@@ -28,6 +28,12 @@ const WINDOW_PARAGRAPHS: usize = 3;
 /// Longest `旁边的` between a possessor and the one possessed (他旁边的老周).
 const MAX_POSSESSIVE_CHARS: usize = 4;
 
+/// Prepositions that make the one after them the one acted on or spoken
+/// to (对, 向, 跟 …), never the possessed subject.
+const TO_SOMEONE: &[char] = &[
+    '对', '對', '向', '跟', '和', '与', '與', '同', '给', '給', '把', '被', '朝', '冲', '衝', '替',
+];
+
 /// Kin between a possessor and a name (他儿子润生, 他哥金光亮): the name
 /// is the subject.
 pub(super) const KIN_BEFORE_NAME: &[&str] = &[
@@ -1330,7 +1336,8 @@ impl Context<'_, '_> {
         }
         let m = match subject {
             // 他旁边的安锁子: the possessed one is the subject, a few
-            // characters on (not 生民拨开围观的人群: the object).
+            // characters on (not 生民拨开围观的人群: the object; nor 少安对
+            // 尊敬的田主任说: the one spoken to, after a preposition).
             Some((cs, m)) => mentions
                 .iter()
                 .filter(|o| o.start > m.start && o.who.is_some())
@@ -1338,7 +1345,8 @@ impl Context<'_, '_> {
                 .find(|o| {
                     let between = &text[m.end..o.start];
                     (text[..o.start].ends_with('的')
-                        && between.chars().count() <= MAX_POSSESSIVE_CHARS)
+                        && between.chars().count() <= MAX_POSSESSIVE_CHARS
+                        && !between.starts_with(TO_SOMEONE))
                         || KIN_BEFORE_NAME.contains(&between)
                 })
                 .unwrap_or(m),
