@@ -366,13 +366,28 @@ impl Attributor {
                     };
                     // 她父亲, 少平他妈, 润叶的母亲: the possessor does not
                     // act; one mention with the kin.
+                    let mut possessed = false;
                     if kind == Unnamed::Kin
                         && let Some(last) = out.last()
                         && (last.end == start || text[last.end..start] == *"的")
                     {
                         start = last.start;
                         out.pop();
+                        possessed = true;
                     }
+                    // 妻子嗔怒地说： with no one's before it, opening its
+                    // clause: the wife of the scene, the woman named last, a
+                    // paragraph or two back (not 她接上丈夫的话碴, the object).
+                    let spouse = (kind == Unnamed::Kin
+                        && !possessed
+                        && SPOUSES.contains(&&text[start..end])
+                        // 老婆婆, 老婆子: an old woman.
+                        && !text[end..].starts_with(['婆', '子'])
+                        && opens_clause(
+                            &text[clause_start(text, start, span.start)..start],
+                        ))
+                    .then(|| last.latest_within(slot, paragraph, SPOUSE_PARAGRAPHS))
+                    .flatten();
                     // 那女人 after 周秀芳 is she; 卖肉的中年女人, 一个女人 is
                     // someone new.
                     let newcomer = kind == Unnamed::Described && {
@@ -381,7 +396,8 @@ impl Attributor {
                     };
                     let named = (kind == Unnamed::Described && !newcomer)
                         .then(|| last.named_subject(slot, paragraph))
-                        .flatten();
+                        .flatten()
+                        .or(spouse);
                     // 一个玄衣男子靠坐在树下。…他眯起眼: the next 他 is the
                     // newcomer's, not the man named before.
                     if newcomer {
@@ -899,6 +915,15 @@ impl Recency {
             .map(|(c, _)| c)
     }
 
+    /// The latest character of a slot, when named no more than `back`
+    /// paragraphs before `paragraph`.
+    fn latest_within(&self, slot: usize, paragraph: usize, back: usize) -> Option<usize> {
+        self.slots[slot]
+            .latest
+            .filter(|(_, p, _)| paragraph - p <= back)
+            .map(|(c, _, _)| c)
+    }
+
     /// The latest character of a slot other than `c`.
     fn other(&self, slot: usize, c: usize) -> Option<usize> {
         let s = self.slots[slot];
@@ -943,6 +968,13 @@ impl Recency {
         }
     }
 }
+
+/// Words for a husband or wife: with no one's before them (妻子说：), the
+/// spouse in the scene.
+const SPOUSES: &[&str] = &["妻子", "老婆", "媳妇", "媳婦", "丈夫", "爱人", "愛人"];
+
+/// How many paragraphs back the spouse a bare 妻子 stands for was named.
+const SPOUSE_PARAGRAPHS: usize = 2;
 
 /// Kin words right after 他 / 她 (他哥, 她二妈, 他舅妈), longest first, with
 /// their gender; not 爷 or 奶 alone (她奶茶), nor the words kept among the

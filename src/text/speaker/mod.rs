@@ -1631,4 +1631,20 @@ mod tests {
         let text = "明远和老栓在院子里坐着。\n明远对尊敬的老栓说：\n“喝茶。”";
         assert_eq!(names(&speakers(&c, text)), ["周明远"]);
     }
+
+    #[test]
+    fn a_wife_with_no_ones_before_her_is_the_woman_of_the_scene() {
+        let c = cast(&[("周明远", &["明远"], M), ("林素云", &["素云"], F)]);
+        let text = "明远跑回家，扑上炕去亲儿子，却让素云把他的头推开了。\n\
+            妻子嗔怒地说：\n“看你把娃娃都亲醒了！”";
+        assert_eq!(names(&speakers(&c, text)), ["林素云"]);
+        // Not the object of someone else's sentence (接上丈夫的话碴), nor an
+        // old woman (老婆婆), nor a wife named long before.
+        let text = "明远跑回家，扑上炕去亲儿子，却让素云把他的头推开了。\n\
+            隔壁的老婆婆对他说：\n“娃娃睡了，你小声些！”";
+        assert_eq!(names(&speakers(&c, text)), ["(female)"]);
+        let text = "素云把他的头推开了。\n明远笑了。\n他坐下了。\n窗外起了风。\n\
+            妻子说：\n“看你！”";
+        assert_eq!(names(&speakers(&c, text)), ["(female)"]);
+    }
 }
