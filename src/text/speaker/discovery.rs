@@ -9,9 +9,9 @@ use super::ParagraphView;
 use super::clause::is_punct;
 use super::gender::{GenderEvidence, gender_hint, name_gender};
 use super::names::{
-    COMPOUND_SURNAMES, OFFICE_TITLES, ROLE_NOUNS, has_surname, is_house_title, is_non_name_char,
-    is_non_name_inner, is_non_name_tail, is_not_name, is_palace_title, is_particle, is_role_word,
-    is_surname,
+    COMPOUND_SURNAMES, OFFICE_TITLES, ROLE_NOUNS, UNNAMED_PEOPLE, Unnamed, has_surname,
+    is_house_title, is_non_name_char, is_non_name_inner, is_non_name_tail, is_not_name,
+    is_palace_title, is_particle, is_role_word, is_surname,
 };
 use super::rules::KIN_BEFORE_NAME;
 use super::words::{
@@ -339,9 +339,9 @@ pub fn discover_told<'a>(
     // woman or man by respect (那妈妈, 张奶奶, 李叔叔), who may be one.
     names.retain(|(name, _)| {
         KIN_AS_RESPECT.contains(&name.as_str())
-            || !super::names::UNNAMED_PEOPLE
+            || !UNNAMED_PEOPLE
                 .iter()
-                .any(|(w, _, kind)| *kind == super::names::Unnamed::Kin && w == name)
+                .any(|(w, _, kind)| *kind == Unnamed::Kin && w == name)
     });
     let mut found = into_cast(names);
     fold_titles(&mut found, chapters);

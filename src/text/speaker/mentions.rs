@@ -305,6 +305,10 @@ impl Attributor {
                 continue;
             }
             let mut other = None;
+            let kin = match self.patterns[m.pattern().as_usize()] {
+                Pattern::Pronoun(_) => kin_after_pronoun(&text[end..]),
+                _ => None,
+            };
             let (who, pronoun) = match self.patterns[m.pattern().as_usize()] {
                 Pattern::Name(c) | Pattern::TitledName(c, _) => {
                     // 司机金俊海, 副书记金俊山, 他媳妇银花: a title or kin
@@ -408,7 +412,8 @@ impl Attributor {
                 // 他哥说, 她二妈说：, 少平他舅: his brother, her aunt (not he
                 // or she), someone unnamed of the kin's gender; one mention
                 // with a name right before.
-                Pattern::Pronoun(_) if let Some((len, kin)) = kin_after_pronoun(&text[end..]) => {
+                Pattern::Pronoun(_) if kin.is_some() => {
+                    let (len, kin) = kin.unwrap_or((0, Gender::Unknown));
                     end += len;
                     kin_end = end;
                     if let Some(last) = out.last()
