@@ -305,10 +305,6 @@ impl Attributor {
                 continue;
             }
             let mut other = None;
-            let kin = match self.patterns[m.pattern().as_usize()] {
-                Pattern::Pronoun(_) => kin_after_pronoun(&text[end..]),
-                _ => None,
-            };
             let (who, pronoun) = match self.patterns[m.pattern().as_usize()] {
                 Pattern::Name(c) | Pattern::TitledName(c, _) => {
                     // 司机金俊海, 副书记金俊山, 他媳妇银花: a title or kin
@@ -409,43 +405,28 @@ impl Attributor {
                     }
                     (Some(named.map_or(Who::Unnamed(slot), Who::Character)), None)
                 }
-                // 他哥说, 她二妈说：, 少平他舅: his brother, her aunt (not he
-                // or she), someone unnamed of the kin's gender; one mention
-                // with a name right before.
-                Pattern::Pronoun(_) if kin.is_some() => {
-                    let (len, kin) = kin.unwrap_or((0, Gender::Unknown));
-                    end += len;
-                    kin_end = end;
-                    if let Some(last) = out.last()
-                        && last.end == start
-                        && matches!(last.who, Some(Who::Character(_)))
-                    {
-                        start = last.start;
-                        out.pop();
-                    }
-                    (gender_slot(kin).map(Who::Unnamed), None)
-                }
-                Pattern::Pronoun(g) => {
-                    let slot = gender_slot(g);
-                    // 润叶见大爷又问她这事: one of the other gender in between,
-                    // in the same clause, is who acts on her; she may be the
-                    // clause's subject.
-                    let past_other = out.last().is_some_and(|m| {
-                        let of = match m.who {
-                            Some(Who::Character(k)) => gender_slot(self.genders[k]),
-                            Some(Who::Unnamed(s) | Who::Someone(s)) => Some(s),
-                            _ => None,
-                        };
-                        of.is_some() && of != slot && !text[m.end..start].chars().any(is_punct)
-                    });
-                    match slot.and_then(|s| last.resolve(s, paragraph, text, start, past_other)) {
-                        Some(c) => {
-                            other = slot.and_then(|s| last.other(s, c)).map(Who::Character);
-                            (Some(Who::Character(c)), None)
+                Pattern::Pronoun(g) => match kin_after_pronoun(&text[end..]) {
+                    // 他哥说, 她二妈说：, 少平他舅: his brother, her aunt (not he
+                    // or she), someone unnamed of the kin's gender; one mention
+                    // with a name right before.
+                    Some((len, kin)) => {
+                        end += len;
+                        kin_end = end;
+                        if let Some(last) = out.last()
+                            && last.end == start
+                            && matches!(last.who, Some(Who::Character(_)))
+                        {
+                            start = last.start;
+                            out.pop();
                         }
-                        None => (None, Some(g)),
+                        (gender_slot(kin).map(Who::Unnamed), None)
                     }
-                }
+                    None => {
+                        let (who, o) = self.pronoun(g, out, last, paragraph, text, start);
+                        other = o;
+                        (who, who.is_none().then_some(g))
+                    }
+                },
                 Pattern::Ignore => continue,
             };
             // 老石他们告辞后，…他: one of a group is not whom the next 他 stands for;
@@ -481,6 +462,38 @@ impl Attributor {
                 pronoun,
                 other,
             });
+        }
+    }
+
+    /// Whom 他 / 她 (`g`) at `text[start..]` stands for, and the other one
+    /// of that gender named lately; `out` holds the paragraph's mentions
+    /// before it.
+    fn pronoun(
+        &self,
+        g: Gender,
+        out: &[Mention],
+        last: &Recency,
+        paragraph: usize,
+        text: &str,
+        start: usize,
+    ) -> (Option<Who>, Option<Who>) {
+        let slot = gender_slot(g);
+        // 润叶见大爷又问她这事: one of the other gender in between, in the same
+        // clause, is who acts on her; she may be the clause's subject.
+        let past_other = out.last().is_some_and(|m| {
+            let of = match m.who {
+                Some(Who::Character(k)) => gender_slot(self.genders[k]),
+                Some(Who::Unnamed(s) | Who::Someone(s)) => Some(s),
+                _ => None,
+            };
+            of.is_some() && of != slot && !text[m.end..start].chars().any(is_punct)
+        });
+        match slot.and_then(|s| last.resolve(s, paragraph, text, start, past_other)) {
+            Some(c) => (
+                Some(Who::Character(c)),
+                slot.and_then(|s| last.other(s, c)).map(Who::Character),
+            ),
+            None => (None, None),
         }
     }
 
@@ -976,7 +989,7 @@ impl Recency {
 
 /// Words for a husband or wife: with no one's before them (妻子说：), the
 /// spouse in the scene.
-const SPOUSES: &[&str] = &["妻子", "老婆", "媳妇", "媳婦", "丈夫", "爱人", "愛人"];
+const SPOUSES: &[&str] = &["妻子", "老婆", "媳妇", "媳婦", "丈夫"];
 
 /// How many paragraphs back the spouse a bare 妻子 stands for was named.
 const SPOUSE_PARAGRAPHS: usize = 2;

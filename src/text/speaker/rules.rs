@@ -4,7 +4,7 @@
 use super::clause::{
     brought_in, clause_start, is_punct, is_subject, last_clause, sentence_end, sentence_start,
 };
-use super::mentions::{Mention, gender_slot};
+use super::mentions::{Mention, gender_slot, reports};
 use super::scorer::{self, Candidates, FEATURE_NAMES, Feature};
 use super::words::{has_speech_verb, narrates_speech, only_listened, self_reference};
 use super::{Attributor, ParagraphView, Who};
@@ -28,11 +28,12 @@ const WINDOW_PARAGRAPHS: usize = 3;
 /// Longest `旁边的` between a possessor and the one possessed (他旁边的老周).
 const MAX_POSSESSIVE_CHARS: usize = 4;
 
-/// Prepositions that make the one after them the one acted on or spoken
-/// to (对, 向, 跟 …), never the possessed subject.
-const TO_SOMEONE: &[char] = &[
-    '对', '對', '向', '跟', '和', '与', '與', '同', '给', '給', '把', '被', '朝', '冲', '衝', '替',
-];
+/// Prepositions before the one spoken to or acted on (对书记建议, 向少平说).
+const TO_SOMEONE: &[char] = &['对', '對', '向', '朝', '冲', '衝', '跟', '给', '給', '同'];
+
+/// More that make the one after them no possessed subject (少安和尊敬的…,
+/// 把他的…): with [`TO_SOMEONE`].
+const WITH_SOMEONE: &[char] = &['和', '与', '與', '把', '被', '替'];
 
 /// Kin between a possessor and a name (他儿子润生, 他哥金光亮): the name
 /// is the subject.
@@ -1326,7 +1327,7 @@ impl Context<'_, '_> {
                     && brought_in(&text[cs..m.start]));
             // 少平知道，他哥看来非来不行了，就…说：what one knows or heard
             // has no subject of the tag.
-            if !opens || (cs > start && super::mentions::reports(&text[start..cs])) {
+            if !opens || (cs > start && reports(&text[start..cs])) {
                 continue;
             }
             match subject {
@@ -1346,7 +1347,8 @@ impl Context<'_, '_> {
                     let between = &text[m.end..o.start];
                     (text[..o.start].ends_with('的')
                         && between.chars().count() <= MAX_POSSESSIVE_CHARS
-                        && !between.starts_with(TO_SOMEONE))
+                        && !between.starts_with(TO_SOMEONE)
+                        && !between.starts_with(WITH_SOMEONE))
                         || KIN_BEFORE_NAME.contains(&between)
                 })
                 .unwrap_or(m),
@@ -1456,11 +1458,11 @@ fn turn_taking(turns: &[Turn], vocative: Option<Who>, recent: Option<Who>) -> Op
 /// (对书记建议, 向少平说) or of a verb of telling (才问少平：, 告诉润叶): the
 /// one spoken to.
 fn after_preposition(before: &str) -> bool {
-    before.ends_with([
-        '对', '對', '向', '朝', '冲', '衝', '跟', '给', '給', '同', '问', '問',
-    ]) || ["告诉", "告訴", "吩咐", "嘱咐", "囑咐", "叮嘱", "叮囑"]
-        .iter()
-        .any(|v| before.ends_with(v))
+    before.ends_with(TO_SOMEONE)
+        || before.ends_with(['问', '問'])
+        || ["告诉", "告訴", "吩咐", "嘱咐", "囑咐", "叮嘱", "叮囑"]
+            .iter()
+            .any(|v| before.ends_with(v))
 }
 
 /// Where one goes up to someone (凑到她耳边, 走到他面前).
