@@ -116,7 +116,7 @@ pub fn classify(line: &str) -> LineClass {
 struct Marks {
     /// Latin letters or digits, of either width.
     latin: bool,
-    /// Symbols adverts put between characters ($, @, ＃ …).
+    /// Symbols adverts put between characters ($, @, ＃, " …).
     symbol: bool,
     /// What every URL the pattern finds holds: a dot of some width, or the
     /// h of http, or the w of www.
@@ -136,13 +136,13 @@ impl Marks {
                 marks.latin |= c.is_ascii_alphanumeric();
                 marks.symbol |= matches!(
                     c,
-                    b'$' | b'@' | b'#' | b'%' | b'^' | b'&' | b'*' | b'~' | b'|'
+                    b'$' | b'@' | b'#' | b'%' | b'^' | b'&' | b'*' | b'~' | b'|' | b'"'
                 );
                 marks.may_be_url |= matches!(c, b'.' | b'h' | b'H' | b'w' | b'W');
             } else if c == 0xEF && i + 2 < b.len() {
                 // U+F000..=U+FFFF: the full-width forms among them.
                 let cp = 0xF000 | (u32::from(b[i + 1] & 0x3F) << 6) | u32::from(b[i + 2] & 0x3F);
-                marks.latin |= (0xFF10..=0xFF5A).contains(&cp);
+                marks.latin |= is_full_width_alphanumeric(cp);
                 marks.symbol |= matches!(cp, 0xFF04 | 0xFF20 | 0xFF03 | 0xFF0A);
                 marks.may_be_url |= matches!(cp, 0xFF0E | 0xFF57 | 0xFF37);
             } else if c == 0xC2 && b.get(i + 1) == Some(&0xB7) {
@@ -152,6 +152,12 @@ impl Marks {
         }
         marks
     }
+}
+
+/// Full-width digits and Latin letters (not the punctuation between them:
+/// ：, ？ and ＠ are U+FF1A, U+FF1F and U+FF20).
+fn is_full_width_alphanumeric(cp: u32) -> bool {
+    matches!(cp, 0xFF10..=0xFF19 | 0xFF21..=0xFF3A | 0xFF41..=0xFF5A)
 }
 
 /// `PS：…` (any case, any colon), 本书首发…, 作者按…
@@ -185,17 +191,26 @@ fn is_obfuscated(line: &str) -> bool {
             half += 1;
         } else if ('Ａ'..='Ｚ').contains(&c) || ('ａ'..='ｚ').contains(&c) {
             full += 1;
-        } else if matches!(
-            c,
-            '$' | '@' | '#' | '%' | '^' | '&' | '*' | '~' | '|' | '"' | '＄' | '＠' | '＃' | '＊'
-        ) && i > 0
+        } else if is_gap_symbol(c)
+            && i > 0
             && super::is_han(chars[i - 1])
             && chars.get(i + 1).is_some_and(|n| super::is_han(*n))
+            // 叫"小明"的 quotes a word: a straight quote is a gap only
+            // between single characters (天"堂"网).
+            && (c != '"' || chars.get(i + 2).is_some_and(|n| is_gap_symbol(*n)))
         {
             symbol_gaps += 1;
         }
     }
     (half >= 2 && full >= 2) || symbol_gaps >= 2
+}
+
+/// Symbols adverts put between characters (小$说$天"堂).
+fn is_gap_symbol(c: char) -> bool {
+    matches!(
+        c,
+        '$' | '@' | '#' | '%' | '^' | '&' | '*' | '~' | '|' | '"' | '＄' | '＠' | '＃' | '＊'
+    )
 }
 
 #[cfg(test)]
@@ -211,14 +226,18 @@ mod tests {
             "小$说$天\"堂＄＠＃＊",
             "·　Http　ｗ",
             "纯汉字。",
+            "真的吗？他说：好［的］＿",
             "",
         ] {
             let m = Marks::of(line);
-            let latin = line
-                .chars()
-                .any(|c| c.is_ascii_alphanumeric() || ('\u{ff10}'..='\u{ff5a}').contains(&c));
+            let latin = line.chars().any(|c| {
+                c.is_ascii_alphanumeric()
+                    || ('０'..='９').contains(&c)
+                    || ('Ａ'..='Ｚ').contains(&c)
+                    || ('ａ'..='ｚ').contains(&c)
+            });
             let symbol = line.contains([
-                '$', '@', '#', '%', '^', '&', '*', '~', '|', '＄', '＠', '＃', '＊',
+                '$', '@', '#', '%', '^', '&', '*', '~', '|', '"', '＄', '＠', '＃', '＊',
             ]);
             let url = line.contains(['.', '．', '·', 'h', 'H', 'w', 'W', 'ｗ', 'Ｗ']);
             assert_eq!(
@@ -251,6 +270,19 @@ mod tests {
         );
         assert_eq!(classify("看精彩小说就来小$说$天@堂"), LineClass::Advert);
         assert_eq!(classify("他花了5$买了一本书。"), LineClass::Story);
+        assert_eq!(classify("小\"说\"天\"堂网"), LineClass::Advert);
+    }
+
+    #[test]
+    fn a_word_in_straight_quotes_is_story() {
+        // Both were dropped as adverts: ？ counted as a Latin letter, and
+        // the two quote marks as symbols between characters.
+        for line in [
+            "他是那个叫\"小明\"的人吗？我不知道。",
+            "那个叫\"小明\"的人欠了他200块。",
+        ] {
+            assert_eq!(classify(line), LineClass::Story, "{line}");
+        }
     }
 
     #[test]
