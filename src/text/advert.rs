@@ -5,6 +5,7 @@
 
 use std::sync::LazyLock;
 
+use aho_corasick::AhoCorasick;
 use regex::Regex;
 
 /// What a line of the book is, for reading.
@@ -61,6 +62,10 @@ const PLEAS: &[&str] = &[
     "無彈窗",
 ];
 
+/// [`PLEAS`] found in one pass over a line.
+static PLEA: LazyLock<AhoCorasick> =
+    LazyLock::new(|| AhoCorasick::new(PLEAS).expect("a few fixed words build a matcher"));
+
 /// Openings of author's notes (matched after lowercasing ASCII).
 const NOTE_OPENINGS: &[&str] = &["本书首发", "本書首發", "作者的话：", "作者按", "作者注"];
 
@@ -76,7 +81,7 @@ pub fn classify(line: &str) -> LineClass {
         return LineClass::Note;
     }
     let short = line.len() <= 40 * 3;
-    if short && PLEAS.iter().any(|p| line.contains(p)) {
+    if short && PLEA.is_match(line) {
         return LineClass::Advert;
     }
     let Marks {
@@ -131,27 +136,57 @@ impl Marks {
             may_be_url: false,
         };
         let b = line.as_bytes();
-        for (i, &c) in b.iter().enumerate() {
-            if c < 0x80 {
-                marks.latin |= c.is_ascii_alphanumeric();
-                marks.symbol |= matches!(
-                    c,
-                    b'$' | b'@' | b'#' | b'%' | b'^' | b'&' | b'*' | b'~' | b'|' | b'"'
-                );
-                marks.may_be_url |= matches!(c, b'.' | b'h' | b'H' | b'w' | b'W');
-            } else if c == 0xEF && i + 2 < b.len() {
-                // U+F000..=U+FFFF: the full-width forms among them.
-                let cp = 0xF000 | (u32::from(b[i + 1] & 0x3F) << 6) | u32::from(b[i + 2] & 0x3F);
-                marks.latin |= is_full_width_alphanumeric(cp);
-                marks.symbol |= matches!(cp, 0xFF04 | 0xFF20 | 0xFF03 | 0xFF0A);
-                marks.may_be_url |= matches!(cp, 0xFF0E | 0xFF57 | 0xFF37);
-            } else if c == 0xC2 && b.get(i + 1) == Some(&0xB7) {
-                // ·
-                marks.may_be_url = true;
+        let mut chunks = b.chunks_exact(8);
+        let mut at = 0;
+        for chunk in chunks.by_ref() {
+            // Eight bytes at a time past the Han characters and CJK
+            // punctuation most lines are made of: no ASCII byte, no lead
+            // byte of a full-width form (0xEF) or of · (0xC2) among them.
+            let x = u64::from_le_bytes(chunk.try_into().expect("a chunk of eight bytes"));
+            if x & HIGH_BITS != HIGH_BITS || has_byte(x, 0xEF) || has_byte(x, 0xC2) {
+                for i in at..at + 8 {
+                    marks.add(b, i);
+                }
             }
+            at += 8;
+        }
+        for i in at..b.len() {
+            marks.add(b, i);
         }
         marks
     }
+
+    /// What the byte at `i` (and, for a lead byte, those after it) adds.
+    fn add(&mut self, b: &[u8], i: usize) {
+        let c = b[i];
+        if c < 0x80 {
+            self.latin |= c.is_ascii_alphanumeric();
+            self.symbol |= matches!(
+                c,
+                b'$' | b'@' | b'#' | b'%' | b'^' | b'&' | b'*' | b'~' | b'|' | b'"'
+            );
+            self.may_be_url |= matches!(c, b'.' | b'h' | b'H' | b'w' | b'W');
+        } else if c == 0xEF && i + 2 < b.len() {
+            // U+F000..=U+FFFF: the full-width forms among them.
+            let cp = 0xF000 | (u32::from(b[i + 1] & 0x3F) << 6) | u32::from(b[i + 2] & 0x3F);
+            self.latin |= is_full_width_alphanumeric(cp);
+            self.symbol |= matches!(cp, 0xFF04 | 0xFF20 | 0xFF03 | 0xFF0A);
+            self.may_be_url |= matches!(cp, 0xFF0E | 0xFF57 | 0xFF37);
+        } else if c == 0xC2 && b.get(i + 1) == Some(&0xB7) {
+            // ·
+            self.may_be_url = true;
+        }
+    }
+}
+
+/// The high bit of each byte of a word.
+const HIGH_BITS: u64 = 0x8080_8080_8080_8080;
+
+/// True when one of the eight bytes of `x` is `byte` (the classic test for a
+/// zero byte, applied to `x` with `byte` xored out).
+fn has_byte(x: u64, byte: u8) -> bool {
+    let y = x ^ (0x0101_0101_0101_0101 * u64::from(byte));
+    y.wrapping_sub(0x0101_0101_0101_0101) & !y & HIGH_BITS != 0
 }
 
 /// Full-width digits and Latin letters (not the punctuation between them:
@@ -215,7 +250,24 @@ fn is_gap_symbol(c: char) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
+
+    /// [`Marks`] as the characters of the line define them.
+    fn marks_of_chars(line: &str) -> (bool, bool, bool) {
+        let latin = line.chars().any(|c| {
+            c.is_ascii_alphanumeric()
+                || ('０'..='９').contains(&c)
+                || ('Ａ'..='Ｚ').contains(&c)
+                || ('ａ'..='ｚ').contains(&c)
+        });
+        let symbol = line.contains([
+            '$', '@', '#', '%', '^', '&', '*', '~', '|', '"', '＄', '＠', '＃', '＊',
+        ]);
+        let url = line.contains(['.', '．', '·', 'h', 'H', 'w', 'W', 'ｗ', 'Ｗ']);
+        (latin, symbol, url)
+    }
 
     #[test]
     fn the_marks_read_from_bytes_are_those_of_the_characters() {
@@ -227,25 +279,43 @@ mod tests {
             "·　Http　ｗ",
             "纯汉字。",
             "真的吗？他说：好［的］＿",
+            "一二三四五六七八九十百千万·亿",
+            "一二三四五六七八九十百千万亿兆a",
+            "一二三四五六七八九十百千万亿兆京ｗ",
             "",
         ] {
             let m = Marks::of(line);
-            let latin = line.chars().any(|c| {
-                c.is_ascii_alphanumeric()
-                    || ('０'..='９').contains(&c)
-                    || ('Ａ'..='Ｚ').contains(&c)
-                    || ('ａ'..='ｚ').contains(&c)
-            });
-            let symbol = line.contains([
-                '$', '@', '#', '%', '^', '&', '*', '~', '|', '"', '＄', '＠', '＃', '＊',
-            ]);
-            let url = line.contains(['.', '．', '·', 'h', 'H', 'w', 'W', 'ｗ', 'Ｗ']);
             assert_eq!(
                 (m.latin, m.symbol, m.may_be_url),
-                (latin, symbol, url),
+                marks_of_chars(line),
                 "{line}"
             );
         }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(500))]
+
+        /// Eight bytes at a time or one by one, wherever the marks fall.
+        #[test]
+        fn the_marks_of_any_line(line in "[一二说。，！？：“”「」a-zA-Z0-9.$\"@ ０-９Ａ-Ｚａ-ｚ．·＠＄＃＊ｗＷ＿［］]{0,40}") {
+            let m = Marks::of(&line);
+            prop_assert_eq!((m.latin, m.symbol, m.may_be_url), marks_of_chars(&line));
+        }
+    }
+
+    #[test]
+    fn a_byte_is_found_in_any_position_of_a_word() {
+        for at in 0..8 {
+            let mut x = [0x80_u8; 8];
+            x[at] = 0xEF;
+            assert!(has_byte(u64::from_le_bytes(x), 0xEF), "{at}");
+            assert!(!has_byte(u64::from_le_bytes(x), 0xC2), "{at}");
+        }
+        assert!(!has_byte(
+            u64::from_le_bytes(*"一二三".as_bytes().first_chunk().unwrap()),
+            0xEF
+        ));
     }
 
     #[test]
