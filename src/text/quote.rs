@@ -91,6 +91,7 @@ pub fn scan_paragraph(paragraph: &str, out: &mut Vec<SpanRange>) {
     // Set once no 》 is left, so unclosed 《 do not rescan the paragraph.
     let mut titles_closed = true;
     while i < bytes.len() {
+        i = next_mark(bytes, i, bytes.len());
         let Some(c) = paragraph[i..].chars().next() else {
             break;
         };
@@ -193,9 +194,22 @@ fn find_close_in(paragraph: &str, from: usize, open: char, strict: bool) -> (usi
     let mut first_reopen: Option<usize> = None;
     let mut reopen_after_sentence: Option<usize> = None;
     let mut any_close = false;
-    let mut prev: Option<char> = None;
-    for (j, c) in paragraph[from..limit].char_indices() {
-        let at = from + j;
+    // The last character that is no space ended a sentence.
+    let mut after_sentence = false;
+    let bytes = paragraph.as_bytes();
+    let mut at = from;
+    while at < limit {
+        let mark = next_mark(bytes, at, limit);
+        if mark > at {
+            // Han characters and the like: neither marks nor spaces nor
+            // sentence ends.
+            after_sentence = false;
+            at = mark;
+            continue;
+        }
+        let Some(c) = paragraph[at..].chars().next() else {
+            break;
+        };
         let top = *stack.last().unwrap_or(&open);
         if is_symmetric(c) && closes(top, c) {
             stack.pop();
@@ -205,7 +219,7 @@ fn find_close_in(paragraph: &str, from: usize, open: char, strict: bool) -> (usi
                 return (at, at, false);
             }
             first_reopen.get_or_insert(at);
-            if prev.is_some_and(ends_sentence) {
+            if after_sentence {
                 reopen_after_sentence.get_or_insert(at);
             }
             stack.push(c);
@@ -227,8 +241,9 @@ fn find_close_in(paragraph: &str, from: usize, open: char, strict: bool) -> (usi
             return (at, at + c.len_utf8(), true);
         }
         if !c.is_whitespace() {
-            prev = Some(c);
+            after_sentence = ends_sentence(c);
         }
+        at += c.len_utf8();
     }
     if let (false, Some(at)) = (any_close, first_reopen) {
         return (at, at + open.len_utf8(), true);
@@ -242,6 +257,19 @@ fn find_close_in(paragraph: &str, from: usize, open: char, strict: bool) -> (usi
         paragraph.len()
     };
     (end, end, false)
+}
+
+/// The first byte from `from` (before `to`, else `to`) that may begin a
+/// quote mark, 《, a space or a sentence end: an ASCII byte or the lead byte
+/// of U+0080…U+00FF (0xC2), U+1000…U+1FFF (0xE1, U+1680 is a space),
+/// U+2000…U+3FFF (0xE2, 0xE3: ‘ ’ “ ” …, 「 」 『 』 《 。, the spaces) or
+/// U+F000…U+FFFF (0xEF: ＂ ！ ？). The Han characters between are skipped
+/// without decoding them.
+fn next_mark(bytes: &[u8], from: usize, to: usize) -> usize {
+    bytes[from..to]
+        .iter()
+        .position(|&b| b < 0x80 || matches!(b, 0xC2 | 0xE1 | 0xE2 | 0xE3 | 0xEF))
+        .map_or(to, |k| from + k)
 }
 
 /// End of the first sentence after `from` (its closing marks included).
@@ -464,8 +492,93 @@ fn push_narration(
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
     use SegmentKind::*;
+
+    /// [`find_close_in`] one character at a time, as it was before it
+    /// skipped Han text by bytes: the reference the property test holds it to.
+    fn find_close_by_chars(
+        paragraph: &str,
+        from: usize,
+        open: char,
+        strict: bool,
+    ) -> (usize, usize, bool) {
+        let limit = floor_boundary(paragraph, from.saturating_add(MAX_QUOTE_BYTES));
+        let mut stack: Vec<char> = vec![open];
+        let mut first_reopen: Option<usize> = None;
+        let mut reopen_after_sentence: Option<usize> = None;
+        let mut any_close = false;
+        let mut prev: Option<char> = None;
+        for (j, c) in paragraph[from..limit].char_indices() {
+            let at = from + j;
+            let top = *stack.last().unwrap_or(&open);
+            if is_symmetric(c) && closes(top, c) {
+                stack.pop();
+                any_close = true;
+            } else if c == open && stack.len() == 1 && !is_symmetric(c) {
+                if strict {
+                    return (at, at, false);
+                }
+                first_reopen.get_or_insert(at);
+                if prev.is_some_and(ends_sentence) {
+                    reopen_after_sentence.get_or_insert(at);
+                }
+                stack.push(c);
+            } else if closer_of(c).is_some() {
+                if stack.len() < 16 {
+                    stack.push(c);
+                }
+            } else if matches!(c, '」' | '』' | '”' | '’') {
+                if closes(top, c) {
+                    stack.pop();
+                    any_close = true;
+                } else if stack.len() > 1 && closes(stack[stack.len() - 2], c) {
+                    stack.truncate(stack.len() - 2);
+                    any_close = true;
+                }
+            }
+            if stack.is_empty() {
+                return (at, at + c.len_utf8(), true);
+            }
+            if !c.is_whitespace() {
+                prev = Some(c);
+            }
+        }
+        if let (false, Some(at)) = (any_close, first_reopen) {
+            return (at, at + open.len_utf8(), true);
+        }
+        if let Some(at) = reopen_after_sentence {
+            return (at, at, false);
+        }
+        let end = if paragraph.len() - from > MAX_UNCLOSED_BYTES {
+            first_sentence_end(&paragraph[..limit], from).unwrap_or(paragraph.len())
+        } else {
+            paragraph.len()
+        };
+        (end, end, false)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        /// Skipping Han text by bytes finds the same close as reading every
+        /// character, marks, spaces and sentence ends anywhere.
+        #[test]
+        fn the_close_is_that_of_reading_every_character(
+            text in "[他说好。！？!?…，“”‘’「」『』\"＂《》 \u{3000}\u{a0}\u{2003}\u{1680}a]{0,60}",
+            open in proptest::sample::select(vec!['“', '‘', '「', '『', '"', '＂']),
+            strict in any::<bool>(),
+        ) {
+            let paragraph = format!("{open}{text}");
+            let from = open.len_utf8();
+            prop_assert_eq!(
+                find_close_in(&paragraph, from, open, strict),
+                find_close_by_chars(&paragraph, from, open, strict)
+            );
+        }
+    }
 
     fn kinds(p: &str) -> Vec<(SegmentKind, String)> {
         split_paragraph(p)
