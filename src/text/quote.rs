@@ -455,7 +455,15 @@ pub fn is_clause_punct(c: char) -> bool {
 
 /// True when the text has something to say (a letter, digit or Han character).
 pub fn is_speakable(text: &str) -> bool {
-    text.chars().any(|c| c.is_alphanumeric())
+    // The common Han block and the quote marks first: every code point of
+    // U+4E00…U+9FFF is a letter, none of the general punctuation
+    // (U+2000…U+206F: “ ” ‘ ’ …) nor of 、。〈〉《》「」『』【】 is; the general
+    // lookup is a search of Unicode's tables.
+    text.chars().any(|c| match c {
+        '\u{4E00}'..='\u{9FFF}' => true,
+        '\u{2000}'..='\u{206F}' | '\u{3001}' | '\u{3002}' | '\u{3008}'..='\u{3011}' => false,
+        _ => c.is_alphanumeric(),
+    })
 }
 
 /// Adds the narration `paragraph[start..end]` (trimmed); bare punctuation
@@ -558,6 +566,21 @@ mod tests {
             paragraph.len()
         };
         (end, end, false)
+    }
+
+    #[test]
+    fn speakable_as_unicode_says() {
+        for c in ('\u{2000}'..='\u{206F}')
+            .chain('\u{3000}'..='\u{3011}')
+            .chain(['一', '龥', '\u{9FFF}'])
+        {
+            assert_eq!(
+                is_speakable(&c.to_string()),
+                c.is_alphanumeric(),
+                "U+{:04X}",
+                c as u32
+            );
+        }
     }
 
     proptest! {
