@@ -41,8 +41,6 @@ const PLEAS: &[&str] = &[
     "求订阅",
     "求訂閱",
     "求打赏",
-    "求票",
-    "月票",
     "推荐票",
     "未完待续",
     "未完待續",
@@ -54,13 +52,19 @@ const PLEAS: &[&str] = &[
     "手机用户请",
     "笔趣阁",
     "筆趣閣",
-    "小说网",
-    "小說網",
     "全文阅读",
     "免费阅读",
     "无弹窗",
     "無彈窗",
 ];
+
+/// Pleas that are also everyday words (a bus pass, 四处求票 in an election,
+/// 一个小说网): a plea only in a line with little else, or with 投 (投月票).
+const WORD_PLEAS: &[&str] = &["月票", "求票", "小说网", "小說網"];
+
+/// Most Han characters a line holding only a [`WORD_PLEAS`] word may have
+/// besides it (月票！月票！, 各位，求票).
+const MAX_HAN_BESIDE_PLEA: usize = 4;
 
 /// [`PLEAS`] found in one pass over a line.
 static PLEA: LazyLock<AhoCorasick> =
@@ -81,7 +85,7 @@ pub fn classify(line: &str) -> LineClass {
         return LineClass::Note;
     }
     let short = line.len() <= 40 * 3;
-    if short && PLEA.is_match(line) {
+    if short && (PLEA.is_match(line) || is_word_plea(line)) {
         return LineClass::Advert;
     }
     let Marks {
@@ -114,6 +118,18 @@ pub fn classify(line: &str) -> LineClass {
         }
     }
     LineClass::Story
+}
+
+/// A short line pleading with a [`WORD_PLEAS`] word: with 投, or with at
+/// most [`MAX_HAN_BESIDE_PLEA`] Han characters besides its pleas.
+fn is_word_plea(line: &str) -> bool {
+    if !WORD_PLEAS.iter().any(|w| line.contains(w)) {
+        return false;
+    }
+    let rest = WORD_PLEAS
+        .iter()
+        .fold(line.to_owned(), |rest, w| rest.replace(w, ""));
+    line.contains('投') || rest.chars().filter(|c| super::is_han(*c)).count() <= MAX_HAN_BESIDE_PLEA
 }
 
 /// What [`classify`] looks for in a line, found in one pass over its bytes
@@ -367,6 +383,22 @@ mod tests {
         }
         assert_eq!(classify("作者有话说：谢谢大家"), LineClass::NotesFollow);
         assert_eq!(classify("求月票！"), LineClass::Advert);
+        for plea in [
+            "月票！月票！",
+            "各位，求票",
+            "有月票的投一下",
+            "来自某某小说网",
+        ] {
+            assert_eq!(classify(plea), LineClass::Advert, "{plea}");
+        }
+        // Everyday words in a story line: read.
+        for story in [
+            "她从包里掏出月票，上了公交车。",
+            "候选人挨家挨户地求票，嗓子都喊哑了。",
+            "他在一个小说网上连载了三年。",
+        ] {
+            assert_eq!(classify(story), LineClass::Story, "{story}");
+        }
         assert_eq!(classify("他说月光很美。"), LineClass::Story);
         assert_eq!(classify("Psyche是她的名字。"), LineClass::Story);
     }
