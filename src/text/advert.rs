@@ -233,16 +233,26 @@ fn is_obfuscated(line: &str) -> bool {
     if line.len() > 80 * 3 {
         return false;
     }
-    let mut half = 0;
-    let mut full = 0;
+    // Widths switching twice within one word (wＷw, xiＡoshＵo): ＡＰＰ and
+    // app side by side in a story line are two words, each of one width.
+    let mut switches = 0;
+    let mut word_width: Option<bool> = None;
+    let mut mixed_word = false;
     let mut symbol_gaps = 0;
     let chars: Vec<char> = line.chars().collect();
     for (i, &c) in chars.iter().enumerate() {
-        if c.is_ascii_alphabetic() {
-            half += 1;
-        } else if ('Ａ'..='Ｚ').contains(&c) || ('ａ'..='ｚ').contains(&c) {
-            full += 1;
-        } else if is_gap_symbol(c)
+        let full_width = ('Ａ'..='Ｚ').contains(&c) || ('ａ'..='ｚ').contains(&c);
+        if c.is_ascii_alphabetic() || full_width {
+            if word_width.is_some_and(|w| w != full_width) {
+                switches += 1;
+                mixed_word |= switches >= 2;
+            }
+            word_width = Some(full_width);
+            continue;
+        }
+        switches = 0;
+        word_width = None;
+        if is_gap_symbol(c)
             && i > 0
             && super::is_han(chars[i - 1])
             && chars.get(i + 1).is_some_and(|n| super::is_han(*n))
@@ -253,7 +263,7 @@ fn is_obfuscated(line: &str) -> bool {
             symbol_gaps += 1;
         }
     }
-    (half >= 2 && full >= 2) || symbol_gaps >= 2
+    mixed_word || symbol_gaps >= 2
 }
 
 /// Symbols adverts put between characters (小$说$天"堂).
@@ -357,6 +367,10 @@ mod tests {
         assert_eq!(classify("看精彩小说就来小$说$天@堂"), LineClass::Advert);
         assert_eq!(classify("他花了5$买了一本书。"), LineClass::Story);
         assert_eq!(classify("小\"说\"天\"堂网"), LineClass::Advert);
+        assert_eq!(classify("记住ｂiｑuｇe点com"), LineClass::Advert);
+        // Each word of one width: a story line.
+        assert_eq!(classify("他打开ＡＰＰ，又关掉了app。"), LineClass::Story);
+        assert_eq!(classify("她新买的ｉPhone摔坏了。"), LineClass::Story);
     }
 
     #[test]
