@@ -76,6 +76,29 @@ const NOTE_OPENINGS: &[&str] = &["本书首发", "本書首發", "作者的话�
 /// Openings of a note block that runs to the end of the chapter.
 const NOTES_FOLLOW: &[&str] = &["作者有话说", "作者有话要说", "作者有話說", "作者有話要說"];
 
+/// Words of a site's boilerplate around a URL (本站地址：…, 请访问…).
+const SITE_WORDS: &[&str] = &[
+    "本站",
+    "网址",
+    "網址",
+    "域名",
+    "地址：",
+    "地址:",
+    "地址是",
+    "请访问",
+    "請訪問",
+    "欢迎访问",
+    "歡迎訪問",
+    "站点",
+    "站點",
+    "网站地址",
+    "網站地址",
+];
+
+/// Fewest Han characters left when a URL is cut out of a line for the rest
+/// to be read as story (他打开了，…).
+const MIN_HAN_BESIDE_URL: usize = 3;
+
 /// Classifies one trimmed line.
 pub fn classify(line: &str) -> LineClass {
     if NOTES_FOLLOW.iter().any(|w| line.starts_with(w)) {
@@ -106,11 +129,10 @@ pub fn classify(line: &str) -> LineClass {
         if last > 0 {
             cleaned.push_str(&line[last..]);
             let han = cleaned.chars().filter(|c| super::is_han(*c)).count();
-            // What is left must be a story sentence, not 地址： or 请访问.
-            let boilerplate = ["地址", "访问", "訪問", "网址", "網址", "域名", "站"]
-                .iter()
-                .any(|w| cleaned.contains(w));
-            return if han >= 6 && !boilerplate {
+            // What is left must be a story sentence, not 地址： or 请访问
+            // (a story has 站起身, 车站 and 他访问了).
+            let boilerplate = SITE_WORDS.iter().any(|w| cleaned.contains(w));
+            return if han >= MIN_HAN_BESIDE_URL && !boilerplate {
                 LineClass::Cleaned(cleaned.trim().to_owned())
             } else {
                 LineClass::Advert
@@ -352,6 +374,18 @@ mod tests {
         );
         assert_eq!(classify("www.example.com"), LineClass::Advert);
         assert_eq!(classify("本站地址：www.xxx.com"), LineClass::Advert);
+        assert_eq!(classify("请访问 www.xxx.com 阅读"), LineClass::Advert);
+        // 站 and 地址 in a story line: the line is kept, the URL cut out.
+        for (line, story) in [
+            (
+                "他站起身，打开www.baidu.com查了查。",
+                "他站起身，打开查了查。",
+            ),
+            ("他搜了搜example.com上的地址。", "他搜了搜上的地址。"),
+            ("他打开了baidu.com。", "他打开了。"),
+        ] {
+            assert_eq!(classify(line), LineClass::Cleaned(story.into()), "{line}");
+        }
         assert_eq!(
             classify("https://example.org/book/1.html"),
             LineClass::Advert
