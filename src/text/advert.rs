@@ -70,8 +70,37 @@ const MAX_HAN_BESIDE_PLEA: usize = 4;
 static PLEA: LazyLock<AhoCorasick> =
     LazyLock::new(|| AhoCorasick::new(PLEAS).expect("a few fixed words build a matcher"));
 
-/// Openings of author's notes (matched after lowercasing ASCII).
-const NOTE_OPENINGS: &[&str] = &["本书首发", "本書首發", "作者的话：", "作者按", "作者注"];
+/// Openings of author's notes, each with what must follow it: a mark of
+/// punctuation (作者按：, not 作者按语写得很长) or, after 本书首发, the name
+/// of a site (本书首发起点中文网, not 本书首发的那天).
+const NOTE_OPENINGS: &[(&str, NoteFollows)] = &[
+    ("本书首发", NoteFollows::Site),
+    ("本書首發", NoteFollows::Site),
+    ("作者的话", NoteFollows::Mark),
+    ("作者的話", NoteFollows::Mark),
+    ("作者按", NoteFollows::Mark),
+    ("作者注", NoteFollows::Mark),
+];
+
+/// What follows a note's opening in [`NOTE_OPENINGS`].
+#[derive(Clone, Copy)]
+enum NoteFollows {
+    /// Punctuation or the end of the line.
+    Mark,
+    /// A word of a site's name somewhere in the line.
+    Site,
+}
+
+/// Words in the names of the sites books are first published on.
+const SITE_NAME_WORDS: &[&str] = &[
+    "网", "網", "站", "中文", "文学", "文學", "小说", "小說", "起点", "起點", "晋江", "晉江",
+    "纵横", "縱橫", "APP", "App", "app", "com",
+];
+
+/// After PS, what makes a word rather than a note (PS机, PS游戏, PS过的照片).
+const PS_WORD_NEXT: &[char] = &[
+    '机', '機', '游', '遊', '版', '图', '圖', '过', '過', '的', '了', '掉', '一',
+];
 
 /// Openings of a note block that runs to the end of the chapter.
 const NOTES_FOLLOW: &[&str] = &["作者有话说", "作者有话要说", "作者有話說", "作者有話要說"];
@@ -241,12 +270,21 @@ fn is_note(line: &str) -> bool {
         && matches!(s, 's' | 'S' | 'ｓ' | 'Ｓ')
     {
         let rest = chars.as_str().trim_start_matches(['.', '．', ' ', '　']);
-        if rest.starts_with([':', '：', '；', ';', ',', '，']) || rest.starts_with(super::is_han)
+        if rest.starts_with([':', '：', '；', ';', ',', '，'])
+            || (rest.starts_with(super::is_han) && !rest.starts_with(PS_WORD_NEXT))
         {
             return true;
         }
     }
-    NOTE_OPENINGS.iter().any(|w| line.starts_with(w))
+    NOTE_OPENINGS.iter().any(|(w, follows)| {
+        let Some(rest) = line.strip_prefix(w) else {
+            return false;
+        };
+        match follows {
+            NoteFollows::Mark => rest.chars().next().is_none_or(|c| !super::is_han(c)),
+            NoteFollows::Site => SITE_NAME_WORDS.iter().any(|s| rest.contains(s)),
+        }
+    })
 }
 
 /// A line disguised to get past filters: Latin letters mixing half- and
@@ -428,6 +466,22 @@ mod tests {
             "本书首发起点中文网",
         ] {
             assert_eq!(classify(note), LineClass::Note, "{note}");
+        }
+        for note in [
+            "作者按：此章有删改。",
+            "作者注，以下为虚构。",
+            "本书首发于某某文学网",
+            "作者的话：",
+        ] {
+            assert_eq!(classify(note), LineClass::Note, "{note}");
+        }
+        // The same words opening a story line.
+        for story in [
+            "PS机摆在桌上，落满了灰。",
+            "作者按语写得很长，他一句也没看懂。",
+            "本书首发的那天，出版社的人都来了。",
+        ] {
+            assert_eq!(classify(story), LineClass::Story, "{story}");
         }
         assert_eq!(classify("作者有话说：谢谢大家"), LineClass::NotesFollow);
         assert_eq!(classify("求月票！"), LineClass::Advert);
