@@ -266,10 +266,21 @@ fn find_close_in(paragraph: &str, from: usize, open: char, strict: bool) -> (usi
 /// U+F000…U+FFFF (0xEF: ＂ ！ ？). The Han characters between are skipped
 /// without decoding them.
 fn next_mark(bytes: &[u8], from: usize, to: usize) -> usize {
-    bytes[from..to]
-        .iter()
-        .position(|&b| b < 0x80 || matches!(b, 0xC2 | 0xE1 | 0xE2 | 0xE3 | 0xEF))
-        .map_or(to, |k| from + k)
+    // From one character's lead byte to the next: `from` and `to` are
+    // character boundaries of a `str`.
+    let mut i = from;
+    while i < to {
+        let b = bytes[i];
+        if b < 0x80 || matches!(b, 0xC2 | 0xE1 | 0xE2 | 0xE3 | 0xEF) {
+            return i;
+        }
+        i += match b {
+            0xC0..0xE0 => 2,
+            0xE0..0xF0 => 3,
+            _ => 4,
+        };
+    }
+    to
 }
 
 /// End of the first sentence after `from` (its closing marks included).
@@ -590,7 +601,7 @@ mod tests {
         /// character, marks, spaces and sentence ends anywhere.
         #[test]
         fn the_close_is_that_of_reading_every_character(
-            text in "[他说好。！？!?…，“”‘’「」『』\"＂《》 \u{3000}\u{a0}\u{2003}\u{1680}a]{0,60}",
+            text in "[他说好。！？!?…，“”‘’「」『』\"＂《》 \u{3000}\u{a0}\u{2003}\u{1680}aé𠀀]{0,60}",
             open in proptest::sample::select(vec!['“', '‘', '「', '『', '"', '＂']),
             strict in any::<bool>(),
         ) {
