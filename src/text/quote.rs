@@ -274,10 +274,12 @@ fn next_mark(bytes: &[u8], from: usize, to: usize) -> usize {
         if b < 0x80 || matches!(b, 0xC2 | 0xE1 | 0xE2 | 0xE3 | 0xEF) {
             return i;
         }
-        i += match b {
-            0xC0..0xE0 => 2,
-            0xE0..0xF0 => 3,
-            _ => 4,
+        i += if b < 0xE0 {
+            2
+        } else if b < 0xF0 {
+            3
+        } else {
+            4
         };
     }
     to
