@@ -189,6 +189,27 @@ fn find_close(paragraph: &str, from: usize, open: char, _close: char) -> (usize,
 /// [`find_close`]; with `strict`, the opening mark again at the outer level
 /// always ends the quote (text whose paragraph breaks were lost).
 fn find_close_in(paragraph: &str, from: usize, open: char, strict: bool) -> (usize, usize, bool) {
+    find_close_reading(paragraph, from, open, strict, Reading::Marks)
+}
+
+/// How [`find_close_reading`] goes through the text.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Reading {
+    /// Past the Han characters by bytes, from one possible mark to the next.
+    Marks,
+    /// One character at a time (what the property test holds `Marks` to).
+    #[cfg(test)]
+    EveryCharacter,
+}
+
+/// [`find_close_in`], reading the text as `reading` says.
+fn find_close_reading(
+    paragraph: &str,
+    from: usize,
+    open: char,
+    strict: bool,
+    reading: Reading,
+) -> (usize, usize, bool) {
     let limit = floor_boundary(paragraph, from.saturating_add(MAX_QUOTE_BYTES));
     let mut stack: Vec<char> = vec![open];
     let mut first_reopen: Option<usize> = None;
@@ -199,7 +220,11 @@ fn find_close_in(paragraph: &str, from: usize, open: char, strict: bool) -> (usi
     let bytes = paragraph.as_bytes();
     let mut at = from;
     while at < limit {
-        let mark = next_mark(bytes, at, limit);
+        let mark = if reading == Reading::Marks {
+            next_mark(bytes, at, limit)
+        } else {
+            at
+        };
         if mark > at {
             // Han characters and the like: neither marks nor spaces nor
             // sentence ends.
@@ -518,67 +543,25 @@ mod tests {
     use super::*;
     use SegmentKind::*;
 
-    /// [`find_close_in`] one character at a time, as it was before it
-    /// skipped Han text by bytes: the reference the property test holds it to.
-    fn find_close_by_chars(
-        paragraph: &str,
-        from: usize,
-        open: char,
-        strict: bool,
-    ) -> (usize, usize, bool) {
-        let limit = floor_boundary(paragraph, from.saturating_add(MAX_QUOTE_BYTES));
-        let mut stack: Vec<char> = vec![open];
-        let mut first_reopen: Option<usize> = None;
-        let mut reopen_after_sentence: Option<usize> = None;
-        let mut any_close = false;
-        let mut prev: Option<char> = None;
-        for (j, c) in paragraph[from..limit].char_indices() {
-            let at = from + j;
-            let top = *stack.last().unwrap_or(&open);
-            if is_symmetric(c) && closes(top, c) {
-                stack.pop();
-                any_close = true;
-            } else if c == open && stack.len() == 1 && !is_symmetric(c) {
-                if strict {
-                    return (at, at, false);
-                }
-                first_reopen.get_or_insert(at);
-                if prev.is_some_and(ends_sentence) {
-                    reopen_after_sentence.get_or_insert(at);
-                }
-                stack.push(c);
-            } else if closer_of(c).is_some() {
-                if stack.len() < 16 {
-                    stack.push(c);
-                }
-            } else if matches!(c, '」' | '』' | '”' | '’') {
-                if closes(top, c) {
-                    stack.pop();
-                    any_close = true;
-                } else if stack.len() > 1 && closes(stack[stack.len() - 2], c) {
-                    stack.truncate(stack.len() - 2);
-                    any_close = true;
-                }
-            }
-            if stack.is_empty() {
-                return (at, at + c.len_utf8(), true);
-            }
-            if !c.is_whitespace() {
-                prev = Some(c);
-            }
+    #[test]
+    fn a_space_of_any_width_after_a_sentence_end_is_read() {
+        // The reopened mark after 。 and a space: every space a byte may
+        // begin (U+00A0 0xC2, U+1680 0xE1, U+2003 0xE2, U+3000 0xE3).
+        for space in [' ', '\u{a0}', '\u{85}', '\u{1680}', '\u{2003}', '\u{3000}'] {
+            let paragraph = format!("“走。{space}“好”");
+            assert_eq!(
+                find_close_in(&paragraph, '“'.len_utf8(), '“', false),
+                find_close_reading(
+                    &paragraph,
+                    '“'.len_utf8(),
+                    '“',
+                    false,
+                    Reading::EveryCharacter
+                ),
+                "U+{:04X}",
+                space as u32
+            );
         }
-        if let (false, Some(at)) = (any_close, first_reopen) {
-            return (at, at + open.len_utf8(), true);
-        }
-        if let Some(at) = reopen_after_sentence {
-            return (at, at, false);
-        }
-        let end = if paragraph.len() - from > MAX_UNCLOSED_BYTES {
-            first_sentence_end(&paragraph[..limit], from).unwrap_or(paragraph.len())
-        } else {
-            paragraph.len()
-        };
-        (end, end, false)
     }
 
     #[test]
@@ -611,7 +594,7 @@ mod tests {
             let from = open.len_utf8();
             prop_assert_eq!(
                 find_close_in(&paragraph, from, open, strict),
-                find_close_by_chars(&paragraph, from, open, strict)
+                find_close_reading(&paragraph, from, open, strict, Reading::EveryCharacter)
             );
         }
     }
