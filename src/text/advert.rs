@@ -72,12 +72,13 @@ static PLEA: LazyLock<AhoCorasick> =
 
 /// Openings of author's notes, each with what must follow it: a mark of
 /// punctuation (作者按：, not 作者按语写得很长) or, after 本书首发, the name
-/// of a site (本书首发起点中文网, not 本书首发的那天).
+/// of a site (本书首发起点中文网, not 本书首发的那天); 作者的话 with its colon
+/// only (a line of 作者的话 alone is front matter, read).
 const NOTE_OPENINGS: &[(&str, NoteFollows)] = &[
     ("本书首发", NoteFollows::Site),
     ("本書首發", NoteFollows::Site),
-    ("作者的话", NoteFollows::Mark),
-    ("作者的話", NoteFollows::Mark),
+    ("作者的话：", NoteFollows::Anything),
+    ("作者的話：", NoteFollows::Anything),
     ("作者按", NoteFollows::Mark),
     ("作者注", NoteFollows::Mark),
 ];
@@ -85,6 +86,8 @@ const NOTE_OPENINGS: &[(&str, NoteFollows)] = &[
 /// What follows a note's opening in [`NOTE_OPENINGS`].
 #[derive(Clone, Copy)]
 enum NoteFollows {
+    /// Anything: the opening says it all (作者的话：).
+    Anything,
     /// Punctuation or the end of the line.
     Mark,
     /// A word of a site's name somewhere in the line.
@@ -281,6 +284,7 @@ fn is_note(line: &str) -> bool {
             return false;
         };
         match follows {
+            NoteFollows::Anything => true,
             NoteFollows::Mark => rest.chars().next().is_none_or(|c| !super::is_han(c)),
             NoteFollows::Site => SITE_NAME_WORDS.iter().any(|s| rest.contains(s)),
         }
