@@ -286,7 +286,8 @@ fn find_close_reading(
 
 /// The first byte from `from` (before `to`, else `to`) that may begin a
 /// quote mark, 《, a space or a sentence end: an ASCII byte or the lead byte
-/// of U+0080…U+00FF (0xC2), U+1000…U+1FFF (0xE1, U+1680 is a space),
+/// of U+0080…U+00BF (0xC2: the spaces U+0085, U+00A0), U+1000…U+1FFF (0xE1,
+/// U+1680 is a space),
 /// U+2000…U+3FFF (0xE2, 0xE3: ‘ ’ “ ” …, 「 」 『 』 《 。, the spaces) or
 /// U+F000…U+FFFF (0xEF: ＂ ！ ？). The Han characters between are skipped
 /// without decoding them.
