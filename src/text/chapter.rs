@@ -102,7 +102,7 @@ const SEPARATOR_CHARS: &str = " \t　:：、.．·—-";
 
 static NUMBERED: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(&format!(
-        r"^(?:正文[ 　]*)?【?第(?P<num>[{NUMERALS}]{{1,9}})(?P<unit>[章回节節卷部集篇幕])(?:[（(][上中下一二三四五六七八九十0-9]{{1,3}}[）)])?】?(?:[{SEPARATORS}]*(?P<title>[^{SEPARATOR_CHARS}].{{0,40}}))?$"
+        r"^(?:正文[ 　]*)?【?第(?P<num>[{NUMERALS}]{{1,9}})(?P<unit>[章回迴节節卷部集篇幕])(?:[（(][上中下一二三四五六七八九十0-9]{{1,3}}[）)])?】?(?:[{SEPARATORS}]*(?P<title>[^{SEPARATOR_CHARS}].{{0,40}}))?$"
     ))
     .expect("valid heading regex")
 });
@@ -155,7 +155,11 @@ pub fn heading(line: &str) -> Option<Heading<'_>> {
                     return None;
                 }
             }
-            let unit = caps.name("unit")?.as_str().chars().next()?;
+            // 迴 is 回 as a converter may write it (回心 → 迴心).
+            let unit = match caps.name("unit")?.as_str().chars().next()? {
+                '迴' => '回',
+                u => u,
+            };
             let kind = match unit {
                 '卷' => HeadingKind::Volume,
                 '部' | '集' | '篇' => HeadingKind::Part,

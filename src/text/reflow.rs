@@ -43,6 +43,7 @@ pub fn reflow<'a>(line: &'a str) -> Vec<Piece<'a>> {
     // a sentence end or a closing mark.
     let mut at_boundary = true;
     let mut last_key: Option<(char, u32)> = None;
+    let mut ahead = Ahead::new(line);
     // How often each half length (4–11) was seen in the couplets of run-in
     // titles that a marker confirmed: the book's own style.
     let mut halves = [0usize; MAX_HALF + 1];
@@ -75,9 +76,16 @@ pub fn reflow<'a>(line: &'a str) -> Vec<Piece<'a>> {
             continue;
         }
         if c == '第'
-            && at_boundary
+            && let before = if at_boundary {
+                Before::Sentence
+            } else if after_chapter_end(&line[..i]) {
+                Before::ChapterEnd
+            } else {
+                Before::Text
+            }
+            && (before != Before::Text || last_key.is_none())
             && let Some(h) = inline_heading(&line[i..], preferred_half(&halves))
-            && accepts(line, i, &h, last_key)
+            && accepts(&mut ahead, i, &h, last_key, before)
         {
             let (len, key) = (h.len, h.key);
             if let Some(half) = h.confirmed_half {
@@ -97,8 +105,13 @@ pub fn reflow<'a>(line: &'a str) -> Vec<Piece<'a>> {
                 .filter(|&end| !holds_heading(&line[i + w..end]))
             {
                 soft_open = None;
+                // A quote that ends a sentence (…呢。”, 快走——”) ends it
+                // outside too.
+                at_boundary = line[i + w..end]
+                    .chars()
+                    .nth_back(1)
+                    .is_some_and(|c| is_sentence_end(c) || matches!(c, '—' | '─'));
                 i = end;
-                at_boundary = false;
                 continue;
             }
             // A quote left open: its sentences stay together for a while.
@@ -152,40 +165,127 @@ const MAX_GAP: u32 = 5;
 /// How far ahead (bytes) a run-in heading looks for the next heading.
 const MAX_LOOKAHEAD_BYTES: usize = 512 * 1024;
 
-/// Is the heading `h` at `line[at..]` taken? A separated heading unless its
-/// number goes back; a run-in one only in a sequence of numbers.
-fn accepts(line: &str, at: usize, h: &Inline, last_key: Option<(char, u32)>) -> bool {
-    let (unit, n) = h.key;
-    let follows = last_key.is_some_and(|(u, last)| u == unit && n > last && n <= last + MAX_GAP);
-    if !h.run_in {
-        return follows || last_key.is_none_or(|(u, last)| u != unit || n > last || n == 1);
-    }
-    follows
-        || next_heading_number(line, at + h.len, unit)
-            .is_some_and(|next| next > n && next <= n + MAX_GAP)
+/// What comes right before a `第` that may open a heading.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Before {
+    /// The line's start, whitespace, a sentence end or a closing mark.
+    Sentence,
+    /// A chapter's closing words or a dash, without a sentence end.
+    ChapterEnd,
+    /// Anything else (作者某某第一回…).
+    Text,
 }
 
-/// The number of the next `第N<unit>` after a sentence end in `line[from..]`
-/// (any heading unit stops the search; bounded, so linear overall).
-fn next_heading_number(line: &str, from: usize, unit: char) -> Option<u32> {
-    let mut end = (from + MAX_LOOKAHEAD_BYTES).min(line.len());
-    while !line.is_char_boundary(end) {
-        end -= 1;
+/// Is the heading `h` at `line[at..]` taken? After a sentence end: a
+/// separated heading unless its number goes back, a run-in one only in a
+/// sequence of numbers. After a chapter's closing words only in a sequence;
+/// after other text only when its number follows the last heading's, or, for
+/// the first heading of a line, when the next heading's number is the very
+/// next one (作者某某第一回… / …——第二回).
+fn accepts(
+    ahead: &mut Ahead<'_>,
+    at: usize,
+    h: &Inline,
+    last_key: Option<(char, u32)>,
+    before: Before,
+) -> bool {
+    let (unit, n) = h.key;
+    let follows = last_key.is_some_and(|(u, last)| u == unit && n > last && n <= last + MAX_GAP);
+    if follows {
+        return true;
     }
-    let text = &line[from..end];
-    for (at, _) in text.match_indices('第') {
-        let after_end = text[..at]
-            .chars()
-            .next_back()
-            .is_some_and(|p| is_sentence_end(p) || is_closing(p) || p.is_whitespace());
-        if !after_end {
-            continue;
-        }
-        if let Some((u, n)) = heading_number(&text[at..]) {
-            return (u == unit).then_some(n);
-        }
+    let mut next = || ahead.next_number(at + h.len, unit);
+    // A run-in heading of another unit than the book's (a game's 第三节 in
+    // a book of 章) is text.
+    if h.run_in && last_key.is_some_and(|(u, _)| u != unit) {
+        return false;
     }
-    None
+    match before {
+        Before::Sentence if !h.run_in => {
+            last_key.is_none_or(|(u, last)| u != unit || n > last || n == 1)
+        }
+        Before::Sentence => next().is_some_and(|next| next > n && next <= n + MAX_GAP),
+        Before::ChapterEnd => {
+            last_key.is_none() && next().is_some_and(|next| next > n && next <= n + MAX_GAP)
+        }
+        Before::Text => last_key.is_none() && next() == Some(n + 1),
+    }
+}
+
+/// What ends a chapter of a book that leaves out the sentence end there:
+/// a dash (正是——) or the storyteller's closing words (要知端的, 且听下回分解
+/// without its 。, 不知后事如何 …).
+const CHAPTER_ENDS: &[&str] = &[
+    "——",
+    "──",
+    "－－",
+    "--",
+    "――",
+    "下回分解",
+    "要知端的",
+    "后事如何",
+    "後事如何",
+    "下回便见",
+    "下回便見",
+    "后回便见",
+    "後回便見",
+    "且看下回",
+    "下回再说",
+    "下回再說",
+];
+
+/// Does `before` (the text up to a `第`) end the way a chapter ends without a
+/// sentence end?
+fn after_chapter_end(before: &str) -> bool {
+    CHAPTER_ENDS.iter().any(|e| before.ends_with(e))
+}
+
+/// What precedes a heading that may come next: `第N<unit>` after a sentence
+/// end, a closing mark, whitespace or a chapter's closing words, listed once
+/// per line and unit (on first use) so that every look ahead is a binary
+/// search.
+struct Ahead<'a> {
+    line: &'a str,
+    marks: Option<Vec<UnitMarks>>,
+}
+
+/// A unit and the byte offsets and numbers of its headings.
+type UnitMarks = (char, Vec<(usize, u32)>);
+
+impl<'a> Ahead<'a> {
+    fn new(line: &'a str) -> Ahead<'a> {
+        Ahead { line, marks: None }
+    }
+
+    /// The number of the first such heading with `unit` in `line[from..]`,
+    /// within [`MAX_LOOKAHEAD_BYTES`]; headings of other units are passed
+    /// over (a basketball game's 第三节 inside a book of 章).
+    fn next_number(&mut self, from: usize, unit: char) -> Option<u32> {
+        let line = self.line;
+        let marks = self.marks.get_or_insert_with(|| {
+            let mut marks: Vec<UnitMarks> = Vec::new();
+            for (at, _) in line.match_indices('第') {
+                let before = &line[..at];
+                let after_end = before
+                    .chars()
+                    .next_back()
+                    .is_some_and(|p| is_sentence_end(p) || is_closing(p) || p.is_whitespace())
+                    || after_chapter_end(before);
+                let Some((u, n)) = heading_number(&line[at..]).filter(|_| after_end) else {
+                    continue;
+                };
+                match marks.iter_mut().find(|(m, _)| *m == u) {
+                    Some((_, list)) => list.push((at, n)),
+                    None => marks.push((u, vec![(at, n)])),
+                }
+            }
+            marks
+        });
+        let (_, list) = marks.iter().find(|(m, _)| *m == unit)?;
+        let k = list.partition_point(|(at, _)| *at < from);
+        let &(at, n) = list.get(k)?;
+        (at < from + MAX_LOOKAHEAD_BYTES).then_some(n)
+    }
 }
 
 /// `第N章/回/节` at the start of `s`: (unit, number) and the byte end of the unit.
@@ -200,11 +300,11 @@ fn heading_number(s: &str) -> Option<(char, u32)> {
     }
     let num_end = '第'.len_utf8() + digits;
     let unit = s[num_end..].chars().next()?;
-    if !matches!(unit, '章' | '回' | '节' | '節') {
+    if !is_unit(unit) {
         return None;
     }
     Some((
-        unit,
+        same_unit(unit),
         super::chapter::parse_number(&s['第'.len_utf8()..num_end])?,
     ))
 }
@@ -247,11 +347,12 @@ fn inline_heading(s: &str, half: usize) -> Option<Inline> {
         }
     }
     let number = super::chapter::parse_number(&s['第'.len_utf8()..num_end])?;
-    let unit = s[num_end..].chars().next()?;
-    if !matches!(unit, '章' | '回' | '节' | '節') || num_end - '第'.len_utf8() > 9 * 3 {
+    let written = s[num_end..].chars().next()?;
+    if !is_unit(written) || num_end - '第'.len_utf8() > 9 * 3 {
         return None;
     }
-    let mut end = num_end + unit.len_utf8();
+    let mut end = num_end + written.len_utf8();
+    let unit = same_unit(written);
     // （上）, then a separator.
     let rest = &s[end..];
     if let Some(stripped) = rest.strip_prefix(['（', '('])
@@ -275,13 +376,14 @@ fn inline_heading(s: &str, half: usize) -> Option<Inline> {
     let key = (unit, number);
     // 第三章的故事, 第二回合: a word goes on (or a title runs into the text;
     // the caller takes it only in a sequence of headings).
-    if sep_len == 0 && next.is_some_and(super::is_han) && s[..after_unit].ends_with(unit) {
-        // 第二回合, 第三章的: words, never a title.
+    if sep_len == 0 && next.is_some_and(super::is_han) && s[..after_unit].ends_with(written) {
+        // 第二回合, 第三章的: words, never a title (合 only after 回:
+        // 第三章合伙人 is a title).
         if next.is_some_and(|c| {
             matches!(
                 c,
-                '的' | '了' | '着' | '著' | '是' | '在' | '合' | '中' | '里' | '裡'
-            )
+                '的' | '了' | '着' | '著' | '是' | '在' | '中' | '里' | '裡'
+            ) || (c == '合' && unit == '回')
         }) {
             return None;
         }
@@ -305,6 +407,17 @@ fn inline_heading(s: &str, half: usize) -> Option<Inline> {
         run_in: false,
         confirmed_half: None,
     })
+}
+
+/// The unit of a heading found inside a line: 第N章, 第N回 (迴 where a
+/// converter wrote 回心 as 迴心), 第N节.
+fn is_unit(c: char) -> bool {
+    matches!(c, '章' | '回' | '迴' | '节' | '節')
+}
+
+/// 迴 counts as 回, so that a sequence goes on across it.
+fn same_unit(c: char) -> char {
+    if c == '迴' { '回' } else { c }
 }
 
 /// A digit or a Chinese numeral (一, 萬, 兩, 拾 …).
@@ -413,6 +526,168 @@ fn is_prose_char(c: char) -> bool {
     )
 }
 
+/// Most characters before the 的 of a run-in chapter title (便利店的女孩).
+const MAX_BEFORE_DE: usize = 6;
+
+/// Characters a sentence does not start with: a run-in title that meets
+/// one goes on (他终于来了, 长老们的目光).
+fn never_starts(c: char) -> bool {
+    matches!(c, '的' | '了' | '着' | '著' | '们' | '們' | '说' | '說')
+}
+
+/// Length in characters of a chapter (章, 节) title that runs into the text,
+/// from `ends`, the byte ends of the Han characters at the start of `s`, and
+/// where a marker (話說) opens the text, if it does: the title ends where
+/// prose (他, 这 …) or a word of time starts, where the text repeats a word
+/// of the title (储秀宫储秀宫的…), after the 了 that ends a title written as
+/// a sentence, or with the word after its 的.
+fn chapter_title_chars(s: &str, ends: &[usize], marker: Option<usize>) -> usize {
+    let n = ends.len();
+    let at = |p: usize| if p == 0 { 0 } else { ends[p - 1] };
+    let rest = |p: usize| &s[at(p)..];
+    let opens = |p: usize| {
+        rest(p)
+            .chars()
+            .next()
+            .is_some_and(|c| is_prose_char(c) && !never_starts(c))
+            || opens_with_time(rest(p))
+    };
+    // The text opens by naming again what the title named.
+    let repeats = |p: usize| p + 2 <= n && s[..at(p)].contains(&s[at(p)..at(p + 2)]);
+    let mut end = (2..n)
+        .find(|&p| opens(p) || repeats(p))
+        .unwrap_or(n)
+        .min(marker.unwrap_or(n));
+    if let Some(le) = (2..end).find(|&p| rest(p).starts_with('了')) {
+        end = le + 1;
+    }
+    if let Some(d) = (2..end.min(MAX_BEFORE_DE + 1)).find(|&p| rest(p).starts_with('的')) {
+        end = end.min(d + 3);
+    }
+    end
+}
+
+/// Words of time that open a chapter's first sentence in modern prose
+/// (第五章戒指第二天一早…): a chapter title ends before one.
+const TIME_OPENERS: &[&str] = &[
+    "第二天",
+    "第二日",
+    "次日",
+    "翌日",
+    "当天",
+    "當天",
+    "当晚",
+    "當晚",
+    "当夜",
+    "當夜",
+    "那天",
+    "那晚",
+    "那夜",
+    "这天",
+    "這天",
+    "这一天",
+    "這一天",
+    "一早",
+    "清晨",
+    "早上",
+    "早晨",
+    "上午",
+    "中午",
+    "下午",
+    "傍晚",
+    "晚上",
+    "夜里",
+    "夜裡",
+    "深夜",
+    "半夜",
+    "午夜",
+    "凌晨",
+    "黄昏",
+    "黃昏",
+    "周一",
+    "周二",
+    "周三",
+    "周四",
+    "周五",
+    "周六",
+    "周日",
+    "週一",
+    "週二",
+    "週三",
+    "週四",
+    "週五",
+    "週六",
+    "週日",
+    "周末",
+    "週末",
+    "星期",
+    "转眼",
+    "轉眼",
+    "不知过了",
+    "不知過了",
+    "入夜",
+    "腊月",
+    "臘月",
+    "正月",
+];
+
+/// The twelve two-hour watches of the old day (子时三刻).
+const WATCHES: &str = "子丑寅卯辰巳午未申酉戌亥";
+
+/// Does `s` open with a word of time: one of [`TIME_OPENERS`], or an amount
+/// of days, months or years and what comes of it (三日后, 半个月之后,
+/// 十月底, 两年前)?
+fn opens_with_time(s: &str) -> bool {
+    if starts_with_any(s, TIME_OPENERS) {
+        return true;
+    }
+    let mut chars = s.chars();
+    if chars.next().is_some_and(|c| WATCHES.contains(c))
+        && chars.next().is_some_and(|c| matches!(c, '时' | '時'))
+    {
+        return true;
+    }
+    let digits: usize = s
+        .chars()
+        .take_while(|c| is_numeral(*c) || matches!(c, '半' | '几' | '幾'))
+        .map(char::len_utf8)
+        .sum();
+    if digits == 0 {
+        return false;
+    }
+    let rest = &s[digits..];
+    let rest = ["个", "個"]
+        .iter()
+        .find_map(|m| rest.strip_prefix(m))
+        .unwrap_or(rest);
+    // A month and its day (九月一号, 十月的, 十月底).
+    if let Some(month) = rest.strip_prefix('月') {
+        let day: usize = month
+            .chars()
+            .take_while(|c| is_numeral(*c))
+            .map(char::len_utf8)
+            .sum();
+        if day > 0 {
+            return starts_with_any(&month[day..], &["日", "号", "號"]);
+        }
+        if starts_with_any(month, &["的", "里", "裡", "中"]) {
+            return true;
+        }
+    }
+    let Some(unit) = ["天", "日", "月", "年", "周", "週", "星期"]
+        .iter()
+        .find_map(|u| rest.strip_prefix(u))
+    else {
+        return false;
+    };
+    starts_with_any(
+        unit,
+        &[
+            "后", "後", "之后", "之後", "以后", "以後", "前", "底", "初", "过去", "過去",
+        ],
+    )
+}
+
 fn starts_with_any(s: &str, words: &[&str]) -> bool {
     words.iter().any(|w| s.starts_with(w))
 }
@@ -439,16 +714,39 @@ fn run_in_title_len(s: &str, couplet: bool, half: usize) -> (usize, Option<usize
     }
     let at = |p: usize| if p == 0 { 0 } else { ends[p - 1] };
     let rest = |p: usize| &s[at(p)..];
+    // Two halves with a comma between them (宴桃園豪傑三結義，斬黃巾英雄首立功).
+    if couplet
+        && (MIN_HALF..=MAX_HALF).contains(&n)
+        && !starts_with_any(s, MARKERS)
+        && let Some(sep) = s[ends[n - 1]..]
+            .chars()
+            .next()
+            .filter(|c| matches!(c, '，' | ',' | '、' | '；'))
+    {
+        let second = ends[n - 1] + sep.len_utf8();
+        let han: Vec<usize> = s[second..]
+            .char_indices()
+            .take_while(|(_, c)| super::is_han(*c))
+            .map(|(k, c)| second + k + c.len_utf8())
+            .take(n + 1)
+            .collect();
+        // The second half may be a character shorter or longer when the
+        // text's opening words (卻說) show where it ends.
+        let opens = |k: usize| k <= han.len() && starts_with_any(&s[han[k - 1]..], MARKERS);
+        if let Some(k) = [n, n - 1, n + 1].into_iter().find(|k| opens(*k)) {
+            return (han[k - 1], None);
+        }
+        if han.len() >= n {
+            return (han[n - 1], None);
+        }
+    }
     let marker = (2..n).find(|&p| starts_with_any(rest(p), MARKERS));
     let stops_at_quote = s[ends[n - 1]..]
         .chars()
         .next()
         .is_some_and(is_opening_quote);
     if !couplet {
-        let prose = (2..n).find(|&p| {
-            rest(p).chars().next().is_some_and(is_prose_char) || starts_with_any(rest(p), MARKERS)
-        });
-        return (at(marker.or(prose).unwrap_or(n)), None);
+        return (at(chapter_title_chars(s, &ends, marker)), None);
     }
     let fits = |p: usize| (2 * MIN_HALF..=2 * MAX_HALF).contains(&p);
     if let Some(p) = marker.filter(|p| fits(*p)) {
@@ -565,6 +863,116 @@ mod tests {
                 "完了。第一回 甲乙丙丁 戊己庚辛 話說。好。第七回甲乙丙丁戊己庚辛話說。"
             )),
             ["第一回 甲乙丙丁 戊己庚辛"]
+        );
+    }
+
+    #[test]
+    fn chapters_that_end_in_a_quote_a_dash_or_closing_words() {
+        // Made-up text. A quote that ends its sentence ends it for the
+        // heading after it too.
+        assert_eq!(
+            headings(&reflow(
+                "第一章雨夜他站在门口。她说：“进来吧。”第二章晚宴他们坐下了。她问：“好吃吗？”第三章告别他走了。"
+            )),
+            ["第一章雨夜", "第二章晚宴", "第三章告别"]
+        );
+        // A dash or the storyteller's closing words without a sentence end,
+        // and a first heading right after the book's front matter.
+        let line = "《某書》作者某人第一回甲乙丙丁戊己庚辛壬癸話說那日天晴。他笑了。正是——\
+            第二回春風吹過小橋東秋雨落在長亭外卻說他走了。要知端的\
+            第三回明月照人歸故里清風送客過江來話說那日。未知如何且看下回\
+            第四回青山不語白雲閒綠水無聲黃葉落話說完了。";
+        assert_eq!(
+            headings(&reflow(line)),
+            [
+                "第一回甲乙丙丁戊己庚辛壬癸",
+                "第二回春風吹過小橋東秋雨落在長亭外",
+                "第三回明月照人歸故里清風送客過江來",
+                "第四回青山不語白雲閒綠水無聲黃葉落",
+            ]
+        );
+        // A quote broken off (快走——”), and a game's 第三节 inside a book
+        // of 章 on the way to the next chapter.
+        assert_eq!(
+            headings(&reflow(
+                "第1章替补席他坐着。第三节开始了。他喊：“快走——”第2章师父走了消息传来。第四节他上场了。"
+            )),
+            ["第1章替补席", "第2章师父走了"]
+        );
+        // In the text, the same words with no sequence are no heading.
+        assert!(
+            headings(&reflow(
+                "他讀了第一回就睡了。正是——第五回甲乙丙丁戊己庚辛話說。"
+            ))
+            .is_empty()
+        );
+        let lone = "作者某人第一回甲乙丙丁戊己庚辛話說他來了。他走了。";
+        assert!(headings(&reflow(lone)).is_empty());
+        // After a heading, only the next numbers are taken without a
+        // sentence end: 這是第二回了 is a word, 第二回 after 正是—— a heading.
+        assert_eq!(
+            headings(&reflow(
+                "第一章 开始 他来了。她说这是第三章里的事——第二章风起他走了。"
+            )),
+            ["第一章 开始", "第二章风起"]
+        );
+    }
+
+    #[test]
+    fn run_in_titles_with_a_comma_a_time_or_a_de() {
+        // Couplets with a comma between halves of unequal length.
+        assert_eq!(
+            headings(&reflow(
+                "完了。第一回甲乙丙丁戊己庚，辛壬癸子丑寅卯卻說他來。好。第二回春風吹過小橋東，秋雨落在長亭外話說那日。"
+            )),
+            [
+                "第一回甲乙丙丁戊己庚，辛壬癸子丑寅卯",
+                "第二回春風吹過小橋東，秋雨落在長亭外"
+            ]
+        );
+        // Chapter titles before a word of time, and titles that hold 的.
+        assert_eq!(
+            headings(&reflow(
+                "完了。第一章戒指第二天一早门开了。第二章重逢三日后雨停了。第三章江边的男人凌晨五点下雨。第四章合伙人下午三点开会。"
+            )),
+            [
+                "第一章戒指",
+                "第二章重逢",
+                "第三章江边的男人",
+                "第四章合伙人"
+            ]
+        );
+        // Titles written as a sentence, and text that names again what the
+        // title named.
+        assert_eq!(
+            headings(&reflow(
+                "完了。第一章他终于来了门外站着一个人。第二章长老们的目光落下来。第三章望海楼望海楼在城东。第四章子时子时三刻钟响了。"
+            )),
+            [
+                "第一章他终于来了",
+                "第二章长老们的目光",
+                "第三章望海楼",
+                "第四章子时"
+            ]
+        );
+        // 迴 for 回, as a converter writes 回心 (迴心), in the same sequence.
+        assert_eq!(
+            headings(&reflow(
+                "完了。第一回甲乙丙丁戊己庚辛話說。好。第二迴心猿歸正六賊無蹤詩曰：好。第三回春風吹過秋雨落下卻說。"
+            )),
+            [
+                "第一回甲乙丙丁戊己庚辛",
+                "第二迴心猿歸正六賊無蹤",
+                "第三回春風吹過秋雨落下"
+            ]
+        );
+        // 第二回合 is still a word.
+        assert!(
+            headings(&reflow(
+                "完了。第一回 甲乙丙丁 戊己庚辛 話說。打了。第二回合他輸了。"
+            ))
+            .len()
+                == 1
         );
     }
 

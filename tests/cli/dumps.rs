@@ -143,29 +143,15 @@ fn journey_with_no_separators_at_all_has_its_hundred_titles() {
             if traditional { "繁" } else { "简" },
             got.len()
         );
-        if traditional {
-            // A known shortfall, not a pass: 5 of the 100 headings of the
-            // Traditional text are not found yet (this floor keeps it from
-            // getting worse).
-            let found = keys(&want)
-                .iter()
-                .filter(|k| keys(&got).contains(k))
-                .count();
-            println!("西游记 (繁): {found}/100 headings found");
-            assert!(found >= 95, "{found}/100 headings: {got:?}");
-            assert!(right >= 90, "{right}/100 titles exact");
-            continue;
-        }
-        for (i, title) in got.iter().enumerate() {
-            let heading = format!("第{}回", chinese_number(i + 1));
-            let heading = if traditional {
-                to_traditional(&heading)
-            } else {
-                heading
-            };
-            assert!(title.starts_with(&heading), "chapter {}: {title}", i + 1);
+        // Every heading found, in order; the Traditional text has 迴 where
+        // OpenCC turned 回心 into 迴心 (第十四迴心猿歸正…).
+        if !traditional {
+            for (i, title) in got.iter().enumerate() {
+                let heading = format!("第{}回", chinese_number(i + 1));
+                assert!(title.starts_with(&heading), "chapter {}: {title}", i + 1);
+            }
         }
         assert_eq!(keys(&got), keys(&want));
-        assert!(right >= 90, "{right}/100 titles exact");
+        assert!(right >= 95, "{right}/100 titles exact");
     }
 }
