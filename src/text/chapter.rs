@@ -96,9 +96,10 @@ pub struct Heading<'a> {
     pub volume: Option<&'a str>,
 }
 
-const NUMERALS: &str = "0-9０-９零〇一二两兩三四五六七八九十百千万萬壹贰貳叁參肆伍陆陸柒捌玖拾佰仟";
-const SEPARATORS: &str = r" \t　:：、.．·—\-";
-const SEPARATOR_CHARS: &str = " \t　:：、.．·—-";
+const NUMERALS: &str =
+    "0-9０-９零〇○一二两兩三四五六七八九十百千万萬壹贰貳叁參肆伍陆陸柒捌玖拾佰仟";
+const SEPARATORS: &str = r" \t\u{a0}　:：、.．·—\-";
+const SEPARATOR_CHARS: &str = " \t\u{a0}　:：、.．·—-";
 
 static NUMBERED: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(&format!(
@@ -263,7 +264,8 @@ pub fn parse_number(s: &str) -> Option<u32> {
     let mut digit: Option<u32> = None;
     for c in s.chars() {
         let d = match c {
-            '零' | '〇' => Some(0),
+            // ○ (a white circle) stands for 〇 in many texts: 第一○五回.
+            '零' | '〇' | '○' => Some(0),
             '一' | '壹' => Some(1),
             '二' | '两' | '兩' | '贰' | '貳' => Some(2),
             '三' | '叁' | '參' => Some(3),
@@ -563,6 +565,9 @@ mod tests {
             "第一百回 径回东土 五圣成真",
             "第十章 杀！",
             "第二章 “意外”",
+            "第一○五回：諸葛亮計取漢中",
+            "第一卷\u{a0}\u{a0}\u{a0}\u{a0}伯牙摔琴",
+            "第十四迴 心猿歸正",
         ] {
             assert!(heading(h).is_some(), "{h}");
         }
@@ -583,6 +588,7 @@ mod tests {
         assert_eq!(parse_number("十二"), Some(12));
         assert_eq!(parse_number("两千零五"), Some(2005));
         assert_eq!(parse_number("一〇五"), Some(105));
+        assert_eq!(parse_number("一○○"), Some(100));
         assert_eq!(parse_number("１２"), Some(12));
         assert_eq!(parse_number("一百"), Some(100));
         assert_eq!(parse_number("三万"), Some(30000));

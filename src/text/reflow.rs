@@ -424,7 +424,7 @@ fn same_unit(c: char) -> char {
 pub(crate) fn is_numeral(c: char) -> bool {
     c.is_ascii_digit()
         || ('０'..='９').contains(&c)
-        || "零〇一二两兩三四五六七八九十百千万萬壹贰貳叁參肆伍陆陸柒捌玖拾佰仟".contains(c)
+        || "零〇○一二两兩三四五六七八九十百千万萬壹贰貳叁參肆伍陆陸柒捌玖拾佰仟".contains(c)
 }
 
 /// Length in bytes of a heading's title at the start of `s`: a 回目 couplet

@@ -107,6 +107,8 @@ fn fold_width(text: &str) -> String {
         |c: Option<&char>| c.is_some_and(|c| c.is_ascii_digit() || ('０'..='９').contains(c));
     let chars: Vec<char> = text.chars().collect();
     let mut out = String::with_capacity(text.len());
+    // Whether the run of ○ being read stands for zeros.
+    let mut circle_is_zero = false;
     for (i, &c) in chars.iter().enumerate() {
         let folded = match c {
             '０'..='９' | 'Ａ'..='Ｚ' | 'ａ'..='ｚ' | '％' | '＄' => half(c),
@@ -116,11 +118,33 @@ fn fold_width(text: &str) -> String {
             {
                 half(c)
             }
+            // ○ (a white circle) written for 〇 among numerals: 第一○五回,
+            // 一九八○年 (alone, as in 他骂了句○○, it stays a mark).
+            '○' => {
+                if i == 0 || chars[i - 1] != '○' {
+                    circle_is_zero = in_numeral_run(&chars, i);
+                }
+                if circle_is_zero { '〇' } else { c }
+            }
             _ => c,
         };
         out.push(folded);
     }
     out
+}
+
+/// Does a Chinese numeral touch the run of ○ that starts at `chars[start]`?
+fn in_numeral_run(chars: &[char], start: usize) -> bool {
+    let numeral = |c: &char| "〇零一二两兩三四五六七八九十百千".contains(*c);
+    let end = chars[start..]
+        .iter()
+        .position(|c| *c != '○')
+        .map_or(chars.len(), |p| start + p);
+    start
+        .checked_sub(1)
+        .and_then(|p| chars.get(p))
+        .is_some_and(numeral)
+        || chars.get(end).is_some_and(numeral)
 }
 
 /// Replaces lexicon words that have a `say` entry, longest match first,
@@ -230,6 +254,14 @@ fn is_decoration(c: char) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_white_circle_among_numerals_is_a_zero() {
+        assert_eq!(normalize("第一○五回"), "第一〇五回");
+        assert_eq!(normalize("一九八○年，第一○○回"), "一九八〇年，第一〇〇回");
+        // Alone it is a mark that is not read.
+        assert_eq!(normalize("他骂了句○○，走了"), "他骂了句，走了");
+    }
 
     #[test]
     fn numbers_in_text() {
