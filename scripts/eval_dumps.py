@@ -23,7 +23,7 @@ import subprocess
 import sys
 import tempfile
 
-HEADING = re.compile(r"^\s*第[0-9０-９一二三四五六七八九十百千零〇两]+[回迴章]")
+HEADING = re.compile(r"^\s*第[0-9０-９一二三四五六七八九十百千零〇○两]+[回迴章]")
 KEY = re.compile(r"^第([^回迴章]+)[回迴章]")
 
 
