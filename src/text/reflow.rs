@@ -44,6 +44,7 @@ pub fn reflow<'a>(line: &'a str) -> Vec<Piece<'a>> {
     let mut at_boundary = true;
     let mut last_key: Option<(char, u32)> = None;
     let mut ahead = Ahead::new(line);
+    let openers = Openers::of(line);
     // How often each half length (4–11) was seen in the couplets of run-in
     // titles that a marker confirmed: the book's own style.
     let mut halves = [0usize; MAX_HALF + 1];
@@ -84,7 +85,7 @@ pub fn reflow<'a>(line: &'a str) -> Vec<Piece<'a>> {
                 Before::Text
             }
             && (before != Before::Text || last_key.is_none())
-            && let Some(h) = inline_heading(&line[i..], preferred_half(&halves))
+            && let Some(h) = inline_heading(&line[i..], preferred_half(&halves), &openers)
             && accepts(&mut ahead, i, &h, last_key, before)
         {
             let (len, key) = (h.len, h.key);
@@ -155,7 +156,7 @@ fn holds_heading(text: &str) -> bool {
             .chars()
             .next_back()
             .is_some_and(|p| is_sentence_end(p) || is_closing(p) || p.is_whitespace())
-            && inline_heading(&text[at..], DEFAULT_HALF).is_some()
+            && inline_heading(&text[at..], DEFAULT_HALF, &Openers::default()).is_some()
     })
 }
 
@@ -335,7 +336,7 @@ struct Inline {
 
 /// A 第N章/回/节 heading at the start of `s` with its title; `half` is the
 /// book's usual half length of a 回目 couplet.
-fn inline_heading(s: &str, half: usize) -> Option<Inline> {
+fn inline_heading(s: &str, half: usize, openers: &Openers) -> Option<Inline> {
     let mut chars = s.char_indices().skip(1).peekable();
     let mut num_end = '第'.len_utf8();
     while let Some(&(j, c)) = chars.peek() {
@@ -387,7 +388,7 @@ fn inline_heading(s: &str, half: usize) -> Option<Inline> {
         }) {
             return None;
         }
-        let (title, confirmed_half) = run_in_title_len(&s[end..], unit == '回', half);
+        let (title, confirmed_half) = run_in_title_len(&s[end..], unit == '回', half, openers);
         if title == 0 {
             return None;
         }
@@ -399,7 +400,7 @@ fn inline_heading(s: &str, half: usize) -> Option<Inline> {
         });
     }
     end += sep_len;
-    let title = title_len(&s[end..], unit == '回', half);
+    let title = title_len(&s[end..], unit == '回', half, openers);
     Some(Inline {
         // A bare number: the heading ends at the unit (第1024章).
         len: if title == 0 { after_unit } else { end + title },
@@ -430,7 +431,7 @@ pub(crate) fn is_numeral(c: char) -> bool {
 /// Length in bytes of a heading's title at the start of `s`: a 回目 couplet
 /// (two halves of equal length) for a 回, else up to the first whitespace or
 /// punctuation, at most [`MAX_TITLE_CHARS`] characters.
-fn title_len(s: &str, couplet: bool, half: usize) -> usize {
+fn title_len(s: &str, couplet: bool, half: usize, openers: &Openers) -> usize {
     let run = |from: usize| -> Vec<usize> {
         s[from..]
             .char_indices()
@@ -457,7 +458,7 @@ fn title_len(s: &str, couplet: bool, half: usize) -> usize {
     }
     // A couplet written without a space, running into the text.
     if couplet && first.len() > 2 * MIN_HALF {
-        return run_in_title_len(s, true, half).0;
+        return run_in_title_len(s, true, half, openers).0;
     }
     // Up to the first space or punctuation.
     let mut end = 0;
@@ -526,6 +527,51 @@ fn is_prose_char(c: char) -> bool {
     )
 }
 
+/// The first two characters of the book's sentences, counted: a name that
+/// opens many sentences (许知夏把伞收起来。) opens the text after a title that
+/// runs into it (第2章一把黑伞许知夏…), where a title's own words seldom
+/// open one.
+#[derive(Debug, Default)]
+struct Openers(rustc_hash::FxHashMap<[char; 2], u32>);
+
+/// Sentences a pair of characters must open to open a chapter's text.
+const OPENS_OFTEN: u32 = 3;
+
+impl Openers {
+    /// Counts the two Han characters after every sentence end, closing mark
+    /// and whitespace of `line`.
+    fn of(line: &str) -> Openers {
+        let mut counts = rustc_hash::FxHashMap::default();
+        let mut chars = line.chars().peekable();
+        while let Some(c) = chars.next() {
+            if !(is_sentence_end(c) || is_closing(c) || c.is_whitespace()) {
+                continue;
+            }
+            let mut pair = chars.clone().take(2);
+            if let (Some(a), Some(b)) = (pair.next(), pair.next())
+                && super::is_han(a)
+                && super::is_han(b)
+            {
+                *counts.entry([a, b]).or_insert(0) += 1;
+            }
+        }
+        Openers(counts)
+    }
+
+    /// Do the first two characters of `s` open at least [`OPENS_OFTEN`]
+    /// sentences?
+    fn often(&self, s: &str) -> bool {
+        let mut chars = s.chars();
+        let (Some(a), Some(b)) = (chars.next(), chars.next()) else {
+            return false;
+        };
+        self.0.get(&[a, b]).is_some_and(|n| *n >= OPENS_OFTEN)
+    }
+}
+
+/// Longest run-in chapter title that ends in ？ or ！ (他为什么要帮我？).
+const MAX_ASKING_TITLE: usize = 10;
+
 /// Most characters before the 的 of a run-in chapter title (便利店的女孩).
 const MAX_BEFORE_DE: usize = 6;
 
@@ -535,13 +581,16 @@ fn never_starts(c: char) -> bool {
     matches!(c, '的' | '了' | '着' | '著' | '们' | '們' | '说' | '說')
 }
 
-/// Length in characters of a chapter (章, 节) title that runs into the text,
+/// Length in bytes of a chapter (章, 节) title that runs into the text,
 /// from `ends`, the byte ends of the Han characters at the start of `s`, and
 /// where a marker (話說) opens the text, if it does: the title ends where
 /// prose (他, 这 …) or a word of time starts, where the text repeats a word
-/// of the title (储秀宫储秀宫的…), after the 了 that ends a title written as
-/// a sentence, or with the word after its 的.
-fn chapter_title_chars(s: &str, ends: &[usize], marker: Option<usize>) -> usize {
+/// of the title (储秀宫储秀宫的…), where a pair of characters that opens many
+/// of the book's sentences starts (a name: 一把黑伞许知夏…), after the 了 that
+/// ends a title written as a sentence, or with the word after its 的; a
+/// short question or exclamation with none of the first three in it is the
+/// title, its mark included (谁动了那块地？).
+fn chapter_title_len(s: &str, ends: &[usize], marker: Option<usize>, openers: &Openers) -> usize {
     let n = ends.len();
     let at = |p: usize| if p == 0 { 0 } else { ends[p - 1] };
     let rest = |p: usize| &s[at(p)..];
@@ -554,8 +603,20 @@ fn chapter_title_chars(s: &str, ends: &[usize], marker: Option<usize>) -> usize 
     };
     // The text opens by naming again what the title named.
     let repeats = |p: usize| p + 2 <= n && s[..at(p)].contains(&s[at(p)..at(p + 2)]);
+    // A short question or exclamation is the title itself (谁动了那块地？),
+    // unless a word of time, a repeated word or a name opens the text in it.
+    if n <= MAX_ASKING_TITLE
+        && marker.is_none()
+        && let Some(mark) = s[ends[n - 1]..]
+            .chars()
+            .next()
+            .filter(|c| matches!(c, '？' | '！' | '?' | '!'))
+        && !(2..n).any(|p| opens_with_time(rest(p)) || repeats(p) || openers.often(rest(p)))
+    {
+        return ends[n - 1] + mark.len_utf8();
+    }
     let mut end = (2..n)
-        .find(|&p| opens(p) || repeats(p))
+        .find(|&p| opens(p) || repeats(p) || openers.often(rest(p)))
         .unwrap_or(n)
         .min(marker.unwrap_or(n));
     if let Some(le) = (2..end).find(|&p| rest(p).starts_with('了')) {
@@ -564,7 +625,7 @@ fn chapter_title_chars(s: &str, ends: &[usize], marker: Option<usize>) -> usize 
     if let Some(d) = (2..end.min(MAX_BEFORE_DE + 1)).find(|&p| rest(p).starts_with('的')) {
         end = end.min(d + 3);
     }
-    end
+    at(end)
 }
 
 /// Words of time that open a chapter's first sentence in modern prose
@@ -700,7 +761,12 @@ fn is_opening_quote(c: char) -> bool {
 /// (no space, no colon), and the half length when a marker confirmed a
 /// couplet. A 回目 couplet is two halves of 4–11 characters, preferably
 /// `half` each; a chapter title ends before a marker, a quote or prose.
-fn run_in_title_len(s: &str, couplet: bool, half: usize) -> (usize, Option<usize>) {
+fn run_in_title_len(
+    s: &str,
+    couplet: bool,
+    half: usize,
+    openers: &Openers,
+) -> (usize, Option<usize>) {
     // Byte ends of the Han characters at the start (at most MAX_TITLE_CHARS).
     let ends: Vec<usize> = s
         .char_indices()
@@ -746,7 +812,7 @@ fn run_in_title_len(s: &str, couplet: bool, half: usize) -> (usize, Option<usize
         .next()
         .is_some_and(is_opening_quote);
     if !couplet {
-        return (at(chapter_title_chars(s, &ends, marker)), None);
+        return (chapter_title_len(s, &ends, marker, openers), None);
     }
     let fits = |p: usize| (2 * MIN_HALF..=2 * MAX_HALF).contains(&p);
     if let Some(p) = marker.filter(|p| fits(*p)) {
@@ -965,6 +1031,14 @@ mod tests {
                 "第二迴心猿歸正六賊無蹤",
                 "第三回春風吹過秋雨落下"
             ]
+        );
+        // A name that opens many of the book's sentences opens the text
+        // after a title; a short question is a title, its mark included.
+        assert_eq!(
+            headings(&reflow(
+                "完了。第一章一把黑伞许知夏撑开伞。许知夏笑了。许知夏走了。第二章谁来了？门开了。许知夏回头。"
+            )),
+            ["第一章一把黑伞", "第二章谁来了？"]
         );
         // 第二回合 is still a word.
         assert!(
