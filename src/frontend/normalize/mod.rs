@@ -107,24 +107,31 @@ fn fold_width(text: &str) -> String {
         |c: Option<&char>| c.is_some_and(|c| c.is_ascii_digit() || ('０'..='９').contains(c));
     let chars: Vec<char> = text.chars().collect();
     let mut out = String::with_capacity(text.len());
-    // Whether the run of ○ being read stands for zeros.
-    let mut circle_is_zero = false;
+    // Whether the run of ○ or O being read stands for zeros.
+    let mut run_is_zero = false;
     for (i, &c) in chars.iter().enumerate() {
         let folded = match c {
+            // Ｏ and O typed for 〇 between numerals: 二ＯＯ八年, 第一O五回;
+            // ○ (a white circle) among numerals: 第一○五回, 一九八○年
+            // (alone, as in 他骂了句○○, it stays a mark).
+            'O' | 'Ｏ' | '○' => {
+                if i == 0 || chars[i - 1] != c {
+                    run_is_zero = in_numeral_run(&chars, i, c != '○');
+                }
+                if run_is_zero {
+                    '〇'
+                } else if c == 'Ｏ' {
+                    half(c)
+                } else {
+                    c
+                }
+            }
             '０'..='９' | 'Ａ'..='Ｚ' | 'ａ'..='ｚ' | '％' | '＄' => half(c),
             '．' | '－' | '／' | '：'
                 if is_digit(chars.get(i + 1))
                     && (c == '－' || is_digit(i.checked_sub(1).and_then(|p| chars.get(p)))) =>
             {
                 half(c)
-            }
-            // ○ (a white circle) written for 〇 among numerals: 第一○五回,
-            // 一九八○年 (alone, as in 他骂了句○○, it stays a mark).
-            '○' => {
-                if i == 0 || chars[i - 1] != '○' {
-                    circle_is_zero = in_numeral_run(&chars, i);
-                }
-                if circle_is_zero { '〇' } else { c }
             }
             _ => c,
         };
@@ -133,18 +140,25 @@ fn fold_width(text: &str) -> String {
     out
 }
 
-/// Does a Chinese numeral touch the run of ○ that starts at `chars[start]`?
-fn in_numeral_run(chars: &[char], start: usize) -> bool {
+/// Does a Chinese numeral touch the run of one character (○, or the letter
+/// O) that starts at `chars[start]`, on either side, or on `both`?
+fn in_numeral_run(chars: &[char], start: usize, both: bool) -> bool {
     let numeral = |c: &char| "〇零一二两兩三四五六七八九十百千".contains(*c);
+    let c = chars[start];
     let end = chars[start..]
         .iter()
-        .position(|c| *c != '○')
+        .position(|x| *x != c)
         .map_or(chars.len(), |p| start + p);
-    start
+    let before = start
         .checked_sub(1)
         .and_then(|p| chars.get(p))
-        .is_some_and(numeral)
-        || chars.get(end).is_some_and(numeral)
+        .is_some_and(numeral);
+    let after = chars.get(end).is_some_and(numeral);
+    if both {
+        before && after
+    } else {
+        before || after
+    }
 }
 
 /// Replaces lexicon words that have a `say` entry, longest match first,
@@ -259,6 +273,9 @@ mod tests {
     fn a_white_circle_among_numerals_is_a_zero() {
         assert_eq!(normalize("第一○五回"), "第一〇五回");
         assert_eq!(normalize("一九八○年，第一○○回"), "一九八〇年，第一〇〇回");
+        // The letter O between numerals too, in either width; not beside one.
+        assert_eq!(normalize("二ＯＯ八年，第一O五回"), "二〇〇八年，第一〇五回");
+        assert_eq!(normalize("一O型血"), "一O型血");
         // Alone it is a mark that is not read.
         assert_eq!(normalize("他骂了句○○，走了"), "他骂了句，走了");
     }
