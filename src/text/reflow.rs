@@ -44,6 +44,8 @@ pub fn reflow<'a>(line: &'a str) -> Vec<Piece<'a>> {
     let mut at_boundary = true;
     let mut last_key: Option<(char, u32)> = None;
     let mut ahead = Ahead::new(line);
+    // The last heading's number of each unit.
+    let mut last_by_unit: Vec<(char, u32)> = Vec::new();
     let openers = Openers::of(line);
     // How often each half length (4–11) was seen in the couplets of run-in
     // titles that a marker confirmed: the book's own style.
@@ -68,7 +70,7 @@ pub fn reflow<'a>(line: &'a str) -> Vec<Piece<'a>> {
                 .map_or(line.len(), |r| i + r);
             let run = &line[i..run_end];
             // An indent (two spaces or a full-width space) opens a paragraph.
-            if run.len() >= 2 || run.contains('\u{3000}') {
+            if run.chars().nth(1).is_some() || run.contains('\u{3000}') {
                 push(&mut out, start, i);
                 start = run_end;
             }
@@ -86,7 +88,14 @@ pub fn reflow<'a>(line: &'a str) -> Vec<Piece<'a>> {
             }
             && (before != Before::Text || last_key.is_none())
             && let Some(h) = inline_heading(&line[i..], preferred_half(&halves), &openers)
-            && accepts(&mut ahead, i, &h, last_key, before)
+            && accepts(
+                &mut ahead,
+                i,
+                &h,
+                last_key,
+                last_of(&last_by_unit, h.key.0),
+                before,
+            )
         {
             let (len, key) = (h.len, h.key);
             if let Some(half) = h.confirmed_half {
@@ -95,6 +104,10 @@ pub fn reflow<'a>(line: &'a str) -> Vec<Piece<'a>> {
             push(&mut out, start, i);
             out.push(Piece::Heading(super::chapter::trim_line(&line[i..i + len])));
             last_key = Some(key);
+            match last_by_unit.iter_mut().find(|(u, _)| *u == key.0) {
+                Some(last) => last.1 = key.1,
+                None => last_by_unit.push(key),
+            }
             soft_open = None;
             i += len;
             start = i;
@@ -110,7 +123,8 @@ pub fn reflow<'a>(line: &'a str) -> Vec<Piece<'a>> {
                 // outside too.
                 at_boundary = line[i + w..end]
                     .chars()
-                    .nth_back(1)
+                    .rev()
+                    .find(|c| !is_closing(*c))
                     .is_some_and(|c| is_sentence_end(c) || matches!(c, '—' | '─'));
                 i = end;
                 continue;
@@ -179,15 +193,17 @@ enum Before {
 
 /// Is the heading `h` at `line[at..]` taken? After a sentence end: a
 /// separated heading unless its number goes back, a run-in one only in a
-/// sequence of numbers. After a chapter's closing words only in a sequence;
-/// after other text only when its number follows the last heading's, or, for
-/// the first heading of a line, when the next heading's number is the very
-/// next one (作者某某第一回… / …——第二回).
+/// sequence of numbers. After a chapter's closing words only in a sequence.
+/// After other text (the caller asks only before the line's first heading)
+/// when the next heading's number is the very next one (作者某某第一回… /
+/// …——第二回). `own_last` is the number of the last heading taken with the
+/// same unit as `h`.
 fn accepts(
     ahead: &mut Ahead<'_>,
     at: usize,
     h: &Inline,
     last_key: Option<(char, u32)>,
+    own_last: Option<u32>,
     before: Before,
 ) -> bool {
     let (unit, n) = h.key;
@@ -196,10 +212,11 @@ fn accepts(
         return true;
     }
     let mut next = || ahead.next_number(at + h.len, unit);
-    // A run-in heading of another unit than the book's (a game's 第三节 in
-    // a book of 章) is text.
+    // A run-in heading of another unit than the last one's goes on only
+    // its own sequence (第二章 after 第一章's 第三节): a game's 第三节 in a
+    // book of 章 is text.
     if h.run_in && last_key.is_some_and(|(u, _)| u != unit) {
-        return false;
+        return own_last.is_some_and(|last| n > last && n <= last + MAX_GAP);
     }
     match before {
         Before::Sentence if !h.run_in => {
@@ -211,6 +228,14 @@ fn accepts(
         }
         Before::Text => last_key.is_none() && next() == Some(n + 1),
     }
+}
+
+/// The number of the last heading of `unit` in `last_by_unit`.
+fn last_of(last_by_unit: &[(char, u32)], unit: char) -> Option<u32> {
+    last_by_unit
+        .iter()
+        .find(|(u, _)| *u == unit)
+        .map(|(_, n)| *n)
 }
 
 /// What ends a chapter of a book that leaves out the sentence end there:
@@ -369,7 +394,17 @@ fn inline_heading(s: &str, half: usize, openers: &Openers) -> Option<Inline> {
         .find(|(_, c)| {
             !matches!(
                 c,
-                ' ' | '\t' | '\u{3000}' | ':' | '：' | '、' | '.' | '．' | '·' | '—' | '-'
+                ' ' | '\t'
+                    | '\u{a0}'
+                    | '\u{3000}'
+                    | ':'
+                    | '：'
+                    | '、'
+                    | '.'
+                    | '．'
+                    | '·'
+                    | '—'
+                    | '-'
             )
         })
         .map_or(s.len() - end, |(k, _)| k);
@@ -383,7 +418,7 @@ fn inline_heading(s: &str, half: usize, openers: &Openers) -> Option<Inline> {
         if next.is_some_and(|c| {
             matches!(
                 c,
-                '的' | '了' | '着' | '著' | '是' | '在' | '中' | '里' | '裡'
+                '的' | '了' | '着' | '著' | '是' | '在' | '中' | '里' | '裡' | '裏'
             ) || (c == '合' && unit == '回')
         }) {
             return None;
@@ -416,9 +451,13 @@ fn is_unit(c: char) -> bool {
     matches!(c, '章' | '回' | '迴' | '节' | '節')
 }
 
-/// 迴 counts as 回, so that a sequence goes on across it.
+/// 迴 counts as 回 and 節 as 节, so that a sequence goes on across them.
 fn same_unit(c: char) -> char {
-    if c == '迴' { '回' } else { c }
+    match c {
+        '迴' => '回',
+        '節' => '节',
+        c => c,
+    }
 }
 
 /// A digit or a Chinese numeral (一, 萬, 兩, 拾 …).
@@ -446,7 +485,7 @@ fn title_len(s: &str, couplet: bool, half: usize, openers: &Openers) -> usize {
         let a_end = first[half - 1];
         let gap = s[a_end..]
             .char_indices()
-            .find(|(_, c)| !matches!(c, ' ' | '\u{3000}' | '，' | ',' | '、' | '；'))
+            .find(|(_, c)| !matches!(c, ' ' | '\u{a0}' | '\u{3000}' | '，' | ',' | '、' | '；'))
             .map_or(0, |(k, _)| k);
         if gap > 0 && gap <= 6 {
             let second = run(a_end + gap);
@@ -588,8 +627,10 @@ fn never_starts(c: char) -> bool {
 /// of the title (储秀宫储秀宫的…), where a pair of characters that opens many
 /// of the book's sentences starts (a name: 一把黑伞许知夏…), after the 了 that
 /// ends a title written as a sentence, or with the word after its 的; a
-/// short question or exclamation with none of the first three in it is the
-/// title, its mark included (谁动了那块地？).
+/// short question or exclamation is the title, its mark included (谁动了那块
+/// 地？), unless a marker, a word of time, a repeated word or a frequent
+/// opener starts inside it (prose characters do not count there: 他为什么
+/// 要帮我？).
 fn chapter_title_len(s: &str, ends: &[usize], marker: Option<usize>, openers: &Openers) -> usize {
     let n = ends.len();
     let at = |p: usize| if p == 0 { 0 } else { ends[p - 1] };
@@ -659,6 +700,7 @@ const TIME_OPENERS: &[&str] = &[
     "晚上",
     "夜里",
     "夜裡",
+    "夜裏",
     "深夜",
     "半夜",
     "午夜",
@@ -731,7 +773,7 @@ fn opens_with_time(s: &str) -> bool {
         if day > 0 {
             return starts_with_any(&month[day..], &["日", "号", "號"]);
         }
-        if starts_with_any(month, &["的", "里", "裡", "中"]) {
+        if starts_with_any(month, &["的", "里", "裡", "裏", "中"]) {
             return true;
         }
     }
@@ -780,10 +822,12 @@ fn run_in_title_len(
     }
     let at = |p: usize| if p == 0 { 0 } else { ends[p - 1] };
     let rest = |p: usize| &s[at(p)..];
-    // Two halves with a comma between them (宴桃園豪傑三結義，斬黃巾英雄首立功).
+    // Two halves with a comma between them (宴桃園豪傑三結義，斬黃巾英雄首立功),
+    // when no marker opens the text inside the first.
     if couplet
         && (MIN_HALF..=MAX_HALF).contains(&n)
         && !starts_with_any(s, MARKERS)
+        && !(2..n).any(|p| starts_with_any(&s[ends[p - 1]..], MARKERS))
         && let Some(sep) = s[ends[n - 1]..]
             .chars()
             .next()
@@ -965,6 +1009,15 @@ mod tests {
             )),
             ["第1章替补席", "第2章师父走了"]
         );
+        // A quote inside a quote that ends a sentence; a no-break space
+        // after the number; sections (节) inside chapters (章) written
+        // apart, the chapters run in.
+        assert_eq!(
+            headings(&reflow(
+                "第1章风起他问：“她说‘走吧。’”第2章\u{a0}風起。他走了。第一节 甲 他来了。第3章雪夜他走了。"
+            )),
+            ["第1章风起", "第2章\u{a0}風起", "第一节 甲", "第3章雪夜"]
+        );
         // In the text, the same words with no sequence are no heading.
         assert!(
             headings(&reflow(
@@ -978,7 +1031,7 @@ mod tests {
         // sentence end: 這是第二回了 is a word, 第二回 after 正是—— a heading.
         assert_eq!(
             headings(&reflow(
-                "第一章 开始 他来了。她说这是第三章里的事——第二章风起他走了。"
+                "第一章 开始 他来了。她说这是第三章开头的事——第二章风起他走了。"
             )),
             ["第一章 开始", "第二章风起"]
         );
@@ -1021,6 +1074,14 @@ mod tests {
                 "第四章子时"
             ]
         );
+        // Halves a character apart, where 卻說 shows the end; a marker in
+        // the first half is no couplet with a comma.
+        let got = reflow(
+            "完了。第一回甲乙丙丁戊己庚，辛壬癸子丑寅卻說他來。好。第二回甲乙卻說他來，眾人都來了啊。",
+        );
+        let got = headings(&got);
+        assert_eq!(got[0], "第一回甲乙丙丁戊己庚，辛壬癸子丑寅");
+        assert!(!got[1].contains('眾'), "{got:?}");
         // 迴 for 回, as a converter writes 回心 (迴心), in the same sequence.
         assert_eq!(
             headings(&reflow(
