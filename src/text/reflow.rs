@@ -598,13 +598,18 @@ impl Openers {
     }
 
     /// Do the first two characters of `s` open at least [`OPENS_OFTEN`]
-    /// sentences?
+    /// sentences, and are they no common word (没有, 一个 open many
+    /// sentences and sit inside titles: 如果没有你)?
     fn often(&self, s: &str) -> bool {
         let mut chars = s.chars();
         let (Some(a), Some(b)) = (chars.next(), chars.next()) else {
             return false;
         };
-        self.0.get(&[a, b]).is_some_and(|n| *n >= OPENS_OFTEN)
+        self.0.get(&[a, b]).is_some_and(|n| *n >= OPENS_OFTEN) && {
+            let dict = crate::frontend::dictionary::Dictionary::get();
+            let word: String = [dict.simplified(a), dict.simplified(b)].iter().collect();
+            !dict.phrase(&word).is_some_and(|p| p.common)
+        }
     }
 }
 
@@ -1100,6 +1105,13 @@ mod tests {
                 "完了。第一章一把黑伞许知夏撑开伞。许知夏笑了。许知夏走了。第二章谁来了？门开了。许知夏回头。"
             )),
             ["第一章一把黑伞", "第二章谁来了？"]
+        );
+        // A common word that opens many sentences is no name.
+        assert_eq!(
+            headings(&reflow(
+                "完了。第一章如果没有明天。没有人说话。没有人来。没有人走。第二章风起他来了。"
+            )),
+            ["第一章如果没有明天", "第二章风起"]
         );
         // 第二回合 is still a word.
         assert!(
