@@ -156,11 +156,7 @@ pub fn heading(line: &str) -> Option<Heading<'_>> {
                     return None;
                 }
             }
-            // 迴 is 回 as a converter may write it (回心 → 迴心).
-            let unit = match caps.name("unit")?.as_str().chars().next()? {
-                '迴' => '回',
-                u => u,
-            };
+            let unit = same_unit(caps.name("unit")?.as_str().chars().next()?);
             let kind = match unit {
                 '卷' => HeadingKind::Volume,
                 '部' | '集' | '篇' => HeadingKind::Part,
@@ -193,6 +189,16 @@ pub fn heading(line: &str) -> Option<Heading<'_>> {
             volume: None,
         }),
         _ => None,
+    }
+}
+
+/// The unit of a heading as its key counts it: 迴 is 回 (OpenCC writes 回心
+/// as 迴心) and 節 is 节, so that a sequence goes on across them.
+pub(crate) fn same_unit(c: char) -> char {
+    match c {
+        '迴' => '回',
+        '節' => '节',
+        c => c,
     }
 }
 

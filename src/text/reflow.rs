@@ -166,10 +166,7 @@ pub fn reflow<'a>(line: &'a str) -> Vec<Piece<'a>> {
 /// its marks do not pair up: a quote never runs across chapters.
 fn holds_heading(text: &str) -> bool {
     text.match_indices('第').any(|(at, _)| {
-        text[..at]
-            .chars()
-            .next_back()
-            .is_some_and(|p| is_sentence_end(p) || is_closing(p) || p.is_whitespace())
+        text[..at].chars().next_back().is_some_and(is_boundary)
             && inline_heading(&text[at..], DEFAULT_HALF, &Openers::default()).is_some()
     })
 }
@@ -292,14 +289,13 @@ impl<'a> Ahead<'a> {
             let mut marks: Vec<UnitMarks> = Vec::new();
             for (at, _) in line.match_indices('第') {
                 let before = &line[..at];
-                let after_end = before
-                    .chars()
-                    .next_back()
-                    .is_some_and(|p| is_sentence_end(p) || is_closing(p) || p.is_whitespace())
+                let after_end = before.chars().next_back().is_some_and(is_boundary)
                     || after_chapter_end(before);
-                let Some((u, n)) = heading_number(&line[at..]).filter(|_| after_end) else {
+                let Some((n, written, _)) = heading_number(&line[at..]).filter(|_| after_end)
+                else {
                     continue;
                 };
+                let u = super::chapter::same_unit(written);
                 match marks.iter_mut().find(|(m, _)| *m == u) {
                     Some((_, list)) => list.push((at, n)),
                     None => marks.push((u, vec![(at, n)])),
@@ -314,8 +310,9 @@ impl<'a> Ahead<'a> {
     }
 }
 
-/// `第N章/回/节` at the start of `s`: (unit, number) and the byte end of the unit.
-fn heading_number(s: &str) -> Option<(char, u32)> {
+/// `第N章/回/节` at the start of `s`: its number, its unit as written (迴,
+/// 節 …) and the byte end of the number.
+fn heading_number(s: &str) -> Option<(u32, char, usize)> {
     let digits: usize = s['第'.len_utf8()..]
         .chars()
         .take_while(|c| is_numeral(*c))
@@ -325,14 +322,15 @@ fn heading_number(s: &str) -> Option<(char, u32)> {
         return None;
     }
     let num_end = '第'.len_utf8() + digits;
-    let unit = s[num_end..].chars().next()?;
-    if !is_unit(unit) {
-        return None;
-    }
-    Some((
-        same_unit(unit),
-        super::chapter::parse_number(&s['第'.len_utf8()..num_end])?,
-    ))
+    let written = s[num_end..].chars().next().filter(|c| is_unit(*c))?;
+    let number = super::chapter::parse_number(&s['第'.len_utf8()..num_end])?;
+    Some((number, written, num_end))
+}
+
+/// May a heading start right after `c`: whitespace, a sentence end or a
+/// closing mark?
+fn is_boundary(c: char) -> bool {
+    is_sentence_end(c) || is_closing(c) || c.is_whitespace()
 }
 
 fn is_sentence_end(c: char) -> bool {
@@ -362,23 +360,9 @@ struct Inline {
 /// A 第N章/回/节 heading at the start of `s` with its title; `half` is the
 /// book's usual half length of a 回目 couplet.
 fn inline_heading(s: &str, half: usize, openers: &Openers) -> Option<Inline> {
-    let mut chars = s.char_indices().skip(1).peekable();
-    let mut num_end = '第'.len_utf8();
-    while let Some(&(j, c)) = chars.peek() {
-        if is_numeral(c) {
-            num_end = j + c.len_utf8();
-            chars.next();
-        } else {
-            break;
-        }
-    }
-    let number = super::chapter::parse_number(&s['第'.len_utf8()..num_end])?;
-    let written = s[num_end..].chars().next()?;
-    if !is_unit(written) || num_end - '第'.len_utf8() > 9 * 3 {
-        return None;
-    }
+    let (number, written, num_end) = heading_number(s)?;
     let mut end = num_end + written.len_utf8();
-    let unit = same_unit(written);
+    let unit = super::chapter::same_unit(written);
     // （上）, then a separator.
     let rest = &s[end..];
     if let Some(stripped) = rest.strip_prefix(['（', '('])
@@ -449,15 +433,6 @@ fn inline_heading(s: &str, half: usize, openers: &Openers) -> Option<Inline> {
 /// converter wrote 回心 as 迴心), 第N节.
 fn is_unit(c: char) -> bool {
     matches!(c, '章' | '回' | '迴' | '节' | '節')
-}
-
-/// 迴 counts as 回 and 節 as 节, so that a sequence goes on across them.
-fn same_unit(c: char) -> char {
-    match c {
-        '迴' => '回',
-        '節' => '节',
-        c => c,
-    }
 }
 
 /// A digit or a Chinese numeral (一, 萬, 兩, 拾 …).
@@ -583,7 +558,7 @@ impl Openers {
         let mut counts = rustc_hash::FxHashMap::default();
         let mut chars = line.chars().peekable();
         while let Some(c) = chars.next() {
-            if !(is_sentence_end(c) || is_closing(c) || c.is_whitespace()) {
+            if !is_boundary(c) {
                 continue;
             }
             let mut pair = chars.clone().take(2);
