@@ -10,6 +10,13 @@
 //! or the next heading's number follows it; its title ends where a title
 //! looks finished: a 回目 couplet of two equal halves before a sentence-start
 //! marker (話說, 却说, 詩曰 …), an opening quote or the start of prose.
+//!
+//! Dumps scraped from the web lose more: the sentence end before a heading
+//! (…也是哭泣第五十六回…), the zeros of its number (第一回 for 第一〇回), and
+//! they put the page's own words before each heading (…且聽下回分解官場現形記
+//! 第三回…). A 第N回 on the line's longest run of rising numbers is a heading
+//! wherever it stands, and words that stand before several headings are
+//! taken out.
 
 use super::quote;
 
@@ -86,7 +93,6 @@ pub fn reflow<'a>(line: &'a str) -> Vec<Piece<'a>> {
             } else {
                 Before::Text
             }
-            && (before != Before::Text || last_key.is_none())
             && let Some(h) = inline_heading(&line[i..], preferred_half(&halves), &openers)
             && accepts(
                 &mut ahead,
@@ -159,7 +165,77 @@ pub fn reflow<'a>(line: &'a str) -> Vec<Piece<'a>> {
         i += w;
     }
     push(&mut out, start, line.len());
+    drop_running_headers(&mut out);
     out
+}
+
+/// Longest running header, in characters.
+const MAX_HEADER_CHARS: usize = 40;
+
+/// Chapter ends a text must share to call the words a running header.
+const HEADER_TIMES: usize = 3;
+
+/// Takes out what a web page put before each heading (the book's name,
+/// 返回首頁…上一回下一回): words without punctuation that stand alone before
+/// one heading and end the text before at least [`HEADER_TIMES`] of them
+/// (…且聽下回分解官場現形記第三回…). The storyteller's closing words are
+/// never one.
+fn drop_running_headers(out: &mut Vec<Piece<'_>>) {
+    let before_heading = |k: usize| matches!(out.get(k + 1), Some(Piece::Heading(_)));
+    let is_header = |s: &str| {
+        s.chars().all(|c| c.is_alphanumeric())
+            && !CHAPTER_ENDS.iter().any(|e| s.contains(e))
+            && !s.contains("下回")
+    };
+    // How many texts before a heading end with each short tail.
+    let mut tails: rustc_hash::FxHashMap<&str, usize> = rustc_hash::FxHashMap::default();
+    let mut alone: rustc_hash::FxHashSet<&str> = rustc_hash::FxHashSet::default();
+    for (k, piece) in out.iter().enumerate() {
+        let Piece::Paragraph(p) = *piece else {
+            continue;
+        };
+        if !before_heading(k) {
+            continue;
+        }
+        for (n, (at, _)) in p.char_indices().rev().enumerate() {
+            if n >= MAX_HEADER_CHARS || !is_header(&p[at..]) {
+                break;
+            }
+            *tails.entry(&p[at..]).or_insert(0) += 1;
+        }
+        if p.chars().count() <= MAX_HEADER_CHARS && is_header(p) {
+            alone.insert(p);
+        }
+    }
+    let headers: Vec<&str> = alone
+        .into_iter()
+        .filter(|h| h.chars().nth(1).is_some() && tails.get(h).is_some_and(|n| *n >= HEADER_TIMES))
+        .collect();
+    if headers.is_empty() {
+        return;
+    }
+    let pieces = std::mem::take(out);
+    let heading_next: Vec<bool> = (0..pieces.len())
+        .map(|k| matches!(pieces.get(k + 1), Some(Piece::Heading(_))))
+        .collect();
+    for (piece, heading_next) in pieces.into_iter().zip(heading_next) {
+        let Piece::Paragraph(p) = piece else {
+            out.push(piece);
+            continue;
+        };
+        let mut rest = p;
+        while heading_next
+            && let Some(h) = headers
+                .iter()
+                .filter(|h| rest.ends_with(**h))
+                .max_by_key(|h| h.len())
+        {
+            rest = super::chapter::trim_line(&rest[..rest.len() - h.len()]);
+        }
+        if quote::is_speakable(rest) {
+            out.push(Piece::Paragraph(rest));
+        }
+    }
 }
 
 /// Does a quoted stretch hold a chapter heading (after a sentence end)? Then
@@ -167,7 +243,8 @@ pub fn reflow<'a>(line: &'a str) -> Vec<Piece<'a>> {
 fn holds_heading(text: &str) -> bool {
     text.match_indices('第').any(|(at, _)| {
         text[..at].chars().next_back().is_some_and(is_boundary)
-            && inline_heading(&text[at..], DEFAULT_HALF, &Openers::default()).is_some()
+            && inline_heading(&text[at..], DEFAULT_HALF, &Openers::default())
+                .is_some_and(|h| !h.word_like)
     })
 }
 
@@ -184,17 +261,18 @@ enum Before {
     Sentence,
     /// A chapter's closing words or a dash, without a sentence end.
     ChapterEnd,
-    /// Anything else (作者某某第一回…).
+    /// Anything else (作者某某第一回…, …也是哭泣第五十六回…).
     Text,
 }
 
 /// Is the heading `h` at `line[at..]` taken? After a sentence end: a
 /// separated heading unless its number goes back, a run-in one only in a
 /// sequence of numbers. After a chapter's closing words only in a sequence.
-/// After other text (the caller asks only before the line's first heading)
-/// when the next heading's number is the very next one (作者某某第一回… /
-/// …——第二回). `own_last` is the number of the last heading taken with the
-/// same unit as `h`.
+/// After other text, or where its unit reads on as words (第三回中), only on
+/// the line's longest run of rising 回 numbers, or as the line's first
+/// heading when the next heading's number is the very next one (作者某某第一回…
+/// / …——第二回). Any 第N回 on that run is taken. `own_last` is the number of
+/// the last heading taken with the same unit as `h`.
 fn accepts(
     ahead: &mut Ahead<'_>,
     at: usize,
@@ -204,27 +282,45 @@ fn accepts(
     before: Before,
 ) -> bool {
     let (unit, n) = h.key;
-    let follows = last_key.is_some_and(|(u, last)| u == unit && n > last && n <= last + MAX_GAP);
-    if follows {
+    let goes_on = |last: u32| n > last && n <= last + MAX_GAP;
+    // A heading of another unit than the last one's goes on only its own
+    // sequence (第二章 after 第一章's 第三节): a game's 第三节 in a book of 章
+    // is text.
+    let plain = !h.word_like && before != Before::Text;
+    if last_key.is_some_and(|(u, _)| u != unit) && (h.run_in || !plain) {
+        if !own_last.is_some_and(goes_on) {
+            return false;
+        }
+        if plain {
+            return true;
+        }
+    }
+    // After a sentence left unfinished (…也是哭泣第五十六回敏探春…) or
+    // where it reads on as words (第十三回中高魁…), a mark is a heading only
+    // on the line's longest run of rising numbers, or as the line's first
+    // heading right after front matter when the next heading's number is
+    // the very next one (作者某某第一章…).
+    if !plain {
+        return ahead.on_chain(at, unit)
+            || (!h.word_like
+                && last_key.is_none()
+                && ahead.next_number(at + h.len, unit) == Some(n + 1));
+    }
+    if last_key.is_some_and(|(u, last)| u == unit && goes_on(last)) {
         return true;
     }
+    // Numbers go back only to start again (a new volume's 第一章).
+    let not_back = last_key.is_none_or(|(u, last)| u != unit || n > last || n == 1);
     let mut next = || ahead.next_number(at + h.len, unit);
-    // A run-in heading of another unit than the last one's goes on only
-    // its own sequence (第二章 after 第一章's 第三节): a game's 第三节 in a
-    // book of 章 is text.
-    if h.run_in && last_key.is_some_and(|(u, _)| u != unit) {
-        return own_last.is_some_and(|last| n > last && n <= last + MAX_GAP);
-    }
-    match before {
-        Before::Sentence if !h.run_in => {
-            last_key.is_none_or(|(u, last)| u != unit || n > last || n == 1)
-        }
-        Before::Sentence => next().is_some_and(|next| next > n && next <= n + MAX_GAP),
+    let by_number = match before {
+        Before::Sentence if !h.run_in => not_back,
+        Before::Sentence => not_back && next().is_some_and(|next| next > n && next <= n + MAX_GAP),
         Before::ChapterEnd => {
             last_key.is_none() && next().is_some_and(|next| next > n && next <= n + MAX_GAP)
         }
-        Before::Text => last_key.is_none() && next() == Some(n + 1),
-    }
+        Before::Text => false,
+    };
+    by_number || ahead.on_chain(at, unit)
 }
 
 /// The number of the last heading of `unit` in `last_by_unit`.
@@ -263,50 +359,191 @@ fn after_chapter_end(before: &str) -> bool {
     CHAPTER_ENDS.iter().any(|e| before.ends_with(e))
 }
 
-/// What precedes a heading that may come next: `第N<unit>` after a sentence
-/// end, a closing mark, whitespace or a chapter's closing words, listed once
-/// per line and unit (on first use) so that every look ahead is a binary
-/// search.
+/// The `第N<unit>` marks of a line, listed once per line and unit (on first
+/// use) so that every look ahead is a binary search.
 struct Ahead<'a> {
     line: &'a str,
     marks: Option<Vec<UnitMarks>>,
 }
 
-/// A unit and the byte offsets and numbers of its headings.
-type UnitMarks = (char, Vec<(usize, u32)>);
+/// One `第N<unit>` in a line.
+#[derive(Debug, Clone, Copy)]
+struct Mark {
+    at: usize,
+    number: u32,
+    /// After a sentence end, a closing mark, whitespace or a chapter's
+    /// closing words: a heading that may come next.
+    after_end: bool,
+    /// Written digit by digit without a zero (一一, 九六): a text whose 〇
+    /// were lost writes 第一回 for 第一〇回 and 第一一回 for 第一一〇回.
+    zeros_lost: bool,
+}
+
+/// A unit's marks in line order, those after an end, and the byte offsets
+/// of the marks on the longest run of rising numbers (回 only).
+struct UnitMarks {
+    unit: char,
+    all: Vec<Mark>,
+    after_end: Vec<(usize, u32)>,
+    chain: Vec<usize>,
+}
+
+/// Fewest marks a run of rising numbers needs to count.
+const MIN_CHAIN: u32 = 3;
+
+/// Largest number a mark whose zeros were lost is read as.
+const MAX_LOST_ZERO_NUMBER: u32 = 9999;
+
+/// The numbers `n` may stand for when its zeros were lost: every way of
+/// putting zeros back after its first digit (1 → 10, 100, 1000; 11 → 101,
+/// 110, 1001 …), up to [`MAX_LOST_ZERO_NUMBER`].
+fn with_zeros(n: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    let mut todo = vec![n];
+    while let Some(m) = todo.pop() {
+        let digits = m.to_string();
+        for k in 1..=digits.len() {
+            let Ok(more) = format!("{}0{}", &digits[..k], &digits[k..]).parse::<u32>() else {
+                continue;
+            };
+            if more <= MAX_LOST_ZERO_NUMBER && !out.contains(&more) {
+                out.push(more);
+                todo.push(more);
+            }
+        }
+    }
+    out
+}
+
+/// The byte offsets, in order, of the longest run of `marks` (in line
+/// order) whose numbers rise by at most [`MAX_GAP`] at each step, a mark
+/// whose zeros were lost standing for any number it may mean; of two marks
+/// with one number the one after an end goes on, else the one read as
+/// written, else the earlier (第四回中… inside chapter five looks back). Empty when the longest run is shorter
+/// than [`MIN_CHAIN`].
+fn longest_chain(marks: &[Mark]) -> Vec<usize> {
+    // For each number, the longest run so far that ends with it: its
+    // length, whether its last mark follows an end and reads as written,
+    // and that mark.
+    let mut best: rustc_hash::FxHashMap<u32, (u32, (bool, bool), usize)> =
+        rustc_hash::FxHashMap::default();
+    let mut back: Vec<Option<usize>> = Vec::with_capacity(marks.len());
+    let mut top: Option<(u32, usize)> = None;
+    for (k, mark) in marks.iter().enumerate() {
+        let mut readings = vec![mark.number];
+        if mark.zeros_lost {
+            readings.extend(with_zeros(mark.number));
+        }
+        let mut here: Option<(u32, Option<usize>)> = None;
+        for &n in &readings {
+            let (len, prev) = (1..=MAX_GAP)
+                .filter_map(|g| n.checked_sub(g).and_then(|m| best.get(&m)))
+                .fold(
+                    (0, None),
+                    |acc, &(len, _, j)| {
+                        if len > acc.0 { (len, Some(j)) } else { acc }
+                    },
+                );
+            let len = len + 1;
+            let rank = (mark.after_end, n == mark.number);
+            let entry = best.entry(n).or_insert((0, rank, k));
+            if len > entry.0 || (len == entry.0 && rank > entry.1) {
+                *entry = (len, rank, k);
+            }
+            if here.is_none_or(|(l, _)| len > l) {
+                here = Some((len, prev));
+            }
+        }
+        let (len, prev) = here.unwrap_or((1, None));
+        back.push(prev);
+        if top.is_none_or(|(l, _)| len > l) {
+            top = Some((len, k));
+        }
+    }
+    let Some((len, mut k)) = top.filter(|(len, _)| *len >= MIN_CHAIN) else {
+        return Vec::new();
+    };
+    let mut chain = Vec::with_capacity(len as usize);
+    loop {
+        chain.push(marks[k].at);
+        match back[k] {
+            Some(j) => k = j,
+            None => break,
+        }
+    }
+    chain.reverse();
+    chain
+}
 
 impl<'a> Ahead<'a> {
     fn new(line: &'a str) -> Ahead<'a> {
         Ahead { line, marks: None }
     }
 
-    /// The number of the first such heading with `unit` in `line[from..]`,
-    /// within [`MAX_LOOKAHEAD_BYTES`]; headings of other units are passed
-    /// over (a basketball game's 第三节 inside a book of 章).
+    /// The number of the first mark with `unit` after an end in
+    /// `line[from..]`, within [`MAX_LOOKAHEAD_BYTES`]; marks of other units
+    /// are passed over (a basketball game's 第三节 inside a book of 章).
     fn next_number(&mut self, from: usize, unit: char) -> Option<u32> {
+        let m = self.marks().iter().find(|m| m.unit == unit)?;
+        let k = m.after_end.partition_point(|(at, _)| *at < from);
+        let &(at, n) = m.after_end.get(k)?;
+        (at < from + MAX_LOOKAHEAD_BYTES).then_some(n)
+    }
+
+    /// Is the mark of `unit` at `at` on the line's longest run of rising
+    /// numbers of that unit?
+    fn on_chain(&mut self, at: usize, unit: char) -> bool {
+        self.marks()
+            .iter()
+            .find(|m| m.unit == unit)
+            .is_some_and(|m| m.chain.binary_search(&at).is_ok())
+    }
+
+    fn marks(&mut self) -> &[UnitMarks] {
         let line = self.line;
-        let marks = self.marks.get_or_insert_with(|| {
+        self.marks.get_or_insert_with(|| {
             let mut marks: Vec<UnitMarks> = Vec::new();
             for (at, _) in line.match_indices('第') {
+                let Some((number, written, num_end)) = heading_number(&line[at..]) else {
+                    continue;
+                };
                 let before = &line[..at];
                 let after_end = before.chars().next_back().is_some_and(is_boundary)
                     || after_chapter_end(before);
-                let Some((n, written, _)) = heading_number(&line[at..]).filter(|_| after_end)
-                else {
-                    continue;
-                };
+                let zeros_lost = line['第'.len_utf8() + at..at + num_end]
+                    .chars()
+                    .all(|c| "一二三四五六七八九".contains(c));
                 let u = super::chapter::same_unit(written);
-                match marks.iter_mut().find(|(m, _)| *m == u) {
-                    Some((_, list)) => list.push((at, n)),
-                    None => marks.push((u, vec![(at, n)])),
+                let k = match marks.iter().position(|m| m.unit == u) {
+                    Some(k) => k,
+                    None => {
+                        marks.push(UnitMarks {
+                            unit: u,
+                            all: Vec::new(),
+                            after_end: Vec::new(),
+                            chain: Vec::new(),
+                        });
+                        marks.len() - 1
+                    }
+                };
+                marks[k].all.push(Mark {
+                    at,
+                    number,
+                    after_end,
+                    zeros_lost,
+                });
+                if after_end {
+                    marks[k].after_end.push((at, number));
                 }
             }
+            // Only for 回: the books that lose the sentence ends before
+            // their headings are old novels, and the 章 and 节 of modern
+            // prose are often references (马可福音第六章, 在讲第八章时).
+            for m in marks.iter_mut().filter(|m| m.unit == '回') {
+                m.chain = longest_chain(&m.all);
+            }
             marks
-        });
-        let (_, list) = marks.iter().find(|(m, _)| *m == unit)?;
-        let k = list.partition_point(|(at, _)| *at < from);
-        let &(at, n) = list.get(k)?;
-        (at < from + MAX_LOOKAHEAD_BYTES).then_some(n)
+        })
     }
 }
 
@@ -355,6 +592,9 @@ struct Inline {
     run_in: bool,
     /// The half length of a run-in couplet that a marker confirmed.
     confirmed_half: Option<usize>,
+    /// The unit reads on as a word (第二回合, 第三章的, 第十三回中高魁…):
+    /// a heading only where the numbers around it say so.
+    word_like: bool,
 }
 
 /// A 第N章/回/节 heading at the start of `s` with its title; `half` is the
@@ -397,16 +637,14 @@ fn inline_heading(s: &str, half: usize, openers: &Openers) -> Option<Inline> {
     // 第三章的故事, 第二回合: a word goes on (or a title runs into the text;
     // the caller takes it only in a sequence of headings).
     if sep_len == 0 && next.is_some_and(super::is_han) && s[..after_unit].ends_with(written) {
-        // 第二回合, 第三章的: words, never a title (合 only after 回:
-        // 第三章合伙人 is a title).
-        if next.is_some_and(|c| {
+        // 第二回合, 第三章的: words, unless the numbers around say otherwise
+        // (合 only after 回: 第三章合伙人 is a title).
+        let word_like = next.is_some_and(|c| {
             matches!(
                 c,
                 '的' | '了' | '着' | '著' | '是' | '在' | '中' | '里' | '裡' | '裏'
             ) || (c == '合' && unit == '回')
-        }) {
-            return None;
-        }
+        });
         let (title, confirmed_half) = run_in_title_len(&s[end..], unit == '回', half, openers);
         if title == 0 {
             return None;
@@ -416,6 +654,7 @@ fn inline_heading(s: &str, half: usize, openers: &Openers) -> Option<Inline> {
             key,
             run_in: true,
             confirmed_half,
+            word_like,
         });
     }
     end += sep_len;
@@ -426,6 +665,7 @@ fn inline_heading(s: &str, half: usize, openers: &Openers) -> Option<Inline> {
         key,
         run_in: false,
         confirmed_half: None,
+        word_like: false,
     })
 }
 
@@ -510,6 +750,10 @@ const MARKERS: &[&str] = &[
     "話說", "话说", "却说", "卻說", "却說", "且說", "且说", "詩曰", "诗曰", "詞曰", "词曰", "詩云",
     "诗云", "話表", "话表", "偈曰", "再說", "再说", "且不", "單表", "单表",
 ];
+
+/// The storyteller's opening words, which end a 回目 but may sit inside a
+/// chapter title (第三章不要说话).
+const STORY_OPENERS: &[&str] = &["說話", "说话"];
 
 /// Weaker openers of a chapter's text: a couplet may end before one.
 const OPENERS: &[&str] = &[
@@ -775,6 +1019,41 @@ fn starts_with_any(s: &str, words: &[&str]) -> bool {
     words.iter().any(|w| s.starts_with(w))
 }
 
+/// Would a title ending at byte `cut` of `s` cut a dictionary word of two
+/// to four characters in two?
+fn cuts_word(s: &str, cut: usize) -> bool {
+    let dict = crate::frontend::dictionary::Dictionary::get();
+    let before: Vec<char> = s[..cut].chars().rev().take(3).collect();
+    let after: Vec<char> = s[cut..].chars().take(3).collect();
+    (1..=before.len()).any(|b| {
+        (1..=after.len()).any(|a| {
+            a + b <= 4 && {
+                let word: String = before[..b]
+                    .iter()
+                    .rev()
+                    .chain(&after[..a])
+                    .map(|c| dict.simplified(*c))
+                    .collect();
+                dict.phrase(&word).is_some_and(|p| p.common)
+            }
+        })
+    })
+}
+
+/// Does `s` open with a speaker's tag, a name of one to three characters
+/// and a word of saying before a colon or a quote (土地说：“…)?
+fn opens_with_speech(s: &str) -> bool {
+    let mut chars = s.chars();
+    (0..4).any(|k| {
+        let mut rest = chars.clone().skip(k);
+        let said = rest.next().is_some_and(|c| matches!(c, '说' | '說' | '道'));
+        let mark = rest
+            .next()
+            .is_some_and(|c| matches!(c, '：' | ':') || is_opening_quote(c));
+        k > 0 && said && mark
+    }) && chars.next().is_some_and(super::is_han)
+}
+
 fn is_opening_quote(c: char) -> bool {
     matches!(c, '“' | '「' | '『' | '"' | '‘')
 }
@@ -830,7 +1109,9 @@ fn run_in_title_len(
             return (han[n - 1], None);
         }
     }
-    let marker = (2..n).find(|&p| starts_with_any(rest(p), MARKERS));
+    let marker = (2..n).find(|&p| {
+        starts_with_any(rest(p), MARKERS) || (couplet && starts_with_any(rest(p), STORY_OPENERS))
+    });
     let stops_at_quote = s[ends[n - 1]..]
         .chars()
         .next()
@@ -839,8 +1120,10 @@ fn run_in_title_len(
         return (chapter_title_len(s, &ends, marker, openers), None);
     }
     let fits = |p: usize| (2 * MIN_HALF..=2 * MAX_HALF).contains(&p);
-    if let Some(p) = marker.filter(|p| fits(*p)) {
-        let confirmed = p.is_multiple_of(2).then_some(p / 2);
+    // A marker ends any title, a couplet's or a single line's
+    // (第二十回散宜生私通費尤詩曰：).
+    if let Some(p) = marker {
+        let confirmed = (fits(p) && p.is_multiple_of(2)).then_some(p / 2);
         return (at(p), confirmed);
     }
     if stops_at_quote && n.is_multiple_of(2) && fits(n) {
@@ -853,16 +1136,24 @@ fn run_in_title_len(
             .filter(|h| *h != half),
     );
     if let Some(h) = order.iter().find(|h| {
-        // 却说 misspelt (卑说) still opens the text.
         2 * **h < n && {
             let r = rest(2 * **h);
             starts_with_any(r, OPENERS)
-                || r.chars().nth(1).is_some_and(|c| matches!(c, '说' | '說'))
+                // 却说 misspelt (卑说), at the book's usual length only: 逢君
+                // 只说… in verse is no opener.
+                || (**h == half && r.chars().nth(1).is_some_and(|c| matches!(c, '说' | '說')))
+                || opens_with_speech(r)
         }
     }) {
         return (at(2 * h), None);
     }
-    match order.iter().find(|h| 2 * **h <= n) {
+    // The book's usual length, unless its end would cut a word in two
+    // (贾雨村风尘怀|闺秀, 孙行者一调芭|蕉扇).
+    let fitting = || order.iter().filter(|h| 2 * **h <= n);
+    match fitting()
+        .find(|h| !cuts_word(s, at(2 * **h)))
+        .or_else(|| fitting().next())
+    {
         Some(h) => (at(2 * h), None),
         None => (at(n), None),
     }
@@ -1117,6 +1408,133 @@ mod tests {
             [
                 Paragraph("他说：“走吧。“好。”她点头。"),
                 Paragraph("他走了。")
+            ]
+        );
+    }
+
+    /// Made-up chapters of a dump that lost what came before its headings.
+    fn chapter(n: &str, title: &str, end: &str) -> String {
+        format!("第{n}回{title}話說那人走到橋頭，看見水裡一條魚。他笑了一笑{end}")
+    }
+
+    #[test]
+    fn headings_after_an_unfinished_sentence_on_a_run_of_numbers() {
+        let line: String = [
+            chapter("一", "甲乙丙丁戊己庚辛壬癸子丑寅卯", ""),
+            chapter("二", "金木水火土日月星辰風雲雷雨電", ""),
+            // 中 after the unit reads on as words, but it is on the run.
+            chapter("三", "中秋夜客來橋頭春分日人去江邊", ""),
+            // A look back inside the text (第二回中) is no heading.
+            format!(
+                "他又說起第二回中那條魚。{}",
+                chapter("四", "東南西北上下左右前後遠近高低", "")
+            ),
+            chapter("五", "一二三四五六七八九十百千萬億", ""),
+        ]
+        .concat();
+        assert_eq!(
+            headings(&reflow(&line)),
+            [
+                "第一回甲乙丙丁戊己庚辛壬癸子丑寅卯",
+                "第二回金木水火土日月星辰風雲雷雨電",
+                "第三回中秋夜客來橋頭春分日人去江邊",
+                "第四回東南西北上下左右前後遠近高低",
+                "第五回一二三四五六七八九十百千萬億",
+            ]
+        );
+        // Three mentions do not make a run (他讀了第一回 … 第二回 …).
+        assert!(
+            headings(&reflow(
+                "他讀了第一回甲乙丙丁就睡了他讀了第二回戊己庚辛就睡了"
+            ))
+            .is_empty()
+        );
+    }
+
+    #[test]
+    fn numbers_whose_zeros_were_lost_go_on_the_run() {
+        // 第一回 for 第一〇回, 第一一回 for 第一一〇回 …: a text whose 〇 were lost.
+        let written = ["八", "九", "一", "一一", "一二"];
+        let line: String = written
+            .iter()
+            .map(|n| chapter(n, "甲乙丙丁戊己庚辛壬癸子丑寅卯", "。且聽下回分解。"))
+            .collect();
+        assert_eq!(headings(&reflow(&line)).len(), 5);
+        // A game's rounds inside a chapter go back: text (第五回輪到他).
+        let game = format!(
+            "{}{}「好。」第五回輪到他，他說的是一句。「好。」第六回又輪到我，我說的是一句。{}",
+            chapter("十九", "甲乙丙丁戊己庚辛壬癸子丑寅卯", "。且聽下回分解。"),
+            chapter("二十", "金木水火土日月星辰風雲雷雨電", "。"),
+            chapter("二十一", "東南西北上下左右前後遠近高低", "。"),
+        );
+        assert_eq!(headings(&reflow(&game)).len(), 3);
+    }
+
+    #[test]
+    fn running_headers_before_headings_are_taken_out() {
+        let line: String = (1..=4)
+            .map(|n| {
+                let n = ["一", "二", "三", "四"][n - 1];
+                chapter(
+                    n,
+                    "甲乙丙丁戊己庚辛壬癸子丑寅卯",
+                    "。且聽下回分解。橋頭集返回目錄",
+                )
+            })
+            .collect();
+        let pieces = reflow(&line);
+        assert_eq!(headings(&pieces).len(), 4);
+        assert!(
+            pieces
+                .iter()
+                .all(|p| !matches!(p, Paragraph(t) if t.contains("返回目錄"))
+                    || matches!(pieces.last(), Some(Paragraph(t)) if t.contains("返回目錄")))
+        );
+        assert!(pieces.contains(&Paragraph("且聽下回分解。")));
+        // Before the next heading without a sentence end, when the words
+        // stand alone before one heading: the closing words stay.
+        let bare: String = [
+            ("一", "。且聽下回分解。橋頭集"),
+            ("二", "且聽下回分解橋頭集"),
+            ("三", "且聽下回分解橋頭集"),
+            ("四", "。"),
+        ]
+        .iter()
+        .map(|(n, end)| chapter(n, "甲乙丙丁戊己庚辛壬癸子丑寅卯", end))
+        .collect();
+        let pieces = reflow(&bare);
+        assert_eq!(headings(&pieces).len(), 4);
+        assert!(
+            !pieces
+                .iter()
+                .any(|p| matches!(p, Paragraph(t) if t.contains("橋頭集")))
+        );
+        assert_eq!(
+            pieces
+                .iter()
+                .filter(|p| matches!(p, Paragraph(t) if t.ends_with("且聽下回分解")))
+                .count(),
+            2
+        );
+    }
+
+    #[test]
+    fn couplets_end_at_a_speaker_a_storyteller_or_a_whole_word() {
+        // The book's halves are of seven; these of eight.
+        let seven = "。第一回甲乙丙丁戊己庚辛壬癸子丑寅卯話說他來了。";
+        let line = format!(
+            "{seven}{}{}{}",
+            "。第二回青山綠水白雲飛鳥東西南北春夏秋冬土地說：「好。」",
+            "。第三回人去樓空月落烏啼甲乙丙丁戊己庚辛說話當時他走了。",
+            "。第四回風雪夜歸林中客至江湖路遠孤芭蕉影他搖了一搖。",
+        );
+        assert_eq!(
+            headings(&reflow(&line)),
+            [
+                "第一回甲乙丙丁戊己庚辛壬癸子丑寅卯",
+                "第二回青山綠水白雲飛鳥東西南北春夏秋冬",
+                "第三回人去樓空月落烏啼甲乙丙丁戊己庚辛",
+                "第四回風雪夜歸林中客至江湖路遠孤芭蕉影",
             ]
         );
     }
