@@ -155,3 +155,66 @@ fn journey_with_no_separators_at_all_has_its_hundred_titles() {
         assert!(right >= 95, "{right}/100 titles exact");
     }
 }
+
+/// `n` digit by digit with its zeros lost, as some scraped texts write it:
+/// 10 → 一, 11 → 一一, 100 → 一.
+fn zeros_lost(n: usize) -> String {
+    n.to_string()
+        .chars()
+        .filter(|c| *c != '0')
+        .map(|c| {
+            "一二三四五六七八九"
+                .chars()
+                .nth(c as usize - '1' as usize)
+                .unwrap()
+        })
+        .collect()
+}
+
+#[test]
+fn journey_scraped_badly_still_has_its_hundred_chapters() {
+    let Some(book) = shared("data/novels/西游记.txt") else {
+        return;
+    };
+    let text = std::fs::read_to_string(book).unwrap();
+    let body = &text[text.find("第一回").unwrap()..];
+    // As a web page dumps it: one line, the sentence end before each
+    // heading lost, numbers written digit by digit with their zeros lost
+    // (第一回 for the tenth), the site's name before every heading but the
+    // first, with a sentence end only before the third.
+    let mut dumped = String::new();
+    let mut n = 0;
+    for line in body.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        let heading = line.starts_with('第') && (line.contains("回 ") || line.ends_with('回'));
+        if heading {
+            n += 1;
+            while dumped.ends_with(['。', '”', '！', '？']) {
+                dumped.pop();
+            }
+            if n == 3 {
+                dumped.push('。');
+            }
+            if n > 1 {
+                dumped.push_str("书香小站");
+            }
+            let title = &line[line.find('回').unwrap()..];
+            dumped.push_str(&format!("第{}", zeros_lost(n)));
+            dumped.extend(title.chars().filter(|c| !c.is_whitespace()));
+        } else {
+            dumped.extend(line.chars().filter(|c| !c.is_whitespace()));
+        }
+    }
+    assert_eq!(n, 100);
+    let dir = tempfile::tempdir().unwrap();
+    let got = split_titles(dir.path(), "西游记.txt", &dumped);
+    println!("西游记 scraped badly: {} chapters", got.len());
+    assert_eq!(got.len(), 100, "{:?}", &got[..got.len().min(12)]);
+    for (i, title) in got.iter().enumerate() {
+        let heading = format!("第{}回", zeros_lost(i + 1));
+        assert!(title.starts_with(&heading), "chapter {}: {title}", i + 1);
+    }
+    // The site's name is no text of the book.
+    let path = dir.path().join("西游记.txt");
+    let script = ok(&tingshu(["split", path_str(&path), "--format", "jsonl"]));
+    assert!(!script.contains("书香小站"), "the running header is read");
+}
