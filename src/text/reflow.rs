@@ -53,6 +53,8 @@ pub fn reflow<'a>(line: &'a str) -> Vec<Piece<'a>> {
     let mut ahead = Ahead::new(line);
     // The last heading's number of each unit.
     let mut last_by_unit: Vec<(char, u32)> = Vec::new();
+    // Where the last heading taken ends.
+    let mut last_heading_end: Option<usize> = None;
     let openers = Openers::of(line);
     // How often each half length (4–11) was seen in the couplets of run-in
     // titles that a marker confirmed: the book's own style.
@@ -101,6 +103,7 @@ pub fn reflow<'a>(line: &'a str) -> Vec<Piece<'a>> {
                 last_key,
                 last_of(&last_by_unit, h.key.0),
                 before,
+                last_heading_end == Some(i),
             )
         {
             let (len, key) = (h.len, h.key);
@@ -117,6 +120,7 @@ pub fn reflow<'a>(line: &'a str) -> Vec<Piece<'a>> {
             soft_open = None;
             i += len;
             start = i;
+            last_heading_end = Some(i);
             at_boundary = true;
             continue;
         }
@@ -272,7 +276,8 @@ enum Before {
 /// the line's longest run of rising 回 numbers, or as the line's first
 /// heading when the next heading's number is the very next one (作者某某第一回…
 /// / …——第二回). Any 第N回 on that run is taken. `own_last` is the number of
-/// the last heading taken with the same unit as `h`.
+/// the last heading taken with the same unit as `h`; `after_heading`: `h`
+/// follows the last heading taken with nothing between.
 fn accepts(
     ahead: &mut Ahead<'_>,
     at: usize,
@@ -280,6 +285,7 @@ fn accepts(
     last_key: Option<(char, u32)>,
     own_last: Option<u32>,
     before: Before,
+    after_heading: bool,
 ) -> bool {
     let (unit, n) = h.key;
     let goes_on = |last: u32| n > last && n <= last + MAX_GAP;
@@ -287,8 +293,11 @@ fn accepts(
     // sequence (第二章 after 第一章's 第三节): a game's 第三节 in a book of 章
     // is text.
     let plain = !h.word_like && before != Before::Text;
+    // The first of its unit right under another heading starts the
+    // sequence (第一卷風起第一章…).
+    let starts_under = after_heading && own_last.is_none();
     if last_key.is_some_and(|(u, _)| u != unit) && (h.run_in || !plain) {
-        if !own_last.is_some_and(goes_on) {
+        if !own_last.is_some_and(goes_on) && !starts_under {
             return false;
         }
         if plain {
@@ -601,6 +610,16 @@ struct Inline {
 /// book's usual half length of a 回目 couplet.
 fn inline_heading(s: &str, half: usize, openers: &Openers) -> Option<Inline> {
     let (number, written, num_end) = heading_number(s)?;
+    // A volume's title ends before its first chapter (第一卷風起第一章…).
+    let s = match written {
+        '卷' => s
+            .match_indices('第')
+            .skip(1)
+            .take_while(|(at, _)| *at < num_end + MAX_TITLE_CHARS * 4)
+            .find(|(at, _)| heading_number(&s[*at..]).is_some())
+            .map_or(s, |(at, _)| &s[..at]),
+        _ => s,
+    };
     let mut end = num_end + written.len_utf8();
     let unit = super::chapter::same_unit(written);
     // （上）, then a separator.
@@ -613,6 +632,9 @@ fn inline_heading(s: &str, half: usize, openers: &Openers) -> Option<Inline> {
         end += rest.len() - stripped.len() + close + mark;
     }
     let after_unit = end;
+    // 回目 and the titles of a collection's stories (第二卷 莊子休鼓盆成大道)
+    // are couplets or lines of verse.
+    let couplet = matches!(unit, '回' | '卷');
     let sep_len = s[end..]
         .char_indices()
         .find(|(_, c)| {
@@ -645,7 +667,7 @@ fn inline_heading(s: &str, half: usize, openers: &Openers) -> Option<Inline> {
                 '的' | '了' | '着' | '著' | '是' | '在' | '中' | '里' | '裡' | '裏'
             ) || (c == '合' && unit == '回')
         });
-        let (title, confirmed_half) = run_in_title_len(&s[end..], unit == '回', half, openers);
+        let (title, confirmed_half) = run_in_title_len(&s[end..], couplet, half, openers);
         if title == 0 {
             return None;
         }
@@ -658,7 +680,7 @@ fn inline_heading(s: &str, half: usize, openers: &Openers) -> Option<Inline> {
         });
     }
     end += sep_len;
-    let title = title_len(&s[end..], unit == '回', half, openers);
+    let title = title_len(&s[end..], couplet, half, openers);
     Some(Inline {
         // A bare number: the heading ends at the unit (第1024章).
         len: if title == 0 { after_unit } else { end + title },
@@ -670,9 +692,10 @@ fn inline_heading(s: &str, half: usize, openers: &Openers) -> Option<Inline> {
 }
 
 /// The unit of a heading found inside a line: 第N章, 第N回 (迴 where a
-/// converter wrote 回心 as 迴心), 第N节.
+/// converter wrote 回心 as 迴心), 第N节, 第N卷 (a volume of a web novel, or
+/// a story of a collection such as 警世通言).
 fn is_unit(c: char) -> bool {
-    matches!(c, '章' | '回' | '迴' | '节' | '節')
+    matches!(c, '章' | '回' | '迴' | '节' | '節' | '卷')
 }
 
 /// A digit or a Chinese numeral (一, 萬, 兩, 拾 …).
@@ -1019,6 +1042,25 @@ fn starts_with_any(s: &str, words: &[&str]) -> bool {
     words.iter().any(|w| s.starts_with(w))
 }
 
+/// Fewest characters of a title before the poem that opens the text.
+const MIN_TITLE_BEFORE_VERSE: usize = 5;
+
+/// When `s` (the text right after a run of Han characters) goes on as a
+/// poem, a comma and then two lines of five or seven characters each, that
+/// length.
+fn verse_line(s: &str) -> Option<usize> {
+    let rest = s.strip_prefix(['，', ','])?;
+    let mut lines = rest.split(|c: char| matches!(c, '，' | ',' | '。' | '？' | '！' | '；'));
+    let second = lines.next()?;
+    let third = lines.next()?;
+    let len = second.chars().count();
+    (matches!(len, 5 | 7)
+        && second.chars().all(super::is_han)
+        && third.chars().count() == len
+        && third.chars().all(super::is_han))
+    .then_some(len)
+}
+
 /// Would a title ending at byte `cut` of `s` cut a dictionary word of two
 /// to four characters in two?
 fn cuts_word(s: &str, cut: usize) -> bool {
@@ -1128,6 +1170,11 @@ fn run_in_title_len(
     }
     if stops_at_quote && n.is_multiple_of(2) && fits(n) {
         return (at(n), None);
+    }
+    // A poem right after the title (紫荊枝下還家日，花萼樓中合被時。同氣從來
+    // 兄與弟，…): its first line is as long as the next two.
+    if let Some(line) = verse_line(&s[at(n)..]).filter(|line| n >= line + MIN_TITLE_BEFORE_VERSE) {
+        return (at(n - line), None);
     }
     let mut order = vec![half];
     order.extend(
@@ -1535,6 +1582,39 @@ mod tests {
                 "第二回青山綠水白雲飛鳥東西南北春夏秋冬",
                 "第三回人去樓空月落烏啼甲乙丙丁戊己庚辛",
                 "第四回風雪夜歸林中客至江湖路遠孤芭蕉影",
+            ]
+        );
+    }
+
+    #[test]
+    fn stories_of_a_collection_and_volumes_of_a_web_novel() {
+        // Made-up stories of a collection, each opening with a poem or a
+        // marker right after its title.
+        let line = [
+            "第一卷張老漢夜渡寒江水遠山長春去早，花開花落夜來風。誰知江上人家好，一片孤帆入夢中。話說那人走到橋頭。",
+            "第二卷李秀才三試文章橋頭賣酒客，江上釣魚翁。醉裡乾坤大，壺中日月長。話說那人走到橋頭。",
+            "第三卷趙娘子獨守空房王先生再渡長江詩曰：月落烏啼霜滿天。話說那人走到橋頭。",
+        ]
+        .concat();
+        assert_eq!(
+            headings(&reflow(&line)),
+            [
+                "第一卷張老漢夜渡寒江",
+                "第二卷李秀才三試文章",
+                "第三卷趙娘子獨守空房王先生再渡長江"
+            ]
+        );
+        // A web novel's volume ends before its first chapter.
+        assert_eq!(
+            headings(&reflow(
+                "完了。第一卷風起第一章開端他來了。她走了。第二章相遇她來了。第二卷雲湧第三章遠行他走了。"
+            )),
+            [
+                "第一卷風起",
+                "第一章開端",
+                "第二章相遇",
+                "第二卷雲湧",
+                "第三章遠行"
             ]
         );
     }
