@@ -1050,7 +1050,7 @@ const MIN_TITLE_BEFORE_VERSE: usize = 5;
 /// length.
 fn verse_line(s: &str) -> Option<usize> {
     let rest = s.strip_prefix(['，', ','])?;
-    let mut lines = rest.split(|c: char| matches!(c, '，' | ',' | '。' | '？' | '！' | '；'));
+    let mut lines = rest.split(['，', ',', '。', '？', '！', '；']);
     let second = lines.next()?;
     let third = lines.next()?;
     let len = second.chars().count();
