@@ -889,8 +889,15 @@ fn chapter_title_len(s: &str, ends: &[usize], marker: Option<usize>, openers: &O
             .is_some_and(|c| is_prose_char(c) && !never_starts(c))
             || opens_with_time(rest(p))
     };
-    // The text opens by naming again what the title named.
+    // The text opens by naming again what the title named, or by naming in
+    // full whom the title named by surname (韩主任韩振东…, 老马不说话马德顺…).
     let repeats = |p: usize| p + 2 <= n && s[..at(p)].contains(&s[at(p)..at(p + 2)]);
+    let surname = s
+        .chars()
+        .skip(usize::from(starts_with_any(s, &["老", "小"])))
+        .next()
+        .filter(|c| super::speaker::is_surname(*c));
+    let full_name = |p: usize| p + 3 <= n && surname.is_some_and(|c| rest(p).starts_with(c));
     // A short question or exclamation is the title itself (谁动了那块地？),
     // unless a word of time, a repeated word or a name opens the text in it.
     if n <= MAX_ASKING_TITLE
@@ -904,7 +911,7 @@ fn chapter_title_len(s: &str, ends: &[usize], marker: Option<usize>, openers: &O
         return ends[n - 1] + mark.len_utf8();
     }
     let mut end = (2..n)
-        .find(|&p| opens(p) || repeats(p) || openers.often(rest(p)))
+        .find(|&p| opens(p) || repeats(p) || full_name(p) || openers.often(rest(p)))
         .unwrap_or(n)
         .min(marker.unwrap_or(n));
     if let Some(le) = (2..end).find(|&p| rest(p).starts_with('了')) {
@@ -976,6 +983,23 @@ const TIME_OPENERS: &[&str] = &[
     "不知过了",
     "不知過了",
     "入夜",
+    "暮色",
+    "天色",
+    "夜色",
+    "二更",
+    "三更",
+    "四更",
+    "五更",
+    "日头",
+    "日頭",
+    "入秋",
+    "入冬",
+    "开春",
+    "開春",
+    "这时",
+    "這時",
+    "此时",
+    "此時",
     "腊月",
     "臘月",
     "正月",
@@ -1616,6 +1640,16 @@ mod tests {
                 "第二卷雲湧",
                 "第三章遠行"
             ]
+        );
+    }
+
+    #[test]
+    fn chapter_titles_end_before_a_full_name_or_the_hour_of_night() {
+        assert_eq!(
+            headings(&reflow(
+                "完了。第1章韩主任韩振东推门进来。他坐下。第2章雪夜三更时分他走了。第3章老周周德海笑了。"
+            )),
+            ["第1章韩主任", "第2章雪夜", "第3章老周"]
         );
     }
 }

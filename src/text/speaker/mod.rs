@@ -61,6 +61,7 @@ pub use discovery::{
     Discovered, NARRATOR, add_narrator, discover, discover_told, first_person_tags,
 };
 pub use gender::{GenderEvidence, GenderGuess, guess_genders};
+pub(crate) use names::is_surname;
 pub use scorer::TagStyle;
 
 use call::Call;
