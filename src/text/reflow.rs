@@ -894,8 +894,7 @@ fn chapter_title_len(s: &str, ends: &[usize], marker: Option<usize>, openers: &O
     let repeats = |p: usize| p + 2 <= n && s[..at(p)].contains(&s[at(p)..at(p + 2)]);
     let surname = s
         .chars()
-        .skip(usize::from(starts_with_any(s, &["老", "小"])))
-        .next()
+        .nth(usize::from(starts_with_any(s, &["老", "小"])))
         .filter(|c| super::speaker::is_surname(*c));
     let full_name = |p: usize| p + 3 <= n && surname.is_some_and(|c| rest(p).starts_with(c));
     // A short question or exclamation is the title itself (谁动了那块地？),
