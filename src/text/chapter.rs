@@ -353,7 +353,7 @@ pub fn split_chapters_with(
         if line.is_empty() {
             continue;
         }
-        if line.len() < reflow::LONG_LINE_BYTES {
+        if line.len() < reflow::LONG_LINE_BYTES && !reflow::holds_chapters(line) {
             lines.push((line, Origin::Line));
             continue;
         }

@@ -242,6 +242,46 @@ fn drop_running_headers(out: &mut Vec<Piece<'_>>) {
     }
 }
 
+/// Headings in a row that make a shorter line a book on one line.
+const MIN_HEADINGS_IN_SHORT_LINE: usize = 3;
+
+/// Fewest bytes of text between such headings (about 100 Han characters):
+/// a table of contents on one line (第一章 风起 第二章 云涌 …) is no book.
+const MIN_SHORT_CHAPTER_BYTES: usize = 300;
+
+/// Is `line`, shorter than [`LONG_LINE_BYTES`], a short book dumped on one
+/// line all the same: does it hold at least [`MIN_HEADINGS_IN_SHORT_LINE`]
+/// headings of one unit whose numbers go one by one (第1章…。第2章…。第3章),
+/// each at the line's start, after a sentence end, a closing mark or a
+/// chapter's closing words, with a chapter's worth of text between them?
+pub fn holds_chapters(line: &str) -> bool {
+    // The last heading's unit, number, byte offset and the run's length.
+    let mut run: Option<(char, u32, usize, usize)> = None;
+    for (at, _) in line.match_indices('第') {
+        let before = &line[..at];
+        let after_end = before.is_empty()
+            || before.chars().next_back().is_some_and(is_boundary)
+            || after_chapter_end(before);
+        let Some((n, written, _)) = heading_number(&line[at..]).filter(|_| after_end) else {
+            continue;
+        };
+        let unit = super::chapter::same_unit(written);
+        let count = match run {
+            Some((u, last, from, count))
+                if u == unit && n == last + 1 && at - from >= MIN_SHORT_CHAPTER_BYTES =>
+            {
+                count + 1
+            }
+            _ => 1,
+        };
+        if count >= MIN_HEADINGS_IN_SHORT_LINE {
+            return true;
+        }
+        run = Some((unit, n, at, count));
+    }
+    false
+}
+
 /// Does a quoted stretch hold a chapter heading (after a sentence end)? Then
 /// its marks do not pair up: a quote never runs across chapters.
 fn holds_heading(text: &str) -> bool {
@@ -1650,5 +1690,17 @@ mod tests {
             )),
             ["第1章韩主任", "第2章雪夜", "第3章老周"]
         );
+    }
+
+    #[test]
+    fn a_short_book_on_one_line_is_cut_but_not_a_table_of_contents() {
+        let body = "他走到橋頭，看見水裡一條魚，就蹲下來看了很久。".repeat(5);
+        let short = format!("第1章 橋頭{body}第2章 魚{body}第3章 雨{body}");
+        assert!(short.len() < LONG_LINE_BYTES);
+        assert!(holds_chapters(&short));
+        assert!(!holds_chapters(
+            "目錄 第1章 橋頭 第2章 魚 第3章 雨 第4章 風"
+        ));
+        assert!(!holds_chapters(&format!("第1章 橋頭{body}第3章 雨{body}")));
     }
 }
