@@ -478,10 +478,18 @@ fn longest_chain(marks: &[Mark]) -> Vec<usize> {
         rustc_hash::FxHashMap::default();
     let mut back: Vec<Option<usize>> = Vec::with_capacity(marks.len());
     let mut top: Option<(u32, usize)> = None;
+    // What each number whose zeros were lost may stand for, worked out once.
+    let mut zeros: rustc_hash::FxHashMap<u32, Vec<u32>> = rustc_hash::FxHashMap::default();
+    let mut readings = Vec::new();
     for (k, mark) in marks.iter().enumerate() {
-        let mut readings = vec![mark.number];
+        readings.clear();
+        readings.push(mark.number);
         if mark.zeros_lost {
-            readings.extend(with_zeros(mark.number));
+            readings.extend_from_slice(
+                zeros
+                    .entry(mark.number)
+                    .or_insert_with(|| with_zeros(mark.number)),
+            );
         }
         let mut here: Option<(u32, Option<usize>)> = None;
         for &n in &readings {
