@@ -4,6 +4,9 @@
 //! `cargo run --release --example bench_split -- BOOK [ROUNDS]`
 //! `cargo run --release --example bench_split -- --hostile [ROUNDS]` times
 //! generated worst cases (unclosed marks, names without punctuation).
+//! With `BENCH_GIVEN_ONLY=1` only the split with a given cast is timed (for
+//! a profiler: `perf record` then sees nothing else but the one discovery
+//! that makes the cast).
 
 use std::time::Instant;
 
