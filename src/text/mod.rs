@@ -94,7 +94,9 @@ struct Scanned {
 }
 
 impl Scanned {
-    fn new(chapter: Chapter) -> Scanned {
+    /// Scans `chapter`; `unmarked`: the book writes speech without quote
+    /// marks (see [`quote::speech_without_marks`]).
+    fn new(chapter: Chapter, unmarked: bool) -> Scanned {
         let mut spans = Vec::new();
         let mut bounds = Vec::with_capacity(chapter.paragraphs.len() + 1);
         bounds.push(0);
@@ -102,6 +104,8 @@ impl Scanned {
         for (i, p) in chapter.paragraphs.iter().enumerate() {
             if skipped.peek() == Some(&&i) {
                 skipped.next();
+            } else if unmarked {
+                quote::scan_unmarked(p, &mut spans);
             } else {
                 quote::scan_paragraph(p, &mut spans);
             }
@@ -137,9 +141,20 @@ impl Scanned {
 
 /// Splits and scans the chapters of `text`.
 fn scan(text: &str, book: &str, options: SplitOptions) -> Vec<Scanned> {
-    chapter::split_chapters_with(text, book, options)
+    scan_chapters(chapter::split_chapters_with(text, book, options))
+}
+
+/// Scans split chapters, reading speech without quote marks where the
+/// whole book writes it so.
+fn scan_chapters(chapters: Vec<Chapter>) -> Vec<Scanned> {
+    let unmarked = quote::speech_without_marks(
+        chapters
+            .iter()
+            .flat_map(|c| c.paragraphs.iter().map(String::as_str)),
+    );
+    chapters
         .into_iter()
-        .map(Scanned::new)
+        .map(|c| Scanned::new(c, unmarked))
         .collect()
 }
 
@@ -250,8 +265,7 @@ impl Script {
         book: &str,
         cast: Option<&Cast>,
     ) -> Script {
-        let scanned = chapters.into_iter().map(Scanned::new).collect();
-        Script::from_scanned(scanned, book, cast)
+        Script::from_scanned(scan_chapters(chapters), book, cast)
     }
 
     /// Number of Han characters in the whole script.
@@ -396,6 +410,43 @@ mod tests {
         assert_eq!(
             script.chapters[0].segments[1].speaker.as_deref(),
             Some("孙少安")
+        );
+    }
+
+    #[test]
+    fn a_book_without_quote_marks_has_speakers_all_the_same() {
+        // Made-up lines in the manner of old e-texts: 道： and no marks.
+        let lines = [
+            "周福生道：今日風大，不如早些回去。",
+            "林秀娘笑道：你怕什麼？",
+            "周福生道：我不怕，只是天要下雨了。",
+            "兩人說罷，各自走了。",
+        ];
+        let text = format!(
+            "第一回 風雨\n{}",
+            lines.join("\n").repeat(8).replace("。兩", "。\n兩")
+        );
+        let script = Script::from_text(&text, "书");
+        let spoken: Vec<(&str, Option<&str>)> = script.chapters[0]
+            .segments
+            .iter()
+            .filter(|s| s.kind == SegmentKind::Dialogue)
+            .take(3)
+            .map(|s| (s.text.as_str(), s.speaker.as_deref()))
+            .collect();
+        assert_eq!(
+            spoken,
+            [
+                ("今日風大，不如早些回去。", Some("周福生")),
+                ("你怕什麼？", Some("林秀娘")),
+                ("我不怕，只是天要下雨了。", Some("周福生")),
+            ]
+        );
+        assert!(
+            script.chapters[0]
+                .segments
+                .iter()
+                .any(|s| s.kind == SegmentKind::Narration && s.text.contains("各自走了"))
         );
     }
 }

@@ -505,6 +505,103 @@ pub fn is_speakable(text: &str) -> bool {
     })
 }
 
+/// Words of saying that end a speaker's tag before a colon (鳳姐道：).
+const SAYING: &str = "道說说問问曰罵骂叫喊嚷";
+
+/// What introduces verse or a comment, not speech (詩曰：, 贊曰：).
+const NOT_SPEECH: &[&str] = &[
+    "詩曰", "诗曰", "詞曰", "词曰", "贊曰", "赞曰", "偈曰", "頌曰", "颂曰", "評曰", "评曰", "書曰",
+    "书曰",
+];
+
+/// Fewest speakers' tags a book needs to be read as one that writes speech
+/// without quote marks.
+const MIN_UNMARKED_TAGS: usize = 20;
+
+/// Where a speaker's tag ends in `paragraph`: the byte offsets right after
+/// each colon that follows a word of saying (鳳姐道：, 問：), verse
+/// introductions (詩曰：) left out.
+fn speech_tags(paragraph: &str) -> impl Iterator<Item = usize> + '_ {
+    paragraph
+        .match_indices(['：', ':'])
+        .filter(|(at, _)| {
+            let before = &paragraph[..*at];
+            before
+                .chars()
+                .next_back()
+                .is_some_and(|c| SAYING.contains(c))
+                && !NOT_SPEECH.iter().any(|w| before.ends_with(w))
+        })
+        .map(|(at, colon)| at + colon.len())
+}
+
+/// Does a book write its speech without quote marks (鳳姐道：我有話和你商量。
+/// as many old e-texts do)? At least [`MIN_UNMARKED_TAGS`] speakers' tags
+/// and fewer than one opening quote mark for every ten of them.
+pub fn speech_without_marks<'a>(paragraphs: impl Iterator<Item = &'a str>) -> bool {
+    let (mut tags, mut marks) = (0, 0);
+    for p in paragraphs {
+        tags += speech_tags(p).count();
+        marks += p.matches(['「', '“', '『']).count();
+    }
+    tags >= MIN_UNMARKED_TAGS && marks * 10 < tags
+}
+
+/// [`scan_paragraph`] for a book that writes speech without quote marks:
+/// after a speaker's tag (鳳姐道：) the words up to the end of that sentence
+/// are dialogue, with no marks of their own (`open` is `None`). Only that
+/// sentence: where the speech goes on, nothing shows it.
+pub fn scan_unmarked(paragraph: &str, out: &mut Vec<SpanRange>) {
+    let first = out.len();
+    let mut narration_start = 0;
+    let tags: Vec<usize> = speech_tags(paragraph).collect();
+    for (t, &start) in tags.iter().enumerate() {
+        if start < narration_start {
+            continue;
+        }
+        // Never past the next speaker's tag: where a text lost its sentence
+        // ends (我就來鳳姐道：…), up to the last mark before that tag, and
+        // nothing when there is none.
+        let next = tags.get(t + 1).copied().unwrap_or(paragraph.len());
+        let Some(end) = paragraph[start..next]
+            .char_indices()
+            .find(|(_, c)| ends_sentence(*c) && *c != '…')
+            .map(|(k, c)| start + k + c.len_utf8())
+            .or_else(|| {
+                if next == paragraph.len() {
+                    return Some(next);
+                }
+                paragraph[start..next]
+                    .char_indices()
+                    .filter(|(_, c)| is_clause_punct(*c) && !matches!(c, '：' | ':'))
+                    .last()
+                    .map(|(k, c)| start + k + c.len_utf8())
+            })
+        else {
+            continue;
+        };
+        let end = end
+            + paragraph[end..]
+                .chars()
+                .take_while(|c| ends_sentence(*c) || matches!(c, '」' | '”' | '』'))
+                .map(char::len_utf8)
+                .sum::<usize>();
+        if !is_speakable(&paragraph[start..end]) {
+            continue;
+        }
+        push_narration(paragraph, out, first, narration_start, start);
+        out.push(SpanRange {
+            kind: SegmentKind::Dialogue,
+            start,
+            end,
+            open: None,
+            closed: true,
+        });
+        narration_start = end;
+    }
+    push_narration(paragraph, out, first, narration_start, paragraph.len());
+}
+
 /// Adds the narration `paragraph[start..end]` (trimmed); bare punctuation
 /// joins the previous span of this paragraph instead.
 fn push_narration(
@@ -727,5 +824,29 @@ mod tests {
                 (Dialogue, "「好。」".into())
             ]
         );
+    }
+
+    #[test]
+    fn speech_without_quote_marks_after_a_speakers_tag() {
+        let mut out = Vec::new();
+        let p = "鳳姐道：我有話和你商量。賈璉聽了，便問：什麼話？詩曰：月落烏啼。";
+        scan_unmarked(p, &mut out);
+        let spans: Vec<(SegmentKind, &str)> = out.iter().map(|r| (r.kind, r.text(p))).collect();
+        assert_eq!(
+            spans,
+            [
+                (Narration, "鳳姐道："),
+                (Dialogue, "我有話和你商量。"),
+                (Narration, "賈璉聽了，便問："),
+                (Dialogue, "什麼話？"),
+                (Narration, "詩曰：月落烏啼。"),
+            ]
+        );
+        let unmarked = "他道：好。".repeat(MIN_UNMARKED_TAGS);
+        assert!(speech_without_marks([unmarked.as_str()].into_iter()));
+        // A book with its marks, or with too few tags, is read as before.
+        let marked = "他道：「好。」".repeat(MIN_UNMARKED_TAGS);
+        assert!(!speech_without_marks([marked.as_str()].into_iter()));
+        assert!(!speech_without_marks(["他道：好。"].into_iter()));
     }
 }
