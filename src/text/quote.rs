@@ -573,8 +573,7 @@ pub fn scan_unmarked(paragraph: &str, out: &mut Vec<SpanRange>) {
                 }
                 paragraph[start..next]
                     .char_indices()
-                    .filter(|(_, c)| is_clause_punct(*c) && !matches!(c, '：' | ':'))
-                    .last()
+                    .rfind(|(_, c)| is_clause_punct(*c) && !matches!(c, '：' | ':'))
                     .map(|(k, c)| start + k + c.len_utf8())
             })
         else {
