@@ -104,7 +104,9 @@ impl Scanned {
         for (i, p) in chapter.paragraphs.iter().enumerate() {
             if skipped.peek() == Some(&&i) {
                 skipped.next();
-            } else if unmarked {
+            } else if unmarked && !p.contains(['「', '“', '『']) {
+                // The few paragraphs of such a book that do mark a quote
+                // are read by their marks.
                 quote::scan_unmarked(p, &mut spans);
             } else {
                 quote::scan_paragraph(p, &mut spans);
