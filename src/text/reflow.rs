@@ -185,7 +185,9 @@ const HEADER_TIMES: usize = 3;
 /// (…且聽下回分解官場現形記第三回…), there and at the line's end. The
 /// storyteller's closing words are never one.
 fn drop_running_headers(out: &mut Vec<Piece<'_>>) {
-    let before_heading = |k: usize| matches!(out.get(k + 1), Some(Piece::Heading(_)));
+    let heading_next: Vec<bool> = (0..out.len())
+        .map(|k| matches!(out.get(k + 1), Some(Piece::Heading(_))))
+        .collect();
     let is_header = |s: &str| {
         s.chars().all(|c| c.is_alphanumeric())
             && !CHAPTER_ENDS.iter().any(|e| s.contains(e))
@@ -194,13 +196,10 @@ fn drop_running_headers(out: &mut Vec<Piece<'_>>) {
     // How many texts before a heading end with each short tail.
     let mut tails: rustc_hash::FxHashMap<&str, usize> = rustc_hash::FxHashMap::default();
     let mut alone: rustc_hash::FxHashSet<&str> = rustc_hash::FxHashSet::default();
-    for (k, piece) in out.iter().enumerate() {
+    for (piece, _) in out.iter().zip(&heading_next).filter(|(_, next)| **next) {
         let Piece::Paragraph(p) = *piece else {
             continue;
         };
-        if !before_heading(k) {
-            continue;
-        }
         for (n, (at, _)) in p.char_indices().rev().enumerate() {
             if n >= MAX_HEADER_CHARS || !is_header(&p[at..]) {
                 break;
@@ -218,30 +217,25 @@ fn drop_running_headers(out: &mut Vec<Piece<'_>>) {
     if headers.is_empty() {
         return;
     }
-    let pieces = std::mem::take(out);
     // Before a heading, and at the end of the line (the page's words after
     // the last chapter).
-    let heading_next: Vec<bool> = (0..pieces.len())
-        .map(|k| matches!(pieces.get(k + 1), Some(Piece::Heading(_)) | None))
-        .collect();
-    for (piece, heading_next) in pieces.into_iter().zip(heading_next) {
+    let last = out.len() - 1;
+    for (k, piece) in out.iter_mut().enumerate() {
         let Piece::Paragraph(p) = piece else {
-            out.push(piece);
             continue;
         };
-        let mut rest = p;
-        while heading_next
-            && let Some(h) = headers
-                .iter()
-                .filter(|h| rest.ends_with(**h))
-                .max_by_key(|h| h.len())
-        {
-            rest = super::chapter::trim_line(&rest[..rest.len() - h.len()]);
+        if !heading_next[k] && k != last {
+            continue;
         }
-        if quote::is_speakable(rest) {
-            out.push(Piece::Paragraph(rest));
+        while let Some(h) = headers
+            .iter()
+            .filter(|h| p.ends_with(**h))
+            .max_by_key(|h| h.len())
+        {
+            *p = super::chapter::trim_line(&p[..p.len() - h.len()]);
         }
     }
+    out.retain(|piece| !matches!(piece, Piece::Paragraph(p) if !quote::is_speakable(p)));
 }
 
 /// Headings in a row that make a shorter line a book on one line.
@@ -261,9 +255,7 @@ pub fn holds_chapters(line: &str) -> bool {
     let mut run: Option<(char, u32, usize, usize)> = None;
     for (at, _) in line.match_indices('第') {
         let before = &line[..at];
-        let after_end = before.is_empty()
-            || before.chars().next_back().is_some_and(is_boundary)
-            || after_chapter_end(before);
+        let after_end = before.is_empty() || ends_for_heading(before);
         let Some((n, written, _)) = heading_number(&line[at..]).filter(|_| after_end) else {
             continue;
         };
@@ -408,6 +400,12 @@ const CHAPTER_ENDS: &[&str] = &[
 /// sentence end?
 fn after_chapter_end(before: &str) -> bool {
     CHAPTER_ENDS.iter().any(|e| before.ends_with(e))
+}
+
+/// Does `before` (the text up to a `第`) end where a heading may come next:
+/// a sentence end, a closing mark, whitespace or a chapter's closing words?
+fn ends_for_heading(before: &str) -> bool {
+    before.chars().next_back().is_some_and(is_boundary) || after_chapter_end(before)
 }
 
 /// The `第N<unit>` marks of a line, listed once per line and unit (on first
@@ -566,9 +564,7 @@ impl<'a> Ahead<'a> {
                 let Some((number, written, num_end)) = heading_number(&line[at..]) else {
                     continue;
                 };
-                let before = &line[..at];
-                let after_end = before.chars().next_back().is_some_and(is_boundary)
-                    || after_chapter_end(before);
+                let after_end = ends_for_heading(&line[..at]);
                 let zeros_lost = line['第'.len_utf8() + at..at + num_end]
                     .chars()
                     .all(|c| "一二三四五六七八九".contains(c));
@@ -1159,13 +1155,12 @@ fn cuts_word(s: &str, cut: usize) -> bool {
 /// and a word of saying before a colon or a quote (土地说：“…)?
 fn opens_with_speech(s: &str) -> bool {
     let mut chars = s.chars();
-    (0..4).any(|k| {
+    (1..4).any(|k| {
         let mut rest = chars.clone().skip(k);
-        let said = rest.next().is_some_and(|c| matches!(c, '说' | '說' | '道'));
-        let mark = rest
-            .next()
-            .is_some_and(|c| matches!(c, '：' | ':') || is_opening_quote(c));
-        k > 0 && said && mark
+        rest.next().is_some_and(|c| matches!(c, '说' | '說' | '道'))
+            && rest
+                .next()
+                .is_some_and(|c| matches!(c, '：' | ':') || is_opening_quote(c))
     }) && chars.next().is_some_and(super::is_han)
 }
 

@@ -111,15 +111,25 @@ fn run_in_titles_of_simplified_and_traditional_dumps() {
     }
 }
 
+/// 西游记 from its first heading on (the title line left out), when the
+/// shared data is there.
+fn journey() -> Option<String> {
+    let text = std::fs::read_to_string(shared("data/novels/西游记.txt")?).unwrap();
+    Some(text[text.find("第一回").unwrap()..].to_owned())
+}
+
+/// A 回 heading line of 西游记 (第一回 灵根孕育源流出 …).
+fn is_journey_heading(line: &str) -> bool {
+    line.starts_with('第') && (line.contains("回 ") || line.ends_with('回'))
+}
+
 #[test]
 fn journey_with_no_separators_at_all_has_its_hundred_titles() {
-    let Some(book) = shared("data/novels/西游记.txt") else {
+    let Some(body) = journey() else {
         return;
     };
-    let text = std::fs::read_to_string(book).unwrap();
     // Every whitespace character removed: line breaks, indents and the
-    // spaces inside and after the headings. The title line goes too.
-    let body = &text[text.find("第一回").unwrap()..];
+    // spaces inside and after the headings.
     let dumped: String = body.chars().filter(|c| !c.is_whitespace()).collect();
     let dir = tempfile::tempdir().unwrap();
     for traditional in [false, true] {
@@ -131,7 +141,7 @@ fn journey_with_no_separators_at_all_has_its_hundred_titles() {
         let want: Vec<String> = body
             .lines()
             .map(str::trim)
-            .filter(|l| l.starts_with('第') && (l.contains("回 ") || l.ends_with('回')))
+            .filter(|l| is_journey_heading(l))
             .map(|l| l.chars().filter(|c| !c.is_whitespace()).collect::<String>())
             .map(|l| if traditional { to_traditional(&l) } else { l })
             .collect();
@@ -173,11 +183,9 @@ fn zeros_lost(n: usize) -> String {
 
 #[test]
 fn journey_scraped_badly_still_has_its_hundred_chapters() {
-    let Some(book) = shared("data/novels/西游记.txt") else {
+    let Some(body) = journey() else {
         return;
     };
-    let text = std::fs::read_to_string(book).unwrap();
-    let body = &text[text.find("第一回").unwrap()..];
     // As a web page dumps it: one line, the sentence end before each
     // heading lost, numbers written digit by digit with their zeros lost
     // (第一回 for the tenth), the site's name before every heading but the
@@ -185,8 +193,7 @@ fn journey_scraped_badly_still_has_its_hundred_chapters() {
     let mut dumped = String::new();
     let mut n = 0;
     for line in body.lines().map(str::trim).filter(|l| !l.is_empty()) {
-        let heading = line.starts_with('第') && (line.contains("回 ") || line.ends_with('回'));
-        if heading {
+        if is_journey_heading(line) {
             n += 1;
             while dumped.ends_with(['。', '”', '！', '？']) {
                 dumped.pop();
