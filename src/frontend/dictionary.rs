@@ -147,6 +147,20 @@ impl Dictionary {
         self.ending(word).flatten()
     }
 
+    /// [`Dictionary::phrase`] for a word in either script: a word with
+    /// Traditional characters is looked up by their Simplified forms
+    /// (周圍 as 周围), so that a Traditional book's common words are known
+    /// as words, as the Simplified book's are.
+    pub fn phrase_either(&self, word: &str) -> Option<Phrase> {
+        self.phrase(word).or_else(|| {
+            if word.chars().all(|c| self.simplified(c) == c) {
+                return None;
+            }
+            let folded: String = word.chars().map(|c| self.simplified(c)).collect();
+            self.phrase(&folded)
+        })
+    }
+
     /// `None` when no phrase ends with `text`; else the phrase `text` is,
     /// if it is one.
     pub fn ending(&self, text: &str) -> Option<Option<Phrase>> {
@@ -255,6 +269,13 @@ mod tests {
         assert_eq!(d.readings('了'), ["le5", "liao3", "liao4"]);
         assert_eq!(d.phrase("银行").map(|p| p.readings), Some("yin2 hang2"));
         assert!(d.phrase("银行").is_some_and(|p| p.common));
+        // A Traditional word by its Simplified characters.
+        assert_eq!(d.phrase("銀行"), None);
+        assert_eq!(
+            d.phrase_either("銀行").map(|p| p.readings),
+            Some("yin2 hang2")
+        );
+        assert_eq!(d.phrase_either("銀河系統"), None);
         // Frequency ranks: 联系 is a far commoner word than 系好.
         assert!(d.phrase("联系").is_some_and(|p| p.rank > 40));
         assert!(d.char_rank('了') > d.char_rank('系'));

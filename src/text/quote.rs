@@ -580,7 +580,9 @@ pub fn speech_without_marks<'a>(paragraphs: impl Iterator<Item = &'a str> + Clon
 pub fn scan_unmarked(paragraph: &str, out: &mut Vec<SpanRange>) {
     let first = out.len();
     let mut narration_start = 0;
-    let tags: Vec<usize> = speech_tags(paragraph).collect();
+    let tags: Vec<usize> = speech_tags(paragraph)
+        .filter(|&at| !reported(paragraph, at))
+        .collect();
     for (t, &start) in tags.iter().enumerate() {
         if start < narration_start {
             continue;
@@ -631,6 +633,18 @@ pub fn scan_unmarked(paragraph: &str, out: &mut Vec<SpanRange>) {
         narration_start = end;
     }
     push_narration(paragraph, out, first, narration_start, paragraph.len());
+}
+
+/// Is the speaker's tag that ends at byte `at` one a speaker quotes (我道：,
+/// 你說：): its clause opens with "I" or "you", which an old novel's
+/// narrator never says, so it is speech inside speech, not a new speaker.
+fn reported(paragraph: &str, at: usize) -> bool {
+    let before = paragraph[..at].trim_end_matches(['：', ':']);
+    let clause = before
+        .rfind(is_clause_punct)
+        .map_or(before, |k| &before[k..])
+        .trim_start_matches(|c: char| is_clause_punct(c) || c.is_whitespace());
+    clause.starts_with(['我', '你', '俺', '咱', '吾', '您'])
 }
 
 /// Where the first sentence of `paragraph[from..to]` ends (after its end
@@ -915,7 +929,7 @@ mod tests {
     #[test]
     fn unmarked_speech_goes_on_while_it_reads_as_spoken() {
         let mut out = Vec::new();
-        let p = "周福生道：天晚了。你先回去，明日再來！林秀娘點了點頭，轉身便走。\
+        let p = "周福生道：天晚了。我說：你先回去，明日再來！林秀娘點了點頭，轉身便走。\
                  我看她走遠了。她回頭說：知道了。怎麼還不走？周福生笑道：這就走。";
         scan_unmarked(p, &mut out);
         let spans: Vec<(SegmentKind, &str)> = out.iter().map(|r| (r.kind, r.text(p))).collect();
@@ -923,8 +937,9 @@ mod tests {
             spans,
             [
                 (Narration, "周福生道："),
-                // A sentence that says 你 goes on speaking.
-                (Dialogue, "天晚了。你先回去，明日再來！"),
+                // A sentence that says 你 goes on speaking, and 我說： is
+                // a tag the speaker quotes, not a new speaker.
+                (Dialogue, "天晚了。我說：你先回去，明日再來！"),
                 // One that does not ends the speech: the 我 after it is
                 // the narrator's.
                 (

@@ -287,7 +287,7 @@ pub fn discover_told<'a>(
                 n >= MIN_FIRST_PERSON_SUBJECTS
                     && has_surname(name)
                     && surname_and_title(name).is_none()
-                    && dictionary.phrase(name).is_none()
+                    && dictionary.phrase_either(name).is_none()
                     && !ROLE_NOUNS.contains(name)
                     && !KIN_BEFORE_NAME.contains(name)
                     && !is_not_name(name)
@@ -315,7 +315,7 @@ pub fn discover_told<'a>(
         .filter(|(name, _)| {
             has_surname(name)
                 && surname_and_title(name).is_none()
-                && dictionary.phrase(name).is_none()
+                && dictionary.phrase_either(name).is_none()
                 && !ROLE_NOUNS.contains(name)
                 && !is_not_name(name)
                 && !names
@@ -401,7 +401,7 @@ fn add_full_names_of_titled(
                     .count()
                     == 2
                 && c.next().is_none()
-                && dictionary.phrase(name).is_none()
+                && dictionary.phrase_either(name).is_none()
                 && !is_not_name(name)
                 && !has_speech_verb(name)
         });
@@ -793,7 +793,7 @@ fn add_doubled_names(
             _ => None,
         })
         .filter(|(word, _)| {
-            dictionary.phrase(word).is_none()
+            dictionary.phrase_either(word).is_none()
                 && !found.iter().any(|d| {
                     d.character.name == *word || d.character.aliases.iter().any(|a| a == word)
                 })
@@ -1008,8 +1008,8 @@ fn often_written(
             let two = &full[..full.char_indices().nth(2).map_or(full.len(), |(j, _)| j)];
             let given = &full[full.chars().next().map_or(0, char::len_utf8)..];
             *n >= MIN_FULL_WRITTEN
-                && dictionary.phrase(given).is_none()
-                && dictionary.phrase(two).is_none()
+                && dictionary.phrase_either(given).is_none()
+                && dictionary.phrase_either(two).is_none()
                 && !is_not_name(full)
                 && !has_speech_verb(full)
                 && !names
@@ -1209,7 +1209,7 @@ fn opening_call(inner: &str) -> Option<&str> {
 /// A string quotes call someone by that can be a name: not a word, a role
 /// or kinship word, nor what names never are ([`vocative_name`]).
 fn called_as_name(name: &str, dictionary: &crate::frontend::dictionary::Dictionary) -> bool {
-    dictionary.phrase(name).is_none()
+    dictionary.phrase_either(name).is_none()
         && !ROLE_NOUNS.contains(&name)
         && !KIN_BEFORE_NAME.contains(&name)
         && !is_not_name(name)
@@ -1317,7 +1317,7 @@ fn by_usage(
     let mut usage: Vec<Usage> = all
         .iter()
         .map(|n| Usage {
-            in_dictionary: dictionary.phrase(n).is_some_and(|p| p.common),
+            in_dictionary: dictionary.phrase_either(n).is_some_and(|p| p.common),
             ..Usage::default()
         })
         .collect();
@@ -1523,10 +1523,10 @@ fn starts_a_word(two: &str, n: usize, longer: &HashMap<&str, Vec<(&str, usize)>>
     let Some((three, c3)) = most(two).filter(|(_, c)| *c as f64 >= 0.6 * n as f64) else {
         return false;
     };
-    dictionary.phrase(three).is_some()
+    dictionary.phrase_either(three).is_some()
         || most(three)
             .filter(|(_, c4)| *c4 as f64 >= 0.6 * c3 as f64)
-            .is_some_and(|(four, _)| dictionary.phrase(four).is_some())
+            .is_some_and(|(four, _)| dictionary.phrase_either(four).is_some())
 }
 
 /// True when `name` (seen `n` times) nearly always runs on into a word of
@@ -1550,7 +1550,7 @@ fn runs_into_a_word(name: &str, n: usize, longer: &HashMap<&str, Vec<(&str, usiz
     c * 5 >= n * 4
         && !before_verb
         && crate::frontend::dictionary::Dictionary::get()
-            .phrase(&next[last..])
+            .phrase_either(&next[last..])
             .is_some_and(|p| p.common)
 }
 
@@ -1774,13 +1774,13 @@ fn select_names(
                 || surname_and_title(name).is_some();
             // 晓霞 in 晓霞笑着对他说 / 晓霞问少平, 34 times and never right
             // before the verb: a word outside the dictionary that often opens speaker clauses.
-            let often = n >= MIN_SPEAKER_CLAUSES && dictionary.phrase(name).is_none();
+            let often = n >= MIN_SPEAKER_CLAUSES && dictionary.phrase_either(name).is_none();
             // 知夏 of 知夏捂住了嘴：, once 沈知夏穿着睡衣: a given name
             // whose full name opens narration too, outside the dictionary.
             let given = n >= MIN_GIVEN_SPEAKER
                 && given_of_full.get(name).is_some_and(|k| *k > 0)
                 && name.chars().next().is_some_and(|c| !is_non_name_char(c))
-                && dictionary.phrase(name).is_none();
+                && dictionary.phrase_either(name).is_none();
             if !plausible(name)
                 || !enough(name, n)
                 || !(surname || direct(name) || often || given)
@@ -2565,6 +2565,23 @@ mod tests {
         let found = discovered(&text);
         let names = names_of(&found);
         assert_eq!(names, ["苏晚"]);
+    }
+
+    #[test]
+    fn a_traditional_books_common_words_are_words_too() {
+        // The dictionary is Simplified: 周圍 (周 a surname) is looked up as
+        // 周围, a word, as in a Simplified book.
+        let mut text = Vec::new();
+        for _ in 0..6 {
+            text.extend([
+                "周圍的人都說：「好。」",
+                "蘇晚笑道：「好。」",
+                "他對蘇晚點頭。",
+                "周圍一片安靜。",
+                "周圍有人笑了。",
+            ]);
+        }
+        assert_eq!(names_of(&discovered(&text)), ["蘇晚"]);
     }
 
     #[test]

@@ -683,7 +683,7 @@ impl Attributor {
             && pauses(&rest[s.len_utf8()..])
             && !rest[s.len_utf8()..].starts_with(['？', '?'])
             && !crate::frontend::dictionary::Dictionary::get()
-                .phrase(&inner[..'老'.len_utf8() + s.len_utf8()])
+                .phrase_either(&inner[..'老'.len_utf8() + s.len_utf8()])
                 .is_some_and(|p| p.common)
         {
             return Some(Who::Character(c));
