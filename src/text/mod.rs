@@ -451,6 +451,24 @@ mod tests {
                 .any(|s| s.kind == SegmentKind::Narration && s.text.contains("各自走了"))
         );
     }
+
+    #[test]
+    fn a_book_without_quote_marks_has_no_narrator_in_the_speech_it_left_to_the_narration() {
+        // The speech after 天色也暗了。 is left to the narration, 我說 and
+        // all: not a book told in the first person.
+        let lines = [
+            "周福生道：今日風大。天色也暗了。我說要走，你偏不走。",
+            "林秀娘笑道：你怕什麼？",
+            "周福生道：不怕。林家的人都在。我說過的話，幾時不算？",
+        ];
+        let text = format!("第一回 風雨\n{}", lines.join("\n").repeat(8));
+        let names: Vec<String> = discover_cast(&text, "书")
+            .into_iter()
+            .map(|d| d.character.name)
+            .collect();
+        assert!(names.contains(&"周福生".to_owned()), "{names:?}");
+        assert!(!names.contains(&"我".to_owned()), "{names:?}");
+    }
 }
 
 #[cfg(test)]

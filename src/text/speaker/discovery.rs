@@ -437,7 +437,7 @@ pub fn add_narrator(
     let Some(tags) = first_person else {
         return;
     };
-    if found.iter().any(|d| d.character.name == NARRATOR) {
+    if found.iter().any(|d| d.character.name == NARRATOR) || speech_read_unmarked(chapters) {
         return;
     }
     let [mut female, mut male] = narrator_cues(chapters);
@@ -486,6 +486,25 @@ pub fn add_narrator(
         },
     );
     add_narrators_kin(found, chapters);
+}
+
+/// Was most of the book's speech read without quote marks
+/// ([`crate::text::quote::scan_unmarked`])? Then its narration still holds
+/// the speech that reading did not take (the sentences after a speaker's
+/// first ones), 我 and all: that 我 is no narrator (《金瓶梅》 had one with
+/// 72 lines), though its names are found as a first-person book's are.
+fn speech_read_unmarked(chapters: &[Vec<ParagraphView<'_>>]) -> bool {
+    let (mut marked, mut unmarked) = (0usize, 0usize);
+    for p in chapters.iter().flatten().filter(|p| !p.skipped) {
+        for s in p.spans.iter().filter(|s| s.kind == SegmentKind::Dialogue) {
+            if s.open.is_some() {
+                marked += 1;
+            } else {
+                unmarked += 1;
+            }
+        }
+    }
+    unmarked > marked
 }
 
 /// Of a book told in the first person (see [`add_narrator`]), how many
