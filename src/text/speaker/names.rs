@@ -288,11 +288,21 @@ const NOT_NAMES: &[&str] = &[
     "紛紛",
 ];
 
-/// Is `s` one of [`NOT_NAMES`]? (A set: asked for every candidate.)
+/// Is `s` one of [`NOT_NAMES`]? (A set: asked for every candidate.) A
+/// Traditional word is asked by its Simplified characters too, so that every
+/// variant is covered (嘴裏 and 嘴裡 as 嘴里, 衆人 and 眾人 as 众人).
 pub(super) fn is_not_name(s: &str) -> bool {
     static SET: std::sync::LazyLock<rustc_hash::FxHashSet<&'static str>> =
         std::sync::LazyLock::new(|| NOT_NAMES.iter().copied().collect());
-    SET.contains(s)
+    SET.contains(s) || simplified(s).is_some_and(|s| SET.contains(s.as_str()))
+}
+
+/// `s` in Simplified characters, where any of its characters is Traditional.
+pub(super) fn simplified(s: &str) -> Option<String> {
+    let dictionary = crate::frontend::dictionary::Dictionary::get();
+    s.chars()
+        .any(|c| dictionary.simplified(c) != c)
+        .then(|| s.chars().map(|c| dictionary.simplified(c)).collect())
 }
 
 /// Role nouns: they speak (小二道, 丫鬟说), but are never the alias of a
@@ -807,8 +817,17 @@ pub(super) fn is_particle(c: char) -> bool {
 }
 
 /// Characters that neither open nor appear inside a name: particles,
-/// pronouns, speech verbs.
+/// pronouns, speech verbs; a Traditional character by its Simplified form
+/// too, so that every variant is covered (裏 and 裡 as 里).
 fn is_non_name_core(c: char) -> bool {
+    is_non_name_listed(c) || {
+        let simplified = crate::frontend::dictionary::Dictionary::get().simplified(c);
+        simplified != c && is_non_name_listed(simplified)
+    }
+}
+
+/// [`is_non_name_core`] as the table lists it.
+fn is_non_name_listed(c: char) -> bool {
     matches!(
         c,
         '的' | '了'
@@ -903,103 +922,125 @@ pub(super) fn is_non_name_inner(c: char) -> bool {
 /// (but 闻, which can open one: 闻一多), and adverbs, time and place words
 /// that often start a clause.
 pub(super) fn is_non_name_char(c: char) -> bool {
-    is_non_name_core(c)
-        || matches!(
-            c,
-            '什' | '怎'
-                | '人'
-                | '另'
-                | '话'
-                | '話'
-                | '咱'
-                | '哪'
-                | '太'
-                | '已'
-                | '经'
-                | '經'
-                | '见'
-                | '見'
-                | '可'
-                | '时'
-                | '時'
-                | '候'
-                | '此'
-                | '其'
-                | '之'
-                | '而'
-                | '以'
-                | '于'
-                | '於'
-                | '将'
-                | '將'
-                | '所'
-                | '为'
-                | '為'
-                | '因'
-                | '但'
-                | '并'
-                | '並'
-                | '等'
-                | '些'
-                | '声'
-                | '聲'
-                | '来'
-                | '來'
-                | '去'
-                | '上'
-                | '下'
-                | '中'
-                | '里'
-                | '裡'
-                | '後'
-                | '后'
-                | '前'
-                | '一'
-                | '两'
-                | '兩'
-                | '几'
-                | '幾'
-                | '有'
-                | '无'
-                | '無'
-                | '每'
-                | '各'
-                | '某'
-                | '连'
-                | '連'
-                | '急'
-                | '忙'
-                | '低'
-                | '轻'
-                | '輕'
-                | '高'
-                | '大'
-                | '冷'
-                | '微'
-                | '点'
-                | '點'
-                | '头'
-                | '頭'
-                | '突'
-                | '然'
-                | '忽'
-                | '立'
-                | '刻'
-                | '正'
-                | '自'
-                | '己'
-                | '如'
-                | '果'
-                | '虽'
-                | '雖'
-                | '即'
-                | '使'
-                | '当'
-                | '當'
-                | '最'
-                | '更'
-                | '好'
-                | '该'
-                | '該'
-        )
+    is_non_name_core(c) || opens_no_name(c) || {
+        let simplified = crate::frontend::dictionary::Dictionary::get().simplified(c);
+        simplified != c && opens_no_name(simplified)
+    }
+}
+
+/// What [`is_non_name_char`] adds to [`is_non_name_core`], as listed.
+fn opens_no_name(c: char) -> bool {
+    matches!(
+        c,
+        '什' | '怎'
+            | '人'
+            | '另'
+            | '话'
+            | '話'
+            | '咱'
+            | '哪'
+            | '太'
+            | '已'
+            | '经'
+            | '經'
+            | '见'
+            | '見'
+            | '可'
+            | '时'
+            | '時'
+            | '候'
+            | '此'
+            | '其'
+            | '之'
+            | '而'
+            | '以'
+            | '于'
+            | '於'
+            | '将'
+            | '將'
+            | '所'
+            | '为'
+            | '為'
+            | '因'
+            | '但'
+            | '并'
+            | '並'
+            | '等'
+            | '些'
+            | '声'
+            | '聲'
+            | '来'
+            | '來'
+            | '去'
+            | '上'
+            | '下'
+            | '中'
+            | '里'
+            | '裡'
+            | '後'
+            | '后'
+            | '前'
+            | '一'
+            | '两'
+            | '兩'
+            | '几'
+            | '幾'
+            | '有'
+            | '无'
+            | '無'
+            | '每'
+            | '各'
+            | '某'
+            | '连'
+            | '連'
+            | '急'
+            | '忙'
+            | '低'
+            | '轻'
+            | '輕'
+            | '高'
+            | '大'
+            | '冷'
+            | '微'
+            | '点'
+            | '點'
+            | '头'
+            | '頭'
+            | '突'
+            | '然'
+            | '忽'
+            | '立'
+            | '刻'
+            | '正'
+            | '自'
+            | '己'
+            | '如'
+            | '果'
+            | '虽'
+            | '雖'
+            | '即'
+            | '使'
+            | '当'
+            | '當'
+            | '最'
+            | '更'
+            | '好'
+            | '该'
+            | '該'
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn traditional_variants_count_by_their_simplified_form() {
+        // 裡 is listed; 裏, OpenCC's standard Traditional form, is found as 里.
+        assert!(is_non_name_char('里') && is_non_name_char('裡') && is_non_name_char('裏'));
+        assert!(is_not_name("嘴里") && is_not_name("嘴裡") && is_not_name("嘴裏"));
+        assert!(!is_non_name_char('賈') && !is_not_name("賈母"));
+        assert_eq!(simplified("賈母").as_deref(), Some("贾母"));
+        assert_eq!(simplified("贾母"), None);
+    }
 }

@@ -51,6 +51,19 @@ pub(super) const CROWDS: &[&str] = &[
     "眾猴",
     "众官",
     "眾官",
+    // The variant 衆 of OpenCC's standard Traditional (眾 is Taiwan's).
+    "衆人",
+    "衆官兵",
+    "衆臣",
+    "衆將",
+    "衆僧",
+    "衆仙",
+    "衆神",
+    "衆妖",
+    "衆弟子",
+    "衆小妖",
+    "衆猴",
+    "衆官",
 ];
 
 /// Words that open a clause before its subject (然后他说 …).
