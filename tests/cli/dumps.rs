@@ -11,17 +11,11 @@ use std::path::{Path, PathBuf};
 
 use crate::support::cli::{ok, tingshu};
 use crate::support::paths::{self, path_str};
-use crate::support::script::{chapters, chinese_number, json_lines};
+use crate::support::script::{chapters, chinese_number, json_lines, to_traditional};
 use crate::support::services::shared;
 
 fn fixture(name: &str) -> PathBuf {
     paths::fixture("split").join(name)
-}
-
-fn to_traditional(text: &str) -> String {
-    ferrous_opencc::OpenCC::from_config(ferrous_opencc::config::BuiltinConfig::S2t)
-        .expect("OpenCC s2t loads")
-        .convert(text)
 }
 
 /// The chapter titles `tingshu split` finds in `text` (written to `dir`).

@@ -10,7 +10,7 @@ use std::process::Output;
 
 use crate::support::cli::{Tingshu, ok};
 use crate::support::paths::{self, golden, path_str};
-use crate::support::script::{chapters, chinese_number, json_lines};
+use crate::support::script::{chapters, chinese_number, json_lines, to_traditional};
 use crate::support::services::shared;
 
 fn fixture(name: &str) -> PathBuf {
@@ -319,4 +319,43 @@ fn missing_book_is_exit_2() {
     let out = split(&["/nonexistent/book.txt"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/book.txt"));
+}
+
+/// The same web novel in Traditional characters (OpenCC's s2t, whose 裏 and
+/// 衆 are not Taiwan's 裡 and 眾) gives every quote the speaker it has in
+/// Simplified: the name lists and the dictionary are asked by the
+/// Simplified forms of a Traditional book's characters.
+#[test]
+fn a_traditional_book_has_the_speakers_of_its_simplified_text() {
+    let simplified = std::fs::read_to_string(paths::fixture("speaker/webnovel-c.txt")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let speakers = |name: &str, text: &str| -> Vec<(String, Option<String>)> {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        let out = ok(&split(&[path_str(&path), "--format", "jsonl"]));
+        json_lines(&out)
+            .iter()
+            .map(|v| {
+                (
+                    v["kind"].as_str().unwrap().to_owned(),
+                    v["speaker"].as_str().map(str::to_owned),
+                )
+            })
+            .collect()
+    };
+    let simple = speakers("s.txt", &simplified);
+    let traditional = speakers("t.txt", &to_traditional(&simplified));
+    assert_eq!(simple.len(), traditional.len());
+    let dialogue = simple.iter().filter(|(kind, _)| kind == "dialogue").count();
+    assert!(dialogue > 200, "{dialogue} dialogue segments");
+    let differ: Vec<_> = simple
+        .iter()
+        .zip(&traditional)
+        .filter(|((kind, s), (_, t))| kind == "dialogue" && s.as_deref().map(to_traditional) != *t)
+        .collect();
+    assert!(
+        differ.is_empty(),
+        "{} of {dialogue}: {differ:?}",
+        differ.len()
+    );
 }

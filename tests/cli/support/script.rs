@@ -42,3 +42,11 @@ pub fn chinese_number(n: usize) -> String {
         _ => unreachable!("1..=100 only"),
     }
 }
+
+/// `text` in Traditional characters, converted with OpenCC's phrase tables
+/// (s2t).
+pub fn to_traditional(text: &str) -> String {
+    ferrous_opencc::OpenCC::from_config(ferrous_opencc::config::BuiltinConfig::S2t)
+        .expect("OpenCC s2t loads")
+        .convert(text)
+}
