@@ -152,13 +152,16 @@ impl Dictionary {
     /// (周圍 as 周围), so that a Traditional book's common words are known
     /// as words, as the Simplified book's are.
     pub fn phrase_either(&self, word: &str) -> Option<Phrase> {
-        self.phrase(word).or_else(|| {
-            if word.chars().all(|c| self.simplified(c) == c) {
-                return None;
-            }
-            let folded: String = word.chars().map(|c| self.simplified(c)).collect();
-            self.phrase(&folded)
-        })
+        self.phrase(word)
+            .or_else(|| self.simplified_word(word).and_then(|w| self.phrase(&w)))
+    }
+
+    /// `word` with each Traditional character in its Simplified form, where
+    /// any is Traditional (`None` for a word already Simplified).
+    pub fn simplified_word(&self, word: &str) -> Option<String> {
+        word.chars()
+            .any(|c| self.simplified(c) != c)
+            .then(|| word.chars().map(|c| self.simplified(c)).collect())
     }
 
     /// `None` when no phrase ends with `text`; else the phrase `text` is,

@@ -299,10 +299,16 @@ pub(super) fn is_not_name(s: &str) -> bool {
 
 /// `s` in Simplified characters, where any of its characters is Traditional.
 pub(super) fn simplified(s: &str) -> Option<String> {
-    let dictionary = crate::frontend::dictionary::Dictionary::get();
-    s.chars()
-        .any(|c| dictionary.simplified(c) != c)
-        .then(|| s.chars().map(|c| dictionary.simplified(c)).collect())
+    crate::frontend::dictionary::Dictionary::get().simplified_word(s)
+}
+
+/// Is `c` in a character table `listed`, as written or (a Traditional
+/// character) by its Simplified form?
+fn listed_either(c: char, listed: fn(char) -> bool) -> bool {
+    listed(c) || {
+        let simplified = crate::frontend::dictionary::Dictionary::get().simplified(c);
+        simplified != c && listed(simplified)
+    }
 }
 
 /// Role nouns: they speak (小二道, 丫鬟说), but are never the alias of a
@@ -820,10 +826,7 @@ pub(super) fn is_particle(c: char) -> bool {
 /// pronouns, speech verbs; a Traditional character by its Simplified form
 /// too, so that every variant is covered (裏 and 裡 as 里).
 fn is_non_name_core(c: char) -> bool {
-    is_non_name_listed(c) || {
-        let simplified = crate::frontend::dictionary::Dictionary::get().simplified(c);
-        simplified != c && is_non_name_listed(simplified)
-    }
+    listed_either(c, is_non_name_listed)
 }
 
 /// [`is_non_name_core`] as the table lists it.
@@ -922,10 +925,7 @@ pub(super) fn is_non_name_inner(c: char) -> bool {
 /// (but 闻, which can open one: 闻一多), and adverbs, time and place words
 /// that often start a clause.
 pub(super) fn is_non_name_char(c: char) -> bool {
-    is_non_name_core(c) || opens_no_name(c) || {
-        let simplified = crate::frontend::dictionary::Dictionary::get().simplified(c);
-        simplified != c && opens_no_name(simplified)
-    }
+    is_non_name_core(c) || listed_either(c, opens_no_name)
 }
 
 /// What [`is_non_name_char`] adds to [`is_non_name_core`], as listed.
