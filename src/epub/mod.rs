@@ -429,6 +429,7 @@ impl Assembler {
             volume: self.volume.clone(),
             paragraphs: Vec::new(),
             skipped: Vec::new(),
+            cut: Vec::new(),
             skip: None,
         });
     }
@@ -441,6 +442,7 @@ impl Assembler {
                 volume: None,
                 paragraphs: Vec::new(),
                 skipped: Vec::new(),
+                cut: Vec::new(),
                 skip: None,
             });
         }

@@ -24,6 +24,10 @@ pub struct Chapter {
     /// 0-based indices into `paragraphs` of lines that are not read (adverts,
     /// URLs, author's notes).
     pub skipped: Vec<usize>,
+    /// 0-based indices into `paragraphs` of those the splitter cut out of
+    /// the same long line as the paragraph before (a book on one line is cut
+    /// at sentence ends): a speech may go on across such a cut.
+    pub cut: Vec<usize>,
     /// Why the whole chapter is not read, if it is not.
     pub skip: Option<ChapterSkip>,
 }
@@ -65,6 +69,7 @@ impl Chapter {
             volume,
             paragraphs: Vec::new(),
             skipped: Vec::new(),
+            cut: Vec::new(),
             skip: None,
         }
     }
@@ -348,6 +353,8 @@ pub fn split_chapters_with(
     options: SplitOptions,
 ) -> Vec<Chapter> {
     let mut lines: Vec<(&str, Origin)> = Vec::new();
+    // For each of `lines`: cut out of the same long line as the one before.
+    let mut same_line: Vec<bool> = Vec::new();
     for raw in text.lines() {
         let line = trim_line(raw);
         if line.is_empty() {
@@ -355,13 +362,15 @@ pub fn split_chapters_with(
         }
         if line.len() < reflow::LONG_LINE_BYTES && !reflow::holds_chapters(line) {
             lines.push((line, Origin::Line));
+            same_line.push(false);
             continue;
         }
-        for piece in reflow::reflow(line) {
+        for (k, piece) in reflow::reflow(line).into_iter().enumerate() {
             lines.push(match piece {
                 Piece::Heading(h) => (h, Origin::Heading),
                 Piece::Paragraph(p) => (p, Origin::Body),
             });
+            same_line.push(k > 0);
         }
     }
     let plain: Vec<&str> = lines
@@ -409,6 +418,14 @@ pub fn split_chapters_with(
             } else {
                 advert::classify(line)
             };
+            // A paragraph cut out of the same line as the one before it.
+            if lines[i].1 == Origin::Body
+                && same_line[i]
+                && lines[i - 1].1 == Origin::Body
+                && !current.paragraphs.is_empty()
+            {
+                current.cut.push(current.paragraphs.len());
+            }
             match class {
                 LineClass::Story => current.paragraphs.push(line.to_owned()),
                 LineClass::Cleaned(text) => current.paragraphs.push(text),

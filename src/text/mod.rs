@@ -101,15 +101,21 @@ impl Scanned {
         let mut bounds = Vec::with_capacity(chapter.paragraphs.len() + 1);
         bounds.push(0);
         let mut skipped = chapter.skipped.iter().peekable();
+        // A speech without marks going on from the paragraph before.
+        let mut speaking = false;
         for (i, p) in chapter.paragraphs.iter().enumerate() {
             if skipped.peek() == Some(&&i) {
                 skipped.next();
+                speaking = false;
             } else if unmarked && !p.contains(['「', '“', '『']) {
                 // The few paragraphs of such a book that do mark a quote
-                // are read by their marks.
-                quote::scan_unmarked(p, &mut spans);
+                // are read by their marks. A speech goes on only across a
+                // cut the splitter made, not into a paragraph of the book's.
+                let cut = chapter.cut.binary_search(&i).is_ok();
+                speaking = quote::scan_unmarked(p, &mut spans, speaking && cut);
             } else {
                 quote::scan_paragraph(p, &mut spans);
+                speaking = false;
             }
             bounds.push(spans.len());
         }
@@ -450,6 +456,41 @@ mod tests {
                 .iter()
                 .any(|s| s.kind == SegmentKind::Narration && s.text.contains("各自走了"))
         );
+    }
+
+    #[test]
+    fn unmarked_speech_goes_on_across_the_cuts_of_a_book_on_one_line() {
+        let scene = "周福生道：天晚了。你先回去，明日再來！林秀娘點了點頭，轉身便走。\
+                     林秀娘道：知道了。";
+        let spoken = |text: &str| -> Vec<(String, Option<String>)> {
+            Script::from_text(text, "书").chapters[0]
+                .segments
+                .iter()
+                .filter(|s| s.kind == SegmentKind::Dialogue)
+                .take(2)
+                .map(|s| (s.text.clone(), s.speaker.clone()))
+                .collect()
+        };
+        // On one line (cut into paragraphs at sentence ends), the sentence
+        // that reads as spoken goes on with 周福生's speech …
+        let one_line = scene.repeat(60);
+        let got = spoken(&one_line);
+        assert!(
+            got[0].0.contains("你先回去")
+                || got.get(1).is_some_and(
+                    |(t, who)| t.contains("你先回去") && who.as_deref() == Some("周福生")
+                ),
+            "{got:?}"
+        );
+        assert!(got.iter().all(|(t, _)| !t.contains("點了點頭")), "{got:?}");
+        // … but not into a paragraph of the book's own.
+        let lines = scene
+            .replace("。你", "。\n你")
+            .repeat(60)
+            .replace("知道了。", "知道了。\n");
+        let got = spoken(&lines);
+        assert_eq!(got[0].0, "天晚了。", "{got:?}");
+        assert!(!got[1].0.contains("你先回去"), "{got:?}");
     }
 
     #[test]

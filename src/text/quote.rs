@@ -577,12 +577,35 @@ pub fn speech_without_marks<'a>(paragraphs: impl Iterator<Item = &'a str> + Clon
 /// are dialogue, with no marks of their own (`open` is `None`), and so is
 /// each sentence after it that reads as spoken ([`reads_as_spoken`]), up to
 /// the first that does not or the sentence of the next tag.
-pub fn scan_unmarked(paragraph: &str, out: &mut Vec<SpanRange>) {
+///
+/// `speaking`: the paragraph before, cut from the same line (a book on one
+/// line is cut into paragraphs at sentence ends), left a speech going on at
+/// its end; then this paragraph's first sentences that read as spoken go on
+/// with it. Gives back whether this paragraph leaves a speech going on: its
+/// last dialogue span then is not `closed`, so the speaker rules keep its
+/// speaker for what follows.
+pub fn scan_unmarked(paragraph: &str, out: &mut Vec<SpanRange>, speaking: bool) -> bool {
     let first = out.len();
     let mut narration_start = 0;
     let tags: Vec<usize> = speech_tags(paragraph)
         .filter(|&at| !reported(paragraph, at))
         .collect();
+    if speaking {
+        let limit = tags
+            .first()
+            .map_or(paragraph.len(), |&next| sentence_of(paragraph, next));
+        let end = spoken_from(paragraph, 0, limit);
+        if end > 0 && is_speakable(&paragraph[..end]) {
+            out.push(SpanRange {
+                kind: SegmentKind::Dialogue,
+                start: 0,
+                end,
+                open: None,
+                closed: true,
+            });
+            narration_start = end;
+        }
+    }
     for (t, &start) in tags.iter().enumerate() {
         if start < narration_start {
             continue;
@@ -591,7 +614,7 @@ pub fn scan_unmarked(paragraph: &str, out: &mut Vec<SpanRange>) {
         // ends (我就來鳳姐道：…), up to the last mark before that tag, and
         // nothing when there is none.
         let next = tags.get(t + 1).copied().unwrap_or(paragraph.len());
-        let Some(mut end) = sentence_end(paragraph, start, next).or_else(|| {
+        let Some(end) = sentence_end(paragraph, start, next).or_else(|| {
             if next == paragraph.len() {
                 return Some(next);
             }
@@ -602,23 +625,12 @@ pub fn scan_unmarked(paragraph: &str, out: &mut Vec<SpanRange>) {
         }) else {
             continue;
         };
-        // The sentence that holds the next tag begins after the last
-        // sentence end before it.
         let limit = if next == paragraph.len() {
             next
         } else {
-            paragraph[..next]
-                .char_indices()
-                .rfind(|(_, c)| ends_sentence(*c) && *c != '…')
-                .map_or(0, |(k, c)| with_closers(paragraph, k + c.len_utf8()))
+            sentence_of(paragraph, next)
         };
-        while end < limit {
-            let more = sentence_end(paragraph, end, limit).unwrap_or(limit);
-            if !reads_as_spoken(&paragraph[end..more]) {
-                break;
-            }
-            end = more;
-        }
+        let end = spoken_from(paragraph, end, limit);
         if !is_speakable(&paragraph[start..end]) {
             continue;
         }
@@ -632,7 +644,38 @@ pub fn scan_unmarked(paragraph: &str, out: &mut Vec<SpanRange>) {
         });
         narration_start = end;
     }
+    // Speech that ran to the paragraph's end may go on in the next one.
+    let open = narration_start > 0
+        && paragraph[narration_start..].trim().is_empty()
+        && out.len() > first
+        && out.last().is_some_and(|s| s.kind == SegmentKind::Dialogue);
+    if open && let Some(last) = out.last_mut() {
+        last.closed = false;
+    }
     push_narration(paragraph, out, first, narration_start, paragraph.len());
+    open
+}
+
+/// Where the sentence that holds byte `at` begins: after the last sentence
+/// end before it (0 when there is none).
+fn sentence_of(paragraph: &str, at: usize) -> usize {
+    paragraph[..at]
+        .char_indices()
+        .rfind(|(_, c)| ends_sentence(*c) && *c != '…')
+        .map_or(0, |(k, c)| with_closers(paragraph, k + c.len_utf8()))
+}
+
+/// `end` moved over the sentences from there that read as spoken, up to
+/// `limit`.
+fn spoken_from(paragraph: &str, mut end: usize, limit: usize) -> usize {
+    while end < limit {
+        let more = sentence_end(paragraph, end, limit).unwrap_or(limit);
+        if !reads_as_spoken(&paragraph[end..more]) {
+            break;
+        }
+        end = more;
+    }
+    end
 }
 
 /// Is the speaker's tag that ends at byte `at` one a speaker quotes (我道：,
@@ -906,7 +949,7 @@ mod tests {
     fn speech_without_quote_marks_after_a_speakers_tag() {
         let mut out = Vec::new();
         let p = "鳳姐道：我有話和你商量。賈璉聽了，便問：什麼話？詩曰：月落烏啼。";
-        scan_unmarked(p, &mut out);
+        scan_unmarked(p, &mut out, false);
         let spans: Vec<(SegmentKind, &str)> = out.iter().map(|r| (r.kind, r.text(p))).collect();
         assert_eq!(
             spans,
@@ -931,7 +974,7 @@ mod tests {
         let mut out = Vec::new();
         let p = "周福生道：天晚了。我說：你先回去，明日再來！林秀娘點了點頭，轉身便走。\
                  我看她走遠了。她回頭說：知道了。怎麼還不走？周福生笑道：這就走。";
-        scan_unmarked(p, &mut out);
+        scan_unmarked(p, &mut out, false);
         let spans: Vec<(SegmentKind, &str)> = out.iter().map(|r| (r.kind, r.text(p))).collect();
         assert_eq!(
             spans,
