@@ -494,6 +494,23 @@ mod tests {
     }
 
     #[test]
+    fn a_book_without_quote_marks_finds_the_people_its_narration_names() {
+        // 韓道國 is never in a tag, but opens the narration's clauses.
+        let lines = [
+            "周福生道：今日風大，不如早些回去。",
+            "韓道國點了點頭，轉身出門去了。",
+            "吳月娘道：也好。",
+            "韓道國騎了馬，一直往城外走。",
+        ];
+        let text = format!("第一回 風雨\n{}", lines.join("\n").repeat(12));
+        let names: Vec<String> = discover_cast(&text, "书")
+            .into_iter()
+            .map(|d| d.character.name)
+            .collect();
+        assert!(names.contains(&"韓道國".to_owned()), "{names:?}");
+    }
+
+    #[test]
     fn a_book_without_quote_marks_has_no_narrator_in_the_speech_it_left_to_the_narration() {
         // The speech after 天色也暗了。 is left to the narration, 我說 and
         // all: not a book told in the first person.

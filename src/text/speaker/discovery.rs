@@ -278,8 +278,10 @@ pub fn discover_told<'a>(
     // than by name (她一点没犹豫：): there a surname and a given name outside
     // the dictionary that open the narration's clauses at least
     // [`MIN_FIRST_PERSON_SUBJECTS`] times make a name (乔宇背着相机来了), the
-    // longest such string (not 陈嘉 of 陈嘉宁).
-    if first_person.is_some() {
+    // longest such string (not 陈嘉 of 陈嘉宁). So does a book whose speech
+    // is read without quote marks, whose tags hold fewer of its people than
+    // its narration does (《金瓶梅》's 韓道國, 吳大妗, 馮金寶 …).
+    if first_person.is_some() || speech_read_unmarked(chapters) {
         let often = |s: &str| subjects.get(s).copied().unwrap_or(0) >= MIN_FIRST_PERSON_SUBJECTS;
         let mut subject_names: Vec<(&str, usize)> = subjects
             .iter()
