@@ -353,8 +353,9 @@ pub fn split_chapters_with(
     options: SplitOptions,
 ) -> Vec<Chapter> {
     let mut lines: Vec<(&str, Origin)> = Vec::new();
-    // For each of `lines`: cut out of the same long line as the one before.
-    let mut same_line: Vec<bool> = Vec::new();
+    // For each of `lines`: a paragraph cut out of the same long line as the
+    // paragraph before it (a speech may go on across the cut).
+    let mut cut: Vec<bool> = Vec::new();
     for raw in text.lines() {
         let line = trim_line(raw);
         if line.is_empty() {
@@ -362,15 +363,18 @@ pub fn split_chapters_with(
         }
         if line.len() < reflow::LONG_LINE_BYTES && !reflow::holds_chapters(line) {
             lines.push((line, Origin::Line));
-            same_line.push(false);
+            cut.push(false);
             continue;
         }
-        for (k, piece) in reflow::reflow(line).into_iter().enumerate() {
+        let mut after_paragraph = false;
+        for piece in reflow::reflow(line) {
+            let is_paragraph = matches!(piece, Piece::Paragraph(_));
+            cut.push(is_paragraph && after_paragraph);
+            after_paragraph = is_paragraph;
             lines.push(match piece {
                 Piece::Heading(h) => (h, Origin::Heading),
                 Piece::Paragraph(p) => (p, Origin::Body),
             });
-            same_line.push(k > 0);
         }
     }
     let plain: Vec<&str> = lines
@@ -418,12 +422,7 @@ pub fn split_chapters_with(
             } else {
                 advert::classify(line)
             };
-            // A paragraph cut out of the same line as the one before it.
-            if lines[i].1 == Origin::Body
-                && same_line[i]
-                && lines[i - 1].1 == Origin::Body
-                && !current.paragraphs.is_empty()
-            {
+            if cut[i] {
                 current.cut.push(current.paragraphs.len());
             }
             match class {

@@ -493,6 +493,14 @@ mod tests {
         assert!(!got[1].0.contains("你先回去"), "{got:?}");
     }
 
+    /// The names of the characters found in `text`.
+    fn discovered_names(text: &str) -> Vec<String> {
+        discover_cast(text, "书")
+            .into_iter()
+            .map(|d| d.character.name)
+            .collect()
+    }
+
     #[test]
     fn a_book_without_quote_marks_finds_the_people_its_narration_names() {
         // 韓道國 is never in a tag, but opens the narration's clauses.
@@ -503,10 +511,7 @@ mod tests {
             "韓道國騎了馬，一直往城外走。",
         ];
         let text = format!("第一回 風雨\n{}", lines.join("\n").repeat(12));
-        let names: Vec<String> = discover_cast(&text, "书")
-            .into_iter()
-            .map(|d| d.character.name)
-            .collect();
+        let names = discovered_names(&text);
         assert!(names.contains(&"韓道國".to_owned()), "{names:?}");
     }
 
@@ -520,10 +525,7 @@ mod tests {
             "周福生道：不怕。林家的人都在。我說過的話，幾時不算？",
         ];
         let text = format!("第一回 風雨\n{}", lines.join("\n").repeat(8));
-        let names: Vec<String> = discover_cast(&text, "书")
-            .into_iter()
-            .map(|d| d.character.name)
-            .collect();
+        let names = discovered_names(&text);
         assert!(names.contains(&"周福生".to_owned()), "{names:?}");
         assert!(!names.contains(&"我".to_owned()), "{names:?}");
     }

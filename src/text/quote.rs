@@ -596,13 +596,7 @@ pub fn scan_unmarked(paragraph: &str, out: &mut Vec<SpanRange>, speaking: bool) 
             .map_or(paragraph.len(), |&next| sentence_of(paragraph, next));
         let end = spoken_from(paragraph, 0, limit);
         if end > 0 && is_speakable(&paragraph[..end]) {
-            out.push(SpanRange {
-                kind: SegmentKind::Dialogue,
-                start: 0,
-                end,
-                open: None,
-                closed: true,
-            });
+            out.push(unmarked_dialogue(0, end));
             narration_start = end;
         }
     }
@@ -635,13 +629,7 @@ pub fn scan_unmarked(paragraph: &str, out: &mut Vec<SpanRange>, speaking: bool) 
             continue;
         }
         push_narration(paragraph, out, first, narration_start, start);
-        out.push(SpanRange {
-            kind: SegmentKind::Dialogue,
-            start,
-            end,
-            open: None,
-            closed: true,
-        });
+        out.push(unmarked_dialogue(start, end));
         narration_start = end;
     }
     // Speech that ran to the paragraph's end may go on in the next one.
@@ -654,6 +642,18 @@ pub fn scan_unmarked(paragraph: &str, out: &mut Vec<SpanRange>, speaking: bool) 
     }
     push_narration(paragraph, out, first, narration_start, paragraph.len());
     open
+}
+
+/// A dialogue span without quote marks (closed until the paragraph's end
+/// says otherwise).
+fn unmarked_dialogue(start: usize, end: usize) -> SpanRange {
+    SpanRange {
+        kind: SegmentKind::Dialogue,
+        start,
+        end,
+        open: None,
+        closed: true,
+    }
 }
 
 /// Where the sentence that holds byte `at` begins: after the last sentence
@@ -945,14 +945,18 @@ mod tests {
         );
     }
 
+    /// The spans [`scan_unmarked`] reads in `p` (no speech going on before).
+    fn unmarked_kinds(p: &str) -> Vec<(SegmentKind, &str)> {
+        let mut out = Vec::new();
+        scan_unmarked(p, &mut out, false);
+        out.iter().map(|r| (r.kind, r.text(p))).collect()
+    }
+
     #[test]
     fn speech_without_quote_marks_after_a_speakers_tag() {
-        let mut out = Vec::new();
         let p = "鳳姐道：我有話和你商量。賈璉聽了，便問：什麼話？詩曰：月落烏啼。";
-        scan_unmarked(p, &mut out, false);
-        let spans: Vec<(SegmentKind, &str)> = out.iter().map(|r| (r.kind, r.text(p))).collect();
         assert_eq!(
-            spans,
+            unmarked_kinds(p),
             [
                 (Narration, "鳳姐道："),
                 (Dialogue, "我有話和你商量。"),
@@ -971,13 +975,10 @@ mod tests {
 
     #[test]
     fn unmarked_speech_goes_on_while_it_reads_as_spoken() {
-        let mut out = Vec::new();
         let p = "周福生道：天晚了。我說：你先回去，明日再來！林秀娘點了點頭，轉身便走。\
                  我看她走遠了。她回頭說：知道了。怎麼還不走？周福生笑道：這就走。";
-        scan_unmarked(p, &mut out, false);
-        let spans: Vec<(SegmentKind, &str)> = out.iter().map(|r| (r.kind, r.text(p))).collect();
         assert_eq!(
-            spans,
+            unmarked_kinds(p),
             [
                 (Narration, "周福生道："),
                 // A sentence that says 你 goes on speaking, and 我說： is
