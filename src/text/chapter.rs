@@ -9,6 +9,7 @@ use regex::Regex;
 
 use super::advert::{self, LineClass};
 use super::reflow::{self, Piece};
+use super::wrap;
 
 /// One chapter of a book: its title and its non-empty lines (paragraphs).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -352,6 +353,9 @@ pub fn split_chapters_with(
     fallback_title: &str,
     options: SplitOptions,
 ) -> Vec<Chapter> {
+    // A hard-wrapped book: its wrapped lines joined into paragraphs first.
+    let unwrapped = wrap::unwrap(text);
+    let text = unwrapped.as_deref().unwrap_or(text);
     let mut lines: Vec<(&str, Origin)> = Vec::new();
     // For each of `lines`: a paragraph cut out of the same long line as the
     // paragraph before it (a speech may go on across the cut).

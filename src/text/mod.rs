@@ -10,6 +10,7 @@ pub mod overrides;
 pub mod quote;
 pub mod reflow;
 pub mod speaker;
+pub mod wrap;
 
 use serde::{Deserialize, Serialize};
 

@@ -359,3 +359,54 @@ fn a_traditional_book_has_the_speakers_of_its_simplified_text() {
         differ.len()
     );
 }
+
+/// Old e-texts are hard-wrapped: every paragraph cut into lines of one width
+/// (wherever the width falls, inside a word or a quote), its first line
+/// indented, paragraphs apart by a blank line or by the indent alone. Such a
+/// copy of a book gives the script of the book itself.
+#[test]
+fn a_hard_wrapped_book_reads_as_the_book_itself() {
+    let annotated = std::fs::read_to_string(paths::fixture("speaker/webnovel-c.txt")).unwrap();
+    // The book without its ⟦speaker⟧ notes.
+    let mut book = String::new();
+    let mut rest = annotated.as_str();
+    while let Some(at) = rest.find('⟦') {
+        book.push_str(&rest[..at]);
+        rest = rest[at..].split_once('⟧').map_or("", |(_, after)| after);
+    }
+    book.push_str(rest);
+    let wrap = |width: usize, gap: &str| -> String {
+        let mut paragraphs = Vec::new();
+        for line in book.lines().map(str::trim).filter(|l| !l.is_empty()) {
+            if line.starts_with('第') {
+                paragraphs.push(line.to_owned());
+                continue;
+            }
+            let chars: Vec<char> = "\u{3000}\u{3000}".chars().chain(line.chars()).collect();
+            let lines: Vec<String> = chars.chunks(width).map(|c| c.iter().collect()).collect();
+            paragraphs.push(lines.join("\n"));
+        }
+        paragraphs.join(gap)
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let script = |name: &str, text: &str| -> String {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        ok(&split(&[path_str(&path), "--format", "jsonl"]))
+    };
+    let expected = script("book.txt", &book);
+    assert!(json_lines(&expected).len() > 400);
+    for (width, gap) in [(28, "\n\n"), (28, "\n"), (36, "\n\n")] {
+        let wrapped = wrap(width, gap);
+        let cut = wrapped
+            .lines()
+            .filter(|l| l.chars().count() == width)
+            .count();
+        assert!(cut > 100, "{cut} lines cut at {width}");
+        assert_eq!(
+            script("wrapped.txt", &wrapped),
+            expected,
+            "wrapped at {width}, {gap:?} between paragraphs"
+        );
+    }
+}
