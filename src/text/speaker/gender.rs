@@ -4,7 +4,7 @@
 use aho_corasick::{AhoCorasickBuilder, MatchKind};
 
 use super::clause::{clause_start, is_punct, opens_clause, sentence_start};
-use super::names::{SURNAME_TITLES, is_palace_title};
+use super::names::{SURNAME_TITLES, is_palace_title, is_role_word};
 use super::words::has_speech_verb;
 use super::{Discovered, ParagraphView};
 use crate::text::quote::SegmentKind;
@@ -557,6 +557,10 @@ const HAS_WIFE: &[&str] = &[
     "的夫人",
     "的婆娘",
 ];
+/// The same without 的, as the old novels and the villages say it (乔大户娘子,
+/// 韩道国老婆, 旺儿媳妇): his wife, never the woman herself; but after a
+/// role noun a list of servants (丫鬟媳妇们, 婆子老婆).
+const WIFE_OF: &[&str] = &["娘子", "老婆", "媳妇", "媳婦", "浑家", "渾家"];
 
 /// True when `s` holds the end of a sentence outside quotes (周大山说：“走。”他…
 /// is one sentence).
@@ -717,7 +721,7 @@ pub fn guess_genders(found: &mut [Discovered], chapters: &[Vec<ParagraphView<'_>
                         }
                     }
                     context_words(before, after, |w| *contexts[i].entry(w).or_default() += 1);
-                    titles_around(e, before, after);
+                    titles_around(e, &p.text[m.start()..m.end()], before, after);
                     // 李向前的病房前，她…: a possessor is not what the
                     // next pronoun stands for (the subject before it still is)…
                     // Nor is a name that does not open its clause (兰花听满银这么说，她…).
@@ -870,7 +874,7 @@ fn in_time_clause(after: &str) -> bool {
 
 /// Titles and kinship terms right after a name (润叶姐, 林姑娘, …嫁给了) or
 /// before it (丫头平儿, 他妹妹探春; 书童名唤茗烟: before the naming verb).
-fn titles_around(e: &mut GenderEvidence, before: &str, after: &str) {
+fn titles_around(e: &mut GenderEvidence, name: &str, before: &str, after: &str) {
     // Which bytes open (the first character's last byte) or close a word of
     // the lists, to pass over most names at one lookup.
     static AFTER_BYTES: std::sync::LazyLock<[bool; 256]> = std::sync::LazyLock::new(|| {
@@ -881,6 +885,7 @@ fn titles_around(e: &mut GenderEvidence, before: &str, after: &str) {
             HAS_HUSBAND,
             MALE_AFTER,
             HAS_WIFE,
+            WIFE_OF,
             &["是"],
         ]
         .concat()
@@ -905,7 +910,7 @@ fn titles_around(e: &mut GenderEvidence, before: &str, after: &str) {
         .get(2)
         .is_some_and(|&b| AFTER_BYTES[usize::from(b)])
     {
-        titles_after(e, after);
+        titles_after(e, name, after);
     }
     if before
         .as_bytes()
@@ -1010,13 +1015,22 @@ fn copula(e: &mut GenderEvidence, after: &str) {
     }
 }
 
-fn titles_after(e: &mut GenderEvidence, after: &str) {
+fn titles_after(e: &mut GenderEvidence, name: &str, after: &str) {
     if after.starts_with('是') {
         copula(e, after);
     } else if any_prefix(after, NOT_TITLES) {
+    } else if after.starts_with('嫂')
+        && name.ends_with(['二', '三', '四', '五', '六', '七', '八', '九', '十'])
+    {
+        // 贲四嫂, 常二嫂: the wife of a man called by his rank among
+        // brothers (桂兰嫂 is the woman herself).
+        e.male_titles += 1;
     } else if any_prefix(after, FEMALE_AFTER) || any_prefix(after, HAS_HUSBAND) {
         e.female_titles += 1;
-    } else if any_prefix(after, MALE_AFTER) || any_prefix(after, HAS_WIFE) {
+    } else if any_prefix(after, MALE_AFTER)
+        || any_prefix(after, HAS_WIFE)
+        || (any_prefix(after, WIFE_OF) && !is_role_word(name))
+    {
         e.male_titles += 1;
     }
 }
@@ -1549,6 +1563,7 @@ const FEMALE_ROLES: &[&str] = &[
     "媳妇",
     "媳婦",
     "尼姑",
+    "老尼",
 ];
 
 /// Given-name characters more often a woman's / a man's (a weak prior in
@@ -2029,6 +2044,34 @@ mod tests {
             got.iter().map(|g| titles(&g.1)).collect::<Vec<_>>(),
             [(0, 1), (1, 0), (0, 1), (1, 0)]
         );
+    }
+
+    #[test]
+    fn a_wife_named_by_her_husband_makes_him_a_man() {
+        let got = guessed(
+            &[
+                ("乔大户", &[]),
+                ("韩道国", &[]),
+                ("贲四", &[]),
+                ("桂兰", &[]),
+                ("丫鬟", &[]),
+            ],
+            &[
+                "乔大户娘子来拜，坐了半日。",
+                "韩道国老婆在门首站着。",
+                "贲四嫂拿茶来。",
+                "桂兰嫂笑着端上饭来。",
+                "丫鬟媳妇们都散了。",
+            ],
+        );
+        // His wife without 的 (乔大户娘子, 韩道国老婆), the wife of a man
+        // called by his rank (贲四嫂); 桂兰嫂 is the woman herself, and
+        // after a role noun it is a list of servants, nobody's wife.
+        assert_eq!(
+            got.iter().map(|g| titles(&g.1)).collect::<Vec<_>>(),
+            [(0, 1), (0, 1), (0, 1), (1, 0), (0, 0)]
+        );
+        assert_eq!(name_gender("老尼", false), (Gender::Female, true));
     }
 
     #[test]
