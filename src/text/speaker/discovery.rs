@@ -1564,9 +1564,17 @@ fn runs_into_a_word(name: &str, n: usize, longer: &HashMap<&str, Vec<(&str, usiz
     }) else {
         return false;
     };
-    // 金光明说: a full name right before the verb does not run into 明说.
-    let before_verb = name.chars().count() == 3
-        && has_surname(name)
+    // 金光明说: a full name right before the verb does not run into 明说;
+    // nor a man called by his surname and his rank among brothers (王四道,
+    // 常二道, 武大道: 四道 is a count, 大道 a road).
+    let ranked = {
+        let mut chars = name.chars();
+        let (first, last) = (chars.next(), chars.next());
+        chars.next().is_none()
+            && first.is_some_and(|c| is_surname(c) && !is_non_name_char(c))
+            && last.is_some_and(|c| "二三四五六七八九十大".contains(c))
+    };
+    let before_verb = ((name.chars().count() == 3 && has_surname(name)) || ranked)
         && starts_with_bare_speech_verb(&next[name.len()..]);
     c * 5 >= n * 4
         && !before_verb
@@ -2052,6 +2060,14 @@ mod tests {
         // and 明说).
         let text = ["金光明说：“好。”"; 6];
         assert_eq!(names_of(&discovered(&text)), ["金光明"]);
+        // … nor a man called by his surname and his rank (王四道：, not
+        // 王 and 四道, a count of roads).
+        for (line, name) in [
+            ("王四道：「小人去了便回。」", "王四"),
+            ("常二道：「哥哥說的是。」", "常二"),
+        ] {
+            assert_eq!(names_of(&discovered(&[line; 6])), [name]);
+        }
     }
 
     #[test]
