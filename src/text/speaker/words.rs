@@ -267,6 +267,7 @@ fn is_speech_char(prev: Option<char>, c: char, next: Option<char>) -> bool {
 /// True when `s` holds a speech verb that is not negated (苏安没说话, 他不
 /// 回答, 她没有吭声: they did not speak) nor passive (知意被问住了).
 pub(super) fn has_speech_verb(s: &str) -> bool {
+    let words = &*SPEECH_BY_FIRST;
     let mut prev: Option<char> = None;
     let mut chars = s.char_indices().peekable();
     while let Some((at, c)) = chars.next() {
@@ -282,13 +283,48 @@ pub(super) fn has_speech_verb(s: &str) -> bool {
                 return true;
             }
         }
+        // A word of two or more characters (吩咐, 低语) starting here.
+        if words.opens(c)
+            && words.by_first[&c].iter().any(|w| s[at..].starts_with(w))
+            && !negated(&s[..at])
+        {
+            return true;
+        }
         prev = Some(c);
     }
-    SPEECH_MATCHER.is_match(s)
-        && SPEECH_MATCHER
-            .find_iter(s)
-            .any(|m| !negated(&s[..m.start()]))
+    false
 }
+
+/// [`SPEECH_WORDS`] by their first character, with a bit per character of
+/// the Basic Multilingual Plane that opens one: most characters of a clause
+/// are passed at one lookup.
+struct SpeechWords {
+    opening: Box<[u64]>,
+    by_first: rustc_hash::FxHashMap<char, Vec<&'static str>>,
+}
+
+impl SpeechWords {
+    fn opens(&self, c: char) -> bool {
+        let c = c as usize;
+        self.opening
+            .get(c >> 6)
+            .is_some_and(|bits| bits & (1 << (c & 63)) != 0)
+    }
+}
+
+static SPEECH_BY_FIRST: std::sync::LazyLock<SpeechWords> = std::sync::LazyLock::new(|| {
+    let mut words = SpeechWords {
+        opening: vec![0; 0x10000 / 64].into_boxed_slice(),
+        by_first: rustc_hash::FxHashMap::default(),
+    };
+    for w in SPEECH_WORDS {
+        let first = w.chars().next().expect("speech words are not empty");
+        assert!((first as usize) < 0x10000, "{w}: outside the plane");
+        words.opening[first as usize >> 6] |= 1 << (first as usize & 63);
+        words.by_first.entry(first).or_default().push(w);
+    }
+    words
+});
 
 /// True when `sentence` tells of speech without quoting it (沈知微把情况说
 /// 了一遍, 她三言两语把事情讲了一遍, 他说明了来意, 又解释了几句): a turn taken in
