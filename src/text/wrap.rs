@@ -38,17 +38,44 @@ pub struct Wrap {
     pub width: usize,
     /// The indent of a line that goes on a paragraph, in characters.
     pub indent: usize,
+    /// What the width counts.
+    pub measure: Measure,
 }
 
-impl Wrap {
-    /// Is a line of `chars` characters one the wrapper cut?
-    fn is_full(&self, chars: usize) -> bool {
-        chars + SLACK >= self.width && chars <= self.width + SLACK
+/// How a wrapper counted a line's width.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Measure {
+    /// Characters (the editions of the old novels on PyPI).
+    Characters,
+    /// Columns of a fixed-width screen, a Han character two (the e-texts of
+    /// the GB era, cut at 70–76 bytes).
+    Columns,
+}
+
+impl Measure {
+    /// The length of `line` in this measure.
+    fn of(self, line: &str) -> usize {
+        let chars = line.bytes().filter(|b| (b & 0xC0) != 0x80).count();
+        match self {
+            Measure::Characters => chars,
+            Measure::Columns => 2 * chars - line.bytes().filter(u8::is_ascii).count(),
+        }
+    }
+
+    /// The narrowest width taken in this measure.
+    fn min_width(self) -> usize {
+        match self {
+            Measure::Characters => MIN_WIDTH,
+            Measure::Columns => 2 * MIN_WIDTH,
+        }
     }
 }
 
-fn char_count(s: &str) -> usize {
-    s.bytes().filter(|b| (b & 0xC0) != 0x80).count()
+impl Wrap {
+    /// Is a line of this length one the wrapper cut?
+    fn is_full(&self, length: usize) -> bool {
+        length + SLACK >= self.width && length <= self.width + SLACK
+    }
 }
 
 /// Leading whitespace of a line, in characters.
@@ -67,10 +94,15 @@ fn ends_finished(line: &str) -> bool {
 
 /// The wrap of `text`, if it is hard-wrapped. Of its first
 /// [`SAMPLE_LINES`] non-blank lines: 30 % or more within [`SLACK`] of the
-/// commonest length (at least [`MIN_WIDTH`]), at most 2 % longer, and most
-/// of those lines stop where no sentence ends (a book of one short paragraph
-/// per line ends nearly every line with a 。 or a closing mark).
+/// commonest length (at least [`MIN_WIDTH`] characters), at most 2 % longer,
+/// and most of those lines stop where no sentence ends (a book of one short
+/// paragraph per line ends nearly every line with a 。 or a closing mark).
+/// Lengths are counted in characters, else in screen columns.
 pub fn detect(text: &str) -> Option<Wrap> {
+    detect_by(text, Measure::Characters).or_else(|| detect_by(text, Measure::Columns))
+}
+
+fn detect_by(text: &str, measure: Measure) -> Option<Wrap> {
     const LONG: usize = MAX_WIDTH + SLACK + 1;
     let mut counts = [0usize; LONG + 1];
     let mut finished = [0usize; LONG + 1];
@@ -85,7 +117,7 @@ pub fn detect(text: &str) -> Option<Wrap> {
         let n = if line.len() > LONG * 4 {
             LONG
         } else {
-            char_count(line).min(LONG)
+            measure.of(line).min(LONG)
         };
         counts[n] += 1;
         finished[n] += usize::from(ends_finished(line));
@@ -100,15 +132,16 @@ pub fn detect(text: &str) -> Option<Wrap> {
         return None;
     }
     // The commonest length (the first of equals).
+    let min_width = measure.min_width();
     let (width, _) =
-        counts[MIN_WIDTH..=MAX_WIDTH]
+        counts[min_width..=MAX_WIDTH]
             .iter()
             .enumerate()
             .fold(
                 (0, 0),
                 |best, (i, &n)| if n > best.1 { (i, n) } else { best },
             );
-    let width = width + MIN_WIDTH;
+    let width = width + min_width;
     let band = width - SLACK..=width + SLACK;
     let near: usize = counts[band.clone()].iter().sum();
     let unfinished = near - finished[band].iter().sum::<usize>();
@@ -127,7 +160,7 @@ pub fn detect(text: &str) -> Option<Wrap> {
         if after_full {
             indents[indent_of(line).min(indents.len() - 1)] += 1;
         }
-        let n = char_count(line.trim_end());
+        let n = measure.of(line.trim_end());
         after_full = n + SLACK >= width && n <= width + SLACK;
     }
     let (indent, _) =
@@ -135,7 +168,11 @@ pub fn detect(text: &str) -> Option<Wrap> {
             (0, 0),
             |best, (i, &n)| if n > best.1 { (i, n) } else { best },
         );
-    Some(Wrap { width, indent })
+    Some(Wrap {
+        width,
+        indent,
+        measure,
+    })
 }
 
 /// `text` with its wrapped lines joined into paragraphs, or `None` when it
@@ -171,7 +208,7 @@ pub fn unwrap(text: &str) -> Option<String> {
             }
             out.push_str(line.trim_end());
         }
-        open = wrap.is_full(char_count(line.trim_end())) && heading(body).is_none();
+        open = wrap.is_full(wrap.measure.of(line.trim_end())) && heading(body).is_none();
         spaced = line.ends_with(|c: char| c.is_whitespace());
     }
     Some(out)
@@ -294,6 +331,47 @@ mod tests {
         let text = format!("{first}\n{second}\n走得很慢。\n\n").repeat(30);
         let unwrapped = unwrap(&text).expect("a wrapped text");
         assert!(unwrapped.contains("一共是128级"), "{unwrapped}");
+    }
+
+    #[test]
+    fn a_text_cut_by_screen_columns_comes_back_whole() {
+        // 76 columns: a Han character takes two, a Latin letter or a digit
+        // one, so lines with Latin words and numbers hold more characters.
+        let with_latin = |p: &str, i: usize| -> String {
+            p.replacen('，', &format!("，Lisa在{}号", 10 + i * 7), 2)
+                .replacen('。', "。WiFi断了。", 1)
+        };
+        let story = story();
+        let mut text = String::new();
+        for (i, p) in story.iter().enumerate() {
+            let p = format!("\u{3000}\u{3000}{}", with_latin(p, i));
+            let mut line = String::new();
+            let mut columns = 0;
+            for c in p.chars() {
+                let w = if c.is_ascii() { 1 } else { 2 };
+                if columns + w > 76 {
+                    text.push_str(&line);
+                    text.push('\n');
+                    line.clear();
+                    columns = 0;
+                }
+                line.push(c);
+                columns += w;
+            }
+            text.push_str(&line);
+            text.push_str("\n\n");
+        }
+        let wrap = detect(&text).expect("a wrapped text");
+        assert_eq!((wrap.measure, wrap.width), (Measure::Columns, 76));
+        let expected: Vec<String> = story
+            .iter()
+            .enumerate()
+            .map(|(i, p)| with_latin(p, i))
+            .collect();
+        assert_eq!(
+            paragraphs(&unwrap(&text).expect("a wrapped text")),
+            expected
+        );
     }
 
     #[test]
