@@ -137,6 +137,59 @@ pub(super) fn brought_in(prefix: &str) -> bool {
             && !["没有", "沒有", "所有", "只有"].iter().any(|w| prefix.ends_with(w)))
 }
 
+/// A place's verb, then a count: someone is there now (门外站着一个人,
+/// 店里进来一个穿职业装的女人).
+const ARRIVING: &[&str] = &[
+    "站着一",
+    "站著一",
+    "坐着一",
+    "坐著一",
+    "进来一",
+    "進來一",
+    "进来了一",
+    "進來了一",
+    "走过来一",
+    "走過來一",
+    "来了一",
+    "來了一",
+    "出现了一",
+    "出現了一",
+    "出现一",
+    "出現一",
+];
+
+/// Longest description of someone who arrives (头发花白的男人: 6 characters).
+const MAX_ARRIVAL_CHARS: usize = 10;
+
+/// Someone new coming into view in `text`: for each arrival, the byte range
+/// of the one counted (`人` of 一个人, `穿职业装的女人`), at most
+/// [`MAX_ARRIVAL_CHARS`] before a pause.
+pub(super) fn arrivals(text: &str) -> Vec<(usize, usize)> {
+    const COUNTS: &[&str] = &["个", "個", "位", "名"];
+    let mut out: Vec<(usize, usize)> = ARRIVING
+        .iter()
+        .flat_map(|w| text.match_indices(w).map(|(at, w)| at + w.len()))
+        .filter_map(|start| {
+            let count = COUNTS.iter().find(|c| text[start..].starts_with(**c))?;
+            let from = start + count.len();
+            let end = text[from..]
+                .char_indices()
+                .find(|&(_, c)| is_punct(c))
+                .map_or(text.len(), |(k, _)| from + k);
+            (from < end && text[from..end].chars().count() <= MAX_ARRIVAL_CHARS)
+                .then_some((from, end))
+        })
+        .collect();
+    out.sort_unstable();
+    out
+}
+
+/// True when someone who arrives is said to be a person and nothing more
+/// (一个人, 一个年轻人): no word says a man or a woman.
+pub(super) fn ungendered_arrival(who: &str) -> bool {
+    who.ends_with('人') && !who.ends_with("女人") && !who.ends_with("男人")
+}
+
 /// Verbs of seeing that bring someone new into view (看见一个玄衣男子).
 const SEEING: &[&str] = &[
     "看见", "看見", "看到", "瞧见", "瞧見", "发现", "發現", "只见", "只見",

@@ -934,6 +934,24 @@ mod tests {
     }
 
     #[test]
+    fn someone_new_who_came_into_view_speaks_the_quote_after() {
+        let c = cast(&[("林晚", &[], F), ("陆川", &[], M)]);
+        // Not the one who opened the door, nor the man named before: someone
+        // whose gender the words do not say (一个人), then a woman.
+        let text = "陆川在灯下修一只旧钟，林晚早就回去了。
+            门铃响了，陆川起身去开门。门外站着一个人，浑身湿透，怀里抱着个纸箱。
+            “还营业吗？”
+            陆川回到桌前。店里进来一个穿雨衣的女人。
+            “能修表吗？”";
+        assert_eq!(speakers(&c, text), [None, Some("(female)".to_owned())]);
+        // Named after they came, they speak by their name.
+        let text = "林晚在灯下看书。
+            门外站着一个人，正是陆川。
+            “还没睡？”";
+        assert_eq!(names(&speakers(&c, text)), ["陆川"]);
+    }
+
+    #[test]
     fn one_who_only_listened_did_not_speak_the_quote_before() {
         let c = cast(&[("周岚", &[], F), ("程野", &[], M)]);
         // The next paragraph says 周岚 kept silent, or was taken aback

@@ -2,7 +2,8 @@
 //! first, over the narration around them and the turns of the conversation.
 
 use super::clause::{
-    brought_in, clause_start, is_punct, is_subject, last_clause, sentence_end, sentence_start,
+    arrivals, brought_in, clause_start, is_punct, is_subject, last_clause, sentence_end,
+    sentence_start, ungendered_arrival,
 };
 use super::mentions::{Mention, gender_slot, reports};
 use super::scorer::{self, Candidates, FEATURE_NAMES, Feature};
@@ -318,6 +319,20 @@ impl Context<'_, '_> {
         if let Some(voice) = self.unnamed_voice_after(i) {
             return Decision {
                 speaker: voice,
+                addressee: None,
+                own,
+                gender_unsure: false,
+                tagged: false,
+            };
+        }
+        // 门外站着一个人，短发，…: someone new and unnamed came into view
+        // right before, and the quote that opens this paragraph is theirs.
+        if opens_with_quote
+            && !prev_is_turn
+            && let Some(arrived) = previous.and_then(|j| self.arrival_before(i, j))
+        {
+            return Decision {
+                speaker: arrived,
                 addressee: None,
                 own,
                 gender_unsure: false,
@@ -1167,6 +1182,35 @@ impl Context<'_, '_> {
         (c.strength == Strength::Strong
             || (c.strength == Strength::Medium && has_speech_verb(sentence)))
         .then_some(c)
+    }
+
+    /// Paragraph `j`, right before `i` and told with no quote, ends by
+    /// bringing someone new into view (门外站着一个人，短发，…汗。；店里进来一个
+    /// 穿职业装的女人。), and names nobody after them: the quote opening `i`
+    /// is theirs. `Some(Some(_))` for a man or a woman by the word (女人,
+    /// 男人), `Some(None)` for one whose gender the words do not say (一个人);
+    /// `None` when no one arrives there.
+    fn arrival_before(&self, i: usize, j: usize) -> Option<Option<Who>> {
+        let p = &self.paragraphs[j];
+        if j + 1 != i || p.skipped || p.spans.iter().any(|s| s.kind != SegmentKind::Narration) {
+            return None;
+        }
+        let (from, end) = arrivals(p.text).last().copied()?;
+        let mentions = self.mentions_in(j, from, p.text.len());
+        // Named after they came (…，正是副局长马国栋。): that one, not someone new.
+        if mentions
+            .iter()
+            .any(|m| matches!(m.who, Some(Who::Character(_))))
+        {
+            return None;
+        }
+        match mentions.iter().find(|m| m.end <= end && m.unnamed()) {
+            Some(m) => Some(m.who),
+            // 一个人: no gender said; a word the cast does not know (一个道士,
+            // not found there) says nothing either.
+            None if ungendered_arrival(&p.text[from..end]) => Some(None),
+            None => None,
+        }
     }
 
     /// The paragraph after `i` opens by telling of a voice nobody names
