@@ -78,6 +78,18 @@ impl Wrap {
     }
 }
 
+/// The index of the largest count (the first of equals).
+fn commonest(counts: &[usize]) -> usize {
+    counts
+        .iter()
+        .enumerate()
+        .fold(
+            (0, 0),
+            |best, (i, &n)| if n > best.1 { (i, n) } else { best },
+        )
+        .0
+}
+
 /// Leading whitespace of a line, in characters.
 fn indent_of(line: &str) -> usize {
     line.chars()
@@ -133,15 +145,7 @@ fn detect_by(text: &str, measure: Measure) -> Option<Wrap> {
     }
     // The commonest length (the first of equals).
     let min_width = measure.min_width();
-    let (width, _) =
-        counts[min_width..=MAX_WIDTH]
-            .iter()
-            .enumerate()
-            .fold(
-                (0, 0),
-                |best, (i, &n)| if n > best.1 { (i, n) } else { best },
-            );
-    let width = width + min_width;
+    let width = min_width + commonest(&counts[min_width..=MAX_WIDTH]);
     let band = width - SLACK..=width + SLACK;
     let near: usize = counts[band.clone()].iter().sum();
     let unfinished = near - finished[band].iter().sum::<usize>();
@@ -149,6 +153,11 @@ fn detect_by(text: &str, measure: Measure) -> Option<Wrap> {
     if near * 10 < lines * 3 || longer * 50 > lines || unfinished * 2 < near {
         return None;
     }
+    let wrap = Wrap {
+        width,
+        indent: 0,
+        measure,
+    };
     // The indent of a line right after a full one: the text's own margin.
     let mut indents = [0usize; 9];
     let mut after_full = false;
@@ -160,18 +169,11 @@ fn detect_by(text: &str, measure: Measure) -> Option<Wrap> {
         if after_full {
             indents[indent_of(line).min(indents.len() - 1)] += 1;
         }
-        let n = measure.of(line.trim_end());
-        after_full = n + SLACK >= width && n <= width + SLACK;
+        after_full = wrap.is_full(measure.of(line.trim_end()));
     }
-    let (indent, _) =
-        indents.iter().enumerate().fold(
-            (0, 0),
-            |best, (i, &n)| if n > best.1 { (i, n) } else { best },
-        );
     Some(Wrap {
-        width,
-        indent,
-        measure,
+        indent: commonest(&indents),
+        ..wrap
     })
 }
 

@@ -137,13 +137,15 @@ pub(super) fn brought_in(prefix: &str) -> bool {
             && !["没有", "沒有", "所有", "只有"].iter().any(|w| prefix.ends_with(w)))
 }
 
-/// A place's verb, then a count: someone is there now (门外站着一个人,
-/// 店里进来一个穿职业装的女人).
+/// A verb of coming, then a count: someone comes to where the scene is
+/// (店里进来一个穿职业装的女人, 走过来一位); or one standing at the door
+/// (门外站着一个人) — not one already sitting there when the scene's own
+/// people come in (推开门，里面坐着一个男人: who came in speaks first).
 const ARRIVING: &[&str] = &[
-    "站着一",
-    "站著一",
-    "坐着一",
-    "坐著一",
+    "门外站着一",
+    "門外站著一",
+    "门口站着一",
+    "門口站著一",
     "进来一",
     "進來一",
     "进来了一",
@@ -161,12 +163,15 @@ const ARRIVING: &[&str] = &[
 /// Longest description of someone who arrives (头发花白的男人: 6 characters).
 const MAX_ARRIVAL_CHARS: usize = 10;
 
-/// Someone new coming into view in `text`: for each arrival, the byte range
-/// of the one counted (`人` of 一个人, `穿职业装的女人`), at most
-/// [`MAX_ARRIVAL_CHARS`] before a pause.
-pub(super) fn arrivals(text: &str) -> Vec<(usize, usize)> {
+/// The last one `text` brings into view: the byte range of the one counted
+/// (`人` of 一个人, `穿职业装的女人`), at most [`MAX_ARRIVAL_CHARS`] before a
+/// pause.
+pub(super) fn last_arrival(text: &str) -> Option<(usize, usize)> {
     const COUNTS: &[&str] = &["个", "個", "位", "名"];
-    let mut out: Vec<(usize, usize)> = ARRIVING
+    if !text.contains('一') {
+        return None;
+    }
+    ARRIVING
         .iter()
         .flat_map(|w| text.match_indices(w).map(|(at, w)| at + w.len()))
         .filter_map(|start| {
@@ -179,9 +184,7 @@ pub(super) fn arrivals(text: &str) -> Vec<(usize, usize)> {
             (from < end && text[from..end].chars().count() <= MAX_ARRIVAL_CHARS)
                 .then_some((from, end))
         })
-        .collect();
-    out.sort_unstable();
-    out
+        .max()
 }
 
 /// True when someone who arrives is said to be a person and nothing more

@@ -2,7 +2,7 @@
 //! first, over the narration around them and the turns of the conversation.
 
 use super::clause::{
-    arrivals, brought_in, clause_start, is_punct, is_subject, last_clause, sentence_end,
+    brought_in, clause_start, is_punct, is_subject, last_arrival, last_clause, sentence_end,
     sentence_start, ungendered_arrival,
 };
 use super::mentions::{Mention, gender_slot, reports};
@@ -1195,7 +1195,7 @@ impl Context<'_, '_> {
         if j + 1 != i || p.skipped || p.spans.iter().any(|s| s.kind != SegmentKind::Narration) {
             return None;
         }
-        let (from, end) = arrivals(p.text).last().copied()?;
+        let (from, end) = last_arrival(p.text)?;
         let mentions = self.mentions_in(j, from, p.text.len());
         // Named after they came (…，正是副局长马国栋。): that one, not someone new.
         if mentions
