@@ -255,7 +255,9 @@ fn counted_subject(prefix: &str) -> bool {
             || (aged.ends_with('的') && aged.chars().count() <= MAX_AGED_DESCRIPTION_CHARS))
         && plain(aged);
     aged_subject
-        || COUNTED.iter().any(|w| {
+        // Every word of COUNTED ends in one of these: one pass first.
+        || (prefix.contains(['个', '個', '位', '名'])
+            && COUNTED.iter().any(|w| {
             let Some(at) = prefix.find(w) else {
                 return false;
             };
@@ -268,5 +270,5 @@ fn counted_subject(prefix: &str) -> bool {
                         '边', '邊', '面', '里', '裡', '中', '口', '前', '后', '後', '旁', '外',
                     ]));
             place_ok && plain(description)
-        })
+        }))
 }
