@@ -494,9 +494,11 @@ mod tests {
         assert!(!got[1].0.contains("你先回去"), "{got:?}");
     }
 
-    /// The names of the characters found in `text`.
-    fn discovered_names(text: &str) -> Vec<String> {
-        discover_cast(text, "书")
+    /// The names of the characters found in a chapter of `lines` said
+    /// `times` over.
+    fn discovered_names(lines: &[&str], times: usize) -> Vec<String> {
+        let text = format!("第一回 風雨\n{}", lines.join("\n").repeat(times));
+        discover_cast(&text, "书")
             .into_iter()
             .map(|d| d.character.name)
             .collect()
@@ -511,8 +513,7 @@ mod tests {
             "吳月娘道：也好。",
             "韓道國騎了馬，一直往城外走。",
         ];
-        let text = format!("第一回 風雨\n{}", lines.join("\n").repeat(12));
-        let names = discovered_names(&text);
+        let names = discovered_names(&lines, 12);
         assert!(names.contains(&"韓道國".to_owned()), "{names:?}");
     }
 
@@ -525,8 +526,7 @@ mod tests {
             "林秀娘笑道：你怕什麼？",
             "周福生道：不怕。林家的人都在。我說過的話，幾時不算？",
         ];
-        let text = format!("第一回 風雨\n{}", lines.join("\n").repeat(8));
-        let names = discovered_names(&text);
+        let names = discovered_names(&lines, 8);
         assert!(names.contains(&"周福生".to_owned()), "{names:?}");
         assert!(!names.contains(&"我".to_owned()), "{names:?}");
     }

@@ -186,14 +186,19 @@ pub fn unwrap(text: &str) -> Option<String> {
     let mut open = false;
     // It ended in a space that a wrapper left after a word.
     let mut spaced = false;
-    for line in text.lines() {
-        let body = trim_line(line);
+    for raw in text.lines() {
+        let body = trim_line(raw);
         if body.is_empty() {
             out.push('\n');
             open = false;
             continue;
         }
-        let goes_on = open && indent_of(line) <= wrap.indent && heading(body).is_none();
+        let line = raw.trim_end();
+        let full = wrap.is_full(wrap.measure.of(line));
+        // Looked for only where it matters: a line that may go on the one
+        // before, or that the next may go on.
+        let is_heading = (open || full) && heading(body).is_some();
+        let goes_on = open && indent_of(line) <= wrap.indent && !is_heading;
         if goes_on {
             // Two Latin words the wrapper parted at a space keep one; a
             // word or a number cut anywhere else is joined as it was.
@@ -208,10 +213,10 @@ pub fn unwrap(text: &str) -> Option<String> {
             if !out.is_empty() {
                 out.push('\n');
             }
-            out.push_str(line.trim_end());
+            out.push_str(line);
         }
-        open = wrap.is_full(wrap.measure.of(line.trim_end())) && heading(body).is_none();
-        spaced = line.ends_with(|c: char| c.is_whitespace());
+        open = full && !is_heading;
+        spaced = raw.ends_with(|c: char| c.is_whitespace());
     }
     Some(out)
 }
@@ -222,11 +227,11 @@ mod tests {
 
     /// Wraps each paragraph at `width` characters, the first line indented
     /// by `indent` full-width spaces, paragraphs apart by `gap`.
-    fn wrap_at(paragraphs: &[&str], width: usize, indent: usize, gap: &str) -> String {
+    fn wrap_at(paragraphs: &[impl AsRef<str>], width: usize, indent: usize, gap: &str) -> String {
         let mut out = Vec::new();
         for p in paragraphs {
             let text: Vec<char> = std::iter::repeat_n('\u{3000}', indent)
-                .chain(p.chars())
+                .chain(p.as_ref().chars())
                 .collect();
             let lines: Vec<String> = text.chunks(width).map(|c| c.iter().collect()).collect();
             out.push(lines.join("\n"));
@@ -262,8 +267,7 @@ mod tests {
     #[test]
     fn paragraphs_apart_by_blank_lines_come_back_whole() {
         let story = story();
-        let refs: Vec<&str> = story.iter().map(String::as_str).collect();
-        let wrapped = wrap_at(&refs, 37, 2, "\n\n");
+        let wrapped = wrap_at(&story, 37, 2, "\n\n");
         assert_eq!(detect(&wrapped).map(|w| w.width), Some(37));
         let unwrapped = unwrap(&wrapped).expect("a wrapped text");
         assert_eq!(paragraphs(&unwrapped), story);
@@ -272,8 +276,7 @@ mod tests {
     #[test]
     fn paragraphs_marked_by_an_indent_alone_come_back_whole() {
         let story = story();
-        let refs: Vec<&str> = story.iter().map(String::as_str).collect();
-        let wrapped = wrap_at(&refs, 30, 2, "\n");
+        let wrapped = wrap_at(&story, 30, 2, "\n");
         let unwrapped = unwrap(&wrapped).expect("a wrapped text");
         assert_eq!(paragraphs(&unwrapped), story);
     }
@@ -281,8 +284,7 @@ mod tests {
     #[test]
     fn a_quote_cut_by_the_wrap_is_one_paragraph_again() {
         let story = story();
-        let refs: Vec<&str> = story.iter().map(String::as_str).collect();
-        let wrapped = wrap_at(&refs, 33, 0, "\n\n");
+        let wrapped = wrap_at(&story, 33, 0, "\n\n");
         assert!(
             paragraphs(&wrapped)
                 .iter()
@@ -300,13 +302,12 @@ mod tests {
         let story = story();
         let mut text = String::new();
         for (i, chunk) in story.chunks(6).enumerate() {
-            let refs: Vec<&str> = chunk.iter().map(String::as_str).collect();
             // A heading exactly as long as the wrapped lines, right above its text.
             text.push_str(&format!(
                 "第{}章　渡口的早晨，雾气迷蒙中的老人和姑娘\n",
                 i + 1
             ));
-            text.push_str(&wrap_at(&refs, 24, 0, "\n\n"));
+            text.push_str(&wrap_at(chunk, 24, 0, "\n\n"));
             text.push('\n');
         }
         let unwrapped = unwrap(&text).expect("a wrapped text");

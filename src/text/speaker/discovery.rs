@@ -9,9 +9,9 @@ use super::ParagraphView;
 use super::clause::is_punct;
 use super::gender::{GenderEvidence, gender_hint, name_gender};
 use super::names::{
-    COMPOUND_SURNAMES, OFFICE_TITLES, ROLE_NOUNS, UNNAMED_PEOPLE, Unnamed, has_surname,
-    is_house_title, is_non_name_char, is_non_name_inner, is_non_name_tail, is_not_name,
-    is_palace_title, is_particle, is_role_word, is_surname,
+    COMPOUND_SURNAMES, OFFICE_TITLES, RANK_NUMERALS, ROLE_NOUNS, UNNAMED_PEOPLE, Unnamed,
+    has_surname, is_house_title, is_non_name_char, is_non_name_inner, is_non_name_tail,
+    is_not_name, is_palace_title, is_particle, is_role_word, is_surname,
 };
 use super::rules::KIN_BEFORE_NAME;
 use super::words::{
@@ -1572,7 +1572,7 @@ fn runs_into_a_word(name: &str, n: usize, longer: &HashMap<&str, Vec<(&str, usiz
         let (first, last) = (chars.next(), chars.next());
         chars.next().is_none()
             && first.is_some_and(|c| is_surname(c) && !is_non_name_char(c))
-            && last.is_some_and(|c| "二三四五六七八九十大".contains(c))
+            && last.is_some_and(|c| RANK_NUMERALS.contains(&c) || c == '大')
     };
     let before_verb = ((name.chars().count() == 3 && has_surname(name)) || ranked)
         && starts_with_bare_speech_verb(&next[name.len()..]);

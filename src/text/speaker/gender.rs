@@ -4,7 +4,7 @@
 use aho_corasick::{AhoCorasickBuilder, MatchKind};
 
 use super::clause::{clause_start, is_punct, opens_clause, sentence_start};
-use super::names::{SURNAME_TITLES, is_palace_title, is_role_word};
+use super::names::{RANK_NUMERALS, SURNAME_TITLES, is_palace_title, is_role_word};
 use super::words::has_speech_verb;
 use super::{Discovered, ParagraphView};
 use crate::text::quote::SegmentKind;
@@ -1019,9 +1019,7 @@ fn titles_after(e: &mut GenderEvidence, name: &str, after: &str) {
     if after.starts_with('是') {
         copula(e, after);
     } else if any_prefix(after, NOT_TITLES) {
-    } else if after.starts_with('嫂')
-        && name.ends_with(['二', '三', '四', '五', '六', '七', '八', '九', '十'])
-    {
+    } else if after.starts_with('嫂') && name.ends_with(RANK_NUMERALS) {
         // 贲四嫂, 常二嫂: the wife of a man called by his rank among
         // brothers (桂兰嫂 is the woman herself).
         e.male_titles += 1;

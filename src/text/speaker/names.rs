@@ -8,21 +8,37 @@ use crate::text::cast::Gender;
 /// (楚, 洛, 沐, 墨, 傅, 厉, 薄 …).
 const SURNAMES: &str = "王李张張刘劉陈陳杨楊黄黃赵趙吴吳周徐孙孫马馬朱胡郭何高林罗羅郑鄭梁谢謝宋唐许許韩韓冯馮邓鄧曹彭曾肖萧蕭田董袁潘于蒋蔣蔡余杜叶葉程苏蘇魏吕呂丁任沈姚卢盧姜崔钟鍾谭譚陆陸汪范金石廖贾賈夏韦韋付方白邹鄒孟熊秦邱江尹薛闫阎閻段雷侯龙龍史陶黎贺賀顾顧毛郝龚龔邵万萬钱錢严嚴覃武戴莫孔向汤湯常温溫康施文牛樊葛邢安齐齊易乔喬伍庞龐颜顏倪庄莊聂聶章鲁魯岳翟殷詹申欧歐耿关關兰蘭焦俞左柳甘祝包宁寧尚符舒阮柯纪紀梅童凌毕畢单單季裴霍涂成苗谷盛曲翁冉骆駱蓝藍路游辛靳管柴蒙鲍鮑华華喻祁蒲房滕屈饶饒解牟艾尤阳陽时時穆农農司卓古吉缪繆简簡车車项項连連芦蘆麦麥褚娄婁窦竇戚岑景党黨宫宮费費卜冷晏席卫衛米柏宗瞿桂全佟应應臧闵閔苟邬鄔边邊卞姬师師和仇栾欒隋商刁沙荣榮巫寇桑郎甄丛叢仲虞敖巩鞏明佘池查麻苑迟遲邝鄺猪豬楚洛沐墨傅厉厲薄封燕战戰权權凤鳳云雲君";
 
-/// Is `c` one of the common surnames?
-pub(crate) fn is_surname(c: char) -> bool {
-    // One bit for each character of the Basic Multilingual Plane (every
-    // surname is there): a lookup per character of a book stays cheap.
-    static SET: std::sync::LazyLock<Box<[u64; 1024]>> = std::sync::LazyLock::new(|| {
+/// A set of characters of the Basic Multilingual Plane, a bit each: a
+/// lookup per character of a book stays cheap.
+pub(super) struct CharBits(Box<[u64; 1024]>);
+
+impl CharBits {
+    /// The set of `chars` (every one in the plane).
+    pub(super) fn of(chars: impl IntoIterator<Item = char>) -> CharBits {
         let mut bits = Box::new([0u64; 1024]);
-        for c in SURNAMES.chars() {
+        for c in chars {
             let c = c as usize;
+            assert!(c < 0x10000, "U+{c:X} is outside the plane");
             bits[c / 64] |= 1 << (c % 64);
         }
-        bits
-    });
-    let c = c as usize;
-    c < 0x10000 && SET[c / 64] & (1 << (c % 64)) != 0
+        CharBits(bits)
+    }
+
+    pub(super) fn contains(&self, c: char) -> bool {
+        let c = c as usize;
+        c < 0x10000 && self.0[c / 64] & (1 << (c % 64)) != 0
+    }
 }
+
+/// Is `c` one of the common surnames?
+pub(crate) fn is_surname(c: char) -> bool {
+    static SET: std::sync::LazyLock<CharBits> =
+        std::sync::LazyLock::new(|| CharBits::of(SURNAMES.chars()));
+    SET.contains(c)
+}
+
+/// Ranks among brothers that close a man's name (王四, 常二).
+pub(super) const RANK_NUMERALS: [char; 9] = ['二', '三', '四', '五', '六', '七', '八', '九', '十'];
 
 /// True when a name of three or more characters opens with a common surname
 /// (or of four at most with a compound one: 慕容雪, 上官婉儿).

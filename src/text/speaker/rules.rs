@@ -1197,7 +1197,8 @@ impl Context<'_, '_> {
     /// `None` when no one arrives there.
     fn arrival_before(&self, i: usize, j: usize) -> Option<Option<Who>> {
         let p = &self.paragraphs[j];
-        if j + 1 != i || p.skipped || p.spans.iter().any(|s| s.kind != SegmentKind::Narration) {
+        // (`j` takes part: never a skipped paragraph.)
+        if j + 1 != i || p.spans.iter().any(|s| s.kind != SegmentKind::Narration) {
             return None;
         }
         let (from, end) = last_arrival(p.text)?;

@@ -5,7 +5,7 @@
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder};
 
 use super::clause::is_punct;
-use super::names::is_not_name;
+use super::names::{CharBits, is_not_name};
 
 /// Groups that may speak as one.
 pub(super) const CROWDS: &[&str] = &[
@@ -284,7 +284,7 @@ pub(super) fn has_speech_verb(s: &str) -> bool {
             }
         }
         // A word of two or more characters (吩咐, 低语) starting here.
-        if words.opens(c)
+        if words.opening.contains(c)
             && words.by_first[&c].iter().any(|w| s[at..].starts_with(w))
             && !negated(&s[..at])
         {
@@ -295,35 +295,19 @@ pub(super) fn has_speech_verb(s: &str) -> bool {
     false
 }
 
-/// [`SPEECH_WORDS`] by their first character, with a bit per character of
-/// the Basic Multilingual Plane that opens one: most characters of a clause
-/// are passed at one lookup.
+/// [`SPEECH_WORDS`] by their first character, with the set of those first
+/// characters: most characters of a clause are passed at one lookup.
 struct SpeechWords {
-    opening: Box<[u64]>,
+    opening: CharBits,
     by_first: rustc_hash::FxHashMap<char, Vec<&'static str>>,
 }
 
-impl SpeechWords {
-    fn opens(&self, c: char) -> bool {
-        let c = c as usize;
-        self.opening
-            .get(c >> 6)
-            .is_some_and(|bits| bits & (1 << (c & 63)) != 0)
-    }
-}
-
 static SPEECH_BY_FIRST: std::sync::LazyLock<SpeechWords> = std::sync::LazyLock::new(|| {
-    let mut words = SpeechWords {
-        opening: vec![0; 0x10000 / 64].into_boxed_slice(),
-        by_first: rustc_hash::FxHashMap::default(),
-    };
-    for w in SPEECH_WORDS {
-        let first = w.chars().next().expect("speech words are not empty");
-        assert!((first as usize) < 0x10000, "{w}: outside the plane");
-        words.opening[first as usize >> 6] |= 1 << (first as usize & 63);
-        words.by_first.entry(first).or_default().push(w);
+    let by_first = by_first(SPEECH_WORDS);
+    SpeechWords {
+        opening: CharBits::of(by_first.keys().copied()),
+        by_first,
     }
-    words
 });
 
 /// True when `sentence` tells of speech without quoting it (沈知微把情况说
@@ -522,16 +506,19 @@ pub(super) fn introduces_thought(narration: &str) -> bool {
 }
 
 /// [`CONNECTIVES`] by their first character, each list in the table's order.
-static CONNECTIVES_BY_FIRST: std::sync::LazyLock<rustc_hash::FxHashMap<char, Vec<&'static str>>> =
-    std::sync::LazyLock::new(|| {
-        let mut by_first = rustc_hash::FxHashMap::<char, Vec<&'static str>>::default();
-        for c in CONNECTIVES {
-            if let Some(first) = c.chars().next() {
-                by_first.entry(first).or_default().push(c);
-            }
+/// `words` by their first character, in their order.
+fn by_first(words: &[&'static str]) -> rustc_hash::FxHashMap<char, Vec<&'static str>> {
+    let mut by_first = rustc_hash::FxHashMap::<char, Vec<&'static str>>::default();
+    for w in words {
+        if let Some(first) = w.chars().next() {
+            by_first.entry(first).or_default().push(w);
         }
-        by_first
-    });
+    }
+    by_first
+}
+
+static CONNECTIVES_BY_FIRST: std::sync::LazyLock<rustc_hash::FxHashMap<char, Vec<&'static str>>> =
+    std::sync::LazyLock::new(|| by_first(CONNECTIVES));
 
 /// The first of [`CONNECTIVES`] that `text` starts with (然后, 于是…): the
 /// same answer as scanning the table, looking only at the words that
