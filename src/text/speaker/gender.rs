@@ -1080,9 +1080,14 @@ fn self_titles(
     };
     for pair in p.spans.windows(2) {
         let [n, q] = pair else { continue };
-        // “我老婆是个‘土耳其’！…”贾冰说。: the tag after the quote.
+        // “我老婆是个‘土耳其’！…”贾冰说。: the tag after the quote (not one
+        // that opens the next quote with its colon: 「…老身…」西門慶道：「…」
+        // is 王婆's 老身 and 西門慶's answer).
         if n.kind != SegmentKind::Narration && q.kind == SegmentKind::Narration {
-            let tag = p.text[q.start..q.end].trim_start();
+            let tag = p.text[q.start..q.end].trim();
+            if tag.ends_with(['：', ':']) {
+                continue;
+            }
             // A name opening the tag: only its first few characters are searched.
             let head = tag
                 .char_indices()
@@ -1932,6 +1937,21 @@ mod tests {
         );
         assert_eq!(titles(&got[0].1), (1, 0), "{:?}", got[0].1);
         assert_eq!(titles(&got[1].1), (0, 1), "{:?}", got[1].1);
+    }
+
+    #[test]
+    fn a_tag_that_opens_the_next_quote_is_not_the_last_ones() {
+        // 「…老身…」王三官道：「…」: the old woman's 老身 is not his; 「…」
+        // 張媽媽道。 after a quote is (its tag).
+        let got = guessed(
+            &[("王三官", &[]), ("張媽媽", &[])],
+            &[
+                "張媽媽笑道：「老身明日再來。」王三官道：「小人送你。」",
+                "「老身走不動了。」張媽媽道。",
+            ],
+        );
+        assert_eq!(titles(&got[0].1), (0, 0), "{:?}", got[0].1);
+        assert_eq!(titles(&got[1].1), (2, 0), "{:?}", got[1].1);
     }
 
     #[test]

@@ -619,13 +619,11 @@ const SELF_WORDS: &[(&str, usize, &str)] = &[
 ];
 
 /// What a quote opens by calling the one it speaks to, with the gender it
-/// says the speaker is: a wife calls her husband 老公 or 相公, a husband
+/// says the speaker is: a wife calls her husband 老公 or 夫君, a husband
 /// his wife 老婆 or 娘子.
 const SPOUSE_CALLS: &[(&str, usize)] = &[
     ("老公", 1),
-    ("相公", 1),
     ("夫君", 1),
-    ("官人", 1),
     ("老婆", 0),
     ("媳妇", 0),
     ("媳婦", 0),
@@ -805,7 +803,14 @@ pub(super) fn self_reference(quote: &str) -> Option<usize> {
         let before = quote[..m.start()].chars().next_back();
         let after = quote[m.end()..].chars().next();
         let owned = before.is_some_and(|c| "你他她我的们們咱俺".contains(c));
-        if !owned && !after.is_some_and(|c| not_after.contains(c)) {
+        // 「老娘，且待過嶺去…」, 「我只有一個老娘在家」: the old mother
+        // spoken to or of, not a self-word.
+        let kin = matches!(SELF_WORDS[m.pattern().as_usize()].0, "老娘" | "老子");
+        let called = kin
+            && ((quote[..m.start()].chars().all(|c| "“「『\"".contains(c))
+                && after.is_some_and(|c| "，,！!".contains(c)))
+                || before.is_some_and(|c| "個个有".contains(c)));
+        if !owned && !called && !after.is_some_and(|c| not_after.contains(c)) {
             return Some(slot);
         }
     }
@@ -886,6 +891,9 @@ mod tests {
             "“那些老娘们懂什么。”",
             "“老子曰：道可道。”",
             "“我老娘病了。”",
+            // The old mother spoken to.
+            "「老娘，且待過嶺去。」",
+            "「我只有一個老娘在家。」",
         ] {
             assert_eq!(self_reference(not), None, "{not}");
         }
@@ -913,7 +921,7 @@ mod tests {
             ("“为娘只盼你平安。”", 1),
             ("“老公，饭好了。”", 1),
             ("“媳妇儿，把灯点上！”", 0),
-            ("「相公，天涼了。」", 1),
+            ("「夫君，天涼了。」", 1),
             ("“殿下就不怕臣女说假话？”", 1),
             ("“奴婢记得清清楚楚！”", 1),
             ("“朕乏了。”", 0),
@@ -924,6 +932,10 @@ mod tests {
             "“老夫人请你过去。”",
             "“他们是一对老夫妻。”",
             "“你老公回来了没有？”",
+            // 相公 and 官人 are what servants, clerks and wives alike call a
+            // gentleman or an official.
+            "「相公，這楊志既是殿司制使。」",
+            "「官人，要甚東西？」",
             "“我跟老婆说好了，明天回去。”",
             "“她成为娘家的骄傲。”",
             "“奴婢们都退下了。”",
