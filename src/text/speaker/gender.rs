@@ -1150,14 +1150,34 @@ fn self_titles(
         let before = p.text[n.start..n.end].trim_end();
         let end = n.start + before.len() - before.chars().last().map_or(0, char::len_utf8);
         let from = sentence_start(p.text, n.start, end);
+        let sentence = &p.text[from..end];
+        // The first one named who acts in the sentence: not one acted on
+        // (被雷橫打了, 對他), nor one whose kin acts (雷橫娘道：).
         if let Some(i) = matcher
-            .find(&p.text[from..end])
+            .find_iter(sentence)
+            .find(|m| {
+                !sentence[..m.start()]
+                    .chars()
+                    .next_back()
+                    .is_some_and(|c| ACTED_ON.contains(c))
+                    && !any_prefix(&sentence[m.end()..], KIN_OF_NAME)
+            })
             .and_then(|m| owner[m.pattern().as_usize()])
         {
             tally(i, slot);
         }
     }
 }
+
+/// Characters before a name that make it one acted on, not the one who
+/// speaks next (被雷橫打了, 對他說, 把他).
+const ACTED_ON: &str = "被把將将對对給给向和跟同與与叫讓让見见";
+/// Kin right after a name: the one named there is someone's, not the name's
+/// owner (雷橫娘道：, 武大老婆).
+const KIN_OF_NAME: &[&str] = &[
+    "娘", "母", "妻", "老婆", "渾家", "浑家", "媳婦", "媳妇", "父", "爹", "兒子", "儿子", "女兒",
+    "女儿",
+];
 
 /// True when `between` (from the end of a name to a pronoun) is the rest
 /// of the name's sentence, a statement of narration, and the pronoun opens
@@ -2063,6 +2083,19 @@ mod tests {
         );
         assert_eq!(titles(&got[0].1), (0, 0), "{:?}", got[0].1);
         assert_eq!(titles(&got[1].1), (2, 0), "{:?}", got[1].1);
+    }
+
+    #[test]
+    fn one_acted_on_or_whose_kin_speaks_takes_no_self_word() {
+        let got = guessed(
+            &[("雷甫", &[])],
+            &[
+                "那女子見父親被雷甫打了，便去縣裏告道：「奴家冤枉！」",
+                "雷甫娘道：「老身走不動了。」",
+                "他對雷甫說：「奴家去了。」",
+            ],
+        );
+        assert_eq!(titles(&got[0].1), (0, 0), "{:?}", got[0].1);
     }
 
     #[test]
