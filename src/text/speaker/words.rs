@@ -810,7 +810,10 @@ pub(super) fn self_reference(quote: &str) -> Option<usize> {
             && ((quote[..m.start()].chars().all(|c| "“「『\"".contains(c))
                 && after.is_some_and(|c| "，,！!".contains(c)))
                 || before.is_some_and(|c| "個个有".contains(c)));
-        if !owned && !called && !after.is_some_and(|c| not_after.contains(c)) {
+        // 住持本宮, 回本宮: the palace or temple, a place.
+        let place = matches!(SELF_WORDS[m.pattern().as_usize()].0, "本宫" | "本宮")
+            && before.is_some_and(|c| "住在到回出入进進离離来來持于於".contains(c));
+        if !owned && !called && !place && !after.is_some_and(|c| not_after.contains(c)) {
             return Some(slot);
         }
     }
@@ -894,6 +897,9 @@ mod tests {
             // The old mother spoken to.
             "「老娘，且待過嶺去。」",
             "「我只有一個老娘在家。」",
+            // The temple or the palace, a place.
+            "「因此不住本宮。」",
+            "「小道自來住持本宮。」",
         ] {
             assert_eq!(self_reference(not), None, "{not}");
         }
