@@ -222,8 +222,8 @@ const CONTEXT_CHARS: usize = 8;
 /// from a title.
 const BOOK_LEAN_WEIGHT: f32 = 1.0;
 /// The share (percent) of settled characters of one gender from which a
-/// classical book leans to it, and how many must be settled: 西游记 and
-/// 水滸傳 lean male, 《红楼梦》 and 《金瓶梅》 do not.
+/// classical book leans to it, and how many must be settled: 水滸傳 and
+/// 《儒林外史》 lean male, 西游记, 《红楼梦》 and 《金瓶梅》 do not.
 const BOOK_LEAN_SHARE: usize = 80;
 const BOOK_LEAN_MIN_SETTLED: usize = 20;
 /// How sure a guess must be to count as settled for the book's lean.
