@@ -1161,6 +1161,7 @@ fn self_titles(
                     .next_back()
                     .is_some_and(|c| ACTED_ON.contains(c))
                     && !any_prefix(&sentence[m.end()..], KIN_OF_NAME)
+                    && !any_prefix(&sentence[m.end()..], WIFE_OF)
             })
             .and_then(|m| owner[m.pattern().as_usize()])
         {
@@ -1173,11 +1174,8 @@ fn self_titles(
 /// speaks next (被雷橫打了, 對他說, 把他).
 const ACTED_ON: &str = "被把將将對对給给向和跟同與与叫讓让見见";
 /// Kin right after a name: the one named there is someone's, not the name's
-/// owner (雷橫娘道：, 武大老婆).
-const KIN_OF_NAME: &[&str] = &[
-    "娘", "母", "妻", "老婆", "渾家", "浑家", "媳婦", "媳妇", "父", "爹", "兒子", "儿子", "女兒",
-    "女儿",
-];
+/// owner (雷橫娘道：; a wife of [`WIFE_OF`] too: 武大老婆).
+const KIN_OF_NAME: &[&str] = &["娘", "母", "妻", "父", "爹", "兒子", "儿子", "女兒", "女儿"];
 
 /// True when `between` (from the end of a name to a pronoun) is the rest
 /// of the name's sentence, a statement of narration, and the pronoun opens

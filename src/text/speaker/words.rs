@@ -799,19 +799,19 @@ pub(super) fn self_reference(quote: &str) -> Option<usize> {
                 .expect("a few fixed words build a matcher")
         });
     for m in SELF_MATCHER.find_overlapping_iter(quote) {
-        let (_, slot, not_after) = SELF_WORDS[m.pattern().as_usize()];
+        let (word, slot, not_after) = SELF_WORDS[m.pattern().as_usize()];
         let before = quote[..m.start()].chars().next_back();
         let after = quote[m.end()..].chars().next();
         let owned = before.is_some_and(|c| "你他她我的们們咱俺".contains(c));
         // 「老娘，且待過嶺去…」, 「我只有一個老娘在家」: the old mother
         // spoken to or of, not a self-word.
-        let kin = matches!(SELF_WORDS[m.pattern().as_usize()].0, "老娘" | "老子");
+        let kin = matches!(word, "老娘" | "老子");
         let called = kin
             && ((quote[..m.start()].chars().all(|c| "“「『\"".contains(c))
                 && after.is_some_and(|c| "，,！!".contains(c)))
                 || before.is_some_and(|c| "個个有".contains(c)));
         // 住持本宮, 回本宮: the palace or temple, a place.
-        let place = matches!(SELF_WORDS[m.pattern().as_usize()].0, "本宫" | "本宮")
+        let place = matches!(word, "本宫" | "本宮")
             && before.is_some_and(|c| "住在到回出入进進离離来來持于於".contains(c));
         if !owned && !called && !place && !after.is_some_and(|c| not_after.contains(c)) {
             return Some(slot);
