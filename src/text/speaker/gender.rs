@@ -136,6 +136,10 @@ pub struct GenderEvidence {
     /// 少平哥, 小厮茗烟, …的丈夫 / …的媳妇), including how others address it.
     pub female_titles: usize,
     pub male_titles: usize,
+    /// Of the female titles, `<name>的女婿`: her husband in the speech of
+    /// northern Shaanxi (平凡的世界), a son-in-law elsewhere, so none in a
+    /// classical book (太師蔡京的女婿).
+    pub son_in_law: usize,
     /// The name itself: a title or kinship word in it (strong), or a given
     /// name character that is usually a woman's or a man's (weak).
     pub name: Gender,
@@ -849,6 +853,12 @@ pub fn guess_genders(found: &mut [Discovered], chapters: &[Vec<ParagraphView<'_>
         }
         e.name_role = role_gender(&d.character.name).is_some();
     }
+    if !book_has_she && !vernacular {
+        for e in evidence.iter_mut() {
+            e.female_titles -= e.son_in_law;
+            e.son_in_law = 0;
+        }
+    }
     context_leanings(&mut evidence, &contexts);
     if !book_has_she && !vernacular {
         book_lean(&mut evidence);
@@ -1064,6 +1074,9 @@ fn titles_after(e: &mut GenderEvidence, name: &str, after: &str) {
         e.male_titles += 1;
     } else if any_prefix(after, FEMALE_AFTER) || any_prefix(after, HAS_HUSBAND) {
         e.female_titles += 1;
+        if after.starts_with("的女婿") {
+            e.son_in_law += 1;
+        }
     } else if any_prefix(after, MALE_AFTER)
         || any_prefix(after, HAS_WIFE)
         || (any_prefix(after, WIFE_OF) && !is_role_word(name))
@@ -2095,6 +2108,22 @@ mod tests {
             ],
         );
         assert_eq!(titles(&got[0].1), (0, 0), "{:?}", got[0].1);
+    }
+
+    #[test]
+    fn a_son_in_law_is_a_husband_only_in_a_modern_book() {
+        // Classical (no 她): 蔡甫的女婿 is his daughter's husband.
+        let got = guessed(
+            &[("蔡甫", &[])],
+            &["梁中書是太師蔡甫的女婿。", "蔡甫道：「好。」"],
+        );
+        assert_eq!(titles(&got[0].1), (0, 0), "{:?}", got[0].1);
+        // 平凡的世界's speech: 兰花的女婿 is her husband.
+        let got = guessed(
+            &[("兰花", &[])],
+            &["王满银是兰花的女婿。", "兰花说：“你回来了。”她笑了。"],
+        );
+        assert_eq!(titles(&got[0].1), (1, 0), "{:?}", got[0].1);
     }
 
     #[test]
