@@ -128,9 +128,14 @@ const MAX_BROUGHT_IN_BYTES: usize = 4 * 3;
 /// 女人) — not 她把那个妇女, the object.
 pub(super) fn brought_in(prefix: &str) -> bool {
     BRINGING_IN.iter().any(|w| {
-        prefix
+        // Only the prefix's last bytes can hold one close enough.
+        let mut from = prefix.len().saturating_sub(MAX_BROUGHT_IN_BYTES + w.len());
+        while !prefix.is_char_boundary(from) {
+            from -= 1;
+        }
+        prefix[from..]
             .rfind(w)
-            .is_some_and(|at| prefix.len() - at - w.len() <= MAX_BROUGHT_IN_BYTES)
+            .is_some_and(|at| prefix.len() - (from + at) - w.len() <= MAX_BROUGHT_IN_BYTES)
     }) || counted_subject(prefix)
         // 外头有婆子扬声道: 有 right before (not 没有, 所有).
         || (prefix.ends_with('有')

@@ -121,13 +121,10 @@ impl Attributor {
                 while !text.is_char_boundary(end) {
                     end -= 1;
                 }
-                let Some(named) = self.matcher.find(&text[m.end()..end]) else {
+                let Some(named) = self.matcher.at_start(&text[m.end()..end]) else {
                     continue;
                 };
-                if named.start() != 0 {
-                    continue;
-                }
-                if let Pattern::Name(c) = self.patterns[named.pattern().as_usize()] {
+                if let Pattern::Name(c) = self.patterns[named.pattern] {
                     kin[c] |= BEFORE_NAME[m.pattern().as_usize()].1;
                 }
             }

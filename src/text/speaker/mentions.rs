@@ -4,11 +4,10 @@
 
 use std::collections::HashMap;
 
-use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
-
 use super::clause::{
     MAX_CLAUSE_BYTES, brought_in, clause_start, is_punct, opens_clause, seen_coming,
 };
+use super::matcher::{Found, WordMatcher};
 use super::names::{
     OFFICE_TITLES, SURNAME_TITLES, UNNAMED_PEOPLE, Unnamed, is_non_name_char, is_role_word,
     is_surname,
@@ -110,9 +109,6 @@ fn given_addresses(cast: &Cast) -> Vec<(String, usize)> {
 /// name and its title; longer strings are cut, the match checked on the cut).
 const MAX_INTRODUCED_BYTES: usize = 12 * 3;
 
-/// Most words the cast matcher searches with a DFA.
-const MAX_DFA_WORDS: usize = 2000;
-
 /// What a word of the cast matcher stands for.
 #[derive(Debug, Clone, Copy)]
 pub(super) enum Pattern {
@@ -157,7 +153,7 @@ impl Mention {
 
 /// The matcher over a cast's names and aliases, the crowds and 他/她, with
 /// what each of its patterns stands for.
-pub(super) fn cast_matcher(cast: &Cast) -> (AhoCorasick, Vec<Pattern>) {
+pub(super) fn cast_matcher(cast: &Cast) -> (WordMatcher, Vec<Pattern>) {
     let mut words: Vec<String> = Vec::new();
     let mut patterns = Vec::new();
     let mut seen: HashMap<String, ()> = HashMap::new();
@@ -232,15 +228,7 @@ pub(super) fn cast_matcher(cast: &Cast) -> (AhoCorasick, Vec<Pattern>) {
             patterns.push(pattern);
         }
     }
-    // A DFA: the fastest search, and small for a cast's worth of words (the
-    // crate's own choice falls back to an NFA past 100 words, which the
-    // words for people not named take a cast past).
-    let kind = (words.len() <= MAX_DFA_WORDS).then_some(AhoCorasickKind::DFA);
-    let matcher = AhoCorasickBuilder::new()
-        .match_kind(MatchKind::LeftmostLongest)
-        .kind(kind)
-        .build(&words)
-        .expect("names are plain strings");
+    let matcher = WordMatcher::new(&words);
     (matcher, patterns)
 }
 
@@ -300,12 +288,12 @@ impl Attributor {
         // which no other word is looked for.
         let mut kin_end = 0;
         for m in self.matcher.find_iter(narration) {
-            let (mut start, mut end) = (span.start + m.start(), span.start + m.end());
+            let (mut start, mut end) = (span.start + m.start, span.start + m.end);
             if start < kin_end {
                 continue;
             }
             let mut other = None;
-            let (who, pronoun) = match self.patterns[m.pattern().as_usize()] {
+            let (who, pronoun) = match self.patterns[m.pattern] {
                 Pattern::Name(c) | Pattern::TitledName(c, _) => {
                     // 司机金俊海, 副书记金俊山, 他媳妇银花: a title or kin
                     // right before a name is that character's, one mention
@@ -331,7 +319,7 @@ impl Attributor {
                             .filter(|o| *o != c)
                             .map(Who::Character);
                     }
-                    if let Pattern::TitledName(_, t) = self.patterns[m.pattern().as_usize()] {
+                    if let Pattern::TitledName(_, t) = self.patterns[m.pattern] {
                         last.titled.retain(|(old, _)| *old != t);
                         last.titled.push((t, c));
                     }
@@ -450,7 +438,7 @@ impl Attributor {
                 let subject = (opens_clause(&text[clause..start]) && !reports(&text[..clause]))
                     || seen_doing(&text[..start], &text[end..]);
                 let role = matches!(
-                    self.patterns[m.pattern().as_usize()],
+                    self.patterns[m.pattern],
                     Pattern::Role(_) | Pattern::Unnamed(..)
                 );
                 last.note(slot, c, paragraph, end, subject, role);
@@ -499,12 +487,12 @@ impl Attributor {
 
     /// The cast's word that opens `text`, looked for in its first
     /// [`MAX_INTRODUCED_BYTES`] only: a quote of a thousand 在下 stays linear.
-    fn name_at_start(&self, text: &str) -> Option<aho_corasick::Match> {
+    fn name_at_start(&self, text: &str) -> Option<Found> {
         let mut end = text.len().min(MAX_INTRODUCED_BYTES);
         while !text.is_char_boundary(end) {
             end -= 1;
         }
-        self.matcher.find(&text[..end]).filter(|m| m.start() == 0)
+        self.matcher.at_start(&text[..end])
     }
 
     /// A character who names themselves in a quote (“我是孙少平。”, “我……运生。”,
@@ -517,8 +505,8 @@ impl Attributor {
         if let Some(named) = after_self_word(quote.trim_start_matches(['“', '「', '『', '"'])) {
             let named = named.strip_prefix(['是', '乃']).unwrap_or(named);
             if let Some(m) = self.name_at_start(named)
-                && let Pattern::Name(c) = self.patterns[m.pattern().as_usize()]
-                && named[m.end()..]
+                && let Pattern::Name(c) = self.patterns[m.pattern]
+                && named[m.end..]
                     .chars()
                     .next()
                     .is_none_or(|c| is_punct(c) || matches!(c, '”' | '」' | '』' | '…'))
@@ -555,12 +543,11 @@ impl Attributor {
                 let Some(m) = self.name_at_start(named) else {
                     continue;
                 };
-                let (Pattern::Name(c) | Pattern::TitledName(c, _)) =
-                    self.patterns[m.pattern().as_usize()]
+                let (Pattern::Name(c) | Pattern::TitledName(c, _)) = self.patterns[m.pattern]
                 else {
                     continue;
                 };
-                let paused = named[m.end()..]
+                let paused = named[m.end..]
                     .chars()
                     .next()
                     .is_none_or(|c| is_punct(c) || matches!(c, '”' | '」' | '』' | '…'));
@@ -582,10 +569,10 @@ impl Attributor {
         }
         let inner = quote.trim_start_matches(['“', '「', '『', '"']);
         let m = self.name_at_start(inner)?;
-        let Pattern::Name(c) = self.patterns[m.pattern().as_usize()] else {
+        let Pattern::Name(c) = self.patterns[m.pattern] else {
             return None;
         };
-        inner[m.end()..]
+        inner[m.end..]
             .chars()
             .next()
             .is_none_or(|c| is_punct(c) || matches!(c, '”' | '」' | '』' | '…'))
@@ -596,7 +583,7 @@ impl Attributor {
     pub(super) fn named_in(&self, quote: &str) -> Vec<Who> {
         self.matcher
             .find_iter(quote)
-            .filter_map(|m| match self.patterns[m.pattern().as_usize()] {
+            .filter_map(|m| match self.patterns[m.pattern] {
                 Pattern::Name(c) | Pattern::TitledName(c, _) => Some(Who::Character(c)),
                 _ => None,
             })
@@ -607,20 +594,20 @@ impl Attributor {
     /// also with a form of address after the name (“少安哥，…”, “玉亭叔，…”).
     pub(super) fn vocative(&self, quote: &str) -> Option<Who> {
         let inner = quote.get(quote.chars().next()?.len_utf8()..)?;
-        let Some(m) = self.matcher.find(inner).filter(|m| m.start() == 0) else {
+        let Some(m) = self.matcher.at_start(inner) else {
             return self
                 .given_name_vocative(inner)
                 .or_else(|| self.asked_who(inner))
                 .or_else(|| self.closing_vocative(inner))
                 .or_else(|| self.narrator_called(inner));
         };
-        let c = match self.patterns[m.pattern().as_usize()] {
+        let c = match self.patterns[m.pattern] {
             Pattern::Name(c) | Pattern::TitledName(c, _) => c,
             // “爸，…”: what the narrator calls their family.
             Pattern::ShortName(c) if self.is_narrators_kin(Who::Character(c)) => c,
             _ => return None,
         };
-        let (rest, _) = after_address(&inner[m.end()..]);
+        let (rest, _) = after_address(&inner[m.end..]);
         pauses(rest).then_some(Who::Character(c))
     }
 
@@ -717,12 +704,8 @@ impl Attributor {
     /// a name, an alias or a title of the cast, or a given name with a form
     /// of address.
     pub(super) fn called(&self, text: &str) -> Option<Who> {
-        if let Some(m) = self
-            .matcher
-            .find(text)
-            .filter(|m| m.start() == 0 && m.end() == text.len())
-        {
-            match self.patterns[m.pattern().as_usize()] {
+        if let Some(m) = self.matcher.at_start(text).filter(|m| m.end == text.len()) {
+            match self.patterns[m.pattern] {
                 Pattern::Name(c) | Pattern::TitledName(c, _) => return Some(Who::Character(c)),
                 // 妈: what the narrator calls their family.
                 Pattern::ShortName(c) if self.is_narrators_kin(Who::Character(c)) => {
@@ -754,16 +737,11 @@ impl Attributor {
             while !inner.is_char_boundary(window) {
                 window -= 1;
             }
-            let m = self
-                .matcher
-                .find(&inner[at..window])
-                .filter(|m| m.start() == 0)?;
-            let (Pattern::Name(c) | Pattern::TitledName(c, _)) =
-                self.patterns[m.pattern().as_usize()]
-            else {
+            let m = self.matcher.at_start(&inner[at..window])?;
+            let (Pattern::Name(c) | Pattern::TitledName(c, _)) = self.patterns[m.pattern] else {
                 return None;
             };
-            let rest = &inner[at + m.end()..];
+            let rest = &inner[at + m.end..];
             ["？", "?", "吧", "吗", "嗎", "啊", "呀"]
                 .iter()
                 .any(|e| rest.starts_with(e))

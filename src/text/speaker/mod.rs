@@ -46,13 +46,12 @@ mod clause;
 mod discovery;
 mod gender;
 mod kin;
+mod matcher;
 mod mentions;
 mod names;
 mod rules;
 mod scorer;
 mod words;
-
-use aho_corasick::AhoCorasick;
 
 use super::cast::{Cast, Gender};
 use super::quote::{SegmentKind, SpanRange};
@@ -112,7 +111,7 @@ pub struct ParagraphView<'a> {
 /// Finds speakers with a fixed cast.
 #[derive(Debug, Clone)]
 pub struct Attributor {
-    matcher: AhoCorasick,
+    matcher: matcher::WordMatcher,
     patterns: Vec<Pattern>,
     names: Vec<String>,
     genders: Vec<Gender>,

@@ -1056,6 +1056,10 @@ impl Context<'_, '_> {
                 other: None,
             });
         }
+        // Nobody named: no one the rules below could choose.
+        if mentions.iter().all(|m| m.who.is_none()) {
+            return None;
+        }
         // `猛然传来田福堂拖长了音调的呼唤声。`: the one whose voice it was.
         let body = sentence.trim_end_matches(|c: char| is_punct(c) || c.is_whitespace());
         if let Some(who) = self.heard(i, start, start + body.len()) {
@@ -1113,7 +1117,9 @@ impl Context<'_, '_> {
                 None => (mentions.iter().find(|m| m.who.is_some())?, false),
             },
         };
-        let verb = has_speech_verb(&text[m.end..end]);
+        // A verb after the mention in its clause is one in the sentence
+        // (no speech word holds a mark that ends a clause).
+        let verb = verb_clause.is_some() || has_speech_verb(&text[m.end..end]);
         // `问话的是陆景深。`: the one the narration says spoke.
         let revealed = text[..m.start].ends_with('是')
             && SPEAKER_REVEALED

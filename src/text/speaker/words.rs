@@ -5,7 +5,8 @@
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder};
 
 use super::clause::is_punct;
-use super::names::{CharBits, is_not_name};
+use super::matcher::WordMatcher;
+use super::names::is_not_name;
 
 /// Groups that may speak as one.
 pub(super) const CROWDS: &[&str] = &[
@@ -284,10 +285,7 @@ pub(super) fn has_speech_verb(s: &str) -> bool {
             }
         }
         // A word of two or more characters (吩咐, 低语) starting here.
-        if words.opening.contains(c)
-            && words.by_first[&c].iter().any(|w| s[at..].starts_with(w))
-            && !negated(&s[..at])
-        {
+        if words.longest_at(s, at, c).is_some() && !negated(&s[..at]) {
             return true;
         }
         prev = Some(c);
@@ -295,20 +293,10 @@ pub(super) fn has_speech_verb(s: &str) -> bool {
     false
 }
 
-/// [`SPEECH_WORDS`] by their first character, with the set of those first
-/// characters: most characters of a clause are passed at one lookup.
-struct SpeechWords {
-    opening: CharBits,
-    by_first: rustc_hash::FxHashMap<char, Vec<&'static str>>,
-}
-
-static SPEECH_BY_FIRST: std::sync::LazyLock<SpeechWords> = std::sync::LazyLock::new(|| {
-    let by_first = by_first(SPEECH_WORDS);
-    SpeechWords {
-        opening: CharBits::of(by_first.keys().copied()),
-        by_first,
-    }
-});
+/// [`SPEECH_WORDS`] by their first character: most characters of a clause
+/// are passed at one lookup.
+static SPEECH_BY_FIRST: std::sync::LazyLock<WordMatcher> =
+    std::sync::LazyLock::new(|| WordMatcher::new(SPEECH_WORDS));
 
 /// True when `sentence` tells of speech without quoting it (沈知微把情况说
 /// 了一遍, 她三言两语把事情讲了一遍, 他说明了来意, 又解释了几句): a turn taken in
@@ -505,7 +493,6 @@ pub(super) fn introduces_thought(narration: &str) -> bool {
         .is_some_and(|before| THINKING.iter().any(|t| before.ends_with(t)))
 }
 
-/// [`CONNECTIVES`] by their first character, each list in the table's order.
 /// `words` by their first character, in their order.
 fn by_first(words: &[&'static str]) -> rustc_hash::FxHashMap<char, Vec<&'static str>> {
     let mut by_first = rustc_hash::FxHashMap::<char, Vec<&'static str>>::default();
@@ -836,6 +823,15 @@ pub(super) fn self_reference(quote: &str) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The attributor takes a verb found in a clause as one of the whole
+    /// sentence: that holds only while no speech word spans a clause mark.
+    #[test]
+    fn no_speech_word_holds_a_clause_mark() {
+        for w in SPEECH_WORDS {
+            assert!(!w.chars().any(is_punct), "{w}");
+        }
+    }
 
     #[test]
     fn speech_verb_detection() {
