@@ -3,11 +3,10 @@
 
 use std::collections::HashMap;
 
-use aho_corasick::{AhoCorasickBuilder, MatchKind};
-
 use super::ParagraphView;
 use super::clause::is_punct;
 use super::gender::{GenderEvidence, gender_hint, name_gender};
+use super::matcher::WordMatcher;
 use super::names::{
     COMPOUND_SURNAMES, OFFICE_TITLES, RANK_NUMERALS, ROLE_NOUNS, UNNAMED_PEOPLE, Unnamed,
     has_surname, is_house_title, is_non_name_char, is_non_name_inner, is_non_name_tail,
@@ -1045,22 +1044,18 @@ fn often_written(
     candidates.sort();
     // Not mostly after or before one character (通关文牒, 周文龙回): how
     // often each stands after (true) or before (false) each candidate.
-    let Ok(matcher) = AhoCorasickBuilder::new()
-        .match_kind(MatchKind::LeftmostLongest)
-        .build(candidates.iter().map(|(full, _)| full))
-    else {
-        return Vec::new();
-    };
+    let fulls: Vec<&str> = candidates.iter().map(|(full, _)| *full).collect();
+    let matcher = WordMatcher::new(&fulls);
     let mut around: Vec<rustc_hash::FxHashMap<(char, bool), usize>> =
         vec![Default::default(); candidates.len()];
     // Matches that do not overlap (毛仲毛 in 毛仲毛仲毛仲… is half as many).
     let mut hits = vec![0usize; candidates.len()];
     for p in chapters.iter().flatten().filter(|p| !p.skipped) {
         for m in matcher.find_iter(p.text) {
-            hits[m.pattern().as_usize()] += 1;
-            let around = &mut around[m.pattern().as_usize()];
-            let before = p.text[..m.start()].chars().next_back().unwrap_or(' ');
-            let next = p.text[m.end()..].chars().next().unwrap_or(' ');
+            hits[m.pattern] += 1;
+            let around = &mut around[m.pattern];
+            let before = p.text[..m.start].chars().next_back().unwrap_or(' ');
+            let next = p.text[m.end..].chars().next().unwrap_or(' ');
             *around.entry((before, false)).or_default() += 1;
             *around.entry((next, true)).or_default() += 1;
         }
@@ -1092,15 +1087,10 @@ fn count_written<'n>(
     if names.is_empty() {
         return counts;
     }
-    let Ok(matcher) = AhoCorasickBuilder::new()
-        .match_kind(MatchKind::LeftmostLongest)
-        .build(&names)
-    else {
-        return counts;
-    };
+    let matcher = WordMatcher::new(&names);
     for p in chapters.iter().flatten().filter(|p| !p.skipped) {
         for m in matcher.find_iter(p.text) {
-            counts[m.pattern().as_usize()] += 1;
+            counts[m.pattern] += 1;
         }
     }
     counts
@@ -1333,12 +1323,7 @@ fn by_usage(
     // One pass over the book for the names and every given name that may join them.
     let given = with_given_names(ranked.clone(), subjects);
     let all: Vec<&str> = given.iter().map(|(n, _)| n.as_str()).collect();
-    let Ok(matcher) = AhoCorasickBuilder::new()
-        .match_kind(MatchKind::LeftmostLongest)
-        .build(&all)
-    else {
-        return ranked.into_iter().take(CORE_NAMES).collect();
-    };
+    let matcher = WordMatcher::new(&all);
     let dictionary = crate::frontend::dictionary::Dictionary::get();
     let mut usage: Vec<Usage> = all
         .iter()
@@ -1349,16 +1334,16 @@ fn by_usage(
         .collect();
     for p in chapters.iter().flatten().filter(|p| !p.skipped) {
         for m in matcher.find_iter(p.text) {
-            let u = &mut usage[m.pattern().as_usize()];
+            let u = &mut usage[m.pattern];
             u.written += 1;
-            match p.text[..m.start()].chars().next_back() {
+            match p.text[..m.start].chars().next_back() {
                 Some(c) if BEFORE_ADVERBS.contains(&c) => u.after_adverb += 1,
                 Some(c) if PRONOUNS.contains(&c) => u.after_pronoun += 1,
                 Some(c) if OBJECT_MARKERS.contains(&c) => u.object += 1,
                 Some(c) if PLACE_MARKERS.contains(&c) => u.place += 1,
                 _ => {}
             }
-            let after = &p.text[m.end()..];
+            let after = &p.text[m.end..];
             if after.starts_with(['，', ',']) {
                 u.before_comma += 1;
             } else if u.in_dictionary && starts_with_speech_verb(after) {

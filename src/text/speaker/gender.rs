@@ -1,9 +1,8 @@
 //! Genders of discovered characters: from the name itself (婶, 叔 …), from
 //! how others address them (润叶姐) and from the pronouns that follow them.
 
-use aho_corasick::{AhoCorasickBuilder, MatchKind};
-
 use super::clause::{clause_start, is_punct, opens_clause, sentence_start};
+use super::matcher::WordMatcher;
 use super::names::{RANK_NUMERALS, SURNAME_TITLES, is_palace_title, is_role_word};
 use super::words::has_speech_verb;
 use super::{Discovered, ParagraphView};
@@ -686,12 +685,7 @@ pub fn guess_genders(found: &mut [Discovered], chapters: &[Vec<ParagraphView<'_>
     let first_address = words.len();
     words.extend(addressed.iter().map(|(w, _, _)| w.as_str()));
     owner.extend(addressed.iter().map(|&(_, i, _)| Some(i)));
-    let Ok(matcher) = AhoCorasickBuilder::new()
-        .match_kind(MatchKind::LeftmostLongest)
-        .build(&words)
-    else {
-        return;
-    };
+    let matcher = WordMatcher::new(&words);
     let mut evidence = vec![GenderEvidence::default(); found.len()];
     let mut contexts: Vec<rustc_hash::FxHashMap<u64, u32>> = vec![Default::default(); found.len()];
     let (mut she_total, mut he_total) = (0usize, 0usize);
@@ -724,8 +718,8 @@ pub fn guess_genders(found: &mut [Discovered], chapters: &[Vec<ParagraphView<'_>
         // The spans of the paragraph up to the current match (matches come in order).
         let mut span = 0;
         for m in matcher.find_iter(p.text) {
-            let person_before = std::mem::replace(&mut last_person, m.end());
-            while p.spans.get(span).is_some_and(|s| s.end <= m.start()) {
+            let person_before = std::mem::replace(&mut last_person, m.end);
+            while p.spans.get(span).is_some_and(|s| s.end <= m.start) {
                 span += 1;
             }
             // “知意，我喜欢了他…”: who is named or meant inside a quote says
@@ -733,24 +727,24 @@ pub fn guess_genders(found: &mut [Discovered], chapters: &[Vec<ParagraphView<'_>
             let in_quote = p
                 .spans
                 .get(span)
-                .is_some_and(|s| s.kind != SegmentKind::Narration && s.start <= m.start());
-            let pat = m.pattern().as_usize();
+                .is_some_and(|s| s.kind != SegmentKind::Narration && s.start <= m.start);
+            let pat = m.pattern;
             match owner[pat] {
                 // 安姐夫 is her husband, 言哥们 his friends.
                 Some(_)
                     if pat >= first_address
-                        && p.text[m.end()..].starts_with(['夫', '们', '們', '俩', '倆']) => {}
+                        && p.text[m.end..].starts_with(['夫', '们', '們', '俩', '倆']) => {}
                 Some(i) if pat >= first_address => {
                     match addressed[pat - first_address].2 {
                         Gender::Female => evidence[i].female_titles += 1,
                         _ => evidence[i].male_titles += 1,
                     }
-                    last = Some((i, m.end()));
+                    last = Some((i, m.end));
                 }
                 Some(i) => {
                     written[i] += 1;
                     let e = &mut evidence[i];
-                    let (mut before, mut after) = (&p.text[..m.start()], &p.text[m.end()..]);
+                    let (mut before, mut after) = (&p.text[..m.start], &p.text[m.end..]);
                     // “萝卜花”立刻…: a nickname in quote marks, read without them.
                     for (open, close) in [('“', '”'), ('「', '」'), ('『', '』')] {
                         if let (Some(b), Some(a)) =
@@ -761,26 +755,26 @@ pub fn guess_genders(found: &mut [Discovered], chapters: &[Vec<ParagraphView<'_>
                         }
                     }
                     context_words(before, after, |w| *contexts[i].entry(w).or_default() += 1);
-                    titles_around(e, &p.text[m.start()..m.end()], before, after);
+                    titles_around(e, &p.text[m.start..m.end], before, after);
                     // 李向前的病房前，她…: a possessor is not what the
                     // next pronoun stands for (the subject before it still is)…
                     // Nor is a name that does not open its clause (兰花听满银这么说，她…).
                     let subject = !in_quote
-                        && opens_clause(&p.text[clause_start(p.text, m.start(), 0)..m.start()]);
+                        && opens_clause(&p.text[clause_start(p.text, m.start, 0)..m.start]);
                     // 润生吃苹果的时候，她…: one named in a clause of time
                     // is no subject of the sentence a pronoun goes on with.
                     if subject && in_time_clause(after) {
                         last = None;
                         sentence_subject = false;
                     } else if subject && !any_prefix(after, POSSESSIVE) {
-                        last = Some((i, m.end()));
+                        last = Some((i, m.end));
                         // …and the subject of its whole sentence when it
                         // is the first person the sentence names (周六一早，
                         // 知意…; not 不过，他又想，爱云在哩。).
                         // (Only the text since the last person is looked at:
                         // a paragraph of a million names stays linear.)
                         sentence_subject =
-                            person_before == 0 || ends_sentence(&p.text[person_before..m.start()]);
+                            person_before == 0 || ends_sentence(&p.text[person_before..m.start]);
                     }
                     // 少平他妈, 润叶她二爸, 金秀她一下子…: a pronoun right after
                     // a subject is that one's (not 告诉少平她…: no subject).
@@ -800,12 +794,12 @@ pub fn guess_genders(found: &mut [Discovered], chapters: &[Vec<ParagraphView<'_>
                     }
                     // Only a pronoun that opens a clause refers back to the
                     // name (高朗问她: 她 is someone else).
-                    let opens_clause = p.text[..m.start()]
+                    let opens_clause = p.text[..m.start]
                         .chars()
                         .next_back()
                         .is_none_or(|c| is_punct(c) || matches!(c, '”' | '」' | '’' | '』'));
                     // …and only within the name's sentence.
-                    let same_sentence = |from: usize| !ends_sentence(&p.text[from..m.start()]);
+                    let same_sentence = |from: usize| !ends_sentence(&p.text[from..m.start]);
                     match if in_quote { None } else { last.take() } {
                         Some((i, from)) if opens_clause && same_sentence(from) => {
                             match words[pat] {
@@ -820,7 +814,7 @@ pub fn guess_genders(found: &mut [Discovered], chapters: &[Vec<ParagraphView<'_>
                         Some((i, from))
                             if sentence_subject
                                 && person_before == from
-                                && next_sentence(&p.text[from..m.start()]) =>
+                                && next_sentence(&p.text[from..m.start]) =>
                         {
                             match words[pat] {
                                 "他" => evidence[i].he_next += 1,
@@ -1122,7 +1116,7 @@ const MAX_TAG_NAME_CHARS: usize = 6;
 /// likewise the one a tag after the quote names (“…我老婆…”贾冰说。).
 fn self_titles(
     p: &ParagraphView<'_>,
-    matcher: &aho_corasick::AhoCorasick,
+    matcher: &WordMatcher,
     owner: &[Option<usize>],
     evidence: &mut [GenderEvidence],
 ) {
@@ -1145,9 +1139,9 @@ fn self_titles(
                 .char_indices()
                 .nth(MAX_TAG_NAME_CHARS)
                 .map_or(tag, |(at, _)| &tag[..at]);
-            if let Some(m) = matcher.find(head).filter(|m| m.start() == 0)
-                && let Some(i) = owner[m.pattern().as_usize()]
-                && super::words::starts_with_speech_verb(&tag[m.end()..])
+            if let Some(m) = matcher.at_start(head)
+                && let Some(i) = owner[m.pattern]
+                && super::words::starts_with_speech_verb(&tag[m.end..])
                 && let Some(slot) = super::words::self_reference(n.text(p.text))
             {
                 tally(i, slot);
@@ -1169,14 +1163,14 @@ fn self_titles(
         if let Some(i) = matcher
             .find_iter(sentence)
             .find(|m| {
-                !sentence[..m.start()]
+                !sentence[..m.start]
                     .chars()
                     .next_back()
                     .is_some_and(|c| ACTED_ON.contains(c))
-                    && !any_prefix(&sentence[m.end()..], KIN_OF_NAME)
-                    && !any_prefix(&sentence[m.end()..], WIFE_OF)
+                    && !any_prefix(&sentence[m.end..], KIN_OF_NAME)
+                    && !any_prefix(&sentence[m.end..], WIFE_OF)
             })
-            .and_then(|m| owner[m.pattern().as_usize()])
+            .and_then(|m| owner[m.pattern])
         {
             tally(i, slot);
         }
