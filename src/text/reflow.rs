@@ -251,6 +251,11 @@ const MIN_SHORT_CHAPTER_BYTES: usize = 300;
 /// each at the line's start, after a sentence end, a closing mark or a
 /// chapter's closing words, with a chapter's worth of text between them?
 pub fn holds_chapters(line: &str) -> bool {
+    // The run's last heading starts that far into the line, at least: most
+    // paragraphs are too short to hold one.
+    if line.len() <= (MIN_HEADINGS_IN_SHORT_LINE - 1) * MIN_SHORT_CHAPTER_BYTES {
+        return false;
+    }
     // The last heading's unit, number, byte offset and the run's length.
     let mut run: Option<(char, u32, usize, usize)> = None;
     for (at, _) in line.match_indices('第') {
