@@ -193,6 +193,59 @@ fn find_close_in(paragraph: &str, from: usize, open: char, strict: bool) -> (usi
     find_close_reading(paragraph, from, open, strict, Reading::Marks)
 }
 
+/// The open marks [`find_close_reading`] waits to see closed, innermost
+/// last: at most [`MarkStack::DEPTH`], kept on the stack (a quote is scanned
+/// for every quote mark of a book, and a vector cost an allocation each).
+struct MarkStack {
+    marks: [char; MarkStack::DEPTH],
+    len: usize,
+}
+
+impl MarkStack {
+    /// Most marks kept open inside one another.
+    const DEPTH: usize = 16;
+
+    fn new(open: char) -> MarkStack {
+        MarkStack {
+            marks: [open; MarkStack::DEPTH],
+            len: 1,
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    fn last(&self) -> Option<char> {
+        self.len.checked_sub(1).map(|i| self.marks[i])
+    }
+
+    /// The mark under the innermost one (`len() > 1`).
+    fn below_top(&self) -> char {
+        self.marks[self.len - 2]
+    }
+
+    /// Keeps `c` open; past [`MarkStack::DEPTH`] marks it is not kept.
+    fn push(&mut self, c: char) {
+        if self.len < MarkStack::DEPTH {
+            self.marks[self.len] = c;
+            self.len += 1;
+        }
+    }
+
+    fn pop(&mut self) {
+        self.len = self.len.saturating_sub(1);
+    }
+
+    fn truncate(&mut self, len: usize) {
+        self.len = self.len.min(len);
+    }
+}
+
 /// How [`find_close_reading`] goes through the text.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Reading {
@@ -212,7 +265,7 @@ fn find_close_reading(
     reading: Reading,
 ) -> (usize, usize, bool) {
     let limit = floor_boundary(paragraph, from.saturating_add(MAX_QUOTE_BYTES));
-    let mut stack: Vec<char> = vec![open];
+    let mut stack = MarkStack::new(open);
     let mut first_reopen: Option<usize> = None;
     let mut reopen_after_sentence: Option<usize> = None;
     let mut any_close = false;
@@ -236,7 +289,7 @@ fn find_close_reading(
         let Some(c) = paragraph[at..].chars().next() else {
             break;
         };
-        let top = *stack.last().unwrap_or(&open);
+        let top = stack.last().unwrap_or(open);
         if is_symmetric(c) && closes(top, c) {
             stack.pop();
             any_close = true;
@@ -250,14 +303,14 @@ fn find_close_reading(
             }
             stack.push(c);
         } else if closer_of(c).is_some() {
-            if stack.len() < 16 {
+            if stack.len() < MarkStack::DEPTH {
                 stack.push(c);
             }
         } else if matches!(c, '」' | '』' | '”' | '’') {
             if closes(top, c) {
                 stack.pop();
                 any_close = true;
-            } else if stack.len() > 1 && closes(stack[stack.len() - 2], c) {
+            } else if stack.len() > 1 && closes(stack.below_top(), c) {
                 // An inner quote left open: the closing mark is the outer one's.
                 stack.truncate(stack.len() - 2);
                 any_close = true;
