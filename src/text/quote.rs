@@ -381,7 +381,7 @@ fn first_sentence_end(text: &str, from: usize) -> Option<usize> {
     Some(end)
 }
 
-fn floor_boundary(text: &str, at: usize) -> usize {
+pub(crate) fn floor_boundary(text: &str, at: usize) -> usize {
     let mut at = at.min(text.len());
     while !text.is_char_boundary(at) {
         at -= 1;

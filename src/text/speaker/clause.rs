@@ -129,10 +129,10 @@ const MAX_BROUGHT_IN_BYTES: usize = 4 * 3;
 pub(super) fn brought_in(prefix: &str) -> bool {
     BRINGING_IN.iter().any(|w| {
         // Only the prefix's last bytes can hold one close enough.
-        let mut from = prefix.len().saturating_sub(MAX_BROUGHT_IN_BYTES + w.len());
-        while !prefix.is_char_boundary(from) {
-            from -= 1;
-        }
+        let from = crate::text::quote::floor_boundary(
+            prefix,
+            prefix.len().saturating_sub(MAX_BROUGHT_IN_BYTES + w.len()),
+        );
         prefix[from..]
             .rfind(w)
             .is_some_and(|at| prefix.len() - (from + at) - w.len() <= MAX_BROUGHT_IN_BYTES)

@@ -1044,8 +1044,7 @@ fn often_written(
     candidates.sort();
     // Not mostly after or before one character (通关文牒, 周文龙回): how
     // often each stands after (true) or before (false) each candidate.
-    let fulls: Vec<&str> = candidates.iter().map(|(full, _)| *full).collect();
-    let matcher = WordMatcher::new(&fulls);
+    let matcher = WordMatcher::new(candidates.iter().map(|(full, _)| *full));
     let mut around: Vec<rustc_hash::FxHashMap<(char, bool), usize>> =
         vec![Default::default(); candidates.len()];
     // Matches that do not overlap (毛仲毛 in 毛仲毛仲毛仲… is half as many).
@@ -1357,13 +1356,7 @@ fn by_usage(
     let given_chars: rustc_hash::FxHashSet<char> = ranked
         .iter()
         .filter(|(name, _)| has_surname(name))
-        .filter_map(|(name, _)| {
-            let mut chars = name.chars();
-            match (chars.next(), chars.next(), chars.next()) {
-                (Some(_), Some(given), None) => Some(given),
-                _ => None,
-            }
-        })
+        .filter_map(|(name, _)| two_chars(name).map(|(_, given)| given))
         .collect();
     let keep = |rank: usize, name: &str| {
         let u = usage.get(name).copied().unwrap_or_default();
@@ -1443,16 +1436,21 @@ const AFTER_SUBJECT: &str = "大乃怒令不教視视遂即便又亦皆曰謂谓
 /// given name of another character (`given_chars`: 操 of 曹操) and a word of
 /// [`AFTER_SUBJECT`] (操大 of 操大怒曰).
 fn clause_opening(name: &str, given_chars: &rustc_hash::FxHashSet<char>) -> bool {
+    two_chars(name).is_some_and(|(first, second)| {
+        (CLAUSE_OPENERS.contains(first) && !is_surname(first))
+            || (given_chars.contains(&first)
+                && AFTER_SUBJECT.contains(second)
+                // 武大 of 水滸傳: a surname and the eldest's rank.
+                && !(second == '大' && is_surname(first)))
+    })
+}
+
+/// The two characters of a name of two characters.
+fn two_chars(name: &str) -> Option<(char, char)> {
     let mut chars = name.chars();
     match (chars.next(), chars.next(), chars.next()) {
-        (Some(first), Some(second), None) => {
-            (CLAUSE_OPENERS.contains(first) && !is_surname(first))
-                || (given_chars.contains(&first)
-                    && AFTER_SUBJECT.contains(second)
-                    // 武大 of 水滸傳: a surname and the eldest's rank.
-                    && !(second == '大' && is_surname(first)))
-        }
-        _ => false,
+        (Some(first), Some(second), None) => Some((first, second)),
+        _ => None,
     }
 }
 
@@ -1467,11 +1465,7 @@ fn counted_or_doubled(name: &str) -> bool {
 /// True when a name is a surname and a word for an army or its people (曹軍,
 /// 魏將, 吳人): the side of a war of states, not one of its men.
 fn a_side(name: &str) -> bool {
-    let mut chars = name.chars();
-    matches!(
-        (chars.next(), chars.next(), chars.next()),
-        (Some(_), Some(c), None) if "軍军兵將将營营人".contains(c)
-    )
+    two_chars(name).is_some_and(|(_, c)| "軍军兵將将營营人".contains(c))
 }
 
 /// True when the first two characters of a name of three are a common word

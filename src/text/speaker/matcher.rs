@@ -53,9 +53,9 @@ impl fmt::Debug for WordMatcher {
 impl WordMatcher {
     /// A matcher for `words`, each found as its index; an empty word is
     /// never found, and of two equal words the first.
-    pub(super) fn new<S: AsRef<str>>(words: &[S]) -> WordMatcher {
+    pub(super) fn new<S: AsRef<str>>(words: impl IntoIterator<Item = S>) -> WordMatcher {
         let mut by_first = std::collections::BTreeMap::<char, Vec<Tail>>::new();
-        for (i, w) in words.iter().enumerate() {
+        for (i, w) in words.into_iter().enumerate() {
             let w = w.as_ref();
             if let Some(first) = w.chars().next() {
                 let tail = w.as_bytes()[first.len_utf8()..].into();
@@ -215,7 +215,7 @@ mod tests {
             .match_kind(MatchKind::LeftmostLongest)
             .build(words)
             .unwrap();
-        let ours = WordMatcher::new(&words);
+        let ours = WordMatcher::new(words);
         for text in [
             "",
             "孙少平对他们说",
