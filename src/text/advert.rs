@@ -213,10 +213,11 @@ impl Marks {
             // punctuation most lines are made of: no ASCII byte, no lead
             // byte of a full-width form (0xEF) or of · (0xC2) among them.
             let x = u64::from_le_bytes(chunk.try_into().expect("a chunk of eight bytes"));
-            if x & HIGH_BITS != HIGH_BITS || has_byte(x, 0xEF) || has_byte(x, 0xC2) {
-                for i in at..at + 8 {
-                    marks.add(b, i);
-                }
+            // Only the bytes that may be one of those are looked at.
+            let mut found = (!x & HIGH_BITS) | byte_mask(x, 0xEF) | byte_mask(x, 0xC2);
+            while found != 0 {
+                marks.add(b, at + found.trailing_zeros() as usize / 8);
+                found &= found - 1;
             }
             at += 8;
         }
@@ -252,11 +253,12 @@ impl Marks {
 /// The high bit of each byte of a word.
 const HIGH_BITS: u64 = 0x8080_8080_8080_8080;
 
-/// True when one of the eight bytes of `x` is `byte` (the classic test for a
-/// zero byte, applied to `x` with `byte` xored out).
-fn has_byte(x: u64, byte: u8) -> bool {
+/// The high bit of each of the eight bytes of `x` that is `byte` (the
+/// classic test for a zero byte, applied to `x` with `byte` xored out); it
+/// may also mark a byte right above one that is, never one elsewhere.
+fn byte_mask(x: u64, byte: u8) -> u64 {
     let y = x ^ (0x0101_0101_0101_0101 * u64::from(byte));
-    y.wrapping_sub(0x0101_0101_0101_0101) & !y & HIGH_BITS != 0
+    y.wrapping_sub(0x0101_0101_0101_0101) & !y & HIGH_BITS
 }
 
 /// Full-width digits and Latin letters (not the punctuation between them:
@@ -399,13 +401,17 @@ mod tests {
         for at in 0..8 {
             let mut x = [0x80_u8; 8];
             x[at] = 0xEF;
-            assert!(has_byte(u64::from_le_bytes(x), 0xEF), "{at}");
-            assert!(!has_byte(u64::from_le_bytes(x), 0xC2), "{at}");
+            let found = byte_mask(u64::from_le_bytes(x), 0xEF);
+            assert_eq!(found, 0x80 << (8 * at), "{at}");
+            assert_eq!(byte_mask(u64::from_le_bytes(x), 0xC2), 0, "{at}");
         }
-        assert!(!has_byte(
-            u64::from_le_bytes(*"一二三".as_bytes().first_chunk().unwrap()),
-            0xEF
-        ));
+        assert_eq!(
+            byte_mask(
+                u64::from_le_bytes(*"一二三".as_bytes().first_chunk().unwrap()),
+                0xEF
+            ),
+            0
+        );
     }
 
     #[test]

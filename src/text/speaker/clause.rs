@@ -15,6 +15,96 @@ pub(super) fn is_sentence_end(c: char) -> bool {
     matches!(c, '。' | '！' | '？' | '!' | '?' | '；' | ';')
 }
 
+/// The characters of `text` that may be punctuation, with their byte
+/// offsets, front to back or back to front: ASCII, and the characters of
+/// the three blocks every CJK mark lives in (lead byte E2: … — ” ’; E3:
+/// 。、」』; EF: the full-width ，！？：；）). Han characters are stepped
+/// over by their lead byte, never decoded; the scans of clauses and
+/// sentences (every predicate of this module) look at no other character.
+pub(super) fn marks(text: &str) -> Marks<'_> {
+    Marks {
+        bytes: text.as_bytes(),
+        front: 0,
+        back: text.len(),
+    }
+}
+
+/// See [`marks`].
+pub(super) struct Marks<'a> {
+    bytes: &'a [u8],
+    front: usize,
+    back: usize,
+}
+
+impl Marks<'_> {
+    /// The character of three bytes at `at` (a lead byte E2, E3 or EF).
+    fn three(&self, at: usize) -> char {
+        let b = self.bytes;
+        let cp = (u32::from(b[at] & 0x0F) << 12)
+            | (u32::from(b[at + 1] & 0x3F) << 6)
+            | u32::from(b[at + 2] & 0x3F);
+        char::from_u32(cp).unwrap_or(char::REPLACEMENT_CHARACTER)
+    }
+}
+
+impl Iterator for Marks<'_> {
+    type Item = (usize, char);
+
+    fn next(&mut self) -> Option<(usize, char)> {
+        while self.front < self.back {
+            let at = self.front;
+            match self.bytes[at] {
+                // Most characters: CJK ideographs, of three bytes.
+                0xE4..=0xEE => self.front += 3,
+                b @ 0..0x80 => {
+                    self.front += 1;
+                    return Some((at, char::from(b)));
+                }
+                0xE2 | 0xE3 | 0xEF => {
+                    self.front += 3;
+                    return Some((at, self.three(at)));
+                }
+                0xC0..0xE0 => self.front += 2,
+                0xE0..0xF0 => self.front += 3,
+                _ => self.front += 4,
+            }
+        }
+        None
+    }
+}
+
+impl DoubleEndedIterator for Marks<'_> {
+    fn next_back(&mut self) -> Option<(usize, char)> {
+        while self.back > self.front {
+            let end = self.back;
+            // Most characters: CJK ideographs, of three bytes (a lead byte
+            // three back is always that of the character ending here).
+            if end - self.front >= 3 && (0xE4..=0xEE).contains(&self.bytes[end - 3]) {
+                self.back = end - 3;
+                continue;
+            }
+            let b = self.bytes[end - 1];
+            if b < 0x80 {
+                self.back -= 1;
+                return Some((self.back, char::from(b)));
+            }
+            // The character ending here is of 2, 3 or 4 bytes.
+            let lead = if end - self.front >= 3 && (0xE0..0xF0).contains(&self.bytes[end - 3]) {
+                end - 3
+            } else if (0xC0..0xE0).contains(&self.bytes[end - 2]) {
+                end - 2
+            } else {
+                end - 4
+            };
+            self.back = lead;
+            if matches!(self.bytes[lead], 0xE2 | 0xE3 | 0xEF) {
+                return Some((lead, self.three(lead)));
+            }
+        }
+        None
+    }
+}
+
 /// Longest clause looked at, in bytes: a longer run without punctuation is
 /// cut there, so no scan goes back further (linear time on any input).
 pub(super) const MAX_CLAUSE_BYTES: usize = 64 * 3;
@@ -26,8 +116,7 @@ pub(super) fn clause_start(text: &str, pos: usize, floor: usize) -> usize {
     while !text.is_char_boundary(lo) {
         lo += 1;
     }
-    text[lo..pos]
-        .char_indices()
+    marks(&text[lo..pos])
         .rev()
         .find(|(_, c)| is_punct(*c))
         .map_or(lo, |(j, c)| lo + j + c.len_utf8())
@@ -35,8 +124,7 @@ pub(super) fn clause_start(text: &str, pos: usize, floor: usize) -> usize {
 
 /// Start of the sentence that ends at `end` (not before `floor`).
 pub(super) fn sentence_start(text: &str, floor: usize, end: usize) -> usize {
-    text[floor..end]
-        .char_indices()
+    marks(&text[floor..end])
         .rev()
         .find(|(_, c)| is_sentence_end(*c))
         .map_or(floor, |(j, c)| floor + j + c.len_utf8())
@@ -44,8 +132,7 @@ pub(super) fn sentence_start(text: &str, floor: usize, end: usize) -> usize {
 
 /// End of the first sentence from `start` (its end mark included), at most `limit`.
 pub(super) fn sentence_end(text: &str, start: usize, limit: usize) -> usize {
-    text[start..limit]
-        .char_indices()
+    marks(&text[start..limit])
         .find(|(j, c)| is_sentence_end(*c) && *j > 0)
         .map_or(limit, |(j, c)| start + j + c.len_utf8())
 }
@@ -276,4 +363,64 @@ fn counted_subject(prefix: &str) -> bool {
                     ]));
             place_ok && plain(description)
         }))
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// What [`marks`] must give: every character whose UTF-8 opens with an
+    /// ASCII byte or E2, E3, EF, with its offset.
+    fn marks_of_chars(text: &str) -> Vec<(usize, char)> {
+        text.char_indices()
+            .filter(|&(_, c)| {
+                c.is_ascii() || matches!(c.to_string().as_bytes()[0], 0xE2 | 0xE3 | 0xEF)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_mark_the_scans_look_for_is_one_marks_gives() {
+        for c in (0..0x11_0000).filter_map(char::from_u32) {
+            if is_punct(c) || is_sentence_end(c) {
+                let s = c.to_string();
+                assert_eq!(marks(&s).collect::<Vec<_>>(), [(0, c)], "{c}");
+            }
+        }
+    }
+
+    proptest! {
+        /// Front to back, back to front, and from both ends at once, on
+        /// characters of one to four bytes.
+        #[test]
+        fn marks_are_the_characters_of_their_blocks(
+            text in "[a-z0-9 ,.!?;:·é一二说道人家。，、！？：；…—“”「」『』（）（）｡ｱＡ𠀀😀]{0,30}",
+            split in 0usize..40,
+        ) {
+            let want = marks_of_chars(&text);
+            prop_assert_eq!(marks(&text).collect::<Vec<_>>(), want.clone());
+            let mut back: Vec<_> = marks(&text).rev().collect();
+            back.reverse();
+            prop_assert_eq!(back, want.clone());
+            let mut it = marks(&text);
+            let mut front: Vec<_> = it.by_ref().take(split.min(want.len())).collect();
+            let mut rest: Vec<_> = it.rev().collect();
+            rest.reverse();
+            front.extend(rest);
+            prop_assert_eq!(front, want);
+        }
+    }
+
+    #[test]
+    fn clauses_and_sentences_end_at_their_marks() {
+        let text = "他说：“好。”她笑了，没说话。é😀走吧！";
+        let at = |s: &str| text.find(s).unwrap();
+        assert_eq!(sentence_end(text, 0, text.len()), at("”"));
+        assert_eq!(sentence_end(text, at("她"), text.len()), at("é"));
+        assert_eq!(sentence_start(text, 0, at("走")), at("é"));
+        assert_eq!(clause_start(text, at("没"), 0), at("没"));
+        assert_eq!(clause_start(text, at("😀"), at("é")), at("é"));
+    }
 }

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use super::clause::{
-    MAX_CLAUSE_BYTES, brought_in, clause_start, is_punct, opens_clause, seen_coming,
+    MAX_CLAUSE_BYTES, brought_in, clause_start, is_punct, marks, opens_clause, seen_coming,
 };
 use super::matcher::{Found, WordMatcher};
 use super::names::{
@@ -427,8 +427,7 @@ impl Attributor {
                     .any(|g| text[end..].starts_with(g))
             {
                 // Clause starts move forward with the mentions: no rescanning.
-                if let Some((j, ch)) = text[scanned..start]
-                    .char_indices()
+                if let Some((j, ch)) = marks(&text[scanned..start])
                     .rev()
                     .find(|(_, ch)| is_punct(*ch))
                 {

@@ -2,7 +2,7 @@
 //! first, over the narration around them and the turns of the conversation.
 
 use super::clause::{
-    brought_in, clause_start, is_punct, is_subject, last_arrival, last_clause, sentence_end,
+    brought_in, clause_start, is_punct, is_subject, last_arrival, last_clause, marks, sentence_end,
     sentence_start, ungendered_arrival,
 };
 use super::mentions::{Mention, gender_slot, reports};
@@ -938,20 +938,15 @@ impl Context<'_, '_> {
     /// of a telephone (电话那头的声音…, 听筒里传来…) and names nobody before it.
     pub(super) fn opens_far_end(&self, i: usize, start: usize, end: usize) -> bool {
         let text = self.paragraphs[i].text;
-        // One pass to the clause's end, for the characters every word of
-        // FAR_END holds: most clauses end with none of them.
-        let mut far = false;
-        let clause_end = text[start..end]
-            .char_indices()
-            .find(|&(j, c)| {
-                far |= matches!(c, '电' | '電' | '筒');
-                j > 0 && is_punct(c)
-            })
+        // Most clauses hold none of the characters every word of FAR_END
+        // holds.
+        let clause_end = marks(&text[start..end])
+            .find(|&(j, c)| j > 0 && is_punct(c))
             .map_or(end, |(j, _)| start + j);
-        if !far {
+        let clause = &text[start..clause_end];
+        if !holds_far_end_char(clause) {
             return false;
         }
-        let clause = &text[start..clause_end];
         FAR_END
             .iter()
             .filter_map(|w| clause.find(w))
@@ -1072,8 +1067,7 @@ impl Context<'_, '_> {
         }
         // A mention in the first clause (這是毛仲的命令), else the first
         // subject of the sentence, else its first mention.
-        let first_clause_end = text[start..end]
-            .char_indices()
+        let first_clause_end = marks(&text[start..end])
             .find(|(j, c)| *j > 0 && is_punct(*c))
             .map_or(end, |(j, _)| start + j);
         let in_first_clause = mentions
@@ -1082,13 +1076,14 @@ impl Context<'_, '_> {
         // The clause with the speech verb names the speaker (…，許多官兵大聲地喊著).
         let mut verb_clause = None;
         let mut clause_from = start;
-        for (j, c) in text[start..end].char_indices() {
-            let at = start + j;
-            let last = at + c.len_utf8() == end;
-            if !(is_punct(c) || last) {
-                continue;
-            }
-            let clause_end = if last { end } else { at };
+        // Each clause ends at a mark, the last one at the sentence's end
+        // (a mark there included).
+        let clause_ends = marks(&text[start..end])
+            .map(|(j, c)| (start + j, c))
+            .filter(|&(at, c)| is_punct(c) && at + c.len_utf8() < end)
+            .map(|(at, c)| (at, at + c.len_utf8()))
+            .chain((start < end).then_some((end, end)));
+        for (clause_end, next_from) in clause_ends {
             // The mention must come before the verb (not 问秀莲), and not be
             // the one spoken to (对书记建议) nor one not heard (没听见她说什么;
             // one heard is found above).
@@ -1105,7 +1100,7 @@ impl Context<'_, '_> {
                 verb_clause = Some(m);
                 break;
             }
-            clause_from = at + c.len_utf8();
+            clause_from = next_from;
         }
         let (m, subject) = match verb_clause.or(in_first_clause) {
             Some(m) => (m, is_subject(text, m, start)),
@@ -1567,6 +1562,17 @@ const FAR_END: &[&str] = &[
     "话筒里",
     "話筒裡",
 ];
+
+/// True when `clause` holds 电, 電 or 筒, one of which every word of
+/// [`FAR_END`] holds (looked for by their lead bytes, E7 and E9).
+fn holds_far_end_char(clause: &str) -> bool {
+    clause.as_bytes().windows(3).any(|w| {
+        matches!(
+            w,
+            [0xE7, 0x94, 0xB5] | [0xE9, 0x9B, 0xBB] | [0xE7, 0xAD, 0x92]
+        )
+    })
+}
 
 /// Narration that shows who calls (屏幕上跳出两个字：“蔓姐”).
 const CALLER_SHOWN: &[&str] = &[

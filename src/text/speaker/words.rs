@@ -269,9 +269,15 @@ fn is_speech_char(prev: Option<char>, c: char, next: Option<char>) -> bool {
 /// 回答, 她没有吭声: they did not speak) nor passive (知意被问住了).
 pub(super) fn has_speech_verb(s: &str) -> bool {
     let words = &*SPEECH_BY_FIRST;
+    let opening = &*SPEECH_OPENING;
     let mut prev: Option<char> = None;
     let mut chars = s.char_indices().peekable();
     while let Some((at, c)) = chars.next() {
+        let k = c as usize;
+        if k >= 1 << 16 || opening[k / 64] & (1 << (k % 64)) == 0 {
+            prev = Some(c);
+            continue;
+        }
         if is_speech_char(prev, c, chars.peek().map(|&(_, n)| n)) {
             // 没回答: the negation may stand before the verb's first character.
             let word_start = match prev {
@@ -293,8 +299,25 @@ pub(super) fn has_speech_verb(s: &str) -> bool {
     false
 }
 
-/// [`SPEECH_WORDS`] by their first character: most characters of a clause
-/// are passed at one lookup.
+/// A bit for each character of the Basic Multilingual Plane that may open a
+/// speech verb: one [`is_speech_char`] takes (every one of its characters is
+/// taken without a character around it, and no other character ever is) or
+/// the first of one of [`SPEECH_WORDS`]. Most characters of a clause are
+/// passed at one lookup.
+static SPEECH_OPENING: std::sync::LazyLock<Box<[u64; 1024]>> = std::sync::LazyLock::new(|| {
+    let mut bits = Box::new([0u64; 1024]);
+    let firsts = SPEECH_WORDS.iter().filter_map(|w| w.chars().next());
+    let singles = (0..1u32 << 16)
+        .filter_map(char::from_u32)
+        .filter(|&c| is_speech_char(None, c, None));
+    for c in firsts.chain(singles) {
+        let k = c as usize;
+        bits[k / 64] |= 1 << (k % 64);
+    }
+    bits
+});
+
+/// [`SPEECH_WORDS`] by their first character.
 static SPEECH_BY_FIRST: std::sync::LazyLock<WordMatcher> =
     std::sync::LazyLock::new(|| WordMatcher::new(SPEECH_WORDS));
 
@@ -830,6 +853,36 @@ mod tests {
     fn no_speech_word_holds_a_clause_mark() {
         for w in SPEECH_WORDS {
             assert!(!w.chars().any(is_punct), "{w}");
+        }
+    }
+
+    /// The characters [`has_speech_verb`] passes at one lookup are never
+    /// speech verbs, whatever stands around them.
+    #[test]
+    fn a_character_passed_over_opens_no_speech_verb() {
+        // Every character the arms of `is_speech_char` look at around one.
+        let around = [
+            None,
+            Some('他'),
+            Some('听'),
+            Some('知'),
+            Some('了'),
+            Some('题'),
+            Some('做'),
+            Some('名'),
+            Some('路'),
+        ];
+        for c in (0..0x1_0000).filter_map(char::from_u32) {
+            let k = c as usize;
+            if SPEECH_OPENING[k / 64] & (1 << (k % 64)) != 0 {
+                continue;
+            }
+            for prev in around {
+                for next in around {
+                    assert!(!is_speech_char(prev, c, next), "{c}");
+                }
+            }
+            assert!(SPEECH_WORDS.iter().all(|w| !w.starts_with(c)), "{c}");
         }
     }
 
