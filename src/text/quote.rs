@@ -351,6 +351,11 @@ fn next_mark(bytes: &[u8], from: usize, to: usize) -> usize {
     let mut i = from;
     while i < to {
         let b = bytes[i];
+        // Most characters: CJK ideographs, of three bytes.
+        if (0xE4..=0xEE).contains(&b) {
+            i += 3;
+            continue;
+        }
         if b < 0x80 || matches!(b, 0xC2 | 0xE1 | 0xE2 | 0xE3 | 0xEF) {
             return i;
         }

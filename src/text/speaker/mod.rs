@@ -236,6 +236,7 @@ impl Attributor {
         let narrator = self.narrator();
         // A telephone call going on.
         let mut call: Option<Call> = None;
+        let far_end_chars = vec![std::cell::Cell::new(None); paragraphs.len()];
         // Index of the previous paragraph that takes part (not skipped).
         let mut previous: Option<usize> = None;
         let mut continued: Option<Spoken> = None;
@@ -250,6 +251,7 @@ impl Attributor {
                 paragraphs,
                 mentions: &mentions,
                 named: &named,
+                far_end_chars: &far_end_chars,
             };
             let has_dialogue = p.spans.iter().any(|s| s.kind == SegmentKind::Dialogue);
             if !has_dialogue {
@@ -552,11 +554,13 @@ pub(crate) mod test_support {
         let spans = test_spans(lines);
         let paragraphs = test_views(lines, &spans);
         let mentions = attributor.chapter_mentions(&paragraphs);
+        let far_end_chars = vec![std::cell::Cell::new(None); paragraphs.len()];
         let ctx = Context {
             attributor: &attributor,
             paragraphs: &paragraphs,
             mentions: &mentions,
             named: &[],
+            far_end_chars: &far_end_chars,
         };
         f(&ctx, &attributor)
     }

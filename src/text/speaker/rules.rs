@@ -1,6 +1,8 @@
 //! The rules that give the quotes of one paragraph their speaker, strongest
 //! first, over the narration around them and the turns of the conversation.
 
+use std::cell::Cell;
+
 use super::clause::{
     brought_in, clause_start, is_punct, is_subject, last_arrival, last_clause, marks, sentence_end,
     sentence_start, ungendered_arrival,
@@ -153,9 +155,26 @@ pub(super) struct Context<'c, 'a> {
     pub(super) mentions: &'c [Vec<Mention>],
     /// Every character the chapter's narration names, in the order first named.
     pub(super) named: &'c [Who],
+    /// Of each paragraph, whether it holds a character every word of
+    /// [`FAR_END`] holds, once a rule asked (most hold none).
+    pub(super) far_end_chars: &'c [Cell<Option<bool>>],
 }
 
 impl Context<'_, '_> {
+    /// True when paragraph `i` holds 电, 電 or 筒, one of which every word
+    /// of [`FAR_END`] holds.
+    fn holds_far_end_chars(&self, i: usize) -> bool {
+        static FINDERS: std::sync::LazyLock<[memchr::memmem::Finder<'static>; 3]> =
+            std::sync::LazyLock::new(|| ["电", "電", "筒"].map(memchr::memmem::Finder::new));
+        let cached = &self.far_end_chars[i];
+        cached.get().unwrap_or_else(|| {
+            let text = self.paragraphs[i].text.as_bytes();
+            let found = FINDERS.iter().any(|f| f.find(text).is_some());
+            cached.set(Some(found));
+            found
+        })
+    }
+
     /// Speaker of paragraph `i` (default for its quotes), its addressee, and
     /// quotes with a speaker of their own.
     pub(super) fn decide(
@@ -937,6 +956,9 @@ impl Context<'_, '_> {
     /// True when the narration at `text[start..end]` opens with the far end
     /// of a telephone (电话那头的声音…, 听筒里传来…) and names nobody before it.
     pub(super) fn opens_far_end(&self, i: usize, start: usize, end: usize) -> bool {
+        if !self.holds_far_end_chars(i) {
+            return false;
+        }
         let text = self.paragraphs[i].text;
         // Most clauses hold none of the characters every word of FAR_END
         // holds.
