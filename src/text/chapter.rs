@@ -347,6 +347,29 @@ pub fn split_chapters(text: &str, fallback_title: &str) -> Vec<Chapter> {
     split_chapters_with(text, fallback_title, SplitOptions::default())
 }
 
+/// The lines of `text` as [`str::lines`] gives them (a `\r` before the
+/// `\n` dropped, no empty last line), found by memchr's search for `\n`.
+fn lines_of(text: &str) -> impl Iterator<Item = &str> {
+    let mut from = 0;
+    let mut ends = memchr::memchr_iter(b'\n', text.as_bytes());
+    std::iter::from_fn(move || {
+        let line = match ends.next() {
+            Some(end) => {
+                let line = &text[from..end];
+                from = end + 1;
+                line.strip_suffix('\r').unwrap_or(line)
+            }
+            None if from < text.len() => {
+                let line = &text[from..];
+                from = text.len();
+                line
+            }
+            None => return None,
+        };
+        Some(line)
+    })
+}
+
 /// [`split_chapters`] with options.
 pub fn split_chapters_with(
     text: &str,
@@ -360,7 +383,7 @@ pub fn split_chapters_with(
     // For each of `lines`: a paragraph cut out of the same long line as the
     // paragraph before it (a speech may go on across the cut).
     let mut cut: Vec<bool> = Vec::new();
-    for raw in text.lines() {
+    for raw in lines_of(text) {
         let line = trim_line(raw);
         if line.is_empty() {
             continue;
@@ -563,6 +586,16 @@ fn renumber(chapters: &mut [Chapter]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        #[test]
+        fn lines_are_those_str_lines_gives(text in "[a一\r\n]{0,12}") {
+            proptest::prop_assert_eq!(
+                lines_of(&text).collect::<Vec<_>>(),
+                text.lines().collect::<Vec<_>>()
+            );
+        }
+    }
 
     fn titles(chapters: &[Chapter]) -> Vec<(usize, &str, Option<&str>)> {
         chapters

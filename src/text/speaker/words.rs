@@ -789,6 +789,21 @@ const SELF_WORDS_OF_NAMING: &[&str] = &["咱家", "在下", "贫道", "貧道"];
 /// ([`SELF_WORDS`] or those of [`SELF_WORDS_OF_NAMING`]): where one's own
 /// name may follow (“在下李慕白，…”, “本王赵琰…”).
 pub(super) fn after_self_word(text: &str) -> Option<&str> {
+    // The characters these words open with, for most texts one lookup.
+    static FIRSTS: std::sync::LazyLock<Vec<char>> = std::sync::LazyLock::new(|| {
+        let words = SELF_WORDS
+            .iter()
+            .map(|w| w.0)
+            .chain(SELF_WORDS_OF_NAMING.iter().copied());
+        let mut firsts: Vec<char> = words.filter_map(|w| w.chars().next()).collect();
+        firsts.sort_unstable();
+        firsts.dedup();
+        firsts
+    });
+    let first = text.chars().next()?;
+    if FIRSTS.binary_search(&first).is_err() {
+        return None;
+    }
     SELF_WORDS
         .iter()
         .find_map(|(w, _, not_after)| {
