@@ -202,7 +202,8 @@ fn describes(prefix: &str) -> bool {
         })
 }
 
-/// Words that bring someone into a clause (有个, 有一位).
+/// Words that bring someone into a clause (有个, 有一位); none longer than
+/// 有一个, all opening with 有.
 const BRINGING_IN: &[&str] = &["有个", "有個", "有一个", "有一個", "有位", "有一位", "有一"];
 
 /// Longest description between those words and the one brought in
@@ -214,7 +215,15 @@ const MAX_BROUGHT_IN_BYTES: usize = 4 * 3;
 /// demonstrative and a description (一个中年女人, 旁边一个男人, 那个穿雨衣的
 /// 女人) — not 她把那个妇女, the object.
 pub(super) fn brought_in(prefix: &str) -> bool {
-    BRINGING_IN.iter().any(|w| {
+    // Every word of BRINGING_IN opens with 有: most clauses end without one.
+    let widest = crate::text::quote::floor_boundary(
+        prefix,
+        prefix
+            .len()
+            .saturating_sub(MAX_BROUGHT_IN_BYTES + "有一个".len()),
+    );
+    let near = prefix[widest..].contains('有');
+    near && BRINGING_IN.iter().any(|w| {
         // Only the prefix's last bytes can hold one close enough.
         let from = crate::text::quote::floor_boundary(
             prefix,
@@ -411,6 +420,16 @@ mod tests {
             front.extend(rest);
             prop_assert_eq!(front, want);
         }
+    }
+
+    /// [`brought_in`] looks for 有 in the last bytes only.
+    #[test]
+    fn every_word_bringing_someone_in_opens_with_you_and_is_short() {
+        for w in BRINGING_IN {
+            assert!(w.starts_with('有') && w.len() <= "有一个".len(), "{w}");
+        }
+        assert!(brought_in("路边有个"));
+        assert!(!brought_in("她把那个"));
     }
 
     #[test]
