@@ -163,7 +163,7 @@ pub(super) struct Context<'c, 'a> {
 impl Context<'_, '_> {
     /// True when paragraph `i` holds 电, 電 or 筒, one of which every word
     /// of [`FAR_END`] holds.
-    fn holds_far_end_chars(&self, i: usize) -> bool {
+    fn paragraph_holds_far_end_char(&self, i: usize) -> bool {
         static FINDERS: std::sync::LazyLock<[memchr::memmem::Finder<'static>; 3]> =
             std::sync::LazyLock::new(|| ["电", "電", "筒"].map(memchr::memmem::Finder::new));
         let cached = &self.far_end_chars[i];
@@ -956,15 +956,14 @@ impl Context<'_, '_> {
     /// True when the narration at `text[start..end]` opens with the far end
     /// of a telephone (电话那头的声音…, 听筒里传来…) and names nobody before it.
     pub(super) fn opens_far_end(&self, i: usize, start: usize, end: usize) -> bool {
-        if !self.holds_far_end_chars(i) {
+        if !self.paragraph_holds_far_end_char(i) {
             return false;
         }
         let text = self.paragraphs[i].text;
-        // Most clauses hold none of the characters every word of FAR_END
-        // holds.
         let clause_end = marks(&text[start..end])
             .find(|&(j, c)| j > 0 && is_punct(c))
             .map_or(end, |(j, _)| start + j);
+        // Of the paragraphs that hold one, most clauses still hold none.
         let clause = &text[start..clause_end];
         if !holds_far_end_char(clause) {
             return false;
