@@ -168,13 +168,10 @@ impl WordMatcher {
 /// bytes long, decoded here without the general decoder's steps.
 #[inline]
 fn code_at(text: &str, at: usize) -> (usize, usize) {
-    let b = text.as_bytes();
-    match b[at] {
-        x @ 0..0x80 => (usize::from(x), 1),
-        x @ 0xE0..0xF0 => (
-            (usize::from(x & 0x0F) << 12)
-                | (usize::from(b[at + 1] & 0x3F) << 6)
-                | usize::from(b[at + 2] & 0x3F),
+    match text.as_bytes()[at..] {
+        [x @ 0..0x80, ..] => (usize::from(x), 1),
+        [x @ 0xE0..0xF0, y, z, ..] => (
+            (usize::from(x & 0x0F) << 12) | (usize::from(y & 0x3F) << 6) | usize::from(z & 0x3F),
             3,
         ),
         _ => text[at..]
