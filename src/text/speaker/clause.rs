@@ -23,6 +23,7 @@ pub(super) fn is_sentence_end(c: char) -> bool {
 /// sentences (every predicate of this module) look at no other character.
 pub(super) fn marks(text: &str) -> Marks<'_> {
     Marks {
+        text,
         bytes: text.as_bytes(),
         front: 0,
         back: text.len(),
@@ -31,19 +32,19 @@ pub(super) fn marks(text: &str) -> Marks<'_> {
 
 /// See [`marks`].
 pub(super) struct Marks<'a> {
+    text: &'a str,
     bytes: &'a [u8],
     front: usize,
     back: usize,
 }
 
 impl Marks<'_> {
-    /// The character of three bytes at `at` (a lead byte E2, E3 or EF).
+    /// The character at `at` (a lead byte E2, E3 or EF).
     fn three(&self, at: usize) -> char {
-        let b = self.bytes;
-        let cp = (u32::from(b[at] & 0x0F) << 12)
-            | (u32::from(b[at + 1] & 0x3F) << 6)
-            | u32::from(b[at + 2] & 0x3F);
-        char::from_u32(cp).unwrap_or(char::REPLACEMENT_CHARACTER)
+        self.text[at..]
+            .chars()
+            .next()
+            .unwrap_or(char::REPLACEMENT_CHARACTER)
     }
 }
 

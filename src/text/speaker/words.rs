@@ -6,7 +6,7 @@ use aho_corasick::{AhoCorasick, AhoCorasickBuilder};
 
 use super::clause::is_punct;
 use super::matcher::WordMatcher;
-use super::names::is_not_name;
+use super::names::{CharBits, is_not_name};
 
 /// Groups that may speak as one.
 pub(super) const CROWDS: &[&str] = &[
@@ -273,8 +273,7 @@ pub(super) fn has_speech_verb(s: &str) -> bool {
     let mut prev: Option<char> = None;
     let mut chars = s.char_indices().peekable();
     while let Some((at, c)) = chars.next() {
-        let k = c as usize;
-        if k >= 1 << 16 || opening[k / 64] & (1 << (k % 64)) == 0 {
+        if !opening.contains(c) {
             prev = Some(c);
             continue;
         }
@@ -304,17 +303,12 @@ pub(super) fn has_speech_verb(s: &str) -> bool {
 /// taken without a character around it, and no other character ever is) or
 /// the first of one of [`SPEECH_WORDS`]. Most characters of a clause are
 /// passed at one lookup.
-static SPEECH_OPENING: std::sync::LazyLock<Box<[u64; 1024]>> = std::sync::LazyLock::new(|| {
-    let mut bits = Box::new([0u64; 1024]);
+static SPEECH_OPENING: std::sync::LazyLock<CharBits> = std::sync::LazyLock::new(|| {
     let firsts = SPEECH_WORDS.iter().filter_map(|w| w.chars().next());
     let singles = (0..1u32 << 16)
         .filter_map(char::from_u32)
         .filter(|&c| is_speech_char(None, c, None));
-    for c in firsts.chain(singles) {
-        let k = c as usize;
-        bits[k / 64] |= 1 << (k % 64);
-    }
-    bits
+    CharBits::of(firsts.chain(singles))
 });
 
 /// [`SPEECH_WORDS`] by their first character.
@@ -790,18 +784,14 @@ const SELF_WORDS_OF_NAMING: &[&str] = &["咱家", "在下", "贫道", "貧道"];
 /// name may follow (“在下李慕白，…”, “本王赵琰…”).
 pub(super) fn after_self_word(text: &str) -> Option<&str> {
     // The characters these words open with, for most texts one lookup.
-    static FIRSTS: std::sync::LazyLock<Vec<char>> = std::sync::LazyLock::new(|| {
+    static FIRSTS: std::sync::LazyLock<CharBits> = std::sync::LazyLock::new(|| {
         let words = SELF_WORDS
             .iter()
             .map(|w| w.0)
             .chain(SELF_WORDS_OF_NAMING.iter().copied());
-        let mut firsts: Vec<char> = words.filter_map(|w| w.chars().next()).collect();
-        firsts.sort_unstable();
-        firsts.dedup();
-        firsts
+        CharBits::of(words.filter_map(|w| w.chars().next()))
     });
-    let first = text.chars().next()?;
-    if FIRSTS.binary_search(&first).is_err() {
+    if !FIRSTS.contains(text.chars().next()?) {
         return None;
     }
     SELF_WORDS
@@ -875,7 +865,8 @@ mod tests {
     /// speech verbs, whatever stands around them.
     #[test]
     fn a_character_passed_over_opens_no_speech_verb() {
-        // Every character the arms of `is_speech_char` look at around one.
+        // Characters the arms of `is_speech_char` look at around one, and
+        // others.
         let around = [
             None,
             Some('他'),
@@ -888,8 +879,7 @@ mod tests {
             Some('路'),
         ];
         for c in (0..0x1_0000).filter_map(char::from_u32) {
-            let k = c as usize;
-            if SPEECH_OPENING[k / 64] & (1 << (k % 64)) != 0 {
+            if SPEECH_OPENING.contains(c) {
                 continue;
             }
             for prev in around {
