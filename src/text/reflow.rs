@@ -916,10 +916,22 @@ const MAX_ASKING_TITLE: usize = 10;
 /// Most characters before the 的 of a run-in chapter title (便利店的女孩).
 const MAX_BEFORE_DE: usize = 6;
 
+/// Most characters after that 的 when the text shows where the title ends.
+const MAX_AFTER_DE: usize = 4;
+
+/// Most characters after a title's 了 when the text shows where it ends.
+const MAX_AFTER_LE: usize = 5;
+
 /// Characters a sentence does not start with: a run-in title that meets
 /// one goes on (他终于来了, 长老们的目光).
 fn never_starts(c: char) -> bool {
     matches!(c, '的' | '了' | '着' | '著' | '们' | '們' | '说' | '說')
+}
+
+/// Characters no chapter title ends with: they join what comes before to
+/// what comes after (停电的夜里, 血月之夜, 你与我).
+fn never_ends(c: char) -> bool {
+    matches!(c, '的' | '之' | '与' | '與')
 }
 
 /// Length in bytes of a chapter (章, 节) title that runs into the text,
@@ -937,12 +949,50 @@ fn chapter_title_len(s: &str, ends: &[usize], marker: Option<usize>, openers: &O
     let n = ends.len();
     let at = |p: usize| if p == 0 { 0 } else { ends[p - 1] };
     let rest = |p: usize| &s[at(p)..];
+    // A part of the day or an hour right after a day or a part of the day
+    // goes on with it (周五晚上的泡面, 凌晨四点十七分).
+    let time = |p: usize| {
+        opens_with_time(rest(p))
+            && !((starts_with_any(rest(p), DAY_PARTS) || is_clock(rest(p)))
+                && (2..=3).any(|k| {
+                    p >= k
+                        && (starts_with_any(rest(p - k), DAYS)
+                            || starts_with_any(rest(p - k), DAY_PARTS))
+                }))
+            // 十月初七: the day of a month.
+            && !(rest(p).starts_with('初') && s[..at(p)].ends_with('月'))
+    };
+    // The text opens with someone's full name that it names again soon
+    // (三年一度的测灵大会钱沐风是…).
+    let soon = &s[..(0..=s.len().min(NAME_AGAIN_BYTES))
+        .rev()
+        .find(|&k| s.is_char_boundary(k))
+        .unwrap_or(0)];
+    // Sounds that end the run of characters (…三更天梆，梆，梆。) open the
+    // text: the title ends before them, whatever else the rules below say
+    // of what is left.
+    let sound = s[..ends[n - 1]]
+        .chars()
+        .rev()
+        .take_while(|c| SOUNDS.contains(*c))
+        .count();
+    let sound = if n >= sound + 2 { sound } else { 0 };
+    let m = n - sound;
+    // … or a place it names again (杂役峰归云宗有九座主峰…): two characters
+    // and what kind of place it is.
+    let named = |p: usize| {
+        p + 3 < m
+            && (rest(p).starts_with(super::speaker::is_surname)
+                || rest(p + 2).starts_with(|c: char| PLACES.contains(c)))
+            && soon.matches(&s[at(p)..at(p + 3)]).count() >= NAME_AGAIN
+    };
     let opens = |p: usize| {
         rest(p)
             .chars()
             .next()
             .is_some_and(|c| is_prose_char(c) && !never_starts(c))
-            || opens_with_time(rest(p))
+            || time(p)
+            || comes_from(rest(p))
     };
     // The text opens by naming again what the title named, or by naming in
     // full whom the title named by surname (韩主任韩振东…, 老马不说话马德顺…).
@@ -953,26 +1003,105 @@ fn chapter_title_len(s: &str, ends: &[usize], marker: Option<usize>, openers: &O
         .filter(|c| super::speaker::is_surname(*c));
     let full_name = |p: usize| p + 3 <= n && surname.is_some_and(|c| rest(p).starts_with(c));
     // A short question or exclamation is the title itself (谁动了那块地？),
-    // unless a word of time, a repeated word or a name opens the text in it.
+    // unless a word of time, a repeated word or a name opens the text in it;
+    // a call before it may stand apart by a comma (程屿白，你别走！).
     if n <= MAX_ASKING_TITLE
         && marker.is_none()
-        && let Some(mark) = s[ends[n - 1]..]
-            .chars()
-            .next()
-            .filter(|c| matches!(c, '？' | '！' | '?' | '!'))
         && !(2..n).any(|p| opens_with_time(rest(p)) || repeats(p) || openers.often(rest(p)))
     {
-        return ends[n - 1] + mark.len_utf8();
+        let after = &s[ends[n - 1]..];
+        let asks = |t: &str| {
+            t.chars()
+                .next()
+                .filter(|c| matches!(c, '？' | '！' | '?' | '!'))
+        };
+        if let Some(mark) = asks(after) {
+            return if sound == 0 {
+                ends[n - 1] + mark.len_utf8()
+            } else {
+                at(m)
+            };
+        }
+        if let Some(then) = after.strip_prefix(['，', ',']) {
+            let han: usize = then.chars().take_while(|c| super::is_han(*c)).count();
+            let len: usize = then.chars().take(han).map(char::len_utf8).sum();
+            if han >= 2
+                && n + han <= MAX_ASKING_TITLE
+                && let Some(mark) = asks(&then[len..])
+            {
+                return s.len() - then.len() + len + mark.len_utf8();
+            }
+        }
     }
-    let mut end = (2..n)
-        .find(|&p| opens(p) || repeats(p) || full_name(p) || openers.often(rest(p)))
-        .unwrap_or(n)
-        .min(marker.unwrap_or(n));
-    if let Some(le) = (2..end).find(|&p| rest(p).starts_with('了')) {
-        end = le + 1;
+    // Two parts with a comma between (十月初七，大雪 / 一剑落下，满场皆静):
+    // the second ends where the text names again the title's first words,
+    // or where prose starts after as many characters as the first part has.
+    if sound == 0
+        && marker.is_none()
+        && (2..n).all(|p| !opens(p))
+        && let Some(then) = s[ends[n - 1]..].strip_prefix(['，', ','])
+    {
+        let han: Vec<usize> = then
+            .char_indices()
+            .take_while(|(_, c)| super::is_han(*c))
+            .map(|(k, c)| k + c.len_utf8())
+            .take(MAX_ASKING_TITLE)
+            .collect();
+        let first_words = &s[..ends[1]];
+        let second_end = (1..han.len())
+            .find(|&q| then[han[q - 1]..].starts_with(first_words))
+            .or_else(|| {
+                (n < han.len()
+                    && then[han[n - 1]..]
+                        .chars()
+                        .next()
+                        .is_some_and(|c| is_prose_char(c) && !never_starts(c)))
+                .then_some(n)
+            });
+        if let Some(q) = second_end {
+            return s.len() - then.len() + han[q - 1];
+        }
     }
-    if let Some(d) = (2..end.min(MAX_BEFORE_DE + 1)).find(|&p| rest(p).starts_with('的')) {
-        end = end.min(d + 3);
+    // No title ends on a word that joins it to what follows (江堤下的, 血月之).
+    let joined = |p: usize| s[..at(p)].ends_with(never_ends);
+    // A name that fills the run up to the sounds is the title's (村长王满仓咣咣咣).
+    let often = |p: usize| openers.often(rest(p)) && (sound == 0 || p + 3 < m);
+    let found = (2..m)
+        .find(|&p| !joined(p) && (opens(p) || repeats(p) || full_name(p) || named(p) || often(p)));
+    // A word the text names again, with the two characters before it that
+    // name it in full each time (網咖夜班極光網咖…, 大比宗门大比那天): those
+    // open the text.
+    let found = found.map(|p| {
+        if p >= 4
+            && repeats(p)
+            && !joined(p - 2)
+            && !s[..at(p - 2)].contains(&s[at(p - 2)..at(p)])
+            && soon.matches(&s[at(p - 2)..at(p + 2)]).count() >= 2
+        {
+            p - 2
+        } else {
+            p
+        }
+    });
+    let mut end = found.unwrap_or(m).min(marker.unwrap_or(m));
+    if found.is_some() || sound == 0 {
+        // A title written as a sentence ends with its 了 (他终于来了), or with
+        // what it did to how much or whom, when the text shows where
+        // (一场暴雨冲垮了半条路他没想到…, 翻了誰的牌子半個月後…).
+        if let Some(le) = (2..end).find(|&p| rest(p).starts_with('了'))
+            && !(found.is_some()
+                && end <= le + 1 + MAX_AFTER_LE
+                && rest(le + 1).starts_with(|c: char| is_numeral(c) || "半谁誰".contains(c)))
+        {
+            end = le + 1;
+        }
+        // The 的 of a title and the word after it (江堤下的男人), unless the
+        // text opens a little further (三年一度的测灵大会钱沐风…).
+        if let Some(d) = (2..end.min(MAX_BEFORE_DE + 1)).find(|&p| rest(p).starts_with('的'))
+            && !(found.is_some() && end <= d + 1 + MAX_AFTER_DE)
+        {
+            end = end.min(d + 3);
+        }
     }
     at(end)
 }
@@ -1057,6 +1186,88 @@ const TIME_OPENERS: &[&str] = &[
     "腊月",
     "臘月",
     "正月",
+    "接下来",
+    "接下來",
+];
+
+/// The last character of a place's name: a sect, a peak, a palace, a town…
+const PLACES: &str = "宗派门門阁閣峰山殿宫宮府城镇鎮村寨庄莊楼樓寺观觀院堂坊";
+
+/// Words of sound that open a chapter's text with a ！ (啪！, 砰砰！).
+const SOUNDS: &str = "啪砰嘭咚轰轟叮咔嗡哗嘩嘀咣哐噗嗖吱铛鐺当噹梆滋嗒噠哒";
+
+/// How far (bytes) the text after a run-in title is searched for a name it
+/// opens with, and how often the name must be there.
+const NAME_AGAIN_BYTES: usize = 3000 * 3;
+const NAME_AGAIN: usize = 3;
+
+/// Is `s` an hour with its minutes or half (四点十七分)?
+fn is_clock(s: &str) -> bool {
+    let digits: usize = s
+        .chars()
+        .take_while(|c| is_numeral(*c))
+        .map(char::len_utf8)
+        .sum();
+    digits > 0 && clock_after(&s[digits..])
+}
+
+/// After an hour's numerals: 点 and its minutes, half, 整, 钟 …
+fn clock_after(rest: &str) -> bool {
+    let Some(minutes) = rest.strip_prefix(['点', '點']) else {
+        return false;
+    };
+    let m: usize = minutes
+        .chars()
+        .take_while(|c| is_numeral(*c))
+        .map(char::len_utf8)
+        .sum();
+    (m > 0 && minutes[m..].starts_with('分'))
+        || minutes.starts_with(['半', '整', '多'])
+        || starts_with_any(minutes, &["钟", "鐘", "左右"])
+}
+
+/// Days a part of the day may follow in a title (周五晚上, 第二天下午).
+const DAYS: &[&str] = &[
+    "周一",
+    "周二",
+    "周三",
+    "周四",
+    "周五",
+    "周六",
+    "周日",
+    "週一",
+    "週二",
+    "週三",
+    "週四",
+    "週五",
+    "週六",
+    "週日",
+    "周末",
+    "週末",
+    "第二天",
+    "第二日",
+    "次日",
+    "翌日",
+    "当天",
+    "當天",
+    "那天",
+    "这天",
+    "這天",
+    "今天",
+    "明天",
+    "昨天",
+];
+
+/// Parts of the day (晚上, 凌晨 …).
+const DAY_PARTS: &[&str] = &[
+    "一早", "清晨", "早上", "早晨", "上午", "中午", "下午", "傍晚", "晚上", "夜里", "夜裡", "夜裏",
+    "深夜", "半夜", "午夜", "凌晨", "黄昏", "黃昏",
+];
+
+/// What 整个 makes a stretch of time of (整个冬天, 整個下午).
+const WHOLE_SPANS: &[&str] = &[
+    "冬天", "夏天", "春天", "秋天", "白天", "晚上", "早上", "上午", "下午", "夜里", "夜裡", "夜裏",
+    "月", "星期", "暑假", "寒假", "假期",
 ];
 
 /// The twelve two-hour watches of the old day (子时三刻).
@@ -1075,6 +1286,49 @@ fn opens_with_time(s: &str) -> bool {
     {
         return true;
     }
+    // The tenth day of something and its hour (第十天清晨, 第三日，); not
+    // when the count belongs to a title (开学第一天九月初…).
+    if let Some(n) = s.strip_prefix('第') {
+        let k: usize = n
+            .chars()
+            .take_while(|c| is_numeral(*c))
+            .map(char::len_utf8)
+            .sum();
+        if k > 0
+            && let Some(after) = n[k..].strip_prefix(['天', '日'])
+            && (after.starts_with(['，', ',']) || starts_with_any(after, DAY_PARTS))
+        {
+            return true;
+        }
+    }
+    // 整个冬天, and the days of the old month (初五).
+    if ["整个", "整個"].iter().any(|w| {
+        s.strip_prefix(w)
+            .is_some_and(|r| starts_with_any(r, WHOLE_SPANS))
+    }) || s
+        .strip_prefix('初')
+        .is_some_and(|r| r.starts_with(is_numeral))
+    {
+        return true;
+    }
+    // A year of a reign, in Chinese numerals (永安十二年, 貞觀元年).
+    let mut chars = s.char_indices();
+    if let (Some((_, a)), Some((_, b)), Some((k, _))) = (chars.next(), chars.next(), chars.next())
+        && !is_numeral(a)
+        && !is_numeral(b)
+        && super::is_han(a)
+        && super::is_han(b)
+    {
+        let year: usize = s[k..]
+            .chars()
+            .take_while(|c| "元一二三四五六七八九十廿".contains(*c))
+            .take(3)
+            .map(char::len_utf8)
+            .sum();
+        if year > 0 && s[k + year..].starts_with('年') {
+            return true;
+        }
+    }
     let digits: usize = s
         .chars()
         .take_while(|c| is_numeral(*c) || matches!(c, '半' | '几' | '幾'))
@@ -1084,6 +1338,10 @@ fn opens_with_time(s: &str) -> bool {
         return false;
     }
     let rest = &s[digits..];
+    // The hour with its minutes or half (十一点四十三分, 三點半, 七点整).
+    if rest.starts_with(['点', '點']) {
+        return clock_after(rest);
+    }
     let rest = ["个", "個"]
         .iter()
         .find_map(|m| rest.strip_prefix(m))
@@ -1102,10 +1360,11 @@ fn opens_with_time(s: &str) -> bool {
             return true;
         }
     }
-    let Some(unit) = ["天", "日", "月", "年", "周", "週", "星期"]
-        .iter()
-        .find_map(|u| rest.strip_prefix(u))
-    else {
+    let Some(unit) = [
+        "天", "日", "月", "年", "周", "週", "星期", "分钟", "分鐘", "小时", "小時", "钟头", "鐘頭",
+    ]
+    .iter()
+    .find_map(|u| rest.strip_prefix(u)) else {
         return false;
     };
     starts_with_any(
@@ -1114,6 +1373,29 @@ fn opens_with_time(s: &str) -> bool {
             "后", "後", "之后", "之後", "以后", "以後", "前", "底", "初", "过去", "過去",
         ],
     )
+}
+
+/// Most characters between 从 and the verb of coming out of a place.
+const MAX_FROM_PLACE: usize = 6;
+
+/// Does `s` open with where someone comes from (从慈宁宫出来, 從護國寺回來的第七日):
+/// a clause that opens a chapter's text, not a title's words.
+fn comes_from(s: &str) -> bool {
+    let Some(place) = s.strip_prefix(['从', '從']) else {
+        return false;
+    };
+    place
+        .char_indices()
+        .take(MAX_FROM_PLACE + 1)
+        .skip(1)
+        .any(|(k, _)| {
+            starts_with_any(
+                &place[k..],
+                &[
+                    "出来", "出來", "回来", "回來", "离开", "離開", "走出", "下来", "下來",
+                ],
+            )
+        })
 }
 
 fn starts_with_any(s: &str, words: &[&str]) -> bool {
@@ -1703,6 +1985,58 @@ mod tests {
                 "完了。第1章韩主任韩振东推门进来。他坐下。第2章雪夜三更时分他走了。第3章老周周德海笑了。"
             )),
             ["第1章韩主任", "第2章雪夜", "第3章老周"]
+        );
+    }
+
+    #[test]
+    fn run_in_titles_end_before_sounds_times_and_clauses_of_the_text() {
+        assert_eq!(
+            headings(&reflow(concat!(
+                "完了。第一章三更天梆，梆，梆。",
+                "第二章十月初七，大雪十月初七，雪下了一夜。",
+                "第三章凌晨四点十七分他接到电话。",
+                "第四章周五晚上的泡面周五晚上九点，我回家。",
+                "第五章一场暴雨冲垮了半条路他没想到。",
+                "第六章真相大白从宫里出来，天亮了。",
+                "第七章初入宫门永安十二年春，选秀开始。",
+                "第八章比稿接下来的两个礼拜很忙。",
+                "第九章停电的夜里他没睡。",
+                "第十章开春整个冬天都在下雨。",
+            ))),
+            [
+                "第一章三更天",
+                "第二章十月初七，大雪",
+                "第三章凌晨四点十七分",
+                "第四章周五晚上的泡面",
+                "第五章一场暴雨冲垮了半条路",
+                "第六章真相大白",
+                "第七章初入宫门",
+                "第八章比稿",
+                "第九章停电的夜里",
+                "第十章开春",
+            ]
+        );
+    }
+
+    #[test]
+    fn run_in_titles_end_before_a_name_the_text_names_again() {
+        assert_eq!(
+            headings(&reflow(concat!(
+                "完了。第一章三年一度的测灵大会钱沐风是外门弟子。钱沐风笑了。钱沐风走了。",
+                "第二章程屿白，你别走！他站住了。",
+                "第三章村长王满仓咣咣咣，王满仓喊了。王满仓走了。王满仓笑了。",
+                "第四章监控里少了十二分钟啪！门开了。",
+                "第五章网吧夜班极光网吧开在江边。极光网吧很小。",
+                "第六章一剑落下，满场皆静他们谁也没动。",
+            ))),
+            [
+                "第一章三年一度的测灵大会",
+                "第二章程屿白，你别走！",
+                "第三章村长王满仓",
+                "第四章监控里少了十二分钟",
+                "第五章网吧夜班",
+                "第六章一剑落下，满场皆静",
+            ]
         );
     }
 
