@@ -984,7 +984,7 @@ fn chapter_title_len(s: &str, ends: &[usize], marker: Option<usize>, openers: &O
         p + 3 < m
             && (rest(p).starts_with(super::speaker::is_surname)
                 || rest(p + 2).starts_with(|c: char| PLACES.contains(c)))
-            && soon.matches(&s[at(p)..at(p + 3)]).count() >= NAME_AGAIN
+            && soon.matches(&s[at(p)..at(p + 3)]).take(NAME_AGAIN).count() >= NAME_AGAIN
     };
     let opens = |p: usize| {
         rest(p)
@@ -1038,8 +1038,8 @@ fn chapter_title_len(s: &str, ends: &[usize], marker: Option<usize>, openers: &O
     // or where prose starts after as many characters as the first part has.
     if sound == 0
         && marker.is_none()
-        && (2..n).all(|p| !opens(p))
         && let Some(then) = s[ends[n - 1]..].strip_prefix(['，', ','])
+        && (2..n).all(|p| !opens(p))
     {
         let han: Vec<usize> = then
             .char_indices()
@@ -1076,7 +1076,7 @@ fn chapter_title_len(s: &str, ends: &[usize], marker: Option<usize>, openers: &O
             && repeats(p)
             && !joined(p - 2)
             && !s[..at(p - 2)].contains(&s[at(p - 2)..at(p)])
-            && soon.matches(&s[at(p - 2)..at(p + 2)]).count() >= 2
+            && soon.matches(&s[at(p - 2)..at(p + 2)]).take(2).count() >= 2
         {
             p - 2
         } else {
