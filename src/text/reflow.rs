@@ -711,6 +711,21 @@ fn inline_heading(s: &str, half: usize, openers: &Openers) -> Option<Inline> {
         .map_or(s.len() - end, |(k, _)| k);
     let next = s[end + sep_len..].chars().next();
     let key = (unit, number);
+    // A title the text opens with again: a line of speech (第2章「這把刀…？」
+    // 「這把刀…？」), sounds (第二章咚、咚、咚咚、咚、咚。), a pronoun (第3章她她总是…).
+    if sep_len == 0
+        && !couplet
+        && let Some(title) = repeated_title(&s[end..])
+    {
+        // Taken as the bare heading before it was (第2章 and a quote).
+        return Some(Inline {
+            len: end + title,
+            key,
+            run_in: false,
+            confirmed_half: None,
+            word_like: false,
+        });
+    }
     // 第三章的故事, 第二回合: a word goes on (or a title runs into the text;
     // the caller takes it only in a sequence of headings).
     if sep_len == 0 && next.is_some_and(super::is_han) && s[..after_unit].ends_with(written) {
@@ -743,6 +758,42 @@ fn inline_heading(s: &str, half: usize, openers: &Openers) -> Option<Inline> {
         run_in: false,
         confirmed_half: None,
         word_like: false,
+    })
+}
+
+/// Longest title (characters) the text is looked at for opening again with it.
+const MAX_REPEATED_TITLE: usize = 20;
+
+/// Length in bytes of a chapter title at the start of `s` that the text
+/// opens with again right after it: a quote (「別開門！」「別開門！不管…),
+/// a title with marks inside (咚、咚、咚咚、咚、咚。) or a pronoun (她她总是…).
+fn repeated_title(s: &str) -> Option<usize> {
+    let first = s.chars().next()?;
+    if let Some(close) = quote::closer_of(first) {
+        let end = quote::balanced_end(s, first.len_utf8(), first, MAX_REPEATED_TITLE * 3)?;
+        let inner = &s[..end - close.len_utf8()];
+        return (inner.chars().count() > 2 && s[end..].starts_with(inner)).then_some(end);
+    }
+    if matches!(first, '他' | '她' | '我' | '你' | '它') {
+        return s[first.len_utf8()..]
+            .starts_with(first)
+            .then_some(first.len_utf8());
+    }
+    // The longest start that comes again at once, holding a mark and ending
+    // with a character (not the 、 between two sounds).
+    let ends: Vec<usize> = s
+        .char_indices()
+        .map(|(k, c)| k + c.len_utf8())
+        .take(MAX_REPEATED_TITLE)
+        .collect();
+    ends.iter().rev().copied().find(|&q| {
+        let title = &s[..q];
+        s[q..].starts_with(title)
+            && title.chars().last().is_some_and(super::is_han)
+            && title.chars().any(|c| matches!(c, '、' | '，' | ','))
+            && title
+                .chars()
+                .all(|c| super::is_han(c) || matches!(c, '、' | '，' | ','))
     })
 }
 
@@ -911,7 +962,7 @@ impl Openers {
 }
 
 /// Longest run-in chapter title that ends in ？ or ！ (他为什么要帮我？).
-const MAX_ASKING_TITLE: usize = 10;
+const MAX_ASKING_TITLE: usize = 14;
 
 /// Most characters before the 的 of a run-in chapter title (便利店的女孩).
 const MAX_BEFORE_DE: usize = 6;
@@ -921,6 +972,15 @@ const MAX_AFTER_DE: usize = 4;
 
 /// Most characters after a title's 了 when the text shows where it ends.
 const MAX_AFTER_LE: usize = 5;
+
+/// Longest first part (characters) of a title with a comma whose end is
+/// told by where prose or a word of time starts (一剑落下，满场皆静他们…).
+const MAX_COMMA_PART: usize = 7;
+
+/// Longest title written as a sentence, in characters, and how far past a
+/// weaker sign of the text's start a sure one is looked for.
+const MAX_SENTENCE_TITLE: usize = 16;
+const MAX_PAST_WEAK: usize = 8;
 
 /// Characters a sentence does not start with: a run-in title that meets
 /// one goes on (他终于来了, 长老们的目光).
@@ -1049,9 +1109,13 @@ fn chapter_title_len(s: &str, ends: &[usize], marker: Option<usize>, openers: &O
             .collect();
         let first_words = &s[..ends[1]];
         let second_end = (1..han.len())
-            .find(|&q| then[han[q - 1]..].starts_with(first_words))
+            .find(|&q| {
+                then[han[q - 1]..].starts_with(first_words)
+                    || (n <= MAX_COMMA_PART && q >= 2 && opens_with_time(&then[han[q - 1]..]))
+            })
             .or_else(|| {
                 (n < han.len()
+                    && n <= MAX_COMMA_PART
                     && then[han[n - 1]..]
                         .chars()
                         .next()
@@ -1066,8 +1130,38 @@ fn chapter_title_len(s: &str, ends: &[usize], marker: Option<usize>, openers: &O
     let joined = |p: usize| s[..at(p)].ends_with(never_ends);
     // A name that fills the run up to the sounds is the title's (村长王满仓咣咣咣).
     let often = |p: usize| openers.often(rest(p)) && (sound == 0 || p + 3 < m);
-    let found = (2..m)
-        .find(|&p| !joined(p) && (opens(p) || repeats(p) || full_name(p) || named(p) || often(p)));
+    let cut =
+        |p: usize| !joined(p) && (opens(p) || repeats(p) || full_name(p) || named(p) || often(p));
+    // What surely opens the text: a pronoun that owns nothing (她是…, not
+    // 我的名字), a word of time, a place left, a name, a word of the title.
+    let someone_or_time = |p: usize| {
+        let mut chars = rest(p).chars();
+        (chars
+            .next()
+            .is_some_and(|c| matches!(c, '他' | '她' | '我' | '你' | '它'))
+            && chars
+                .next()
+                .is_some_and(|c| !matches!(c, '的' | '们' | '們')))
+            || time(p)
+    };
+    let strong = |p: usize| {
+        someone_or_time(p)
+            || comes_from(rest(p))
+            || repeats(p)
+            || full_name(p)
+            || named(p)
+            || often(p)
+    };
+    // A title written as a sentence goes on past a weaker sign to someone or
+    // a time close after it (樓下有東西在敲門她是…, 裁员名单上有我的名字周一早上…).
+    let found = (2..m).find(|&p| cut(p)).map(|p| {
+        if strong(p) {
+            return p;
+        }
+        (p + 1..m.min(p + 1 + MAX_PAST_WEAK).min(MAX_SENTENCE_TITLE + 1))
+            .find(|&q| !joined(q) && someone_or_time(q))
+            .unwrap_or(p)
+    });
     // A word the text names again, with the two characters before it that
     // name it in full each time (網咖夜班極光網咖…, 大比宗门大比那天): those
     // open the text.
@@ -1084,7 +1178,10 @@ fn chapter_title_len(s: &str, ends: &[usize], marker: Option<usize>, openers: &O
         }
     });
     let mut end = found.unwrap_or(m).min(marker.unwrap_or(m));
-    if found.is_some() || sound == 0 {
+    // A sure start of the text not far in: the title's 了 and 的 do not cut
+    // it shorter (外婆的菜谱里少了一页她一直…).
+    let sure = found.is_some_and(|p| p == end && p <= MAX_SENTENCE_TITLE && strong(p));
+    if !sure && (found.is_some() || sound == 0) {
         // A title written as a sentence ends with its 了 (他终于来了), or with
         // what it did to how much or whom, when the text shows where
         // (一场暴雨冲垮了半条路他没想到…, 翻了誰的牌子半個月後…).
@@ -2037,6 +2134,36 @@ mod tests {
                 "第五章网吧夜班",
                 "第六章一剑落下，满场皆静",
             ]
+        );
+    }
+
+    #[test]
+    fn titles_the_text_opens_with_again_and_titles_written_as_a_sentence() {
+        assert_eq!(
+            headings(&reflow(concat!(
+                "完了。第一章「別開門！」「別開門！聽見什麼都別開。」",
+                "第二章咚、咚、咚咚、咚、咚。門響了。",
+                "第三章她她总是第一个到。",
+                "第四章裁员名单上有我的名字周一早上九点，我到了公司。",
+                "第五章外婆的菜谱里少了一页她一直没发现。",
+                "第六章房东太太说，那间房从来没人住过第二天一早，我去问了。",
+                "第七章首场比赛就输了他们输了。输得很惨。",
+            ))),
+            [
+                "第一章「別開門！」",
+                "第二章咚、咚、咚",
+                "第三章她",
+                "第四章裁员名单上有我的名字",
+                "第五章外婆的菜谱里少了一页",
+                "第六章房东太太说，那间房从来没人住过",
+                "第七章首场比赛就输了",
+            ]
+        );
+        // A chapter that opens with a quote it does not repeat keeps a bare
+        // heading (the quote is the text's).
+        assert_eq!(
+            headings(&reflow("完了。第一章“走吧。”他说。第二章“好。”她说。")),
+            ["第一章", "第二章"]
         );
     }
 

@@ -219,3 +219,66 @@ fn journey_scraped_badly_still_has_its_hundred_chapters() {
     let script = ok(&tingshu(["split", path_str(&path), "--format", "jsonl"]));
     assert!(!script.contains("书香小站"), "the running header is read");
 }
+
+/// A web-novel opening of `tests/fixtures/dumps/` as a book site dumps it:
+/// one line, every whitespace and the colon after each heading's number
+/// removed; and its headings (`第N章标题`), in order.
+fn web_novel_dump(path: &Path) -> (String, Vec<String>) {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut headings = Vec::new();
+    let mut dumped = String::new();
+    for line in text.lines() {
+        if line.starts_with('第') && line.contains("章 ") {
+            let heading: String = line
+                .chars()
+                .filter(|c| !c.is_whitespace() && !matches!(c, ':' | '：'))
+                .collect();
+            dumped.push_str(&heading);
+            headings.push(heading);
+        } else {
+            dumped.extend(line.chars().filter(|c| !c.is_whitespace()));
+        }
+    }
+    (dumped, headings)
+}
+
+#[test]
+fn web_novel_dumps_keep_every_chapter_and_most_titles_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    for (set, least_exact) in [("tuned", 60), ("heldout", 57), ("heldout2", 42)] {
+        let mut books: Vec<PathBuf> = std::fs::read_dir(paths::fixture("dumps").join(set))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "txt"))
+            .collect();
+        books.sort();
+        assert_eq!(books.len(), 8, "{set}");
+        let (mut exact, mut all) = (0, 0);
+        for book in &books {
+            let (text, titles) = web_novel_dump(book);
+            assert_eq!(titles.len(), 8, "{}", book.display());
+            let got = split_titles(dir.path(), "book.txt", &text);
+            let number = |t: &String| t.split_inclusive('章').next().unwrap_or(t).to_owned();
+            assert_eq!(
+                got.iter().map(number).collect::<Vec<_>>(),
+                titles.iter().map(number).collect::<Vec<_>>(),
+                "{}: {got:?}",
+                book.display()
+            );
+            exact += got.iter().zip(&titles).filter(|(g, t)| g == t).count();
+            all += titles.len();
+            // A heading lost in the middle loses that chapter, not the rest.
+            let damaged = text.replacen(titles[4].as_str(), "", 1);
+            let got = split_titles(dir.path(), "book.txt", &damaged);
+            assert_eq!(
+                got.len(),
+                7,
+                "{} without {}: {got:?}",
+                book.display(),
+                titles[4]
+            );
+        }
+        println!("{set}: {exact}/{all} titles exact");
+        assert!(exact >= least_exact, "{set}: {exact}/{all} titles exact");
+    }
+}
