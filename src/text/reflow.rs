@@ -352,6 +352,18 @@ fn accepts(
     // on the line's longest run of rising numbers, or as the line's first
     // heading right after front matter when the next heading's number is
     // the very next one (作者某某第一章…).
+    // …or, after a sentence end, where it reads on as words but its number
+    // is the very next one and the next heading's follows it (…沸腾了。第5章
+    // 里正来了李里正…).
+    if h.word_like
+        && before == Before::Sentence
+        && last_key.is_some_and(|(u, last)| u == unit && n == last + 1)
+        && ahead
+            .next_number(at + h.len, unit)
+            .is_some_and(|next| next > n && next <= n + MAX_GAP)
+    {
+        return true;
+    }
     if !plain {
         return ahead.on_chain(at, unit)
             || (!h.word_like
@@ -2158,6 +2170,14 @@ mod tests {
                 "第六章房东太太说，那间房从来没人住过",
                 "第七章首场比赛就输了",
             ]
+        );
+        // A title that reads on as words (章里) next in the sequence.
+        assert_eq!(
+            headings(&reflow(concat!(
+                "完了。第一章出水他挖了三天。第二章里正来了他骑着驴。",
+                "第三章秋收他割了稻子。"
+            ))),
+            ["第一章出水", "第二章里正来了", "第三章秋收"]
         );
         // A chapter that opens with a quote it does not repeat keeps a bare
         // heading (the quote is the text's).
