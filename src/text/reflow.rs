@@ -1034,12 +1034,8 @@ fn chapter_title_len(s: &str, ends: &[usize], marker: Option<usize>, openers: &O
             // 十月初七: the day of a month.
             && !(rest(p).starts_with('初') && s[..at(p)].ends_with('月'))
     };
-    // The text opens with someone's full name that it names again soon
-    // (三年一度的测灵大会钱沐风是…).
-    let soon = &s[..(0..=s.len().min(NAME_AGAIN_BYTES))
-        .rev()
-        .find(|&k| s.is_char_boundary(k))
-        .unwrap_or(0)];
+    // The text right after the title, where the names it opens with come again.
+    let soon = &s[..quote::floor_boundary(s, NAME_AGAIN_BYTES)];
     // Sounds that end the run of characters (…三更天梆，梆，梆。) open the
     // text: the title ends before them, whatever else the rules below say
     // of what is left.
@@ -1050,8 +1046,9 @@ fn chapter_title_len(s: &str, ends: &[usize], marker: Option<usize>, openers: &O
         .count();
     let sound = if n >= sound + 2 { sound } else { 0 };
     let m = n - sound;
-    // … or a place it names again (杂役峰归云宗有九座主峰…): two characters
-    // and what kind of place it is.
+    // The text opens with someone's full name that it names again soon
+    // (三年一度的测灵大会钱沐风是…), or a place (杂役峰归云宗有九座主峰…): two
+    // characters and what kind of place it is.
     let named = |p: usize| {
         p + 3 < m
             && (rest(p).starts_with(super::speaker::is_surname)
@@ -1302,7 +1299,7 @@ const TIME_OPENERS: &[&str] = &[
 /// The last character of a place's name: a sect, a peak, a palace, a town…
 const PLACES: &str = "宗派门門阁閣峰山殿宫宮府城镇鎮村寨庄莊楼樓寺观觀院堂坊";
 
-/// Words of sound that open a chapter's text with a ！ (啪！, 砰砰！).
+/// Words of sound that open a chapter's text (啪！, 梆，梆，梆。, 咣咣咣，…).
 const SOUNDS: &str = "啪砰嘭咚轰轟叮咔嗡哗嘩嘀咣哐噗嗖吱铛鐺当噹梆滋嗒噠哒";
 
 /// How far (bytes) the text after a run-in title is searched for a name it
