@@ -468,6 +468,9 @@ const FEMALE_BEFORE: &[&str] = &[
     "师妹",
     "師妹",
     "女同事",
+    // what others call her (你叫她小满就行)
+    "叫她",
+    "喊她",
     "女老师",
     "女老師",
     // the women's roles of the stage (小旦龄官) and women by their trade
@@ -539,6 +542,9 @@ const MALE_BEFORE: &[&str] = &[
     "校草",
     "男神",
     "男生",
+    // what others call him (你叫他小黃就行)
+    "叫他",
+    "喊他",
     "学长",
     "學長",
     "学弟",
@@ -1080,11 +1086,12 @@ fn titles_after(e: &mut GenderEvidence, name: &str, after: &str) {
 }
 
 fn titles_before(e: &mut GenderEvidence, before: &str) {
-    // Not the tail of another word (不是她的姐姐宝钗 still counts).
+    // Not the tail of another word (不是她的姐姐宝钗 still counts); a comma
+    // may stand before the naming (负责带新生的学长，名叫周牧).
     let before = NAMING
         .iter()
         .find_map(|v| before.strip_suffix(v))
-        .unwrap_or(before);
+        .map_or(before, |b| b.strip_suffix(['，', ',']).unwrap_or(b));
     if any_suffix(before, FEMALE_BEFORE) {
         e.female_titles += 1;
     } else if any_suffix(before, MALE_BEFORE) {
@@ -2000,6 +2007,30 @@ mod tests {
         assert_eq!(got[0].0, Gender::Male, "{:?}", got[0].1);
         assert_eq!(got[0].1.male_titles, 1);
         assert_eq!(got[1].1.female_titles, 1);
+    }
+
+    #[test]
+    fn a_title_before_a_comma_and_a_naming_verb_and_what_others_call_one() {
+        let got = guessed(
+            &[("程川", &[]), ("阿朗", &[]), ("小满", &[])],
+            &[
+                "带我们的是一个学长，名叫程川，个子很高。",
+                "“那是阿朗，你叫他阿朗就行。”",
+                "“我叫她小满。”",
+                "程川道：“走。”",
+                "阿朗道：“好。”",
+                "小满道：“嗯。”",
+            ],
+        );
+        assert_eq!(got[0].1.male_titles, 1, "{:?}", got[0].1);
+        assert_eq!(got[1].1.male_titles, 1, "{:?}", got[1].1);
+        assert_eq!(got[2].1.female_titles, 1, "{:?}", got[2].1);
+        // No comma's naming without the verb: 学长，程川 names no one.
+        let got = guessed(
+            &[("程川", &[])],
+            &["他是学长，程川不是。", "程川道：“走。”"],
+        );
+        assert_eq!(got[0].1.male_titles, 0, "{:?}", got[0].1);
     }
 
     #[test]
