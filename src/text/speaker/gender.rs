@@ -1557,6 +1557,8 @@ fn genderless_title(name: &str) -> bool {
         "藥師",
         "讲师",
         "講師",
+        // a fortune-teller (許半仙): the 仙 is no woman's given name
+        "半仙",
     ];
     let one_surname = |s: &str| {
         let mut chars = s.chars();
@@ -2346,7 +2348,15 @@ mod tests {
         // follows, after a surname, nobody's.
         assert_eq!(name_gender("法师", false), (Gender::Male, true));
         assert_eq!(name_gender("唐禅师", false), (Gender::Male, true));
-        for name in ["王老师", "沈设计师", "周律師", "林医师", "小王", "阿侯"] {
+        for name in [
+            "王老师",
+            "沈设计师",
+            "周律師",
+            "林医师",
+            "小王",
+            "阿侯",
+            "許半仙",
+        ] {
             for modern in [false, true] {
                 assert_eq!(
                     name_gender(name, modern),
