@@ -121,6 +121,10 @@ fn hostile(rounds: usize) {
             format!("好{}", "“他”".repeat(100_000)),
         ),
         (
+            "bare quotes, one chapter",
+            format!("毛仲说：“走。”\n{}", "“好。”\n".repeat(60_000)),
+        ),
+        (
             "telephone calls",
             format!(
                 "屏幕上跳出两个字：“毛仲”。{}",

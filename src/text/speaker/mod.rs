@@ -232,6 +232,20 @@ impl Attributor {
             .map(|p| vec![Spoken::default(); p.spans.len()])
             .collect();
         let mut turns: Vec<Turn> = Vec::new();
+        // The characters who spoke a turn, each once, in the order they
+        // first did (what every quote no tag names asks of all the turns).
+        let mut spoke: Vec<Who> = Vec::new();
+        let mut has_spoken = vec![false; self.names.len()];
+        let mut spoken = |who: Option<Who>, spoke: &mut Vec<Who>| {
+            if let Some(w @ Who::Character(c)) = who {
+                if c >= has_spoken.len() {
+                    has_spoken.resize(c + 1, false);
+                }
+                if !std::mem::replace(&mut has_spoken[c], true) {
+                    spoke.push(w);
+                }
+            }
+        };
         let mut exchange: Vec<Exchanged> = Vec::new();
         let narrator = self.narrator();
         // A telephone call going on.
@@ -280,6 +294,7 @@ impl Attributor {
                         addressee: last_speaker.filter(|l| *l != who),
                         vocative: None,
                     });
+                    spoken(Some(who), &mut spoke);
                     adjacent = true;
                     previous = Some(i);
                     continued = None;
@@ -335,7 +350,7 @@ impl Attributor {
                     gender_unsure: spoken.gender_unsure,
                     tagged: true,
                 },
-                _ => ctx.decide(i, previous, prev_is_turn, &turns, vocative),
+                _ => ctx.decide(i, previous, prev_is_turn, &turns, &spoke, vocative),
             };
             if let Some(who) = answered.filter(|_| !tagged) {
                 speaker = Some(who);
@@ -435,6 +450,7 @@ impl Attributor {
                 addressee,
                 vocative,
             });
+            spoken(speaker, &mut spoke);
             adjacent = true;
         }
         // Where tags stand apart (`玉亭兴奋地说，` after his own bare quote),

@@ -98,6 +98,9 @@ struct Latent<'t> {
     prev_is_turn: bool,
     opens_with_quote: bool,
     turns: &'t [Turn],
+    /// The characters who spoke a turn of the chapter so far, each once, in
+    /// the order they first spoke.
+    spoke: &'t [Who],
     vocative: Option<Who>,
     /// The best weak candidate of the quote's own paragraph.
     best: Option<Candidate>,
@@ -183,6 +186,7 @@ impl Context<'_, '_> {
         previous: Option<usize>,
         prev_is_turn: bool,
         turns: &[Turn],
+        spoke: &[Who],
         vocative: Option<Who>,
     ) -> Decision {
         let p = &self.paragraphs[i];
@@ -316,6 +320,7 @@ impl Context<'_, '_> {
             prev_is_turn,
             opens_with_quote,
             turns,
+            spoke,
             vocative,
             best,
             someone,
@@ -655,11 +660,8 @@ impl Context<'_, '_> {
             })
             .collect();
         c.mark_all(Feature::NamedInQuote, |w| in_quotes.contains(&w));
-        for t in l.turns {
-            c.mark(
-                t.speaker.filter(|w| matches!(w, Who::Character(_))),
-                Feature::SpokeBefore,
-            );
+        for who in l.spoke {
+            c.mark(Some(*who), Feature::SpokeBefore);
         }
         if l.prev_is_turn && l.turns.len() >= 2 {
             c.mark(l.turns[l.turns.len() - 2].speaker, Feature::TwoBack);
