@@ -2027,7 +2027,7 @@ mod tests {
         assert_eq!(got[0].1.male_titles, 1, "{:?}", got[0].1);
         assert_eq!(got[1].1.male_titles, 1, "{:?}", got[1].1);
         assert_eq!(got[2].1.female_titles, 1, "{:?}", got[2].1);
-        // No comma's naming without the verb: 学长，程川 names no one.
+        // A comma without a naming verb names no one (学长，程川…).
         let got = guessed(
             &[("程川", &[])],
             &["他是学长，程川不是。", "程川道：“走。”"],

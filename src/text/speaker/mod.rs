@@ -236,7 +236,7 @@ impl Attributor {
         // first did (what every quote no tag names asks of all the turns).
         let mut spoke: Vec<Who> = Vec::new();
         let mut has_spoken = vec![false; self.names.len()];
-        let mut spoken = |who: Option<Who>, spoke: &mut Vec<Who>| {
+        let mut note_speaker = |who: Option<Who>, spoke: &mut Vec<Who>| {
             if let Some(w @ Who::Character(c)) = who {
                 if c >= has_spoken.len() {
                     has_spoken.resize(c + 1, false);
@@ -294,7 +294,7 @@ impl Attributor {
                         addressee: last_speaker.filter(|l| *l != who),
                         vocative: None,
                     });
-                    spoken(Some(who), &mut spoke);
+                    note_speaker(Some(who), &mut spoke);
                     adjacent = true;
                     previous = Some(i);
                     continued = None;
@@ -450,7 +450,7 @@ impl Attributor {
                 addressee,
                 vocative,
             });
-            spoken(speaker, &mut spoke);
+            note_speaker(speaker, &mut spoke);
             adjacent = true;
         }
         // Where tags stand apart (`玉亭兴奋地说，` after his own bare quote),
