@@ -1033,6 +1033,7 @@ fn chapter_title_len(s: &str, ends: &[usize], marker: Option<usize>, openers: &O
                 }))
             // 十月初七: the day of a month.
             && !(rest(p).starts_with('初') && s[..at(p)].ends_with('月'))
+            || when_clause(rest(p))
     };
     // The text right after the title, where the names it opens with come again.
     let soon = &s[..quote::floor_boundary(s, NAME_AGAIN_BYTES)];
@@ -1479,6 +1480,49 @@ fn opens_with_time(s: &str) -> bool {
             "后", "後", "之后", "之後", "以后", "以後", "前", "底", "初", "过去", "過去",
         ],
     )
+}
+
+/// What ends a clause of time of two characters that opens a chapter's
+/// text (开机那天，, 入门之后的…, 杀青前一周，, 秋收刚过，).
+const WHEN_ENDS: &[&str] = &[
+    "那天",
+    "那日",
+    "那晚",
+    "那夜",
+    "那年",
+    "之后",
+    "之後",
+    "以后",
+    "以後",
+    "过后",
+    "過後",
+    "刚过",
+    "剛過",
+    "前一周",
+    "前一週",
+    "前一天",
+    "前一晚",
+];
+
+/// Does `s` open with a clause of time: two characters and one of
+/// [`WHEN_ENDS`], then a comma or a 的?
+fn when_clause(s: &str) -> bool {
+    let mut chars = s.char_indices();
+    let (Some((_, a)), Some((_, b)), Some((k, _))) = (chars.next(), chars.next(), chars.next())
+    else {
+        return false;
+    };
+    // Two characters of an event (开机, 入门), not of an amount (一夜之后) nor
+    // the end of a sentence (明白了那夜，).
+    let event =
+        |c: char| super::is_han(c) && !is_numeral(c) && !is_prose_char(c) && !never_starts(c);
+    event(a)
+        && event(b)
+        && WHEN_ENDS.iter().any(|w| {
+            s[k..]
+                .strip_prefix(w)
+                .is_some_and(|r| r.starts_with(['，', ',', '的']))
+        })
 }
 
 /// Most characters between 从 and the verb of coming out of a place.
@@ -2108,6 +2152,8 @@ mod tests {
                 "第八章比稿接下来的两个礼拜很忙。",
                 "第九章停电的夜里他没睡。",
                 "第十章开春整个冬天都在下雨。",
+                "第十一章片场开机那天，下了一场雨。",
+                "第十二章一碗羹那一夜之后，他没来。",
             ))),
             [
                 "第一章三更天",
@@ -2120,6 +2166,8 @@ mod tests {
                 "第八章比稿",
                 "第九章停电的夜里",
                 "第十章开春",
+                "第十一章片场",
+                "第十二章一碗羹",
             ]
         );
     }
