@@ -250,6 +250,7 @@ fn web_novel_dumps_keep_every_chapter_and_most_titles_whole() {
         ("heldout", 57),
         ("heldout2", 42),
         ("heldout3", 40),
+        ("heldout4", 34),
     ] {
         let mut books: Vec<PathBuf> = std::fs::read_dir(paths::fixture("dumps").join(set))
             .unwrap()
