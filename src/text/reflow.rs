@@ -1023,17 +1023,17 @@ fn chapter_title_len(s: &str, ends: &[usize], marker: Option<usize>, openers: &O
     let rest = |p: usize| &s[at(p)..];
     // A part of the day or an hour right after a day or a part of the day
     // goes on with it (周五晚上的泡面, 凌晨四点十七分).
+    // A clause of time of two characters opens the text too (开机那天，).
     let time = |p: usize| {
-        opens_with_time(rest(p))
-            && !((starts_with_any(rest(p), DAY_PARTS) || is_clock(rest(p)))
-                && (2..=3).any(|k| {
-                    p >= k
-                        && (starts_with_any(rest(p - k), DAYS)
-                            || starts_with_any(rest(p - k), DAY_PARTS))
-                }))
-            // 十月初七: the day of a month.
-            && !(rest(p).starts_with('初') && s[..at(p)].ends_with('月'))
-            || when_clause(rest(p))
+        let goes_on = (starts_with_any(rest(p), DAY_PARTS) || is_clock(rest(p)))
+            && (2..=3).any(|k| {
+                p >= k
+                    && (starts_with_any(rest(p - k), DAYS)
+                        || starts_with_any(rest(p - k), DAY_PARTS))
+            });
+        // 十月初七: the day of a month.
+        let day_of_month = rest(p).starts_with('初') && s[..at(p)].ends_with('月');
+        (opens_with_time(rest(p)) && !goes_on && !day_of_month) || when_clause(rest(p))
     };
     // The text right after the title, where the names it opens with come again.
     let soon = &s[..quote::floor_boundary(s, NAME_AGAIN_BYTES)];
