@@ -626,11 +626,7 @@ impl<'a> Ahead<'a> {
 /// `第N章/回/节` at the start of `s`: its number, its unit as written (迴,
 /// 節 …) and the byte end of the number.
 fn heading_number(s: &str) -> Option<(u32, char, usize)> {
-    let digits: usize = s['第'.len_utf8()..]
-        .chars()
-        .take_while(|c| is_numeral(*c))
-        .map(char::len_utf8)
-        .sum();
+    let digits = numerals_len(&s['第'.len_utf8()..]);
     if digits == 0 || digits > 9 * 3 {
         return None;
     }
@@ -793,6 +789,13 @@ fn repeated_title(s: &str) -> Option<usize> {
     }
     // The longest start that comes again at once, holding a mark and ending
     // with a character (not the 、 between two sounds).
+    if !s
+        .chars()
+        .take(MAX_REPEATED_TITLE)
+        .any(|c| matches!(c, '、' | '，' | ','))
+    {
+        return None;
+    }
     let ends: Vec<usize> = s
         .char_indices()
         .map(|(k, c)| k + c.len_utf8())
@@ -814,6 +817,14 @@ fn repeated_title(s: &str) -> Option<usize> {
 /// a story of a collection such as 警世通言).
 fn is_unit(c: char) -> bool {
     matches!(c, '章' | '回' | '迴' | '节' | '節' | '卷')
+}
+
+/// Length in bytes of the digits and Chinese numerals `s` opens with.
+fn numerals_len(s: &str) -> usize {
+    s.chars()
+        .take_while(|c| is_numeral(*c))
+        .map(char::len_utf8)
+        .sum()
 }
 
 /// A digit or a Chinese numeral (一, 萬, 兩, 拾 …).
@@ -1028,8 +1039,9 @@ fn chapter_title_len(s: &str, ends: &[usize], marker: Option<usize>, openers: &O
         let goes_on = (starts_with_any(rest(p), DAY_PARTS) || is_clock(rest(p)))
             && (2..=3).any(|k| {
                 p >= k
-                    && (starts_with_any(rest(p - k), DAYS)
-                        || starts_with_any(rest(p - k), DAY_PARTS))
+                    && [DAYS, DAY_PARTS, &["今天", "明天", "昨天"]]
+                        .iter()
+                        .any(|words| starts_with_any(rest(p - k), words))
             });
         // 十月初七: the day of a month.
         let day_of_month = rest(p).starts_with('初') && s[..at(p)].ends_with('月');
@@ -1075,16 +1087,17 @@ fn chapter_title_len(s: &str, ends: &[usize], marker: Option<usize>, openers: &O
     // A short question or exclamation is the title itself (谁动了那块地？),
     // unless a word of time, a repeated word or a name opens the text in it;
     // a call before it may stand apart by a comma (程屿白，你别走！).
+    let after = &s[ends[n - 1]..];
+    let asks = |t: &str| {
+        t.chars()
+            .next()
+            .filter(|c| matches!(c, '？' | '！' | '?' | '!'))
+    };
     if n <= MAX_ASKING_TITLE
         && marker.is_none()
+        && (asks(after).is_some() || after.starts_with(['，', ',']))
         && !(2..n).any(|p| opens_with_time(rest(p)) || repeats(p) || openers.often(rest(p)))
     {
-        let after = &s[ends[n - 1]..];
-        let asks = |t: &str| {
-            t.chars()
-                .next()
-                .filter(|c| matches!(c, '？' | '！' | '?' | '!'))
-        };
         if let Some(mark) = asks(after) {
             return if sound == 0 {
                 ends[n - 1] + mark.len_utf8()
@@ -1108,7 +1121,7 @@ fn chapter_title_len(s: &str, ends: &[usize], marker: Option<usize>, openers: &O
     // or where prose starts after as many characters as the first part has.
     if sound == 0
         && marker.is_none()
-        && let Some(then) = s[ends[n - 1]..].strip_prefix(['，', ','])
+        && let Some(then) = after.strip_prefix(['，', ','])
         && (2..n).all(|p| !opens(p))
     {
         let han: Vec<usize> = then
@@ -1214,59 +1227,17 @@ fn chapter_title_len(s: &str, ends: &[usize], marker: Option<usize>, openers: &O
 }
 
 /// Words of time that open a chapter's first sentence in modern prose
-/// (第五章戒指第二天一早…): a chapter title ends before one.
+/// (第五章戒指第二天一早…): a chapter title ends before one, as before one of
+/// [`DAYS`] or [`DAY_PARTS`].
 const TIME_OPENERS: &[&str] = &[
-    "第二天",
-    "第二日",
-    "次日",
-    "翌日",
-    "当天",
-    "當天",
     "当晚",
     "當晚",
     "当夜",
     "當夜",
-    "那天",
     "那晚",
     "那夜",
-    "这天",
-    "這天",
     "这一天",
     "這一天",
-    "一早",
-    "清晨",
-    "早上",
-    "早晨",
-    "上午",
-    "中午",
-    "下午",
-    "傍晚",
-    "晚上",
-    "夜里",
-    "夜裡",
-    "夜裏",
-    "深夜",
-    "半夜",
-    "午夜",
-    "凌晨",
-    "黄昏",
-    "黃昏",
-    "周一",
-    "周二",
-    "周三",
-    "周四",
-    "周五",
-    "周六",
-    "周日",
-    "週一",
-    "週二",
-    "週三",
-    "週四",
-    "週五",
-    "週六",
-    "週日",
-    "周末",
-    "週末",
     "星期",
     "转眼",
     "轉眼",
@@ -1310,11 +1281,7 @@ const NAME_AGAIN: usize = 3;
 
 /// Is `s` an hour with its minutes or half (四点十七分)?
 fn is_clock(s: &str) -> bool {
-    let digits: usize = s
-        .chars()
-        .take_while(|c| is_numeral(*c))
-        .map(char::len_utf8)
-        .sum();
+    let digits = numerals_len(s);
     digits > 0 && clock_after(&s[digits..])
 }
 
@@ -1323,17 +1290,14 @@ fn clock_after(rest: &str) -> bool {
     let Some(minutes) = rest.strip_prefix(['点', '點']) else {
         return false;
     };
-    let m: usize = minutes
-        .chars()
-        .take_while(|c| is_numeral(*c))
-        .map(char::len_utf8)
-        .sum();
+    let m = numerals_len(minutes);
     (m > 0 && minutes[m..].starts_with('分'))
         || minutes.starts_with(['半', '整', '多'])
         || starts_with_any(minutes, &["钟", "鐘", "左右"])
 }
 
-/// Days a part of the day may follow in a title (周五晚上, 第二天下午).
+/// Days, words of time too, that a part of the day may follow in a title
+/// (周五晚上, 第二天下午; so may 今天, 明天, 昨天).
 const DAYS: &[&str] = &[
     "周一",
     "周二",
@@ -1360,9 +1324,6 @@ const DAYS: &[&str] = &[
     "那天",
     "这天",
     "這天",
-    "今天",
-    "明天",
-    "昨天",
 ];
 
 /// Parts of the day (晚上, 凌晨 …).
@@ -1384,7 +1345,10 @@ const WATCHES: &str = "子丑寅卯辰巳午未申酉戌亥";
 /// of days, months or years and what comes of it (三日后, 半个月之后,
 /// 十月底, 两年前)?
 fn opens_with_time(s: &str) -> bool {
-    if starts_with_any(s, TIME_OPENERS) {
+    if [TIME_OPENERS, DAYS, DAY_PARTS]
+        .iter()
+        .any(|words| starts_with_any(s, words))
+    {
         return true;
     }
     let mut chars = s.chars();
@@ -1396,11 +1360,7 @@ fn opens_with_time(s: &str) -> bool {
     // The tenth day of something and its hour (第十天清晨, 第三日，); not
     // when the count belongs to a title (开学第一天九月初…).
     if let Some(n) = s.strip_prefix('第') {
-        let k: usize = n
-            .chars()
-            .take_while(|c| is_numeral(*c))
-            .map(char::len_utf8)
-            .sum();
+        let k = numerals_len(n);
         if k > 0
             && let Some(after) = n[k..].strip_prefix(['天', '日'])
             && (after.starts_with(['，', ',']) || starts_with_any(after, DAY_PARTS))
@@ -1455,11 +1415,7 @@ fn opens_with_time(s: &str) -> bool {
         .unwrap_or(rest);
     // A month and its day (九月一号, 十月的, 十月底).
     if let Some(month) = rest.strip_prefix('月') {
-        let day: usize = month
-            .chars()
-            .take_while(|c| is_numeral(*c))
-            .map(char::len_utf8)
-            .sum();
+        let day = numerals_len(month);
         if day > 0 {
             return starts_with_any(&month[day..], &["日", "号", "號"]);
         }
